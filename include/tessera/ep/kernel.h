@@ -1,0 +1,133 @@
+// Kernels: how an EP implements one ONNX operator.
+//
+// A KernelDef declares what a kernel accepts (op, domain, opset range, element types) and where its
+// inputs and outputs must live: inputs listed in host_inputs are delivered in host memory even when the
+// kernel's EP runs on a device (shape tensors, axes, ...), and the session inserts the copies. The
+// scheduler never special-cases an op: placement is what the def says.
+//
+// Lifetime: a Kernel is created once per node at session creation from a KernelInfo (where weights
+// can be pre-packed) and Compute is then called from any number of threads at once, so Compute must
+// not mutate the kernel (cache with a mutex if it must).
+#pragma once
+
+#include <climits>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "tessera/ep/graph.h"
+#include "tessera/ep/thread_pool.h"
+#include "tessera/stream.h"
+#include "tessera/value.h"
+
+namespace tessera {
+
+class ExecutionProvider;
+class KernelContext;
+
+struct KernelDef {
+  std::string op_type;
+  std::string domain;  // "" = default ONNX domain
+  int since_version = 1;
+  int until_version = INT_MAX;  // inclusive
+  // input index -> accepted element types; an input not listed accepts any type.
+  std::map<int, std::vector<DataType>> input_types;
+  std::vector<int> host_inputs;   // inputs the kernel reads on the host
+  std::vector<int> host_outputs;  // outputs the kernel writes in host memory
+  // Whether the kernel may have its outputs share memory with its inputs (Reshape, Identity, ...).
+  bool may_alias = false;
+
+  bool IsHostInput(int i) const;
+  bool IsHostOutput(int i) const;
+};
+
+// A subgraph compiled by the session (If/Loop/Scan bodies), callable from a kernel's Compute.
+class SubgraphRunner {
+ public:
+  virtual ~SubgraphRunner() = default;
+  virtual const Graph& graph() const = 0;
+  // Runs the subgraph with `inputs` bound to its formal inputs in order. Outer-scope values are read
+  // from `parent` (the calling kernel's context). Returns the subgraph's outputs in order.
+  virtual std::vector<Value> Run(KernelContext& parent, std::vector<Value> inputs) const = 0;
+};
+
+// What a kernel sees when it is created.
+class KernelInfo {
+ public:
+  virtual ~KernelInfo() = default;
+  virtual const Node& node() const = 0;
+  virtual ExecutionProvider& ep() const = 0;
+  // The tensor when input i is a constant initializer (for pre-packing weights), else nullptr.
+  virtual const Tensor* ConstantInput(size_t i) const = 0;
+  // Element types known before running (kUndefined when unknown).
+  virtual DataType InputType(size_t i) const = 0;
+  virtual DataType OutputType(size_t i) const = 0;
+  // The compiled subgraph held in graph attribute `attribute`; throws when there is none.
+  virtual const SubgraphRunner& Subgraph(const std::string& attribute) const = 0;
+};
+
+// What a kernel sees when it runs.
+class KernelContext {
+ public:
+  virtual ~KernelContext() = default;
+  virtual const Node& node() const = 0;
+  virtual size_t NumInputs() const = 0;
+  // nullptr when input i is omitted (optional input) or i >= NumInputs().
+  virtual const Value* InputValue(size_t i) const = 0;
+  virtual size_t NumOutputs() const = 0;
+  // Allocates output i in the kernel's output memory (or returns the caller's preallocated tensor
+  // bound to it when type and shape match; a mismatch throws kInvalidArgument naming the output).
+  virtual Tensor& Output(size_t i, DataType type, const Shape& shape) = 0;
+  // Sets output i to an existing value (an alias of an input, a sequence, ...).
+  virtual void SetOutput(size_t i, Value value) = 0;
+  // The stream this kernel's EP runs on for this run; nullptr for synchronous (CPU) EPs.
+  virtual Stream* stream() const = 0;
+  virtual const ThreadPool& thread_pool() const = 0;
+  // Allocator for scratch memory in the kernel's memory space.
+  virtual const AllocatorPtr& allocator() const = 0;
+  // Reads a value defined outside the current graph (subgraphs); nullptr when unknown.
+  virtual const Value* OuterScopeValue(const std::string& name) const = 0;
+  virtual bool terminate_requested() const = 0;
+
+  bool HasInput(size_t i) const { return InputValue(i) != nullptr; }
+  // The tensor at input i; throws kInvalidArgument naming the node when missing or not a tensor.
+  const Tensor& Input(size_t i) const;
+  // The tensor at input i, or nullptr when the optional input is omitted.
+  const Tensor* OptionalInput(size_t i) const;
+};
+
+class Kernel {
+ public:
+  virtual ~Kernel() = default;
+  virtual void Compute(KernelContext& ctx) const = 0;
+};
+
+using KernelFactory = std::function<std::unique_ptr<Kernel>(const KernelInfo&)>;
+
+struct KernelRegistration {
+  KernelDef def;
+  KernelFactory create;
+};
+
+class KernelRegistry {
+ public:
+  void Register(KernelDef def, KernelFactory create);
+  // Convenience for kernels constructed from the KernelInfo: Register<MyKernel>(def).
+  template <typename K>
+  void Register(KernelDef def) {
+    Register(std::move(def), [](const KernelInfo& info) { return std::make_unique<K>(info); });
+  }
+  // The registration for `node` (op, domain, opset in range, known input types accepted), or nullptr.
+  const KernelRegistration* Find(const Node& node, const Graph& graph) const;
+  // Whether any kernel for op/domain exists (at any opset or type), for error messages.
+  bool HasOp(const std::string& op_type, const std::string& domain) const;
+  const std::vector<KernelRegistration>& all() const { return kernels_; }
+
+ private:
+  std::vector<KernelRegistration> kernels_;
+  std::multimap<std::pair<std::string, std::string>, size_t> by_op_;
+};
+
+}  // namespace tessera

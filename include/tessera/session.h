@@ -1,0 +1,75 @@
+// Session: one loaded, optimized, partitioned model ready to run.
+//
+//   tessera::Environment env;
+//   tessera::Session session(env, "resnet50.onnx", tessera::SessionOptions{});
+//   auto outputs = session.Run({{"input", tessera::Tensor::FromVector<float>(...)}});
+//
+// Creation: load -> optimize -> partition (EPs in priority order, CPU fallback) -> insert copies ->
+// plan -> create kernels. A model the session cannot run fails here with kNotImplemented naming the
+// op, its domain and opset, and the node.
+//
+// Run is safe to call from many threads at once. A failed run (bad input, out of memory, a kernel
+// error) throws and leaves the session usable.
+#pragma once
+
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "tessera/environment.h"
+#include "tessera/io_binding.h"
+#include "tessera/session_options.h"
+
+namespace tessera {
+
+struct ModelMetadata {
+  std::string producer_name, producer_version, domain, description, graph_name;
+  int64_t version = 0;
+  int64_t ir_version = 0;
+  std::map<std::string, int> opsets;
+  std::map<std::string, std::string> custom;
+};
+
+// Where each node runs, for logging, `tessera partition` and tests.
+struct PartitionEntry {
+  std::string node_name, op_type, ep;  // ep "" for copy steps
+  bool is_copy = false;
+  std::string copy_from, copy_to;  // memory infos, for copy steps
+};
+
+class Session {
+ public:
+  Session(Environment& env, const std::filesystem::path& model_path, const SessionOptions& options);
+  Session(Environment& env, const void* model_bytes, size_t size, const SessionOptions& options);
+  ~Session();
+  Session(const Session&) = delete;
+  Session& operator=(const Session&) = delete;
+
+  using NamedValues = std::vector<std::pair<std::string, Value>>;
+  // Outputs named in `output_names` (all outputs when empty) in host memory.
+  std::vector<Value> Run(const NamedValues& feeds, const std::vector<std::string>& output_names = {},
+                         const RunOptions& options = RunOptions{});
+  void Run(IoBinding& binding, const RunOptions& options = RunOptions{});
+  IoBinding CreateIoBinding() const { return IoBinding(*this); }
+
+  const std::vector<ValueInfo>& inputs() const;
+  const std::vector<ValueInfo>& outputs() const;
+  ModelMetadata metadata() const;
+  // EP types in priority order, e.g. {"TestingExecutionProvider", "CPUExecutionProvider"}.
+  std::vector<std::string> providers() const;
+  // The memory a model input is read from without a copy (the memory of its first consumer).
+  MemoryInfo InputMemoryInfo(const std::string& input_name) const;
+  const EpDevice* InputEpDevice(const std::string& input_name) const;
+  std::vector<PartitionEntry> Partition() const;
+  // Blocks until all work queued on the session's device streams has finished.
+  void Synchronize() const;
+
+  struct Impl;
+
+ private:
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace tessera

@@ -1,0 +1,63 @@
+// Options for creating a session and for a single run.
+#pragma once
+
+#include <atomic>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "tessera/environment.h"
+
+namespace tessera {
+
+// Picks EP devices when SessionOptions::providers is empty.
+enum class EpSelectionPolicy {
+  kDefault,         // CPU only
+  kPreferCpu,       // CPU first, then others
+  kPreferGpu,       // GPUs first, then NPUs, then CPU
+  kPreferNpu,       // NPUs first, then GPUs, then CPU
+  kMaxPerformance,  // GPU > NPU > CPU
+  kMaxEfficiency,   // NPU > CPU > GPU
+};
+EpSelectionPolicy ParseEpSelectionPolicy(const std::string& name);  // "prefer_gpu", ...
+
+enum class OptimizationLevel { kNone = 0, kBasic = 1, kExtended = 2, kAll = 99 };
+
+struct ProviderRequest {
+  std::string ep_name;         // "CPUExecutionProvider", "CUDAExecutionProvider", a plugin's EP type
+  ProviderOptions options;     // provider options, validated by the EP
+  int device_index = 0;        // which of this EP's EP devices (in GetEpDevices order)
+};
+
+struct SessionOptions {
+  // EPs in priority order; when empty, `policy` chooses. The CPU EP is always added last as the
+  // fallback unless disable_cpu_fallback is set.
+  std::vector<ProviderRequest> providers;
+  EpSelectionPolicy policy = EpSelectionPolicy::kDefault;
+  bool disable_cpu_fallback = false;
+  int intra_op_threads = 0;  // 0 = one per core
+  OptimizationLevel optimization_level = OptimizationLevel::kAll;
+  LogLevel log_level = LogLevel::kWarning;
+  std::string log_id;
+  // Free-form settings ("session.use_env_allocators" = "1", ...). Unknown keys are kept and ignored.
+  std::map<std::string, std::string> config;
+
+  SessionOptions& AddProvider(std::string ep_name, ProviderOptions options = {});
+};
+
+struct RunOptions {
+  std::string tag;                  // shown in logs
+  LogLevel log_level = LogLevel::kWarning;
+  // When false, Run returns once all work is queued on the device streams; outputs on a device are
+  // valid after IoBinding::SynchronizeOutputs (or the session's streams reach the run's end).
+  bool synchronize = true;
+  // Set from any thread to cancel runs using these options; they throw Error(kTerminated).
+  std::atomic<bool> terminate{false};
+  std::map<std::string, std::string> config;
+
+  RunOptions() = default;
+  RunOptions(const RunOptions& o)
+      : tag(o.tag), log_level(o.log_level), synchronize(o.synchronize), terminate(o.terminate.load()), config(o.config) {}
+};
+
+}  // namespace tessera

@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Setup, build and every test: the gtest suite (unit, ops, reference models against PyTorch) and the
+# ONNX conformance suite, through ctest. Exits non-zero on any failure; the last line is a summary.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+BUILD_DIR=${BUILD_DIR:-build}
+CTEST_LOG="$BUILD_DIR/ctest.log"
+START=$SECONDS
+summary() {
+  local status=$? counts=""
+  [[ -f "$CTEST_LOG" ]] && counts=$(grep -Eo '[0-9]+% tests passed, [0-9]+ tests failed out of [0-9]+' "$CTEST_LOG" || true)
+  if ((status == 0)); then
+    echo "test.sh: PASSED (${counts:-no ctest summary}) in $((SECONDS - START))s"
+  else
+    echo "test.sh: FAILED (exit $status${counts:+; $counts}) in $((SECONDS - START))s"
+  fi
+}
+trap summary EXIT
+
+bash scripts/setup.sh
+rm -f "$CTEST_LOG"
+bash scripts/build.sh
+
+# Small configurations of the reference models (seconds to export); tests/models/model_test.cc
+# compares Tessera's outputs with PyTorch's.
+/usr/bin/python3 scripts/export_models.py --small --out "$BUILD_DIR/models"
+export TESSERA_MODELS_DIR="$PWD/$BUILD_DIR/models"
+
+ctest --test-dir "$BUILD_DIR" --output-on-failure -j2 2>&1 | tee "$CTEST_LOG"

@@ -1,0 +1,248 @@
+#include "tessera/arena.h"
+
+#include <algorithm>
+#include <array>
+#include <bit>
+#include <mutex>
+#include <set>
+#include <unordered_map>
+#include <vector>
+
+#include "tessera/status.h"
+
+namespace tessera {
+
+namespace {
+
+constexpr size_t kMinAlignment = 256;
+// Bin i holds free chunks of [256 << i, 256 << (i + 1)) bytes; the last bin holds everything larger.
+constexpr size_t kNumBins = 24;
+
+struct Region;
+
+// A contiguous piece of a region, either handed out or free. Chunks of one region form a doubly
+// linked list in address order, so merging on free only has to look at the two neighbours.
+struct Chunk {
+  char* ptr = nullptr;
+  size_t size = 0;
+  bool in_use = false;
+  Chunk* prev = nullptr;
+  Chunk* next = nullptr;
+  Region* region = nullptr;
+};
+
+struct Region {
+  char* base = nullptr;
+  size_t size = 0;
+  Chunk* first = nullptr;
+};
+
+// Best fit: smallest size first, lowest address among equals (keeps reuse deterministic).
+struct BySizeThenAddress {
+  bool operator()(const Chunk* a, const Chunk* b) const {
+    return a->size != b->size ? a->size < b->size : a->ptr < b->ptr;
+  }
+};
+
+size_t RoundUp(size_t value, size_t multiple) { return (value + multiple - 1) / multiple * multiple; }
+
+size_t BinIndex(size_t bytes) {
+  const size_t units = std::max<size_t>(bytes / kMinAlignment, 1);
+  return std::min<size_t>(std::bit_width(units) - 1, kNumBins - 1);
+}
+
+}  // namespace
+
+struct Arena::Impl {
+  AllocatorPtr underlying;
+  ArenaOptions options;
+  size_t alignment;
+
+  mutable std::mutex mutex;
+  std::vector<std::unique_ptr<Region>> regions;
+  std::array<std::set<Chunk*, BySizeThenAddress>, kNumBins> bins;
+  std::unordered_map<void*, Chunk*> in_use;
+  size_t last_region_bytes = 0;
+  AllocatorStats stats;
+
+  Impl(AllocatorPtr under, ArenaOptions opts)
+      : underlying(std::move(under)),
+        options(opts),
+        alignment(std::max(kMinAlignment, underlying->Info().alignment)) {}
+
+  ~Impl() {
+    for (auto& region : regions) ReleaseRegion(*region);
+  }
+
+  void InsertFree(Chunk* c) { bins[BinIndex(c->size)].insert(c); }
+  void EraseFree(Chunk* c) { bins[BinIndex(c->size)].erase(c); }
+
+  Chunk* FindFreeChunk(size_t rounded) {
+    for (size_t b = BinIndex(rounded); b < kNumBins; ++b) {
+      Chunk probe{nullptr, rounded};
+      auto it = bins[b].lower_bound(&probe);
+      if (it != bins[b].end()) return *it;
+    }
+    return nullptr;
+  }
+
+  // Splits off the tail of `c` as a new free chunk when the leftover is worth keeping separately:
+  // when it is at least as large as the request, or when leaving it attached would waste more than
+  // max_dead_bytes_per_chunk.
+  void MaybeSplit(Chunk* c, size_t rounded) {
+    const size_t leftover = c->size - rounded;
+    if (leftover < alignment) return;
+    if (c->size < 2 * rounded && leftover < options.max_dead_bytes_per_chunk) return;
+    auto* tail = new Chunk{c->ptr + rounded, leftover, false, c, c->next, c->region};
+    if (c->next != nullptr) c->next->prev = tail;
+    c->next = tail;
+    c->size = rounded;
+    InsertFree(tail);
+  }
+
+  void* TakeChunk(Chunk* c, size_t rounded) {
+    EraseFree(c);
+    MaybeSplit(c, rounded);
+    c->in_use = true;
+    in_use.emplace(c->ptr, c);
+    stats.bytes_in_use += c->size;
+    stats.peak_bytes_in_use = std::max(stats.peak_bytes_in_use, stats.bytes_in_use);
+    ++stats.num_allocs;
+    return c->ptr;
+  }
+
+  // The size of the next region to reserve for a request of `rounded` bytes (before the limit).
+  size_t NextRegionBytes(size_t rounded) const {
+    if (options.extend_strategy == ArenaExtendStrategy::kSameAsRequested) return rounded;
+    const size_t doubled = last_region_bytes == 0 ? options.initial_chunk_bytes : 2 * last_region_bytes;
+    return RoundUp(std::max(doubled, rounded), alignment);
+  }
+
+  bool WithinLimit(size_t bytes) const {
+    return options.max_bytes == 0 || stats.bytes_reserved + bytes <= options.max_bytes;
+  }
+
+  // Reserves a region that can hold `rounded` bytes; returns false when the limit or the underlying
+  // allocator refuses. A preferred size larger than the request falls back to the request itself.
+  bool TryExtend(size_t rounded) {
+    if (!WithinLimit(rounded)) return false;
+    size_t bytes = NextRegionBytes(rounded);
+    if (!WithinLimit(bytes)) bytes = rounded;
+    char* base = TryReserve(bytes);
+    if (base == nullptr && bytes != rounded) base = TryReserve(bytes = rounded);
+    if (base == nullptr) return false;
+    auto region = std::make_unique<Region>(Region{base, bytes, nullptr});
+    region->first = new Chunk{base, bytes, false, nullptr, nullptr, region.get()};
+    InsertFree(region->first);
+    regions.push_back(std::move(region));
+    last_region_bytes = bytes;
+    stats.bytes_reserved += bytes;
+    ++stats.num_reserves;
+    return true;
+  }
+
+  char* TryReserve(size_t bytes) {
+    try {
+      return static_cast<char*>(underlying->Allocate(bytes));
+    } catch (const Error& e) {
+      if (e.code() != ErrorCode::kOutOfMemory) throw;
+      return nullptr;
+    }
+  }
+
+  void ReleaseRegion(Region& region) {
+    for (Chunk* c = region.first; c != nullptr;) {
+      Chunk* next = c->next;
+      delete c;
+      c = next;
+    }
+    underlying->Free(region.base);
+  }
+
+  size_t ShrinkLocked() {
+    size_t freed = 0;
+    std::erase_if(regions, [&](const std::unique_ptr<Region>& region) {
+      Chunk* only = region->first;
+      if (only->in_use || only->next != nullptr) return false;
+      EraseFree(only);
+      freed += region->size;
+      ReleaseRegion(*region);
+      return true;
+    });
+    stats.bytes_reserved -= freed;
+    return freed;
+  }
+
+  [[noreturn]] void FailOutOfMemory(size_t requested) const {
+    Fail(ErrorCode::kOutOfMemory, "arena for ", underlying->Info().ToString(), ": cannot allocate ", requested,
+         " bytes (", stats.bytes_in_use, " bytes in use, ", stats.bytes_reserved, " reserved, limit ",
+         options.max_bytes, " bytes)");
+  }
+
+  // Merges `c` with its free neighbours and files the result in a bin.
+  void Release(Chunk* c) {
+    c->in_use = false;
+    stats.bytes_in_use -= c->size;
+    if (c->next != nullptr && !c->next->in_use) {
+      Chunk* next = c->next;
+      EraseFree(next);
+      c->size += next->size;
+      c->next = next->next;
+      if (c->next != nullptr) c->next->prev = c;
+      delete next;
+    }
+    if (c->prev != nullptr && !c->prev->in_use) {
+      Chunk* prev = c->prev;
+      EraseFree(prev);
+      prev->size += c->size;
+      prev->next = c->next;
+      if (prev->next != nullptr) prev->next->prev = prev;
+      delete c;
+      c = prev;
+    }
+    InsertFree(c);
+  }
+};
+
+Arena::Arena(AllocatorPtr underlying, ArenaOptions options)
+    : impl_(std::make_unique<Impl>(std::move(underlying), options)) {}
+
+Arena::~Arena() = default;
+
+void* Arena::Allocate(size_t bytes) {
+  std::lock_guard<std::mutex> lock(impl_->mutex);
+  const size_t rounded = RoundUp(std::max<size_t>(bytes, 1), impl_->alignment);
+  if (Chunk* c = impl_->FindFreeChunk(rounded)) return impl_->TakeChunk(c, rounded);
+  if (!impl_->TryExtend(rounded)) {
+    impl_->ShrinkLocked();
+    if (!impl_->TryExtend(rounded)) impl_->FailOutOfMemory(bytes);
+  }
+  return impl_->TakeChunk(impl_->FindFreeChunk(rounded), rounded);
+}
+
+void Arena::Free(void* p) {
+  if (p == nullptr) return;
+  std::lock_guard<std::mutex> lock(impl_->mutex);
+  auto it = impl_->in_use.find(p);
+  if (it == impl_->in_use.end())
+    Fail(ErrorCode::kInvalidArgument, "arena for ", Info().ToString(), ": Free of a pointer it did not allocate");
+  Chunk* c = it->second;
+  impl_->in_use.erase(it);
+  impl_->Release(c);
+}
+
+const MemoryInfo& Arena::Info() const { return impl_->underlying->Info(); }
+
+AllocatorStats Arena::Stats() const {
+  std::lock_guard<std::mutex> lock(impl_->mutex);
+  return impl_->stats;
+}
+
+size_t Arena::Shrink() {
+  std::lock_guard<std::mutex> lock(impl_->mutex);
+  return impl_->ShrinkLocked();
+}
+
+const ArenaOptions& Arena::options() const { return impl_->options; }
+
+}  // namespace tessera

@@ -1,0 +1,193 @@
+#include "exec/executor.h"
+
+#include "core/logging.h"
+
+namespace tessera {
+
+namespace {
+
+struct Frame {
+  const ExecutionPlan& plan;
+  RunRequest& request;
+  const PlanServices& services;
+  std::vector<Value> values;
+  std::vector<std::unique_ptr<Event>> events;
+};
+
+class StepContext : public KernelContext {
+ public:
+  StepContext(Frame& frame, const PlanStep& step) : frame_(frame), step_(step) {}
+
+  const Node& node() const override { return *step_.node; }
+  size_t NumInputs() const override { return step_.inputs.size(); }
+  const Value* InputValue(size_t i) const override {
+    if (i >= step_.inputs.size() || step_.inputs[i] < 0) return nullptr;
+    const Value& v = frame_.values[step_.inputs[i]];
+    return v.is_none() ? nullptr : &v;
+  }
+  size_t NumOutputs() const override { return step_.outputs.size(); }
+
+  Tensor& Output(size_t i, DataType type, const Shape& shape) override {
+    if (i >= step_.outputs.size())
+      Fail(ErrorCode::kRuntime, step_.node->Describe(), ": kernel wrote output ", i, " but the node has ",
+           step_.outputs.size());
+    const int slot = step_.outputs[i];
+    Value& target = slot >= 0 ? frame_.values[slot] : Scratch(i);
+    if (slot >= 0) {
+      auto pre = frame_.request.preallocated.find(slot);
+      if (pre != frame_.request.preallocated.end() && pre->second.memory_info() == frame_.plan.slots[slot].location) {
+        const Tensor& t = pre->second;
+        if (t.type() != type || t.shape() != shape)
+          Fail(ErrorCode::kInvalidArgument, "output '", frame_.plan.slots[slot].name, "' is bound to ", t.Describe(),
+               " but the model produces ", DataTypeName(type), shape.ToString());
+        target = Value(t);
+        return target.tensor();
+      }
+    }
+    target = Value(Tensor::Allocate(type, shape, step_.allocator));
+    return target.tensor();
+  }
+
+  void SetOutput(size_t i, Value value) override {
+    if (i >= step_.outputs.size())
+      Fail(ErrorCode::kRuntime, step_.node->Describe(), ": kernel set output ", i, " but the node has ",
+           step_.outputs.size());
+    (step_.outputs[i] >= 0 ? frame_.values[step_.outputs[i]] : Scratch(i)) = std::move(value);
+  }
+
+  Stream* stream() const override { return step_.stream; }
+  const ThreadPool& thread_pool() const override { return *frame_.request.threads; }
+  const AllocatorPtr& allocator() const override { return step_.allocator; }
+  const Value* OuterScopeValue(const std::string& name) const override {
+    const int slot = frame_.plan.FindSlot(name);
+    if (slot >= 0 && !frame_.values[slot].is_none()) return &frame_.values[slot];
+    return frame_.request.parent ? frame_.request.parent->OuterScopeValue(name) : nullptr;
+  }
+  bool terminate_requested() const override {
+    return frame_.request.options != nullptr && frame_.request.options->terminate.load();
+  }
+
+ private:
+  Value& Scratch(size_t i) {
+    if (scratch_.size() <= i) scratch_.resize(i + 1);
+    return scratch_[i];
+  }
+  Frame& frame_;
+  const PlanStep& step_;
+  std::vector<Value> scratch_;  // outputs the graph omits but the kernel writes anyway
+};
+
+void WaitForProducers(Frame& frame, const PlanStep& step) {
+  for (const PlanStep::Wait& w : step.wait_for) {
+    Event* event = frame.events[w.producer].get();
+    if (event == nullptr) continue;  // the producer ran synchronously
+    if (w.on_host || step.stream == nullptr)
+      event->Synchronize();
+    else
+      event->Wait(*step.stream);
+  }
+}
+
+void RunKernelStep(Frame& frame, const PlanStep& step) {
+  StepContext ctx(frame, step);
+  try {
+    step.kernel->Compute(ctx);
+  } catch (const Error& e) {
+    const std::string what = e.what();
+    if (what.find(step.node->name) != std::string::npos) throw;
+    throw Error(e.code(), step.node->Describe() + ": " + what);
+  } catch (const std::bad_alloc&) {
+    Fail(ErrorCode::kOutOfMemory, step.node->Describe(), ": out of host memory");
+  } catch (const std::exception& e) {
+    Fail(ErrorCode::kRuntime, step.node->Describe(), ": ", e.what());
+  }
+  for (size_t i = 0; i < step.outputs.size(); ++i) {
+    const int slot = step.outputs[i];
+    if (slot >= 0 && frame.values[slot].is_none() && frame.plan.slots[slot].name.size() &&
+        step.node->outputs[i].size())
+      Fail(ErrorCode::kRuntime, step.node->Describe(), ": kernel did not produce output '", step.node->outputs[i], "'");
+  }
+}
+
+Tensor CopyTensor(const Tensor& src, const AllocatorPtr& allocator, DataTransfer* transfer, Stream* stream) {
+  Tensor dst = Tensor::Allocate(src.type(), src.shape(), allocator);
+  CopyPair pair{&src, &dst};
+  transfer->Copy({&pair, 1}, stream);
+  return dst;
+}
+
+void RunCopyStep(Frame& frame, const PlanStep& step) {
+  const Value& src = frame.values[step.inputs[0]];
+  const int dst_slot = step.outputs[0];
+  if (step.stream == nullptr)  // copies between two devices: both sides must be idle
+    for (Stream* s : frame.plan.streams) s->Synchronize();
+  if (src.is_tensor()) {
+    frame.values[dst_slot] = Value(CopyTensor(src.tensor(), step.allocator, step.transfer, step.stream));
+  } else if (src.is_sequence()) {
+    TensorSequence out;
+    for (const Tensor& t : src.sequence()) out.push_back(CopyTensor(t, step.allocator, step.transfer, step.stream));
+    frame.values[dst_slot] = Value(std::move(out));
+  } else {
+    frame.values[dst_slot] = Value();
+  }
+}
+
+}  // namespace
+
+Value CopyValueTo(const Value& value, const MemoryInfo& dst, const PlanServices& services, bool wait) {
+  if (value.is_none()) return value;
+  const MemoryInfo src = value.is_tensor() ? value.tensor().memory_info()
+                                           : (value.sequence().empty() ? dst : value.sequence()[0].memory_info());
+  if (src == dst) return value;
+  DataTransfer* transfer = services.find_transfer(src, dst);
+  AllocatorPtr allocator = services.allocator_for(dst);
+  Stream* src_stream = services.stream_for(src);
+  Stream* dst_stream = services.stream_for(dst);
+  // Host-bound or device-to-device copies complete before returning; host -> device copies may stay
+  // queued on the destination stream unless the caller waits.
+  Stream* stream = (src_stream == nullptr && dst_stream != nullptr && !wait) ? dst_stream : nullptr;
+  if (src_stream != nullptr) src_stream->Synchronize();
+  if (value.is_tensor()) return Value(CopyTensor(value.tensor(), allocator, transfer, stream));
+  TensorSequence out;
+  for (const Tensor& t : value.sequence()) out.push_back(CopyTensor(t, allocator, transfer, stream));
+  return Value(std::move(out));
+}
+
+std::vector<Value> ExecutePlan(const ExecutionPlan& plan, RunRequest& request, const PlanServices& services) {
+  Frame frame{plan, request, services, std::vector<Value>(plan.slots.size()), {}};
+  frame.events.resize(plan.steps.size());
+  for (size_t s = 0; s < plan.slots.size(); ++s)
+    if (!plan.slots[s].constant.is_none()) frame.values[s] = plan.slots[s].constant;
+  for (size_t i = 0; i < plan.input_slots.size(); ++i) {
+    const int slot = plan.input_slots[i];
+    frame.values[slot] = CopyValueTo(request.inputs[i], plan.slots[slot].location, services, false);
+  }
+  for (size_t i = 0; i < plan.outer_slots.size() && i < request.outer.size(); ++i) {
+    const int slot = plan.outer_slots[i];
+    frame.values[slot] = CopyValueTo(request.outer[i], plan.slots[slot].location, services, true);
+  }
+  for (size_t t = 0; t < plan.steps.size(); ++t) {
+    const PlanStep& step = plan.steps[t];
+    if (request.options != nullptr && request.options->terminate.load())
+      Fail(ErrorCode::kTerminated, "run terminated by RunOptions::terminate before ", step.label);
+    WaitForProducers(frame, step);
+    if (LogEnabled(LogLevel::kVerbose)) Log(LogLevel::kVerbose, "run step ", t, ": ", step.label);
+    if (step.kind == PlanStep::Kind::kKernel)
+      RunKernelStep(frame, step);
+    else
+      RunCopyStep(frame, step);
+    if (step.record_event && step.stream != nullptr) {
+      frame.events[t] = step.stream->CreateEvent();
+      frame.events[t]->Record(*step.stream);
+    }
+    for (int s : step.release_after) frame.values[s] = Value();
+  }
+  if (request.synchronize)
+    for (Stream* s : plan.streams) s->Synchronize();
+  std::vector<Value> outputs;
+  outputs.reserve(plan.output_slots.size());
+  for (int slot : plan.output_slots) outputs.push_back(frame.values[slot]);
+  return outputs;
+}
+
+}  // namespace tessera

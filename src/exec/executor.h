@@ -1,0 +1,31 @@
+// Executes an ExecutionPlan for one run. Each run has its own frame (one Value per slot), so any
+// number of runs may execute one plan concurrently; kernels are shared and const.
+#pragma once
+
+#include <map>
+#include <vector>
+
+#include "exec/execution_plan.h"
+#include "exec/plan_builder.h"
+#include "tessera/session_options.h"
+
+namespace tessera {
+
+struct RunRequest {
+  std::vector<Value> inputs;                // one per plan.input_slots; any memory space
+  std::vector<Value> outer;                 // one per plan.outer_slots (subgraphs)
+  std::map<int, Tensor> preallocated;       // output slot -> caller's tensor, written in place when it fits
+  const RunOptions* options = nullptr;
+  const ThreadPool* threads = nullptr;
+  const KernelContext* parent = nullptr;    // the calling kernel, for subgraphs
+  bool synchronize = true;                  // wait for every stream the plan used before returning
+};
+
+// Runs the plan and returns the values of plan.output_slots (in the memory where they were produced).
+std::vector<Value> ExecutePlan(const ExecutionPlan& plan, RunRequest& request, const PlanServices& services);
+
+// Copies `value` (a tensor or a sequence) into memory `dst`. With `wait` the data has arrived when
+// this returns; otherwise it may still be in flight on the destination device's stream.
+Value CopyValueTo(const Value& value, const MemoryInfo& dst, const PlanServices& services, bool wait);
+
+}  // namespace tessera

@@ -1,0 +1,33 @@
+// Builds an ExecutionPlan from a partitioned, topologically sorted graph: creates kernels, places
+// every value, inserts copy steps where a value crosses memory spaces (constants are copied once,
+// here), decides stream waits and computes liveness.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "exec/execution_plan.h"
+
+namespace tessera {
+
+// What the plan builder needs from the session.
+struct PlanServices {
+  // The transfer that copies src -> dst; throws kNotImplemented when none can.
+  std::function<DataTransfer*(const MemoryInfo& src, const MemoryInfo& dst)> find_transfer;
+  // The allocator for a memory space the session uses.
+  std::function<AllocatorPtr(const MemoryInfo& info)> allocator_for;
+  // The session's stream for work in a memory space (nullptr for host memory / synchronous EPs).
+  std::function<Stream*(const MemoryInfo& info)> stream_for;
+  // Compiles a subgraph attribute of `parent` (If/Loop/Scan bodies).
+  std::function<std::unique_ptr<SubgraphRunner>(const Graph& subgraph, const Node& parent)> compile_subgraph;
+};
+
+// `assignment[i]` is the EP chosen for graph.nodes[i]. `outer_scope` lists names a subgraph reads from
+// enclosing graphs.
+ExecutionPlan BuildExecutionPlan(const Graph& graph, const std::vector<ExecutionProvider*>& assignment,
+                                 const PlanServices& services, const std::set<std::string>& outer_scope = {});
+
+}  // namespace tessera

@@ -1,0 +1,25 @@
+// ONNX protobuf -> Graph IR.
+//
+// Accepts IR versions 3..10 and default-domain opsets 7..21; initializers from raw_data or typed
+// fields; external data files resolved relative to the model's folder (absolute paths and paths that
+// leave the folder are rejected); nodes in any order (sorted topologically); subgraph attributes of
+// If/Loop/Scan, recursively. Everything is validated before use: a malformed or hostile file throws
+// Error(kInvalidModel) whose message names the file, the node (or initializer) and the reason. It never
+// crashes, reads out of bounds or allocates without a bound derived from the file size.
+#pragma once
+
+#include <cstddef>
+#include <filesystem>
+#include <memory>
+
+#include "tessera/ep/graph.h"
+
+namespace tessera {
+
+std::unique_ptr<Model> LoadModel(const std::filesystem::path& path);
+// `base_dir` resolves external data; empty means external data is rejected. `label` names the model in
+// error messages.
+std::unique_ptr<Model> LoadModelFromBytes(const void* data, size_t size, const std::filesystem::path& base_dir,
+                                          const std::string& label = "<memory>");
+
+}  // namespace tessera

@@ -1,0 +1,42 @@
+#include "providers/cpu/common/broadcast.h"
+
+#include "tessera/status.h"
+
+namespace tessera::cpu {
+
+Shape BroadcastShapes(const Node& node, const Shape& a, const Shape& b) {
+  const size_t rank = std::max(a.rank(), b.rank());
+  std::vector<int64_t> dims(rank);
+  for (size_t d = 0; d < rank; ++d) {
+    // Aligned at the last dimension; missing leading dims count as 1.
+    const int64_t da = d + a.rank() >= rank ? a[d + a.rank() - rank] : 1;
+    const int64_t db = d + b.rank() >= rank ? b[d + b.rank() - rank] : 1;
+    if (da != db && da != 1 && db != 1) {
+      Fail(ErrorCode::kInvalidArgument, node.Describe(), ": input shapes ", a.ToString(), " and ", b.ToString(),
+           " cannot be broadcast together (dimension ", d, " of the result: ", da, " vs ", db, ")");
+    }
+    dims[d] = da == 1 ? db : da;
+  }
+  return Shape(std::move(dims));
+}
+
+Shape BroadcastShapes(const Node& node, std::span<const Shape> shapes) {
+  if (shapes.empty()) Fail(ErrorCode::kInvalidArgument, node.Describe(), ": needs at least one input");
+  Shape result = shapes[0];
+  for (size_t i = 1; i < shapes.size(); ++i) result = BroadcastShapes(node, result, shapes[i]);
+  return result;
+}
+
+void CheckUnidirectionalBroadcast(const Node& node, const Shape& from, const Shape& to, const char* what) {
+  bool ok = from.rank() <= to.rank();
+  for (size_t d = 0; ok && d < from.rank(); ++d) {
+    const int64_t dim = from[d];
+    ok = dim == 1 || dim == to[d + to.rank() - from.rank()];
+  }
+  if (!ok) {
+    Fail(ErrorCode::kInvalidArgument, node.Describe(), ": ", what, " of shape ", from.ToString(),
+         " cannot be broadcast to shape ", to.ToString());
+  }
+}
+
+}  // namespace tessera::cpu

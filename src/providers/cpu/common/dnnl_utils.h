@@ -1,0 +1,67 @@
+// oneDNN plumbing shared by the CPU kernels that run on oneDNN primitives (Conv, MatMul, Gemm).
+//
+// Contracts: one CPU engine serves the whole process (engines are thread-safe); every execution gets
+// its own dnnl::stream and a user-provided scratchpad, so a primitive can run from many threads at
+// once. Primitives are built per input shape and cached in the kernel (ShapeCache).
+#pragma once
+
+#include <oneapi/dnnl/dnnl.hpp>
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <unordered_map>
+#include <vector>
+
+#include "tessera/ep/kernel.h"
+
+namespace tessera::cpu {
+
+const dnnl::engine& DnnlEngine();
+
+// Primitive attributes every Tessera primitive uses (user-managed scratchpad), plus `base`'s settings.
+dnnl::primitive_attr DnnlAttr(dnnl::primitive_attr base = {});
+
+dnnl::memory::dims ToDnnlDims(const std::vector<int64_t>& dims);
+
+// A plain (row-major) f32 memory descriptor for `dims`.
+dnnl::memory::desc PlainF32Desc(const dnnl::memory::dims& dims);
+
+// Runs `primitive` (built from `pd`) on the calling thread with the intra-op thread count of `ctx`.
+// Allocates the scratchpad from the kernel's allocator and waits for completion.
+void ExecuteDnnl(KernelContext& ctx, const dnnl::primitive& primitive, const dnnl::primitive_desc_base& pd,
+                 std::unordered_map<int, dnnl::memory> args);
+
+// Copies `from` into a new memory object in layout `to_desc` (owned by the returned memory).
+dnnl::memory ReorderInto(const dnnl::memory& from, const dnnl::memory::desc& to_desc);
+
+// A bounded, thread-safe map from a shape key to an immutable entry built on first use.
+// Entries are shared_ptrs so a caller keeps using one even if another thread evicts it.
+template <typename Entry>
+class ShapeCache {
+ public:
+  template <typename Make>
+  std::shared_ptr<const Entry> Get(const std::vector<int64_t>& key, Make&& make) const {
+    {
+      std::lock_guard lock(mutex_);
+      auto it = entries_.find(key);
+      if (it != entries_.end()) return it->second;
+    }
+    // Built outside the lock: primitive creation can take milliseconds and must not serialize runs.
+    std::shared_ptr<const Entry> entry = std::make_shared<const Entry>(make());
+    std::lock_guard lock(mutex_);
+    if (entries_.size() >= kMaxEntries) entries_.clear();  // dynamic shapes: keep memory bounded
+    return entries_.emplace(key, std::move(entry)).first->second;
+  }
+
+ private:
+  static constexpr size_t kMaxEntries = 64;
+  mutable std::mutex mutex_;
+  mutable std::map<std::vector<int64_t>, std::shared_ptr<const Entry>> entries_;
+};
+
+// Appends rank and dims of `shape` to `key` (cache keys made of several shapes stay unambiguous).
+void AppendShapeKey(std::vector<int64_t>& key, const Shape& shape);
+
+}  // namespace tessera::cpu

@@ -1,0 +1,99 @@
+#include "providers/cpu/cpu_ep.h"
+
+#include <cstring>
+
+#include "providers/cpu/cpu_kernels.h"
+#include "tessera/arena.h"
+
+namespace tessera {
+
+const KernelRegistry& CpuKernelRegistry() {
+  static const KernelRegistry registry = [] {
+    KernelRegistry r;
+    cpu::RegisterElementwiseKernels(r);
+    cpu::RegisterActivationKernels(r);
+    cpu::RegisterMatMulKernels(r);
+    cpu::RegisterConvKernels(r);
+    cpu::RegisterPoolKernels(r);
+    cpu::RegisterNormalizationKernels(r);
+    cpu::RegisterSoftmaxKernels(r);
+    cpu::RegisterReductionKernels(r);
+    cpu::RegisterShapeKernels(r);
+    cpu::RegisterTensorKernels(r);
+    cpu::RegisterGatherKernels(r);
+    cpu::RegisterCastKernels(r);
+    return r;
+  }();
+  return registry;
+}
+
+CpuExecutionProvider::CpuExecutionProvider(AllocatorPtr allocator) : allocator_(std::move(allocator)) {}
+
+const std::string& CpuExecutionProvider::type() const {
+  static const std::string name = kCpuEpName;
+  return name;
+}
+
+const MemoryInfo& CpuExecutionProvider::memory_info() const { return allocator_->Info(); }
+
+AllocatorPtr CpuExecutionProvider::allocator(MemoryType type) {
+  return type == MemoryType::kDefault ? allocator_ : nullptr;
+}
+
+namespace {
+
+// Host <-> host copies (also used for host-accessible memory of other devices).
+class HostDataTransfer : public DataTransfer {
+ public:
+  bool CanCopy(const MemoryInfo& src, const MemoryInfo& dst) const override {
+    return src.IsHostReadable() && dst.IsHostReadable();
+  }
+  void Copy(std::span<const CopyPair> pairs, Stream* /*stream*/) override {
+    for (const CopyPair& p : pairs) {
+      if (p.src->type() == DataType::kString) {
+        const std::string* s = p.src->Data<std::string>();
+        std::string* d = p.dst->Data<std::string>();
+        for (int64_t i = 0; i < p.src->NumElements(); ++i) d[i] = s[i];
+      } else if (p.src->SizeInBytes() > 0) {
+        std::memcpy(p.dst->raw_data(), p.src->raw_data(), p.src->SizeInBytes());
+      }
+    }
+  }
+};
+
+class CpuEpFactory : public EpFactory {
+ public:
+  std::string name() const override { return kCpuEpName; }
+  std::string vendor() const override { return "Tessera"; }
+  std::string version() const override { return "0.1.0"; }
+  std::vector<EpDevice> GetEpDevices(std::span<const HardwareDevice* const> devices) override {
+    std::vector<EpDevice> out;
+    for (const HardwareDevice* d : devices) {
+      if (d->type != DeviceType::kCpu) continue;
+      EpDevice ep;
+      ep.ep_name = kCpuEpName;
+      ep.ep_vendor = "Tessera";
+      ep.device = d;
+      ep.device_memory = MemoryInfo::Host();
+      ep.factory = this;
+      out.push_back(std::move(ep));
+    }
+    return out;
+  }
+  std::unique_ptr<ExecutionProvider> CreateEp(const EpDevice& /*device*/, const ProviderOptions& options) override {
+    if (!options.empty())
+      Fail(ErrorCode::kInvalidArgument, "CPUExecutionProvider: unknown provider option '", options.begin()->first, "'");
+    return std::make_unique<CpuExecutionProvider>(std::make_shared<Arena>(CreateHostAllocator(), ArenaOptions{}));
+  }
+  AllocatorPtr CreateAllocator(const MemoryInfo& info) override {
+    return info == MemoryInfo::Host() ? CreateHostAllocator() : nullptr;
+  }
+  std::unique_ptr<DataTransfer> CreateDataTransfer() override { return std::make_unique<HostDataTransfer>(); }
+  std::unique_ptr<Stream> CreateStream(const MemoryInfo& /*info*/) override { return nullptr; }
+};
+
+}  // namespace
+
+std::unique_ptr<EpFactory> CreateCpuEpFactory() { return std::make_unique<CpuEpFactory>(); }
+
+}  // namespace tessera

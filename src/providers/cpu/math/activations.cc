@@ -1,0 +1,261 @@
+// Activation functions. Attribute defaults follow the ONNX specs.
+#include <cmath>
+#include <limits>
+#include <numbers>
+#include <type_traits>
+
+#include "providers/cpu/common/broadcast.h"
+#include "providers/cpu/common/elementwise_kernel.h"
+#include "providers/cpu/cpu_kernels.h"
+
+namespace tessera::cpu {
+namespace {
+
+struct ReluOp {
+  template <typename C>
+  C operator()(C x) const { return x > C(0) ? x : C(0); }
+};
+
+class LeakyReluOp {
+ public:
+  explicit LeakyReluOp(const Node& node) : alpha_(node.GetFloat("alpha", 0.01f)) {}
+  template <typename C>
+  C operator()(C x) const { return x >= C(0) ? x : static_cast<C>(alpha_) * x; }
+
+ private:
+  float alpha_;
+};
+
+// Split at 0 so that exp never overflows.
+struct SigmoidOp {
+  template <typename C>
+  C operator()(C x) const {
+    if (x >= C(0)) return C(1) / (C(1) + std::exp(-x));
+    const C e = std::exp(x);
+    return e / (C(1) + e);
+  }
+};
+
+class HardSigmoidOp {
+ public:
+  explicit HardSigmoidOp(const Node& node) : alpha_(node.GetFloat("alpha", 0.2f)), beta_(node.GetFloat("beta", 0.5f)) {}
+  template <typename C>
+  C operator()(C x) const {
+    const C y = static_cast<C>(alpha_) * x + static_cast<C>(beta_);
+    return y < C(0) ? C(0) : (y > C(1) ? C(1) : y);
+  }
+
+ private:
+  float alpha_, beta_;
+};
+
+struct TanhOp {
+  template <typename C>
+  C operator()(C x) const { return std::tanh(x); }
+};
+
+class EluOp {
+ public:
+  explicit EluOp(const Node& node) : alpha_(node.GetFloat("alpha", 1.0f)) {}
+  template <typename C>
+  C operator()(C x) const { return x >= C(0) ? x : static_cast<C>(alpha_) * std::expm1(x); }
+
+ private:
+  float alpha_;
+};
+
+class SeluOp {
+ public:
+  explicit SeluOp(const Node& node)
+      : alpha_(node.GetFloat("alpha", 1.67326319217681884765625f)), gamma_(node.GetFloat("gamma", 1.05070102214813232421875f)) {}
+  template <typename C>
+  C operator()(C x) const {
+    const C g = static_cast<C>(gamma_);
+    return x > C(0) ? g * x : g * static_cast<C>(alpha_) * std::expm1(x);
+  }
+
+ private:
+  float alpha_, gamma_;
+};
+
+// log(1 + exp(x)) without overflow for large x.
+struct SoftplusOp {
+  template <typename C>
+  C operator()(C x) const { return x > C(0) ? x + std::log1p(std::exp(-x)) : std::log1p(std::exp(x)); }
+};
+
+struct SoftsignOp {
+  template <typename C>
+  C operator()(C x) const { return x / (C(1) + std::fabs(x)); }
+};
+
+struct HardSwishOp {
+  template <typename C>
+  C operator()(C x) const {
+    const C y = x / C(6) + C(0.5);
+    return x * (y < C(0) ? C(0) : (y > C(1) ? C(1) : y));
+  }
+};
+
+// approximate = "none": x * Phi(x) with the exact normal CDF; "tanh": the tanh approximation.
+class GeluOp {
+ public:
+  explicit GeluOp(const Node& node) : tanh_(IsTanh(node)) {}
+  template <typename C>
+  C operator()(C x) const {
+    if (tanh_) {
+      const C k = static_cast<C>(std::numbers::sqrt2 * std::numbers::inv_sqrtpi);  // sqrt(2 / pi)
+      return C(0.5) * x * (C(1) + std::tanh(k * (x + C(0.044715) * x * x * x)));
+    }
+    return C(0.5) * x * (C(1) + std::erf(x * static_cast<C>(1 / std::numbers::sqrt2)));
+  }
+
+ private:
+  static bool IsTanh(const Node& node) {
+    const std::string approximate = node.GetString("approximate", "none");
+    if (approximate != "none" && approximate != "tanh") {
+      Fail(ErrorCode::kInvalidModel, node.Describe(), ": attribute approximate must be 'none' or 'tanh', not '",
+           approximate, "'");
+    }
+    return approximate == "tanh";
+  }
+
+  bool tanh_;
+};
+
+class ThresholdedReluOp {
+ public:
+  explicit ThresholdedReluOp(const Node& node) : alpha_(node.GetFloat("alpha", 1.0f)) {}
+  template <typename C>
+  C operator()(C x) const { return x > static_cast<C>(alpha_) ? x : C(0); }
+
+ private:
+  float alpha_;
+};
+
+class CeluOp {
+ public:
+  explicit CeluOp(const Node& node) : alpha_(node.GetFloat("alpha", 1.0f)) {}
+  template <typename C>
+  C operator()(C x) const {
+    const C a = static_cast<C>(alpha_);
+    return x > C(0) ? x : a * std::expm1(x / a);
+  }
+
+ private:
+  float alpha_;
+};
+
+// x * tanh(softplus(x))
+struct MishOp {
+  template <typename C>
+  C operator()(C x) const { return x * std::tanh(SoftplusOp{}(x)); }
+};
+
+// PRelu: y = x < 0 ? slope * x : x, with slope broadcast to x's shape.
+class PReluKernel : public Kernel {
+ public:
+  explicit PReluKernel(const KernelInfo&) {}
+
+  void Compute(KernelContext& ctx) const override {
+    const Tensor& x = ctx.Input(0);
+    const Tensor& slope = ctx.Input(1);
+    if (slope.type() != x.type()) {
+      Fail(ErrorCode::kInvalidArgument, ctx.node().Describe(), ": slope has type ", DataTypeName(slope.type()),
+           " but X has type ", DataTypeName(x.type()));
+    }
+    CheckUnidirectionalBroadcast(ctx.node(), slope.shape(), x.shape(), "slope");
+    DispatchType(x.type(), SignedNumericTypes{}, ctx.node(), [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      Tensor& y = ctx.Output(0, x.type(), x.shape());
+      const auto op = LiftBinary<T>([](auto v, auto s) { return v < decltype(v)(0) ? s * v : v; });
+      BinaryBroadcast(ctx.thread_pool(), x.Data<T>(), x.shape(), slope.Data<T>(), slope.shape(), y.Data<T>(), x.shape(),
+                      op);
+    });
+  }
+};
+
+// Clip: limits from attributes (opset < 11) or from optional scalar inputs 1 and 2 (opset >= 11);
+// an absent limit is the type's lowest / highest value.
+class ClipKernel : public Kernel {
+ public:
+  explicit ClipKernel(const KernelInfo& info)
+      : attribute_min_(info.node().GetFloat("min", std::numeric_limits<float>::lowest())),
+        attribute_max_(info.node().GetFloat("max", std::numeric_limits<float>::max())) {}
+
+  void Compute(KernelContext& ctx) const override {
+    const Tensor& x = ctx.Input(0);
+    DispatchType(x.type(), NumericTypes{}, ctx.node(), [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      using C = ComputeType<T>;
+      C lo = std::numeric_limits<C>::lowest();
+      C hi = std::numeric_limits<C>::max();
+      if (ctx.node().opset < 11) {
+        lo = static_cast<C>(attribute_min_);
+        hi = static_cast<C>(attribute_max_);
+      } else {
+        ReadLimit<T>(ctx, 1, "min", lo);
+        ReadLimit<T>(ctx, 2, "max", hi);
+      }
+      Tensor& y = ctx.Output(0, x.type(), x.shape());
+      // Applied as min(max(x, lo), hi): when lo > hi every element becomes hi, as the spec says.
+      UnaryMap(ctx.thread_pool(), x.Data<T>(), y.Data<T>(), x.NumElements(), [lo, hi](T v) {
+        const C c = Load(v);
+        const C above = c < lo ? lo : c;
+        return Store<T>(above > hi ? hi : above);
+      });
+    });
+  }
+
+ private:
+  template <typename T>
+  static void ReadLimit(KernelContext& ctx, size_t index, const char* name, ComputeType<T>& limit) {
+    const Tensor* t = ctx.OptionalInput(index);
+    if (t == nullptr) return;
+    if (t->NumElements() != 1 || t->type() != DataTypeOf<T>()) {
+      Fail(ErrorCode::kInvalidArgument, ctx.node().Describe(), ": input '", name, "' must be a scalar of type ",
+           DataTypeName(DataTypeOf<T>()), ", got ", t->Describe());
+    }
+    limit = Load(t->Data<T>()[0]);
+  }
+
+  float attribute_min_, attribute_max_;
+};
+
+}  // namespace
+
+void RegisterActivationKernels(KernelRegistry& registry) {
+  RegisterUnary<ReluOp, SignedNumericTypes>(registry, "Relu", 7, kLatestOpset);
+  RegisterUnary<LeakyReluOp, FloatTypes>(registry, "LeakyRelu", 7, kLatestOpset);
+  RegisterUnary<SigmoidOp, FloatTypes>(registry, "Sigmoid", 7, kLatestOpset);
+  RegisterUnary<HardSigmoidOp, FloatTypes>(registry, "HardSigmoid", 7, kLatestOpset);
+  RegisterUnary<TanhOp, FloatTypes>(registry, "Tanh", 7, kLatestOpset);
+  RegisterUnary<EluOp, FloatTypes>(registry, "Elu", 7, kLatestOpset);
+  RegisterUnary<SeluOp, FloatTypes>(registry, "Selu", 7, kLatestOpset);
+  RegisterUnary<SoftplusOp, FloatTypes>(registry, "Softplus", 7, kLatestOpset);
+  RegisterUnary<SoftsignOp, FloatTypes>(registry, "Softsign", 7, kLatestOpset);
+  RegisterUnary<HardSwishOp, FloatTypes>(registry, "HardSwish", 14, kLatestOpset);
+  RegisterUnary<GeluOp, FloatTypes>(registry, "Gelu", 20, kLatestOpset);
+  RegisterUnary<ThresholdedReluOp, FloatTypes>(registry, "ThresholdedRelu", 10, kLatestOpset);
+  RegisterUnary<CeluOp, FloatTypes>(registry, "Celu", 12, kLatestOpset);
+  RegisterUnary<MishOp, FloatTypes>(registry, "Mish", 18, kLatestOpset);
+
+  const std::vector<DataType> prelu_types = DataTypesOf(SignedNumericTypes{});
+  KernelDef prelu;
+  prelu.op_type = "PRelu";
+  prelu.since_version = 7;
+  prelu.until_version = kLatestOpset;
+  prelu.input_types = {{0, prelu_types}, {1, prelu_types}};
+  registry.Register<PReluKernel>(std::move(prelu));
+
+  const std::vector<DataType> clip_types = DataTypesOf(NumericTypes{});
+  KernelDef clip;
+  clip.op_type = "Clip";
+  clip.since_version = 7;
+  clip.until_version = kLatestOpset;
+  clip.input_types = {{0, clip_types}, {1, clip_types}, {2, clip_types}};
+  clip.host_inputs = {1, 2};
+  registry.Register<ClipKernel>(std::move(clip));
+}
+
+}  // namespace tessera::cpu

@@ -1,0 +1,144 @@
+// The simulated second device ("testing" EP plugin): a device with its own memory space, an
+// asynchronous stream, copies and a few float kernels, so that CI can exercise partitioning, copy
+// insertion, IO binding and CopyTensors across devices without a GPU.
+#include <charconv>
+#include <optional>
+#include <string>
+
+#include "providers/testing/testing_kernels.h"
+#include "providers/testing/testing_memory.h"
+#include "providers/testing/testing_stream.h"
+#include "providers/testing/testing_transfer.h"
+#include "tessera/arena.h"
+#include "tessera/ep/ep_factory.h"
+
+namespace tessera::testing_ep {
+
+namespace {
+
+constexpr const char* kEpName = "TestingExecutionProvider";
+
+struct EpConfig {
+  std::optional<int64_t> fail_allocations_after;
+  size_t memory_limit_bytes = 0;  // 0 = no limit
+};
+
+int64_t ParseNonNegative(const std::string& key, const std::string& text) {
+  int64_t value = -1;
+  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (error != std::errc() || end != text.data() + text.size() || value < 0)
+    Fail(ErrorCode::kInvalidArgument, kEpName, ": provider option '", key, "' must be a non-negative integer, got '",
+         text, "'");
+  return value;
+}
+
+EpConfig ParseOptions(const ProviderOptions& options) {
+  EpConfig config;
+  for (const auto& [key, value] : options) {
+    if (key == "fail_allocations_after") {
+      config.fail_allocations_after = ParseNonNegative(key, value);
+    } else if (key == "memory_limit_bytes") {
+      config.memory_limit_bytes = static_cast<size_t>(ParseNonNegative(key, value));
+    } else {
+      Fail(ErrorCode::kInvalidArgument, kEpName, ": unknown provider option '", key,
+           "' (known: fail_allocations_after, memory_limit_bytes)");
+    }
+  }
+  return config;
+}
+
+AllocatorPtr CreateDeviceArena(const EpConfig& config) {
+  ArenaOptions arena_options;
+  arena_options.max_bytes = config.memory_limit_bytes;
+  AllocatorPtr arena = std::make_shared<Arena>(std::make_shared<DeviceAllocator>(), arena_options);
+  if (!config.fail_allocations_after) return arena;
+  return std::make_shared<FailingAllocator>(std::move(arena), *config.fail_allocations_after);
+}
+
+class TestingExecutionProvider : public ExecutionProvider {
+ public:
+  explicit TestingExecutionProvider(const EpConfig& config)
+      : device_allocator_(CreateDeviceArena(config)), host_accessible_allocator_(std::make_shared<HostAccessibleAllocator>()) {
+    RegisterTestingKernels(kernels_);
+  }
+
+  const std::string& type() const override { return type_; }
+  const KernelRegistry& kernels() const override { return kernels_; }
+  const MemoryInfo& memory_info() const override { return DeviceMemoryInfo(); }
+  AllocatorPtr allocator(MemoryType type) override {
+    return type == MemoryType::kDefault ? device_allocator_ : host_accessible_allocator_;
+  }
+  DataTransfer* data_transfer() override { return &transfer_; }
+  std::unique_ptr<Stream> CreateStream() override { return std::make_unique<TestingStream>(DeviceMemoryInfo()); }
+
+ private:
+  const std::string type_ = kEpName;
+  KernelRegistry kernels_;
+  AllocatorPtr device_allocator_;
+  AllocatorPtr host_accessible_allocator_;
+  TestingDataTransfer transfer_;
+};
+
+bool IsSimulatedDevice(const HardwareDevice& device) {
+  return device.type == DeviceType::kNpu && device.vendor_id == kVendorId && device.device_id == kDeviceId;
+}
+
+class TestingEpFactory : public EpFactory {
+ public:
+  std::string name() const override { return kEpName; }
+  std::string vendor() const override { return "Tessera"; }
+  std::string version() const override { return "0.1.0"; }
+
+  std::vector<HardwareDevice> DiscoverHardware() override {
+    HardwareDevice device;
+    device.type = DeviceType::kNpu;
+    device.vendor_id = kVendorId;
+    device.device_id = kDeviceId;
+    device.vendor = "Tessera Simulated";
+    device.metadata = {{"name", "Tessera simulated device"}, {"memory_bytes", std::to_string(kDeviceMemoryBytes)}};
+    return {device};
+  }
+
+  std::vector<EpDevice> GetEpDevices(std::span<const HardwareDevice* const> devices) override {
+    std::vector<EpDevice> out;
+    for (const HardwareDevice* device : devices) {
+      if (!IsSimulatedDevice(*device)) continue;
+      EpDevice ep;
+      ep.ep_name = kEpName;
+      ep.ep_vendor = "Tessera";
+      ep.device = device;
+      ep.device_memory = DeviceMemoryInfo();
+      ep.host_accessible_memory = HostAccessibleMemoryInfo();
+      ep.factory = this;
+      out.push_back(std::move(ep));
+    }
+    return out;
+  }
+
+  std::unique_ptr<ExecutionProvider> CreateEp(const EpDevice& /*device*/, const ProviderOptions& options) override {
+    return std::make_unique<TestingExecutionProvider>(ParseOptions(options));
+  }
+
+  AllocatorPtr CreateAllocator(const MemoryInfo& info) override {
+    if (info == DeviceMemoryInfo()) return std::make_shared<DeviceAllocator>();
+    if (info == HostAccessibleMemoryInfo()) return std::make_shared<HostAccessibleAllocator>();
+    return nullptr;
+  }
+
+  std::unique_ptr<DataTransfer> CreateDataTransfer() override { return std::make_unique<TestingDataTransfer>(); }
+
+  std::unique_ptr<Stream> CreateStream(const MemoryInfo& info) override {
+    if (!IsOwnMemory(info)) return nullptr;
+    return std::make_unique<TestingStream>(DeviceMemoryInfo());
+  }
+};
+
+}  // namespace
+
+}  // namespace tessera::testing_ep
+
+extern "C" __attribute__((visibility("default"))) tessera::EpFactory* TesseraCreateEpFactory(uint32_t api_version,
+                                                                                             const char* /*name*/) {
+  if (api_version != TESSERA_EP_API_VERSION) return nullptr;
+  return new tessera::testing_ep::TestingEpFactory();
+}

@@ -1,0 +1,160 @@
+#include "providers/testing/testing_stream.h"
+
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <exception>
+#include <mutex>
+#include <thread>
+#include <utility>
+
+#include "tessera/status.h"
+
+namespace tessera::testing_ep {
+
+class TestingStream::Queue : public TestingQueue {
+ public:
+  Queue() : worker_([this] { Work(); }) {}
+
+  ~Queue() override {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      stopping_ = true;
+    }
+    work_ready_.notify_all();
+    worker_.join();
+  }
+
+  void Enqueue(std::function<void()> work) override {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      pending_.push_back(std::move(work));
+      ++submitted_;
+    }
+    work_ready_.notify_one();
+  }
+
+  // Waits for everything queued so far, then rethrows (and clears) the first error since the last call.
+  void Synchronize() {
+    std::unique_lock<std::mutex> lock(mutex_);
+    const uint64_t target = submitted_;
+    work_done_.wait(lock, [&] { return completed_ >= target; });
+    if (error_) std::rethrow_exception(std::exchange(error_, nullptr));
+  }
+
+ private:
+  void Work() {
+    std::unique_lock<std::mutex> lock(mutex_);
+    for (;;) {
+      work_ready_.wait(lock, [&] { return stopping_ || !pending_.empty(); });
+      if (pending_.empty()) return;  // stopping, and everything queued has run
+      std::function<void()> work = std::move(pending_.front());
+      pending_.pop_front();
+      lock.unlock();
+      std::exception_ptr error;
+      try {
+        work();
+      } catch (...) {
+        error = std::current_exception();
+      }
+      lock.lock();
+      if (error && !error_) error_ = error;
+      ++completed_;
+      work_done_.notify_all();
+    }
+  }
+
+  std::mutex mutex_;
+  std::condition_variable work_ready_;
+  std::condition_variable work_done_;
+  std::deque<std::function<void()>> pending_;
+  uint64_t submitted_ = 0;
+  uint64_t completed_ = 0;
+  std::exception_ptr error_;
+  bool stopping_ = false;
+  std::thread worker_;  // last: starts once the members it uses exist
+};
+
+namespace {
+
+// A point in a stream's queue; reached once every task queued before it has run.
+class Marker {
+ public:
+  void Reach() {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      reached_ = true;
+    }
+    reached_cv_.notify_all();
+  }
+  void WaitUntilReached() {
+    std::unique_lock<std::mutex> lock(mutex_);
+    reached_cv_.wait(lock, [&] { return reached_; });
+  }
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable reached_cv_;
+  bool reached_ = false;
+};
+
+TestingStream& AsTestingStream(Stream& stream) {
+  auto* testing = dynamic_cast<TestingStream*>(&stream);
+  if (testing == nullptr)
+    Fail(ErrorCode::kInvalidArgument, "a ", stream.memory_info().ToString(),
+         " stream cannot be used with the testing device's events or copies");
+  return *testing;
+}
+
+class TestingEvent : public Event {
+ public:
+  void Record(Stream& stream) override {
+    auto marker = std::make_shared<Marker>();
+    AsTestingStream(stream).Enqueue([marker] { marker->Reach(); });
+    std::lock_guard<std::mutex> lock(mutex_);
+    marker_ = std::move(marker);
+  }
+
+  void Wait(Stream& stream) override {
+    std::shared_ptr<Marker> marker = Current();
+    if (marker != nullptr) AsTestingStream(stream).Enqueue([marker] { marker->WaitUntilReached(); });
+  }
+
+  void Synchronize() override {
+    std::shared_ptr<Marker> marker = Current();
+    if (marker != nullptr) marker->WaitUntilReached();
+  }
+
+ private:
+  std::shared_ptr<Marker> Current() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return marker_;
+  }
+
+  std::mutex mutex_;
+  std::shared_ptr<Marker> marker_;  // the latest Record; null before the first
+};
+
+}  // namespace
+
+TestingStream::TestingStream(const MemoryInfo& info) : info_(info), queue_(std::make_unique<Queue>()) {}
+
+TestingStream::~TestingStream() = default;
+
+void* TestingStream::native_handle() const { return static_cast<TestingQueue*>(queue_.get()); }
+
+void TestingStream::Synchronize() { queue_->Synchronize(); }
+
+std::unique_ptr<Event> TestingStream::CreateEvent() { return std::make_unique<TestingEvent>(); }
+
+void TestingStream::Enqueue(std::function<void()> work) { queue_->Enqueue(std::move(work)); }
+
+void RunOn(Stream* stream, std::function<void()> work) {
+  if (stream == nullptr) {
+    work();
+    return;
+  }
+  AsTestingStream(*stream).Enqueue(std::move(work));
+}
+
+}  // namespace tessera::testing_ep

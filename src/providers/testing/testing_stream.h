@@ -1,0 +1,49 @@
+// Streams and events of the simulated device: a real asynchronous in-order queue.
+//
+// Each stream owns a worker thread that runs queued work in submission order. Event::Record queues
+// a marker, Event::Wait queues a task that blocks the waiting stream's worker until the marker has run
+// (a device-side wait: the host returns at once), Synchronize blocks the host. A task that throws
+// does not stop the queue; the first error is rethrown by the next Stream::Synchronize.
+//
+//   auto* queue = static_cast<TestingQueue*>(stream->native_handle());
+//   queue->Enqueue([] { /* runs on the device */ });
+#pragma once
+
+#include <functional>
+#include <memory>
+
+#include "tessera/stream.h"
+
+namespace tessera::testing_ep {
+
+// The native object behind a testing stream. Virtual so that code outside the plugin (tests) can
+// queue work through native_handle() without linking the plugin.
+class TestingQueue {
+ public:
+  virtual ~TestingQueue() = default;
+  // Queues `work` after everything queued before it; returns without waiting.
+  virtual void Enqueue(std::function<void()> work) = 0;
+};
+
+class TestingStream : public Stream {
+ public:
+  explicit TestingStream(const MemoryInfo& info);
+  // Finishes the queued work, then stops the worker. Errors still pending are dropped.
+  ~TestingStream() override;
+  void* native_handle() const override;
+  void Synchronize() override;
+  std::unique_ptr<Event> CreateEvent() override;
+  const MemoryInfo& memory_info() const override { return info_; }
+  void Enqueue(std::function<void()> work);
+
+ private:
+  class Queue;
+  MemoryInfo info_;
+  std::unique_ptr<Queue> queue_;
+};
+
+// Queues `work` on `stream` when it is a testing stream; runs it before returning when `stream` is
+// null. Any other kind of stream throws kInvalidArgument.
+void RunOn(Stream* stream, std::function<void()> work);
+
+}  // namespace tessera::testing_ep

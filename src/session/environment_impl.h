@@ -1,0 +1,39 @@
+// Environment internals shared with sessions.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "tessera/environment.h"
+
+namespace tessera {
+
+// One registered EP factory (built-in or loaded from a plugin library) and what it provides.
+struct RegisteredEp {
+  std::string registration_name;
+  void* library = nullptr;  // dlopen handle; nullptr for built-in factories
+  std::unique_ptr<EpFactory> factory;
+  std::vector<std::unique_ptr<EpDevice>> devices;
+  std::unique_ptr<DataTransfer> transfer;
+};
+
+struct Environment::Impl {
+  mutable std::mutex mutex;
+  LogLevel log_level = LogLevel::kWarning;
+  std::vector<std::unique_ptr<HardwareDevice>> hardware;  // stable addresses
+  std::vector<std::unique_ptr<RegisteredEp>> eps;         // the CPU EP first
+  std::map<MemoryInfo, AllocatorPtr> shared_allocators;
+
+  void Register(const std::string& name, void* library, std::unique_ptr<EpFactory> factory);
+  // A transfer that copies src -> dst, or nullptr.
+  DataTransfer* FindTransfer(const MemoryInfo& src, const MemoryInfo& dst) const;
+  AllocatorPtr SharedAllocator(const MemoryInfo& info) const;
+};
+
+// The hardware devices generic discovery finds: the host CPU (vendor from cpuid).
+std::vector<HardwareDevice> DiscoverHostHardware();
+
+}  // namespace tessera

@@ -1,0 +1,425 @@
+#include "tessera/session.h"
+
+#include <algorithm>
+#include <sstream>
+
+#include "core/logging.h"
+#include "exec/executor.h"
+#include "exec/plan_builder.h"
+#include "graph/model_loader.h"
+#include "graph/partitioner.h"
+#include "graph/passes/constant_folding.h"
+#include "graph/passes/dead_node_elimination.h"
+#include "graph/type_inference.h"
+#include "providers/cpu/cpu_ep.h"
+#include "session/environment_impl.h"
+
+namespace tessera {
+
+namespace {
+
+// A subgraph (If/Loop/Scan body) compiled with the session's EPs.
+class CompiledSubgraph : public SubgraphRunner {
+ public:
+  CompiledSubgraph(const Graph& graph, ExecutionPlan plan, std::vector<std::string> outer, const PlanServices& services)
+      : graph_(graph), plan_(std::move(plan)), outer_(std::move(outer)), services_(services) {}
+  const Graph& graph() const override { return graph_; }
+  std::vector<Value> Run(KernelContext& parent, std::vector<Value> inputs) const override {
+    if (inputs.size() != plan_.input_slots.size())
+      Fail(ErrorCode::kInvalidArgument, parent.node().Describe(), ": subgraph '", graph_.name, "' takes ",
+           plan_.input_slots.size(), " inputs, got ", inputs.size());
+    RunRequest request;
+    request.inputs = std::move(inputs);
+    for (const std::string& name : outer_) {
+      const Value* v = parent.OuterScopeValue(name);
+      if (v == nullptr)
+        Fail(ErrorCode::kInvalidModel, parent.node().Describe(), ": subgraph reads '", name, "', which is not defined");
+      request.outer.push_back(*v);
+    }
+    request.threads = &parent.thread_pool();
+    request.parent = &parent;
+    return ExecutePlan(plan_, request, services_);
+  }
+
+ private:
+  const Graph& graph_;
+  ExecutionPlan plan_;
+  std::vector<std::string> outer_;
+  const PlanServices& services_;
+};
+
+int DevicePreference(EpSelectionPolicy policy, DeviceType type) {
+  auto rank = [type](std::initializer_list<DeviceType> order) {
+    int i = 0;
+    for (DeviceType t : order) {
+      if (t == type) return i;
+      ++i;
+    }
+    return i;
+  };
+  switch (policy) {
+    case EpSelectionPolicy::kPreferCpu: return rank({DeviceType::kCpu, DeviceType::kGpu, DeviceType::kNpu});
+    case EpSelectionPolicy::kPreferGpu: return rank({DeviceType::kGpu, DeviceType::kNpu, DeviceType::kCpu});
+    case EpSelectionPolicy::kPreferNpu: return rank({DeviceType::kNpu, DeviceType::kGpu, DeviceType::kCpu});
+    case EpSelectionPolicy::kMaxPerformance: return rank({DeviceType::kGpu, DeviceType::kNpu, DeviceType::kCpu});
+    case EpSelectionPolicy::kMaxEfficiency: return rank({DeviceType::kNpu, DeviceType::kCpu, DeviceType::kGpu});
+    case EpSelectionPolicy::kDefault: return type == DeviceType::kCpu ? 0 : -1;
+  }
+  return -1;
+}
+
+}  // namespace
+
+struct Session::Impl {
+  Environment& env;
+  SessionOptions options;
+  std::unique_ptr<Model> model;
+  std::vector<std::unique_ptr<ExecutionProvider>> eps;  // priority order
+  std::vector<const EpDevice*> ep_devices;              // parallel to eps
+  std::unique_ptr<CpuExecutionProvider> evaluator_ep;   // constant folding runs here
+  std::map<MemoryInfo, std::unique_ptr<Stream>> streams;
+  std::map<MemoryInfo, AllocatorPtr> allocators;
+  PlanServices services;
+  ThreadPool threads;
+  ExecutionPlan plan;
+
+  Impl(Environment& e, const SessionOptions& o) : env(e), options(o), threads(o.intra_op_threads) {}
+
+  void Initialize();
+  void CreateProviders();
+  void AddProvider(const EpDevice& device, const ProviderOptions& provider_options);
+  void Optimize();
+  void SetUpServices();
+  std::unique_ptr<SubgraphRunner> CompileSubgraph(const Graph& subgraph);
+  std::vector<ExecutionProvider*> ProviderList() const;
+  std::vector<Value> Execute(RunRequest& request, const RunOptions& run_options) const;
+  std::vector<Value> CollectInputs(const NamedValues& feeds) const;
+  void CheckInput(const ValueInfo& info, const Value& value) const;
+  size_t OutputIndex(const std::string& name) const;
+  void Synchronize() const {
+    for (const auto& [info, stream] : streams) stream->Synchronize();
+  }
+};
+
+void Session::Impl::AddProvider(const EpDevice& device, const ProviderOptions& provider_options) {
+  ProviderOptions merged = device.ep_options;
+  for (const auto& [key, value] : provider_options) merged[key] = value;
+  eps.push_back(device.factory->CreateEp(device, merged));
+  ep_devices.push_back(&device);
+}
+
+void Session::Impl::CreateProviders() {
+  const std::vector<const EpDevice*> all = env.GetEpDevices();
+  if (!options.providers.empty()) {
+    for (const ProviderRequest& request : options.providers) {
+      std::vector<const EpDevice*> matching;
+      for (const EpDevice* d : all)
+        if (d->ep_name == request.ep_name) matching.push_back(d);
+      if (matching.empty()) {
+        std::ostringstream names;
+        for (const EpDevice* d : all) names << " " << d->ep_name;
+        Fail(ErrorCode::kInvalidArgument, "execution provider '", request.ep_name,
+             "' is not registered (available:", names.str(), ")");
+      }
+      if (request.device_index < 0 || request.device_index >= static_cast<int>(matching.size()))
+        Fail(ErrorCode::kInvalidArgument, "execution provider '", request.ep_name, "' has ", matching.size(),
+             " device(s); device index ", request.device_index, " is out of range");
+      AddProvider(*matching[request.device_index], request.options);
+    }
+  } else {
+    std::vector<std::pair<int, const EpDevice*>> ranked;
+    for (size_t i = 0; i < all.size(); ++i) {
+      const int rank = DevicePreference(options.policy, all[i]->device->type);
+      if (rank >= 0) ranked.push_back({rank * 1000 + static_cast<int>(i), all[i]});
+    }
+    std::sort(ranked.begin(), ranked.end());
+    for (const auto& [rank, device] : ranked) AddProvider(*device, {});
+  }
+  const bool has_cpu = std::any_of(eps.begin(), eps.end(), [](const auto& ep) { return ep->type() == kCpuEpName; });
+  if (!has_cpu && !options.disable_cpu_fallback)
+    for (const EpDevice* d : all)
+      if (d->ep_name == kCpuEpName) {
+        AddProvider(*d, {});
+        break;
+      }
+  if (eps.empty()) Fail(ErrorCode::kInvalidArgument, "no execution provider selected");
+}
+
+std::vector<ExecutionProvider*> Session::Impl::ProviderList() const {
+  std::vector<ExecutionProvider*> list;
+  for (const auto& ep : eps) list.push_back(ep.get());
+  return list;
+}
+
+void Session::Impl::SetUpServices() {
+  AllocatorPtr host;
+  for (const auto& ep : eps) {
+    const MemoryInfo info = ep->memory_info();
+    AllocatorPtr shared = env.GetSharedAllocator(info);
+    if (!allocators.count(info)) allocators[info] = shared ? shared : ep->allocator(MemoryType::kDefault);
+    if (AllocatorPtr pinned = ep->allocator(MemoryType::kHostAccessible)) allocators.emplace(pinned->Info(), pinned);
+    if (!streams.count(info))
+      if (std::unique_ptr<Stream> s = ep->CreateStream()) streams[info] = std::move(s);
+  }
+  if (!allocators.count(MemoryInfo::Host())) {
+    AllocatorPtr shared = env.GetSharedAllocator(MemoryInfo::Host());
+    allocators[MemoryInfo::Host()] = shared ? shared : std::make_shared<Arena>(CreateHostAllocator(), ArenaOptions{});
+  }
+  services.find_transfer = [this](const MemoryInfo& src, const MemoryInfo& dst) -> DataTransfer* {
+    for (const auto& ep : eps)
+      if (DataTransfer* t = ep->data_transfer(); t != nullptr && t->CanCopy(src, dst)) return t;
+    DataTransfer* t;
+    {
+      std::lock_guard<std::mutex> lock(env.impl().mutex);
+      t = env.impl().FindTransfer(src, dst);
+    }
+    if (t == nullptr)
+      Fail(ErrorCode::kNotImplemented, "no execution provider can copy ", src.ToString(), " -> ", dst.ToString());
+    return t;
+  };
+  services.allocator_for = [this](const MemoryInfo& info) -> AllocatorPtr {
+    auto it = allocators.find(info);
+    if (it == allocators.end()) Fail(ErrorCode::kInvalidArgument, "this session has no allocator for ", info.ToString());
+    return it->second;
+  };
+  services.stream_for = [this](const MemoryInfo& info) -> Stream* {
+    auto it = streams.find(info);
+    return it == streams.end() ? nullptr : it->second.get();
+  };
+  services.compile_subgraph = [this](const Graph& subgraph, const Node&) { return CompileSubgraph(subgraph); };
+}
+
+std::unique_ptr<SubgraphRunner> Session::Impl::CompileSubgraph(const Graph& subgraph) {
+  const std::set<std::string> outer = subgraph.OuterScopeReferences();
+  std::vector<ExecutionProvider*> assignment = PartitionGraph(subgraph, ProviderList());
+  ExecutionPlan sub_plan = BuildExecutionPlan(subgraph, assignment, services, outer);
+  return std::make_unique<CompiledSubgraph>(subgraph, std::move(sub_plan),
+                                            std::vector<std::string>(outer.begin(), outer.end()), services);
+}
+
+void Session::Impl::Optimize() {
+  Graph& graph = *model->graph;
+  if (options.optimization_level == OptimizationLevel::kNone) return;
+  evaluator_ep = std::make_unique<CpuExecutionProvider>(allocators.at(MemoryInfo::Host()));
+  ConstantEvaluator evaluator;
+  evaluator.can_evaluate = [&](const Node& node) { return evaluator_ep->kernels().Find(node, graph) != nullptr; };
+  evaluator.evaluate = [&](const Node& node) {
+    Graph single;
+    single.opsets = graph.opsets;
+    single.value_infos = graph.value_infos;
+    for (const std::string& in : node.inputs)
+      if (!in.empty()) single.initializers[in] = graph.initializers.at(in);
+    for (const std::string& out : node.outputs) {
+      ValueInfo info;
+      info.name = out;
+      single.outputs.push_back(info);
+    }
+    single.nodes.push_back(std::make_unique<Node>(node));
+    std::vector<ExecutionProvider*> assignment = {evaluator_ep.get()};
+    PlanServices host_only = services;
+    host_only.stream_for = [](const MemoryInfo&) -> Stream* { return nullptr; };
+    ExecutionPlan single_plan = BuildExecutionPlan(single, assignment, host_only);
+    RunRequest request;
+    request.threads = &threads;
+    return ExecutePlan(single_plan, request, host_only);
+  };
+  const size_t folded = FoldConstants(graph, evaluator);
+  const size_t removed = EliminateDeadNodes(graph);
+  Log(LogLevel::kInfo, "optimizer: folded ", folded, " constant node(s), removed ", removed, " dead node(s)");
+}
+
+void Session::Impl::Initialize() {
+  if (options.log_level < LogThreshold()) SetLogThreshold(options.log_level);
+  Graph& graph = *model->graph;
+  InferElementTypes(graph);
+  CreateProviders();
+  SetUpServices();
+  Optimize();
+  std::vector<ExecutionProvider*> assignment = PartitionGraph(graph, ProviderList());
+  plan = BuildExecutionPlan(graph, assignment, services);
+  if (LogEnabled(LogLevel::kVerbose))
+    for (const PlanStep& step : plan.steps) Log(LogLevel::kVerbose, "plan: ", step.label);
+}
+
+void Session::Impl::CheckInput(const ValueInfo& info, const Value& value) const {
+  if (value.is_none()) Fail(ErrorCode::kInvalidArgument, "input '", info.name, "' has no value");
+  if (info.kind == ValueInfo::Kind::kTensor && !value.is_tensor())
+    Fail(ErrorCode::kInvalidArgument, "input '", info.name, "' expects a tensor");
+  if (!value.is_tensor()) return;
+  const Tensor& t = value.tensor();
+  if (info.type != DataType::kUndefined && t.type() != info.type)
+    Fail(ErrorCode::kInvalidArgument, "input '", info.name, "' expects element type ", DataTypeName(info.type), ", got ",
+         DataTypeName(t.type()));
+  if (!info.shape) return;
+  const std::vector<Dim>& dims = *info.shape;
+  bool ok = dims.size() == t.shape().rank();
+  for (size_t i = 0; ok && i < dims.size(); ++i) ok = !dims[i].is_concrete() || dims[i].value == t.shape()[i];
+  if (!ok)
+    Fail(ErrorCode::kInvalidArgument, "input '", info.name, "' expects shape ", info.ShapeString(), ", got ",
+         t.shape().ToString());
+}
+
+std::vector<Value> Session::Impl::CollectInputs(const NamedValues& feeds) const {
+  const std::vector<ValueInfo>& inputs = model->graph->inputs;
+  std::vector<Value> values(inputs.size());
+  std::vector<bool> fed(inputs.size(), false);
+  for (const auto& [name, value] : feeds) {
+    auto it = std::find_if(inputs.begin(), inputs.end(), [&](const ValueInfo& v) { return v.name == name; });
+    if (it == inputs.end()) {
+      std::ostringstream valid;
+      for (const ValueInfo& v : inputs) valid << " '" << v.name << "'";
+      Fail(ErrorCode::kInvalidArgument, "the model has no input '", name, "' (inputs:", valid.str(), ")");
+    }
+    const size_t i = static_cast<size_t>(it - inputs.begin());
+    CheckInput(*it, value);
+    values[i] = value;
+    fed[i] = true;
+  }
+  for (size_t i = 0; i < inputs.size(); ++i)
+    if (!fed[i]) Fail(ErrorCode::kInvalidArgument, "input '", inputs[i].name, "' was not given a value");
+  return values;
+}
+
+std::vector<Value> Session::Impl::Execute(RunRequest& request, const RunOptions& run_options) const {
+  request.options = &run_options;
+  request.threads = &threads;
+  request.synchronize = run_options.synchronize;
+  if (!run_options.tag.empty()) Log(LogLevel::kVerbose, "run '", run_options.tag, "'");
+  for (const auto& ep : eps)
+    if (ep->capability_flags() & kEpRunHooks) ep->OnRunStart(services.stream_for(ep->memory_info()));
+  std::vector<Value> outputs = ExecutePlan(plan, request, services);
+  for (const auto& ep : eps)
+    if (ep->capability_flags() & kEpRunHooks) ep->OnRunEnd(services.stream_for(ep->memory_info()));
+  return outputs;
+}
+
+size_t Session::Impl::OutputIndex(const std::string& name) const {
+  const std::vector<ValueInfo>& outputs = model->graph->outputs;
+  for (size_t i = 0; i < outputs.size(); ++i)
+    if (outputs[i].name == name) return i;
+  Fail(ErrorCode::kInvalidArgument, "the model has no output '", name, "'");
+}
+
+Session::Session(Environment& env, const std::filesystem::path& model_path, const SessionOptions& options)
+    : impl_(std::make_unique<Impl>(env, options)) {
+  impl_->model = LoadModel(model_path);
+  impl_->Initialize();
+}
+
+Session::Session(Environment& env, const void* model_bytes, size_t size, const SessionOptions& options)
+    : impl_(std::make_unique<Impl>(env, options)) {
+  impl_->model = LoadModelFromBytes(model_bytes, size, {});
+  impl_->Initialize();
+}
+
+Session::~Session() { impl_->Synchronize(); }
+
+std::vector<Value> Session::Run(const NamedValues& feeds, const std::vector<std::string>& output_names,
+                                const RunOptions& options) {
+  RunRequest request;
+  request.inputs = impl_->CollectInputs(feeds);
+  std::vector<size_t> wanted;
+  for (const std::string& name : output_names) wanted.push_back(impl_->OutputIndex(name));
+  if (output_names.empty())
+    for (size_t i = 0; i < impl_->model->graph->outputs.size(); ++i) wanted.push_back(i);
+  RunOptions synchronous = options;
+  synchronous.synchronize = true;  // outputs are returned in host memory, so the run must finish
+  std::vector<Value> produced = impl_->Execute(request, synchronous);
+  std::vector<Value> result;
+  for (size_t i : wanted) result.push_back(CopyValueTo(produced[i], MemoryInfo::Host(), impl_->services, true));
+  return result;
+}
+
+void Session::Run(IoBinding& binding, const RunOptions& options) {
+  if (&binding.session() != this) Fail(ErrorCode::kInvalidArgument, "the IoBinding was created for another session");
+  NamedValues feeds;
+  for (const IoBinding::Input& in : binding.inputs()) feeds.push_back({in.name, in.value});
+  RunRequest request;
+  request.inputs = impl_->CollectInputs(feeds);
+  for (const IoBinding::Output& out : binding.outputs())
+    if (out.preallocated.is_tensor())
+      request.preallocated[impl_->plan.output_slots[impl_->OutputIndex(out.name)]] = out.preallocated.tensor();
+  std::vector<Value> produced = impl_->Execute(request, options);
+  std::vector<Value> results;
+  for (const IoBinding::Output& out : binding.outputs()) {
+    const Value& value = produced[impl_->OutputIndex(out.name)];
+    if (!out.preallocated.is_tensor()) {
+      results.push_back(CopyValueTo(value, out.where, impl_->services, options.synchronize));
+      continue;
+    }
+    Tensor target = out.preallocated.tensor();
+    const Tensor& produced_tensor = value.tensor();
+    if (produced_tensor.raw_data() != target.raw_data()) {  // not written in place: copy into it
+      if (produced_tensor.type() != target.type() || produced_tensor.shape() != target.shape())
+        Fail(ErrorCode::kInvalidArgument, "output '", out.name, "' is bound to ", target.Describe(),
+             " but the model produced ", produced_tensor.Describe());
+      impl_->services.find_transfer(produced_tensor.memory_info(), target.memory_info());  // names a missing path
+      impl_->Synchronize();
+      impl_->env.CopyTensors({&produced_tensor, 1}, {&target, 1}, nullptr);
+    }
+    results.push_back(Value(target));
+  }
+  binding.mutable_results() = std::move(results);
+}
+
+const std::vector<ValueInfo>& Session::inputs() const { return impl_->model->graph->inputs; }
+const std::vector<ValueInfo>& Session::outputs() const { return impl_->model->graph->outputs; }
+
+ModelMetadata Session::metadata() const {
+  const Model& m = *impl_->model;
+  ModelMetadata md;
+  md.producer_name = m.producer_name;
+  md.producer_version = m.producer_version;
+  md.domain = m.domain;
+  md.description = m.doc_string;
+  md.graph_name = m.graph_name;
+  md.version = m.model_version;
+  md.ir_version = m.ir_version;
+  md.opsets = m.opsets;
+  md.custom = m.metadata;
+  return md;
+}
+
+std::vector<std::string> Session::providers() const {
+  std::vector<std::string> names;
+  for (const auto& ep : impl_->eps) names.push_back(ep->type());
+  return names;
+}
+
+MemoryInfo Session::InputMemoryInfo(const std::string& input_name) const {
+  const std::vector<ValueInfo>& inputs = impl_->model->graph->inputs;
+  for (size_t i = 0; i < inputs.size(); ++i)
+    if (inputs[i].name == input_name) return impl_->plan.slots[impl_->plan.input_slots[i]].location;
+  Fail(ErrorCode::kInvalidArgument, "the model has no input '", input_name, "'");
+}
+
+const EpDevice* Session::InputEpDevice(const std::string& input_name) const {
+  const MemoryInfo where = InputMemoryInfo(input_name);
+  for (size_t i = 0; i < impl_->eps.size(); ++i)
+    if (impl_->eps[i]->memory_info() == where) return impl_->ep_devices[i];
+  return nullptr;
+}
+
+std::vector<PartitionEntry> Session::Partition() const {
+  std::vector<PartitionEntry> entries;
+  for (const PlanStep& step : impl_->plan.steps) {
+    PartitionEntry e;
+    if (step.kind == PlanStep::Kind::kKernel) {
+      e.node_name = step.node->name;
+      e.op_type = step.node->op_type;
+      e.ep = step.ep->type();
+    } else {
+      e.is_copy = true;
+      e.node_name = impl_->plan.slots[step.inputs[0]].name;
+      e.op_type = "Copy";
+      e.copy_from = impl_->plan.slots[step.inputs[0]].location.ToString();
+      e.copy_to = impl_->plan.slots[step.outputs[0]].location.ToString();
+    }
+    entries.push_back(std::move(e));
+  }
+  return entries;
+}
+
+void Session::Synchronize() const { impl_->Synchronize(); }
+
+}  // namespace tessera

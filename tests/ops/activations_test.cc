@@ -1,0 +1,158 @@
+// Activation functions against formulas written out in double precision.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <numbers>
+
+#include "ops/op_tester.h"
+
+namespace tessera::test {
+namespace {
+
+template <typename T>
+Tensor Make(Shape shape, std::vector<T> values) {
+  return Tensor::FromVector<T>(std::move(shape), values);
+}
+
+// Expected values of fn over a float tensor (computed in double).
+template <typename Fn>
+Tensor MapFloat(const Tensor& x, Fn fn) {
+  Tensor y = Tensor::Allocate(DataType::kFloat, x.shape());
+  for (int64_t i = 0; i < x.NumElements(); ++i) y.Data<float>()[i] = static_cast<float>(fn(double(x.Data<float>()[i])));
+  return y;
+}
+
+// Runs `tester` (attributes already set) on x and checks against fn(x).
+template <typename Fn>
+void Check(OpTester tester, const Tensor& x, Fn fn) {
+  tester.Input("X", x).Output("Y", MapFloat(x, fn));
+  tester.Run();
+}
+
+Tensor Inputs() { return RandomTensor(DataType::kFloat, {3, 7, 11}, 21, -4.0, 4.0); }
+
+TEST(ActivationsTest, ReluOnEveryEpAndLargeInputs) {
+  Check(OpTester("Relu", 14), Inputs(), [](double v) { return v > 0 ? v : 0; });
+  Check(OpTester("Relu", 14), RandomTensor(DataType::kFloat, {256, 300}, 3), [](double v) { return v > 0 ? v : 0; });
+  OpTester ints("Relu", 14);
+  ints.Input("X", Make<int32_t>({3}, {-3, 0, 5})).Output("Y", Make<int32_t>({3}, {0, 0, 5}));
+  ints.Run();
+}
+
+TEST(ActivationsTest, SimpleFloatActivations) {
+  const Tensor x = Inputs();
+  Check(OpTester("Sigmoid", 13), x, [](double v) { return 1 / (1 + std::exp(-v)); });
+  Check(OpTester("Tanh", 13), x, [](double v) { return std::tanh(v); });
+  Check(OpTester("Softplus", 7), x, [](double v) { return std::log(1 + std::exp(v)); });
+  Check(OpTester("Softsign", 7), x, [](double v) { return v / (1 + std::fabs(v)); });
+  Check(OpTester("HardSwish", 14), x, [](double v) { return v * std::clamp(v / 6 + 0.5, 0.0, 1.0); });
+  Check(OpTester("Mish", 18), x, [](double v) { return v * std::tanh(std::log(1 + std::exp(v))); });
+}
+
+TEST(ActivationsTest, SigmoidAndSoftplusStayFiniteForLargeInputs) {
+  const Tensor x = Make<float>({4}, {-100.0f, 100.0f, -1000.0f, 1000.0f});
+  OpTester sigmoid("Sigmoid", 13);
+  sigmoid.Input("X", x).Output("Y", Make<float>({4}, {0.0f, 1.0f, 0.0f, 1.0f}));
+  sigmoid.Run();
+  OpTester softplus("Softplus", 7);
+  softplus.Input("X", x).Output("Y", Make<float>({4}, {0.0f, 100.0f, 0.0f, 1000.0f}));
+  softplus.Run();
+}
+
+TEST(ActivationsTest, ActivationsWithAttributes) {
+  const Tensor x = Inputs();
+  Check(OpTester("LeakyRelu", 16), x, [](double v) { return v >= 0 ? v : 0.01 * v; });
+  Check(OpTester("LeakyRelu", 16).Attr("alpha", 0.3f), x, [](double v) { return v >= 0 ? v : 0.3 * v; });
+  Check(OpTester("HardSigmoid", 7), x, [](double v) { return std::clamp(0.2 * v + 0.5, 0.0, 1.0); });
+  Check(OpTester("HardSigmoid", 7).Attr("alpha", 0.5f).Attr("beta", 0.25f), x,
+        [](double v) { return std::clamp(0.5 * v + 0.25, 0.0, 1.0); });
+  Check(OpTester("Elu", 7), x, [](double v) { return v >= 0 ? v : std::exp(v) - 1; });
+  Check(OpTester("Elu", 7).Attr("alpha", 2.0f), x, [](double v) { return v >= 0 ? v : 2 * (std::exp(v) - 1); });
+  const double alpha = 1.67326319217681884765625, gamma = 1.05070102214813232421875;
+  Check(OpTester("Selu", 7), x, [&](double v) { return v > 0 ? gamma * v : gamma * (alpha * std::exp(v) - alpha); });
+  Check(OpTester("ThresholdedRelu", 10).Attr("alpha", 0.5f), x, [](double v) { return v > 0.5 ? v : 0; });
+  Check(OpTester("Celu", 12).Attr("alpha", 2.0f), x,
+        [](double v) { return std::max(0.0, v) + std::min(0.0, 2 * (std::exp(v / 2) - 1)); });
+}
+
+TEST(ActivationsTest, GeluExactAndTanhApproximation) {
+  const Tensor x = Inputs();
+  Check(OpTester("Gelu", 20), x, [](double v) { return 0.5 * v * (1 + std::erf(v / std::sqrt(2.0))); });
+  Check(OpTester("Gelu", 20).Attr("approximate", std::string("tanh")), x, [](double v) {
+    return 0.5 * v * (1 + std::tanh(std::sqrt(2 / std::numbers::pi) * (v + 0.044715 * v * v * v)));
+  });
+  OpTester invalid("Gelu", 20);
+  invalid.Attr("approximate", std::string("fast")).Input("X", x).OutputName("Y").ExpectFailure("approximate");
+  invalid.Run({"cpu"});
+}
+
+TEST(ActivationsTest, Float16Activations) {
+  const Tensor x = Make<Float16>({4}, {ToFloat16(-2.0f), ToFloat16(-0.5f), ToFloat16(0.0f), ToFloat16(3.0f)});
+  OpTester relu("Relu", 14);
+  relu.Input("X", x).Output("Y", Make<Float16>({4}, {ToFloat16(0.0f), ToFloat16(0.0f), ToFloat16(0.0f), ToFloat16(3.0f)}));
+  relu.Run();
+  OpTester sigmoid("Sigmoid", 13);
+  std::vector<Float16> expected;
+  for (float v : {-2.0f, -0.5f, 0.0f, 3.0f}) expected.push_back(ToFloat16(1.0f / (1.0f + std::exp(-v))));
+  sigmoid.Input("X", x).Output("Y", Make<Float16>({4}, expected));
+  sigmoid.Run();
+}
+
+TEST(ActivationsTest, PReluBroadcastsSlope) {
+  const Tensor x = RandomTensor(DataType::kFloat, {2, 3, 4, 4}, 5);
+  const Tensor slope = Make<float>({3, 1, 1}, {0.1f, 0.2f, 0.3f});
+  Tensor expected = Tensor::Allocate(DataType::kFloat, x.shape());
+  for (int64_t i = 0; i < x.NumElements(); ++i) {
+    const float v = x.Data<float>()[i];
+    expected.Data<float>()[i] = v < 0 ? v * slope.Data<float>()[(i / 16) % 3] : v;
+  }
+  OpTester t("PRelu", 16);
+  t.Input("X", x).Input("slope", slope).Output("Y", expected);
+  t.Run();
+
+  OpTester scalar("PRelu", 16);
+  scalar.Input("X", Make<float>({3}, {-1, 0, 2})).Input("slope", Make<float>({1}, {0.5f}), true);
+  scalar.Output("Y", Make<float>({3}, {-0.5f, 0, 2}));
+  scalar.Run();
+
+  OpTester bad("PRelu", 16);
+  bad.Input("X", x).Input("slope", Make<float>({2}, {1, 2})).OutputName("Y").ExpectFailure("slope");
+  bad.Run({"cpu"});
+}
+
+TEST(ActivationsTest, ClipFromAttributesBeforeOpset11) {
+  OpTester t("Clip", 7);
+  t.Attr("min", -1.0f).Attr("max", 2.0f);
+  t.Input("X", Make<float>({5}, {-3, -1, 0.5f, 2, 7})).Output("Y", Make<float>({5}, {-1, -1, 0.5f, 2, 2}));
+  t.Run();
+  OpTester defaults("Clip", 7);
+  defaults.Attr("max", 0.0f).Input("X", Make<float>({3}, {-5, 1, 2})).Output("Y", Make<float>({3}, {-5, 0, 0}));
+  defaults.Run();
+}
+
+TEST(ActivationsTest, ClipFromOptionalInputs) {
+  const Tensor x = Make<float>({5}, {-3, -1, 0.5f, 2, 7});
+  OpTester both("Clip", 13);
+  both.Input("X", x).Input("min", Make<float>({}, {-1}), true).Input("max", Make<float>({}, {2}));
+  both.Output("Y", Make<float>({5}, {-1, -1, 0.5f, 2, 2}));
+  both.Run();
+  OpTester max_only("Clip", 13);
+  max_only.Input("X", x).OmittedInput().Input("max", Make<float>({}, {1}));
+  max_only.Output("Y", Make<float>({5}, {-3, -1, 0.5f, 1, 1}));
+  max_only.Run();
+  OpTester none("Clip", 12);
+  none.Input("X", x).Output("Y", x);
+  none.Run();
+  OpTester ints("Clip", 13);
+  ints.Input("X", Make<int64_t>({4}, {-9, 0, 5, 9})).Input("min", Make<int64_t>({}, {-2})).Input("max", Make<int64_t>({}, {6}));
+  ints.Output("Y", Make<int64_t>({4}, {-2, 0, 5, 6}));
+  ints.Run();
+  OpTester not_scalar("Clip", 13);
+  not_scalar.Input("X", x).Input("min", Make<float>({2}, {0, 1})).OutputName("Y").ExpectFailure("min");
+  not_scalar.Run({"cpu"});
+}
+
+}  // namespace
+}  // namespace tessera::test

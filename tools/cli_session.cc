@@ -1,0 +1,133 @@
+#include "cli_session.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cctype>
+#include <iostream>
+#include <vector>
+
+namespace tessera::cli {
+
+const std::set<std::string> kSessionValueOptions = {"--ep", "--policy", "--plugin", "--threads", "--opt-level"};
+const std::set<std::string> kSessionFlags = {"--verbose"};
+
+namespace {
+
+constexpr const char* kCpuEp = "CPUExecutionProvider";
+constexpr const char* kTestingEp = "TestingExecutionProvider";
+constexpr const char* kTestingLibrary = "libtessera_testing_ep.so";
+
+std::string Lowercase(std::string text) {
+  std::transform(text.begin(), text.end(), text.begin(), [](unsigned char c) { return std::tolower(c); });
+  return text;
+}
+
+// "libtessera_cuda.so" -> "cuda", "libtessera_testing_ep.so" -> "testing"; "" for other files.
+std::string RegistrationNameOf(const std::filesystem::path& file) {
+  const std::string name = file.filename().string();
+  const std::string prefix = "libtessera_", suffix = ".so";
+  if (name.size() <= prefix.size() + suffix.size() || !name.starts_with(prefix) || !name.ends_with(suffix)) return "";
+  std::string core = name.substr(prefix.size(), name.size() - prefix.size() - suffix.size());
+  if (core.ends_with("_ep") && core.size() > 3) core.resize(core.size() - 3);
+  return core;
+}
+
+bool AsksForTestingEp(const ParsedArgs& args) {
+  for (const std::string& ep : args.All("--ep")) {
+    const std::string lower = Lowercase(ep);
+    if (lower == "testing" || lower == Lowercase(kTestingEp)) return true;
+  }
+  return false;
+}
+
+void RegisterBesideBinary(Environment& env, const std::set<std::string>& taken_names, bool include_testing) {
+  std::error_code ec;
+  std::vector<std::filesystem::path> libraries;
+  for (const auto& entry : std::filesystem::directory_iterator(ExecutableDir(), ec)) {
+    if (!entry.is_regular_file()) continue;
+    const std::string name = RegistrationNameOf(entry.path());
+    if (name.empty() || taken_names.count(name)) continue;
+    if (entry.path().filename() == kTestingLibrary && !include_testing) continue;
+    libraries.push_back(entry.path());
+  }
+  std::sort(libraries.begin(), libraries.end());  // registration order decides GetEpDevices order
+  for (const auto& path : libraries) {
+    try {
+      env.RegisterEpLibrary(RegistrationNameOf(path), path);
+    } catch (const Error& e) {
+      std::cerr << "tessera: warning: skipping plugin " << path.string() << ": " << e.what() << "\n";
+    }
+  }
+}
+
+OptimizationLevel ParseOptimizationLevel(const std::string& text) {
+  if (text == "none" || text == "0") return OptimizationLevel::kNone;
+  if (text == "basic" || text == "1") return OptimizationLevel::kBasic;
+  if (text == "extended" || text == "2") return OptimizationLevel::kExtended;
+  if (text == "all" || text == "99") return OptimizationLevel::kAll;
+  throw UsageError("--opt-level expects none|basic|extended|all, got '" + text + "'");
+}
+
+}  // namespace
+
+std::filesystem::path ExecutableDir() {
+  std::error_code ec;
+  const std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe", ec);
+  return ec ? std::filesystem::current_path() : self.parent_path();
+}
+
+std::unique_ptr<Environment> CreateEnvironment(const ParsedArgs& args) {
+  auto env = std::make_unique<Environment>(args.Has("--verbose") ? LogLevel::kVerbose : LogLevel::kWarning);
+  std::set<std::string> explicit_names;
+  for (const std::string& plugin : args.All("--plugin")) {
+    auto [name, path] = SplitAssignment(plugin, "--plugin");
+    env->RegisterEpLibrary(name, path);
+    explicit_names.insert(name);
+  }
+  const bool testing_registered = explicit_names.count("testing") || env->FindFactory(kTestingEp) != nullptr;
+  RegisterBesideBinary(*env, explicit_names, AsksForTestingEp(args) && !testing_registered);
+  return env;
+}
+
+std::string EpTypeFromName(const Environment& env, const std::string& name) {
+  const std::string lower = Lowercase(name);
+  if (lower == "cpu") return kCpuEp;
+  std::vector<std::string> known;
+  for (const EpDevice* device : env.GetEpDevices()) {
+    if (device->ep_name == name) return name;
+    if (Lowercase(device->ep_name).starts_with(lower)) return device->ep_name;
+    if (std::find(known.begin(), known.end(), device->ep_name) == known.end()) known.push_back(device->ep_name);
+  }
+  std::string list;
+  for (const std::string& ep : known) list += (list.empty() ? "" : ", ") + ep;
+  throw UsageError("unknown EP '" + name + "' (available: " + list + ")");
+}
+
+SessionOptions MakeSessionOptions(const Environment& env, const ParsedArgs& args) {
+  SessionOptions options;
+  for (const std::string& ep : args.All("--ep")) options.AddProvider(EpTypeFromName(env, ep));
+  // The CPU EP is the implicit fallback: listing it last changes nothing, so leave it to the session.
+  while (!options.providers.empty() && options.providers.back().ep_name == kCpuEp) options.providers.pop_back();
+  if (auto policy = args.Last("--policy")) {
+    try {
+      options.policy = ParseEpSelectionPolicy(*policy);
+    } catch (const Error& e) {
+      throw UsageError(e.what());
+    }
+  }
+  options.intra_op_threads = args.IntOr("--threads", 0);
+  if (auto level = args.Last("--opt-level")) options.optimization_level = ParseOptimizationLevel(*level);
+  if (args.Has("--verbose")) options.log_level = LogLevel::kVerbose;
+  return options;
+}
+
+const EpDevice* PrimaryEpDevice(const Environment& env, const Session& session) {
+  const std::vector<std::string> providers = session.providers();
+  const std::string first = providers.empty() ? kCpuEp : providers.front();
+  for (const EpDevice* device : env.GetEpDevices())
+    if (device->ep_name == first) return device;
+  Fail(ErrorCode::kInvalidArgument, "no EP device for ", first);
+}
+
+}  // namespace tessera::cli

@@ -1,0 +1,148 @@
+// `tessera bench [MODEL]`: run latency with host tensors and with IoBinding in the EP's memory.
+//
+// Each mode warms up, then runs until it has `--runs` samples or its share of `--time-budget` is spent
+// (but always at least kMinRuns samples, or --runs when smaller).
+#include <algorithm>
+#include <chrono>
+#include <functional>
+#include <iostream>
+
+#include "cli_session.h"
+#include "commands.h"
+#include "random_inputs.h"
+#include "table.h"
+
+namespace tessera::cli {
+namespace {
+
+constexpr const char* kBenchUsage =
+    "usage: tessera bench [MODEL] [--runs N] [--warmup N] [--time-budget SECONDS] [--threads N]\n"
+    "                     [--input NAME=FILE.npy]... [--dim SYMBOL=VALUE]... [--ep NAME]... [--plugin NAME=PATH]...\n"
+    "Measures Run(feeds) with host tensors and Run(IoBinding) with inputs bound once and outputs bound to the\n"
+    "EP's memory. MODEL defaults to .models/default.onnx.\n";
+constexpr const char* kDefaultModel = ".models/default.onnx";
+constexpr int kMinRuns = 10;
+
+using Clock = std::chrono::steady_clock;
+
+struct BenchSettings {
+  int runs = 50;
+  int warmup = 5;
+  double budget_seconds = 20;  // per mode
+};
+
+struct Latency {
+  std::string mode;
+  std::vector<double> ms;  // sorted
+};
+
+// Calls `run` for warm-up, then times it until runs or the budget are exhausted.
+Latency Measure(const std::string& mode, const BenchSettings& settings, const std::function<void()>& run) {
+  for (int i = 0; i < settings.warmup; ++i) run();
+  Latency latency{mode, {}};
+  const int min_runs = std::min(kMinRuns, settings.runs);
+  const auto start = Clock::now();
+  for (int i = 0; i < settings.runs; ++i) {
+    const auto t0 = Clock::now();
+    run();
+    const auto t1 = Clock::now();
+    latency.ms.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
+    const double spent = std::chrono::duration<double>(t1 - start).count();
+    if (i + 1 >= min_runs && spent > settings.budget_seconds) break;
+  }
+  std::sort(latency.ms.begin(), latency.ms.end());
+  return latency;
+}
+
+double Percentile(const std::vector<double>& sorted, double p) {
+  if (sorted.empty()) return 0;
+  const size_t index = static_cast<size_t>(p * static_cast<double>(sorted.size() - 1) + 0.5);
+  return sorted[std::min(index, sorted.size() - 1)];
+}
+
+// A copy of `value` in `where` (the same tensor when it already lives there).
+Value PlaceInput(Environment& env, const Session& session, const std::string& name, const Value& value) {
+  if (!value.is_tensor()) return value;
+  const MemoryInfo where = session.InputMemoryInfo(name);
+  const Tensor& host = value.tensor();
+  if (host.memory_info() == where) return value;
+  const EpDevice* device = session.InputEpDevice(name);
+  AllocatorPtr allocator = device && device->factory ? device->factory->CreateAllocator(where) : nullptr;
+  if (!allocator) allocator = env.GetSharedAllocator(where);
+  if (!allocator) Fail(ErrorCode::kNotImplemented, "no allocator for ", where.ToString(), " (input '", name, "')");
+  Tensor placed = Tensor::Allocate(host.type(), host.shape(), allocator);
+  Tensor destination[] = {placed};
+  env.CopyTensors(std::span<const Tensor>(&host, 1), destination, nullptr);
+  return Value(placed);
+}
+
+IoBinding BindOnce(Environment& env, Session& session, const Session::NamedValues& feeds) {
+  IoBinding binding = session.CreateIoBinding();
+  for (const auto& [name, value] : feeds) binding.BindInput(name, PlaceInput(env, session, name, value));
+  const MemoryInfo output_memory = PrimaryEpDevice(env, session)->device_memory;
+  for (const ValueInfo& output : session.outputs()) binding.BindOutput(output.name, output_memory);
+  std::cout << "IoBinding: outputs in " << output_memory.ToString() << "\n";
+  return binding;
+}
+
+void PrintLatencies(const std::vector<Latency>& results) {
+  Table table({"mode", "runs", "median ms", "p10 ms", "p90 ms", "min ms"});
+  table.RightAlign({1, 2, 3, 4, 5});
+  for (const Latency& l : results) {
+    table.AddRow({l.mode, std::to_string(l.ms.size()), FormatFixed(Percentile(l.ms, 0.5), 3),
+                  FormatFixed(Percentile(l.ms, 0.1), 3), FormatFixed(Percentile(l.ms, 0.9), 3),
+                  FormatFixed(l.ms.empty() ? 0 : l.ms.front(), 3)});
+  }
+  std::cout << "\n";
+  table.Print(std::cout);
+}
+
+BenchSettings ParseSettings(const ParsedArgs& args) {
+  BenchSettings settings;
+  settings.runs = args.IntOr("--runs", settings.runs, 1);
+  settings.warmup = args.IntOr("--warmup", settings.warmup, 0);
+  settings.budget_seconds = args.IntOr("--time-budget", 20, 1) / 2.0;  // two modes share the budget
+  return settings;
+}
+
+std::filesystem::path ModelPath(const ParsedArgs& args) {
+  if (args.positional.size() > 1) throw UsageError("bench takes at most one MODEL");
+  if (!args.positional.empty()) return args.positional[0];
+  if (!std::filesystem::exists(kDefaultModel))
+    Fail(ErrorCode::kIo, "no MODEL given and ", kDefaultModel, " does not exist (relative to ",
+         std::filesystem::current_path().string(), "); get it with: bash scripts/setup.sh");
+  return kDefaultModel;
+}
+
+}  // namespace
+
+int BenchCommand(std::span<const std::string> args) {
+  std::set<std::string> value_options = kSessionValueOptions;
+  value_options.insert({"--runs", "--warmup", "--time-budget", "--input", "--dim", "--seed"});
+  const ParsedArgs parsed = ParseArgs(args, value_options, kSessionFlags);
+  if (parsed.Has("--help")) {
+    std::cout << kBenchUsage;
+    return 0;
+  }
+  const BenchSettings settings = ParseSettings(parsed);
+  const std::filesystem::path model = ModelPath(parsed);
+  std::unique_ptr<Environment> env = CreateEnvironment(parsed);
+  Session session(*env, model, MakeSessionOptions(*env, parsed));
+  const Session::NamedValues feeds = BuildFeeds(session, parsed);
+
+  std::cout << "Model: " << model.string() << "\nProviders:";
+  for (const std::string& ep : session.providers()) std::cout << " " << ep;
+  std::cout << "\nInputs:";
+  for (const auto& [name, value] : feeds)
+    std::cout << " " << name << (value.is_tensor() ? value.tensor().shape().ToString() : "(sequence)");
+  std::cout << "\n";
+
+  std::vector<Latency> results;
+  results.push_back(Measure("host tensors", settings, [&] { session.Run(feeds); }));
+  IoBinding binding = BindOnce(*env, session, feeds);
+  results.push_back(Measure("io binding", settings, [&] { session.Run(binding); }));
+  PrintLatencies(results);
+  return 0;
+}
+
+}  // namespace tessera::cli
