@@ -17,10 +17,13 @@ namespace {
 
 constexpr const char* kBenchUsage =
     "usage: tessera bench [MODEL] [--runs N] [--warmup N] [--time-budget SECONDS] [--threads N]\n"
-    "                     [--input NAME=FILE.npy]... [--dim SYMBOL=VALUE]... [--ep NAME]... [--plugin NAME=PATH]...\n"
+    "                     [--input NAME=FILE.npy]... [--dim SYMBOL=VALUE]... [--shape NAME=D1xD2...]...\n"
+    "                     [--ep NAME]... [--plugin NAME=PATH]...\n"
     "Measures Run(feeds) with host tensors and Run(IoBinding) with inputs bound once and outputs bound to the\n"
-    "EP's memory. MODEL defaults to .models/default.onnx.\n";
+    "EP's memory. MODEL defaults to .models/default.onnx (PP-OCRv4 detection, input x 1x3x640x640).\n";
 constexpr const char* kDefaultModel = ".models/default.onnx";
+// The default model's image input is [N,3,H,W] with every dimension symbolic; see docs/MODELS.md.
+const ShapeChoices kDefaultModelShapes = {{}, {{"x", Shape{1, 3, 640, 640}}}};
 constexpr int kMinRuns = 10;
 
 using Clock = std::chrono::steady_clock;
@@ -118,7 +121,7 @@ std::filesystem::path ModelPath(const ParsedArgs& args) {
 
 int BenchCommand(std::span<const std::string> args) {
   std::set<std::string> value_options = kSessionValueOptions;
-  value_options.insert({"--runs", "--warmup", "--time-budget", "--input", "--dim", "--seed"});
+  value_options.insert({"--runs", "--warmup", "--time-budget", "--input", "--dim", "--shape", "--seed"});
   const ParsedArgs parsed = ParseArgs(args, value_options, kSessionFlags);
   if (parsed.Has("--help")) {
     std::cout << kBenchUsage;
@@ -128,7 +131,8 @@ int BenchCommand(std::span<const std::string> args) {
   const std::filesystem::path model = ModelPath(parsed);
   std::unique_ptr<Environment> env = CreateEnvironment(parsed);
   Session session(*env, model, MakeSessionOptions(*env, parsed));
-  const Session::NamedValues feeds = BuildFeeds(session, parsed);
+  const bool default_model = parsed.positional.empty();
+  const Session::NamedValues feeds = BuildFeeds(session, parsed, default_model ? kDefaultModelShapes : ShapeChoices{});
 
   std::cout << "Model: " << model.string() << "\nProviders:";
   for (const std::string& ep : session.providers()) std::cout << " " << ep;

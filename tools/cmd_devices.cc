@@ -19,9 +19,14 @@ std::string Hex(uint32_t value) {
   return text;
 }
 
+std::string Trimmed(const std::string& text) {
+  const size_t first = text.find_first_not_of(" \t");
+  return first == std::string::npos ? "" : text.substr(first, text.find_last_not_of(" \t") - first + 1);
+}
+
 std::string JoinMetadata(const std::map<std::string, std::string>& metadata) {
   std::string joined;
-  for (const auto& [key, value] : metadata) joined += (joined.empty() ? "" : ", ") + key + "=" + value;
+  for (const auto& [key, value] : metadata) joined += (joined.empty() ? "" : ", ") + key + "=" + Trimmed(value);
   return joined;
 }
 
@@ -29,7 +34,8 @@ std::string DescribeHardware(const HardwareDevice* device) {
   if (device == nullptr) return "-";
   std::string text = std::string(DeviceTypeName(device->type)) + ":" + std::to_string(device->ordinal);
   auto name = device->metadata.find("name");
-  return name == device->metadata.end() ? text + " (" + device->vendor + ")" : text + " (" + name->second + ")";
+  return name == device->metadata.end() ? text + " (" + device->vendor + ")"
+                                        : text + " (" + Trimmed(name->second) + ")";
 }
 
 void PrintHardwareDevices(const Environment& env) {

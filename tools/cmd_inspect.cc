@@ -37,14 +37,16 @@ void PrintValues(const char* title, const std::vector<ValueInfo>& values) {
 void PrintMetadata(const Model& model) {
   std::cout << "Model: " << model.path.string() << "\n"
             << "  ir_version:     " << model.ir_version << "\n"
-            << "  producer:       " << model.producer_name << " " << model.producer_version << "\n"
+            << "  producer:       " << model.producer_name
+            << (model.producer_version.empty() ? "" : " " + model.producer_version) << "\n"
             << "  domain:         " << model.domain << "\n"
             << "  model_version:  " << model.model_version << "\n"
             << "  graph:          " << model.graph_name << "\n";
   if (!model.doc_string.empty()) std::cout << "  doc:            " << model.doc_string << "\n";
   for (const auto& [key, value] : model.metadata) std::cout << "  meta " << key << " = " << value << "\n";
   std::cout << "  opsets:        ";
-  for (const auto& [domain, version] : model.opsets) std::cout << " " << (domain.empty() ? "ai.onnx" : domain) << ":" << version;
+  for (const auto& [domain, version] : model.opsets)
+    std::cout << " " << (domain.empty() ? "ai.onnx" : domain) << ":" << version;
   std::cout << "\n";
 }
 

@@ -16,8 +16,10 @@ void PrintSummary(const std::vector<PartitionEntry>& entries) {
   std::map<std::string, int> nodes_per_ep;
   int copies = 0;
   for (const PartitionEntry& e : entries) {
-    if (e.is_copy) ++copies;
-    else ++nodes_per_ep[e.ep];
+    if (e.is_copy)
+      ++copies;
+    else
+      ++nodes_per_ep[e.ep];
   }
   std::cout << "\n";
   for (const auto& [ep, count] : nodes_per_ep) std::cout << ep << ": " << count << " nodes\n";

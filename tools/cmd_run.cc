@@ -12,7 +12,8 @@ namespace tessera::cli {
 namespace {
 
 constexpr const char* kRunUsage =
-    "usage: tessera run MODEL [--input NAME=FILE.npy]... [--dim SYMBOL=VALUE]... [--seed N] [--output-dir DIR]\n"
+    "usage: tessera run MODEL [--input NAME=FILE.npy]... [--dim SYMBOL=VALUE]... [--shape NAME=D1xD2...]...\n"
+    "                   [--seed N] [--output-dir DIR]\n"
     "                   [--ep NAME]... [--policy NAME] [--plugin NAME=PATH]... [--threads N] [--verbose]\n"
     "Runs the model once. Inputs not given are random (fixed seed); symbolic dimensions default to 1.\n";
 
@@ -34,7 +35,8 @@ void PrintOutputs(const Session& session, const std::vector<Value>& outputs) {
     } else if (value.is_sequence()) {
       const TensorSequence& sequence = value.sequence();
       table.AddRow({name, "sequence", "length " + std::to_string(sequence.size())});
-      for (size_t j = 0; j < sequence.size(); ++j) AddSummaryRow(table, name + "[" + std::to_string(j) + "]", sequence[j]);
+      for (size_t j = 0; j < sequence.size(); ++j)
+        AddSummaryRow(table, name + "[" + std::to_string(j) + "]", sequence[j]);
     } else {
       table.AddRow({name, "none"});
     }
@@ -46,7 +48,7 @@ void PrintOutputs(const Session& session, const std::vector<Value>& outputs) {
 
 int RunCommand(std::span<const std::string> args) {
   std::set<std::string> value_options = kSessionValueOptions;
-  value_options.insert({"--input", "--output-dir", "--dim", "--seed"});
+  value_options.insert({"--input", "--output-dir", "--dim", "--shape", "--seed"});
   const ParsedArgs parsed = ParseArgs(args, value_options, kSessionFlags);
   if (parsed.Has("--help")) {
     std::cout << kRunUsage;

@@ -16,9 +16,18 @@ struct DtypeCode {
   DataType type;
 };
 constexpr std::array<DtypeCode, 12> kDtypeCodes = {{
-    {"f2", DataType::kFloat16}, {"f4", DataType::kFloat}, {"f8", DataType::kDouble}, {"i1", DataType::kInt8},
-    {"i2", DataType::kInt16},   {"i4", DataType::kInt32}, {"i8", DataType::kInt64},  {"u1", DataType::kUInt8},
-    {"u2", DataType::kUInt16},  {"u4", DataType::kUInt32}, {"u8", DataType::kUInt64}, {"b1", DataType::kBool},
+    {"f2", DataType::kFloat16},
+    {"f4", DataType::kFloat},
+    {"f8", DataType::kDouble},
+    {"i1", DataType::kInt8},
+    {"i2", DataType::kInt16},
+    {"i4", DataType::kInt32},
+    {"i8", DataType::kInt64},
+    {"u1", DataType::kUInt8},
+    {"u2", DataType::kUInt16},
+    {"u4", DataType::kUInt32},
+    {"u8", DataType::kUInt64},
+    {"b1", DataType::kBool},
 }};
 
 DataType TypeFromDescr(const std::string& descr, const std::filesystem::path& path) {

@@ -1,6 +1,8 @@
 #include "random_inputs.h"
 
+#include <algorithm>
 #include <random>
+#include <set>
 
 #include "npy.h"
 
@@ -52,60 +54,95 @@ Tensor RandomTensor(const std::string& name, DataType type, const Shape& shape, 
       break;
     }
     default:
-      Fail(ErrorCode::kInvalidArgument, "cannot make random values of type ", DataTypeName(type), " for input '",
-           name, "'; pass it with --input ", name, "=file.npy");
+      Fail(ErrorCode::kInvalidArgument, "cannot make random values of type ", DataTypeName(type), " for input '", name,
+           "'; pass it with --input ", name, "=file.npy");
   }
   return t;
 }
 
+int64_t ParseDimValue(const std::string& text, const std::string& option) {
+  try {
+    size_t used = 0;
+    const long long value = std::stoll(text, &used);
+    if (used == text.size() && value >= 0) return value;
+  } catch (const std::exception&) {
+  }
+  throw UsageError(option + " needs non-negative integers, got '" + text + "'");
+}
+
+void CheckNamesInputs(const Session& session, const std::vector<std::string>& names, const std::string& option) {
+  std::set<std::string> inputs;
+  std::string listed;
+  for (const ValueInfo& info : session.inputs()) {
+    inputs.insert(info.name);
+    listed += (listed.empty() ? "" : ", ") + info.name;
+  }
+  for (const std::string& name : names)
+    if (!inputs.count(name)) throw UsageError(option + " '" + name + "' is not a model input (inputs: " + listed + ")");
+}
+
 }  // namespace
 
-Shape ConcreteShape(const ValueInfo& info, const DimOverrides& dims) {
+Shape ConcreteShape(const ValueInfo& info, const ShapeChoices& choices) {
+  auto whole = choices.shapes.find(info.name);
+  if (whole != choices.shapes.end()) return whole->second;
   if (!info.shape)
     Fail(ErrorCode::kInvalidArgument, "input '", info.name, "' has unknown rank; pass it with --input ", info.name,
-         "=file.npy");
+         "=file.npy or --shape ", info.name, "=D1xD2...");
   std::vector<int64_t> concrete;
   for (const Dim& dim : *info.shape) {
     if (dim.is_concrete()) {
       concrete.push_back(dim.value);
       continue;
     }
-    auto it = dims.find(dim.symbol);
-    concrete.push_back(!dim.symbol.empty() && it != dims.end() ? it->second : 1);
+    auto it = choices.dims.find(dim.symbol);
+    concrete.push_back(!dim.symbol.empty() && it != choices.dims.end() ? it->second : 1);
   }
   return Shape(std::move(concrete));
 }
 
-Value RandomValue(const ValueInfo& info, const DimOverrides& dims, uint32_t seed) {
+Value RandomValue(const ValueInfo& info, const ShapeChoices& choices, uint32_t seed) {
   std::mt19937 rng(seed);
   if (info.type == DataType::kUndefined)
     Fail(ErrorCode::kInvalidArgument, "input '", info.name, "' has an unknown element type; pass it with --input ",
          info.name, "=file.npy");
-  Tensor tensor = RandomTensor(info.name, info.type, ConcreteShape(info, dims), rng);
+  Tensor tensor = RandomTensor(info.name, info.type, ConcreteShape(info, choices), rng);
   if (info.kind == ValueInfo::Kind::kSequence) return Value(TensorSequence{tensor});
   return Value(tensor);
 }
 
-DimOverrides ParseDimOverrides(const ParsedArgs& args) {
-  DimOverrides dims;
+ShapeChoices ParseShapeChoices(const ParsedArgs& args) {
+  ShapeChoices choices;
   for (const std::string& text : args.All("--dim")) {
     auto [symbol, value] = SplitAssignment(text, "--dim");
-    try {
-      size_t used = 0;
-      const long long parsed = std::stoll(value, &used);
-      if (used != value.size() || parsed < 0) throw std::invalid_argument(value);
-      dims[symbol] = parsed;
-    } catch (const std::exception&) {
-      throw UsageError("--dim " + symbol + " needs a non-negative integer, got '" + value + "'");
-    }
+    choices.dims[symbol] = ParseDimValue(value, "--dim " + symbol);
   }
-  return dims;
+  for (const std::string& text : args.All("--shape")) {
+    auto [name, dims_text] = SplitAssignment(text, "--shape");
+    std::vector<int64_t> dims;
+    size_t begin = 0;
+    while (begin <= dims_text.size()) {
+      const size_t end = std::min(dims_text.find('x', begin), dims_text.size());
+      dims.push_back(ParseDimValue(dims_text.substr(begin, end - begin), "--shape " + name));
+      begin = end + 1;
+    }
+    choices.shapes[name] = Shape(std::move(dims));
+  }
+  return choices;
 }
 
-Session::NamedValues BuildFeeds(const Session& session, const ParsedArgs& args) {
+Session::NamedValues BuildFeeds(const Session& session, const ParsedArgs& args, const ShapeChoices& defaults) {
   std::map<std::string, std::string> files;
-  for (const std::string& text : args.All("--input")) files.insert(SplitAssignment(text, "--input"));
-  const DimOverrides dims = ParseDimOverrides(args);
+  std::vector<std::string> named;
+  for (const std::string& text : args.All("--input")) {
+    files.insert(SplitAssignment(text, "--input"));
+    named.push_back(SplitAssignment(text, "--input").first);
+  }
+  ShapeChoices choices = ParseShapeChoices(args);
+  for (const auto& [name, shape] : choices.shapes) named.push_back(name);
+  CheckNamesInputs(session, named, "--input/--shape");
+  choices.dims.insert(defaults.dims.begin(), defaults.dims.end());  // keeps command-line values
+  choices.shapes.insert(defaults.shapes.begin(), defaults.shapes.end());
   const uint32_t seed = static_cast<uint32_t>(args.IntOr("--seed", 0));
 
   Session::NamedValues feeds;
@@ -114,15 +151,9 @@ Session::NamedValues BuildFeeds(const Session& session, const ParsedArgs& args) 
     auto file = files.find(info.name);
     if (file != files.end()) {
       feeds.emplace_back(info.name, Value(ReadNpy(file->second)));
-      files.erase(file);
     } else {
-      feeds.emplace_back(info.name, RandomValue(info, dims, seed + static_cast<uint32_t>(i)));
+      feeds.emplace_back(info.name, RandomValue(info, choices, seed + static_cast<uint32_t>(i)));
     }
-  }
-  if (!files.empty()) {
-    std::string names;
-    for (const ValueInfo& info : session.inputs()) names += (names.empty() ? "" : ", ") + info.name;
-    throw UsageError("--input '" + files.begin()->first + "' is not a model input (inputs: " + names + ")");
   }
   return feeds;
 }

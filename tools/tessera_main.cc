@@ -31,10 +31,12 @@ session options (partition, run, bench):
 run options:
   --input NAME=FILE.npy        input value (repeatable); other inputs are random (seed --seed, default 0)
   --dim SYMBOL=VALUE           value for a symbolic dimension of random inputs (default 1)
+  --shape NAME=D1xD2...        whole shape of a random input (e.g. x=1x3x640x640)
   --output-dir DIR             write each output as DIR/<name>.npy
 
 bench options:
-  --runs N (50)  --warmup N (5)  --time-budget SECONDS (20)  --dim SYMBOL=VALUE
+  --runs N (50)  --warmup N (5)  --time-budget SECONDS (20, shared by the modes)
+  --input, --dim, --shape, --seed as for run
 
 Run `tessera <command> --help` for the command's own usage.
 )";

@@ -57,8 +57,8 @@ TensorStats ComputeStats(const Tensor& tensor) {
 std::string SafeFileName(const std::string& name) {
   std::string safe = name.empty() ? "output" : name;
   for (char& c : safe) {
-    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
-                    c == '_' || c == '-';
+    const bool ok =
+        (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' || c == '_' || c == '-';
     if (!ok) c = '_';
   }
   if (safe.front() == '.') safe.front() = '_';

@@ -39,7 +39,10 @@ struct SessionOptions {
   OptimizationLevel optimization_level = OptimizationLevel::kAll;
   LogLevel log_level = LogLevel::kWarning;
   std::string log_id;
-  // Free-form settings ("session.use_env_allocators" = "1", ...). Unknown keys are kept and ignored.
+  // Free-form settings. Known keys:
+  //   "session.use_env_allocators" = "1": allocate from the Environment's shared allocators where one
+  //   exists for an EP's memory (instead of the EP's own allocator, which honours its provider options).
+  // Unknown keys are kept and ignored.
   std::map<std::string, std::string> config;
 
   SessionOptions& AddProvider(std::string ep_name, ProviderOptions options = {});

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <bit>
+#include <memory>
 #include <mutex>
 #include <set>
 #include <unordered_map>
@@ -56,6 +57,8 @@ size_t BinIndex(size_t bytes) {
 struct Arena::Impl {
   AllocatorPtr underlying;
   ArenaOptions options;
+  // Chunk sizes are multiples of this; chunk addresses are region base + such multiples, so they keep
+  // the underlying allocator's alignment.
   size_t alignment;
 
   mutable std::mutex mutex;

@@ -60,11 +60,17 @@ void ForEachSubgraph(const Node& node, Fn&& fn) {
   }
 }
 
+// Values that exist before any node runs: graph inputs and initializers.
+std::unordered_set<std::string> SourceNames(const Graph& graph) {
+  std::unordered_set<std::string> sources;
+  for (const ValueInfo& input : graph.inputs) sources.insert(input.name);
+  for (const auto& [name, tensor] : graph.initializers) sources.insert(name);
+  return sources;
+}
+
 // Names the graph defines itself: inputs, initializers and node outputs.
 std::unordered_set<std::string> DefinedNames(const Graph& graph) {
-  std::unordered_set<std::string> defined;
-  for (const ValueInfo& input : graph.inputs) defined.insert(input.name);
-  for (const auto& [name, tensor] : graph.initializers) defined.insert(name);
+  std::unordered_set<std::string> defined = SourceNames(graph);
   for (const auto& node : graph.nodes)
     for (const std::string& output : node->outputs)
       if (!output.empty()) defined.insert(output);
@@ -162,6 +168,7 @@ size_t Node::NumInputs() const {
 // Kahn's algorithm with a min-heap of file positions: among the nodes whose inputs are ready, the one
 // that comes first in the file runs first, so an already sorted graph keeps its order.
 void Graph::TopologicalSort(const std::set<std::string>& outer_scope) {
+  const std::unordered_set<std::string> sources = SourceNames(*this);
   std::unordered_map<std::string, size_t> producer;
   for (size_t i = 0; i < nodes.size(); ++i) {
     for (const std::string& output : nodes[i]->outputs) {
@@ -169,7 +176,7 @@ void Graph::TopologicalSort(const std::set<std::string>& outer_scope) {
       if (!producer.emplace(output, i).second)
         Fail(ErrorCode::kInvalidModel, "graph '", name, "': value '", output, "' is produced by both ",
              nodes[producer[output]]->Describe(), " and ", nodes[i]->Describe());
-      if (IsInitializer(output) || IsGraphInput(output))
+      if (sources.count(output))
         Fail(ErrorCode::kInvalidModel, "graph '", name, "': ", nodes[i]->Describe(), " writes '", output,
              "', which is already a graph input or initializer");
     }

@@ -228,7 +228,7 @@ Tensor ReadTensor(const onnx::TensorProto& proto, const LoadContext& ctx, const 
     return tensor;
   }
   // Typed fields: the count check inside happens before any value is written.
-  const int64_t available = proto.float_data_size() + proto.int32_data_size() + proto.int64_data_size() +
+  const int64_t available = int64_t{proto.float_data_size()} + proto.int32_data_size() + proto.int64_data_size() +
                             proto.double_data_size() + proto.uint64_data_size();
   if (count > available) FailModel(ctx, what, " has ", count, " elements by its dims but only ", available, " values");
   Tensor tensor = Tensor::Allocate(type, std::move(shape));
@@ -374,10 +374,12 @@ void LoadInitializers(const onnx::GraphProto& proto, const LoadContext& ctx, Gra
 
 // Graph inputs (initializers excluded: they are constants), outputs and annotated intermediates.
 void LoadValueInfos(const onnx::GraphProto& proto, const LoadContext& ctx, Graph& graph) {
+  std::set<std::string> input_names;
   for (const auto& input_proto : proto.input()) {
     ValueInfo info = ConvertValueInfo(input_proto, ctx, "input");
     if (graph.IsInitializer(info.name)) continue;
-    if (graph.IsGraphInput(info.name)) FailModel(ctx, "graph '", graph.name, "': input '", info.name, "' appears twice");
+    if (!input_names.insert(info.name).second)
+      FailModel(ctx, "graph '", graph.name, "': input '", info.name, "' appears twice");
     graph.value_infos[info.name] = info;
     graph.inputs.push_back(std::move(info));
   }

@@ -152,17 +152,19 @@ std::vector<ExecutionProvider*> Session::Impl::ProviderList() const {
 }
 
 void Session::Impl::SetUpServices() {
-  AllocatorPtr host;
+  auto config = options.config.find("session.use_env_allocators");
+  const bool use_env_allocators = config != options.config.end() && config->second == "1";
+  auto shared_for = [&](const MemoryInfo& info) { return use_env_allocators ? env.GetSharedAllocator(info) : nullptr; };
   for (const auto& ep : eps) {
     const MemoryInfo info = ep->memory_info();
-    AllocatorPtr shared = env.GetSharedAllocator(info);
+    AllocatorPtr shared = shared_for(info);
     if (!allocators.count(info)) allocators[info] = shared ? shared : ep->allocator(MemoryType::kDefault);
     if (AllocatorPtr pinned = ep->allocator(MemoryType::kHostAccessible)) allocators.emplace(pinned->Info(), pinned);
     if (!streams.count(info))
       if (std::unique_ptr<Stream> s = ep->CreateStream()) streams[info] = std::move(s);
   }
   if (!allocators.count(MemoryInfo::Host())) {
-    AllocatorPtr shared = env.GetSharedAllocator(MemoryInfo::Host());
+    AllocatorPtr shared = shared_for(MemoryInfo::Host());
     allocators[MemoryInfo::Host()] = shared ? shared : std::make_shared<Arena>(CreateHostAllocator(), ArenaOptions{});
   }
   services.find_transfer = [this](const MemoryInfo& src, const MemoryInfo& dst) -> DataTransfer* {

@@ -34,8 +34,10 @@ CaseResult Failed(CaseStatus status, const std::string& what) { return {status, 
 
 CaseResult FromError(const Error& e, const std::string& stage) {
   const CaseStatus status = e.code() == ErrorCode::kNotImplemented ? CaseStatus::kUnsupported : CaseStatus::kFail;
-  const std::string prefix = status == CaseStatus::kUnsupported ? "unsupported: " : stage + ": ";
-  return Failed(status, prefix + e.what());
+  const std::string message = e.what();
+  if (status == CaseStatus::kUnsupported)
+    return Failed(status, message.starts_with("unsupported") ? message : "unsupported: " + message);
+  return Failed(status, stage + ": " + message);
 }
 
 // Runs one data set; returns an empty string on success, else the first mismatch.
@@ -56,7 +58,8 @@ std::string RunDataSet(Session& session, const onnx::GraphProto& graph, const st
 
   const auto output_files = NumberedFiles(dir, "output_");
   if (static_cast<int>(output_files.size()) > graph.output_size())
-    return std::to_string(output_files.size()) + " output files for " + std::to_string(graph.output_size()) + " outputs";
+    return std::to_string(output_files.size()) + " output files for " + std::to_string(graph.output_size()) +
+           " outputs";
   std::vector<std::string> output_names;
   for (size_t i = 0; i < output_files.size(); ++i) output_names.push_back(graph.output(static_cast<int>(i)).name());
 

@@ -5,9 +5,11 @@
 // not listed does not pass (a regression) or on a setup error, 2 for usage errors.
 #include <algorithm>
 #include <chrono>
+#include <functional>
 #include <iomanip>
 #include <iostream>
 #include <optional>
+#include <regex>
 #include <set>
 #include <vector>
 
@@ -49,34 +51,50 @@ struct UsageError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+double ParseNumber(const std::string& option, const std::string& text) {
+  try {
+    size_t used = 0;
+    const double value = std::stod(text, &used);
+    if (used == text.size() && value >= 0) return value;
+  } catch (const std::exception&) {
+  }
+  throw UsageError(option + " needs a non-negative number, got '" + text + "'");
+}
+
+std::pair<std::string, std::string> ParsePlugin(const std::string& text) {
+  const size_t eq = text.find('=');
+  if (eq == std::string::npos || eq == 0) throw UsageError("--plugin expects NAME=PATH, got '" + text + "'");
+  return {text.substr(0, eq), text.substr(eq + 1)};
+}
+
 Options ParseOptions(int argc, char** argv) {
   Options o;
+  using Setter = std::function<void(const std::string&)>;
+  const std::map<std::string, Setter> with_value = {
+      {"--ep", [&](const std::string& v) { o.ep = v; }},
+      {"--data", [&](const std::string& v) { o.data = v; }},
+      {"--expect", [&](const std::string& v) { o.expect = v; }},
+      {"--write-expect", [&](const std::string& v) { o.write_expect = v; }},
+      {"--filter", [&](const std::string& v) { o.filter = v; }},
+      {"--threads", [&](const std::string& v) { o.threads = static_cast<int>(ParseNumber("--threads", v)); }},
+      {"--time-limit", [&](const std::string& v) { o.time_limit_s = ParseNumber("--time-limit", v); }},
+      {"--plugin", [&](const std::string& v) { o.plugins.push_back(ParsePlugin(v)); }},
+  };
+  const std::map<std::string, bool*> flags = {{"--list-failures", &o.list_failures}, {"--verbose", &o.verbose}};
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
-    auto value = [&]() -> std::string {
-      if (i + 1 >= argc) throw UsageError(arg + " needs a value");
-      return argv[++i];
-    };
-    if (arg == "--ep") o.ep = value();
-    else if (arg == "--data") o.data = value();
-    else if (arg == "--expect") o.expect = value();
-    else if (arg == "--write-expect") o.write_expect = value();
-    else if (arg == "--filter") o.filter = value();
-    else if (arg == "--list-failures") o.list_failures = true;
-    else if (arg == "--verbose") o.verbose = true;
-    else if (arg == "--threads") o.threads = std::stoi(value());
-    else if (arg == "--time-limit") o.time_limit_s = std::stod(value());
-    else if (arg == "--plugin") {
-      const std::string text = value();
-      const size_t eq = text.find('=');
-      if (eq == std::string::npos || eq == 0) throw UsageError("--plugin expects NAME=PATH");
-      o.plugins.emplace_back(text.substr(0, eq), text.substr(eq + 1));
-    } else if (arg == "--help" || arg == "-h") {
+    if (arg == "--help" || arg == "-h") {
       std::cout << kUsage;
       std::exit(0);
-    } else {
-      throw UsageError("unknown option '" + arg + "'");
     }
+    if (auto flag = flags.find(arg); flag != flags.end()) {
+      *flag->second = true;
+      continue;
+    }
+    auto option = with_value.find(arg);
+    if (option == with_value.end()) throw UsageError("unknown option '" + arg + "'");
+    if (i + 1 >= argc) throw UsageError(arg + " needs a value");
+    option->second(argv[++i]);
   }
   if (o.data.empty()) throw UsageError("--data is required");
   return o;
@@ -147,6 +165,13 @@ void NoteRealModels(const Options& o) {
   std::cout << "note: real/ (" << count << " cases) skipped: each has only data.json pointing at a model to download\n";
 }
 
+// Reasons name files relative to the data directory so that expectation files do not depend on it.
+std::string WithoutDataDir(std::string reason, const std::filesystem::path& data) {
+  const std::string prefix = (data / "").string();
+  for (size_t pos; (pos = reason.find(prefix)) != std::string::npos;) reason.erase(pos, prefix.size());
+  return reason;
+}
+
 struct FolderCounts {
   int passed = 0, failed = 0, unsupported = 0;
 };
@@ -179,11 +204,14 @@ void Judge(const Case& c, const CaseResult& r, const Expectations& expected, con
 
 void PrintSummary(const Report& report, double seconds) {
   FolderCounts total;
-  std::cout << "\n" << std::left << std::setw(20) << "folder" << std::right << std::setw(8) << "passed" << std::setw(8)
-            << "failed" << std::setw(13) << "unsupported" << std::setw(8) << "total" << "\n";
+  std::cout << "\n"
+            << std::left << std::setw(20) << "folder" << std::right << std::setw(8) << "passed" << std::setw(8)
+            << "failed" << std::setw(13) << "unsupported" << std::setw(8) << "total"
+            << "\n";
   auto row = [](const std::string& name, const FolderCounts& c) {
-    std::cout << std::left << std::setw(20) << name << std::right << std::setw(8) << c.passed << std::setw(8) << c.failed
-              << std::setw(13) << c.unsupported << std::setw(8) << (c.passed + c.failed + c.unsupported) << "\n";
+    std::cout << std::left << std::setw(20) << name << std::right << std::setw(8) << c.passed << std::setw(8)
+              << c.failed << std::setw(13) << c.unsupported << std::setw(8) << (c.passed + c.failed + c.unsupported)
+              << "\n";
   };
   for (const auto& [folder, counts] : report.folders) {
     row(folder, counts);
@@ -192,10 +220,29 @@ void PrintSummary(const Report& report, double seconds) {
     total.unsupported += counts.unsupported;
   }
   row("all", total);
-  std::cout << "\n" << total.passed << " passed, " << total.failed << " failed\n"
+  std::cout << "\n"
+            << total.passed << " passed, " << total.failed << " failed\n"
             << total.unsupported << " unsupported\n"
             << report.regressions << " regressions (not passing and not in the expectation file)\n"
             << "time: " << std::fixed << std::setprecision(1) << seconds << " s\n";
+}
+
+// A reason for a new expectation entry: the shortest description that says what is missing.
+std::string GenericReason(const CaseResult& r, const Options& o) {
+  static const std::regex missing_op(R"(op (\S+) \(domain ([^,]*), opset (\d+)\) is not implemented)");
+  static const std::regex old_opset(R"(default-domain opset (\d+) is not supported \(supported: ([0-9.]+)\))");
+  static const std::regex missing_types(
+      R"(no kernel for op (\S+) \(domain ([^,]*), opset (\d+)\) with input types (\([^)]*\)))");
+  const std::string ep = o.ep == "cpu" ? "CPU" : o.ep;
+  std::smatch m;
+  if (r.status == CaseStatus::kUnsupported && std::regex_search(r.reason, m, missing_op))
+    return "unsupported: op " + m[1].str() + " (" + m[2].str() + ", opset " + m[3].str() + ") has no " + ep + " kernel";
+  if (r.status == CaseStatus::kUnsupported && std::regex_search(r.reason, m, missing_types))
+    return "unsupported: op " + m[1].str() + " (" + m[2].str() + ", opset " + m[3].str() + ") has no " + ep +
+           " kernel for input types " + m[4].str();
+  if (std::regex_search(r.reason, m, old_opset))
+    return "model loader rejects default-domain opset " + m[1].str() + " (supported: " + m[2].str() + ")";
+  return r.reason;
 }
 
 void WriteExpectFile(const Options& o, const Report& report, const Expectations& old, const std::vector<Case>& cases) {
@@ -207,7 +254,7 @@ void WriteExpectFile(const Options& o, const Report& report, const Expectations&
   for (const auto& [key, r] : report.not_passing) {
     auto previous = old.find(key);
     const bool keep = previous != old.end() && previous->second.status == r.status;
-    updated[key] = Expectation{r.status, keep ? previous->second.reason : r.reason};
+    updated[key] = Expectation{r.status, keep ? previous->second.reason : GenericReason(r, o)};
   }
   WriteExpectations(*o.write_expect, updated,
                     "Conformance cases expected NOT to pass on the " + o.ep +
@@ -221,8 +268,10 @@ int Main(int argc, char** argv) {
   const Options o = ParseOptions(argc, argv);
   Expectations expected;
   if (o.expect) {
-    if (std::filesystem::exists(*o.expect) || !o.write_expect) expected = ReadExpectations(*o.expect);
-    else std::cout << "note: " << o.expect->string() << " does not exist yet; starting empty\n";
+    if (std::filesystem::exists(*o.expect) || !o.write_expect)
+      expected = ReadExpectations(*o.expect);
+    else
+      std::cout << "note: " << o.expect->string() << " does not exist yet; starting empty\n";
   }
   std::unique_ptr<Environment> env = CreateEnvironment(o);
   const CaseSettings settings = MakeSettings(o);
@@ -233,7 +282,8 @@ int Main(int argc, char** argv) {
   Report report;
   for (const Case& c : cases) {
     if (o.verbose) std::cout << c.key << " ... " << std::flush;
-    const CaseResult result = RunCase(*env, c.dir, settings);
+    CaseResult result = RunCase(*env, c.dir, settings);
+    result.reason = WithoutDataDir(result.reason, o.data);
     if (o.verbose)
       std::cout << CaseStatusName(result.status) << " (" << std::fixed << std::setprecision(2) << result.seconds
                 << " s)" << (result.reason.empty() ? "" : ": " + result.reason) << "\n";

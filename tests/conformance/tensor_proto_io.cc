@@ -25,7 +25,8 @@ void CopyCast(const Field& values, Tensor& tensor, const std::string& label) {
 template <typename T, typename Field>
 void CopyComplex(const Field& values, Tensor& tensor, const std::string& label) {
   if (static_cast<int64_t>(values.size()) != 2 * tensor.NumElements())
-    Fail(ErrorCode::kInvalidModel, label, ": ", values.size(), " components for complex shape ", tensor.shape().ToString());
+    Fail(ErrorCode::kInvalidModel, label, ": ", values.size(), " components for complex shape ",
+         tensor.shape().ToString());
   T* out = static_cast<T*>(tensor.raw_data());
   for (int i = 0; i < values.size(); ++i) out[i] = static_cast<T>(values[i]);
 }
@@ -48,7 +49,8 @@ void CopyTypedData(const onnx::TensorProto& proto, Tensor& tensor, const std::st
     case DataType::kInt8: return CopyCast<int8_t>(proto.int32_data(), tensor, label);
     case DataType::kUInt16: return CopyCast<uint16_t>(proto.int32_data(), tensor, label);
     case DataType::kUInt8: return CopyCast<uint8_t>(proto.int32_data(), tensor, label);
-    case DataType::kBool: return CopyTypedField<bool>(proto.int32_data(), tensor, label, [](int32_t v) { return v != 0; });
+    case DataType::kBool:
+      return CopyTypedField<bool>(proto.int32_data(), tensor, label, [](int32_t v) { return v != 0; });
     case DataType::kUInt32: return CopyCast<uint32_t>(proto.uint64_data(), tensor, label);
     case DataType::kUInt64: return CopyCast<uint64_t>(proto.uint64_data(), tensor, label);
     case DataType::kFloat16:
@@ -90,8 +92,8 @@ Tensor TensorFromProto(const onnx::TensorProto& proto, const std::string& label)
 Value ValueFromSequenceProto(const onnx::SequenceProto& proto, const std::string& label) {
   if (proto.elem_type() != onnx::SequenceProto::TENSOR && proto.tensor_values_size() == 0 &&
       proto.elem_type() != onnx::SequenceProto::UNDEFINED)
-    Fail(ErrorCode::kNotImplemented, label, ": only sequences of tensors are supported (elem_type ",
-         proto.elem_type(), ")");
+    Fail(ErrorCode::kNotImplemented, label, ": only sequences of tensors are supported (elem_type ", proto.elem_type(),
+         ")");
   TensorSequence sequence;
   for (int i = 0; i < proto.tensor_values_size(); ++i)
     sequence.push_back(TensorFromProto(proto.tensor_values(i), label + "[" + std::to_string(i) + "]"));
@@ -130,6 +132,10 @@ Value ReadTestValue(const std::filesystem::path& path, const onnx::TypeProto& ty
     Fail(ErrorCode::kNotImplemented, "'", path.string(), "': only tensor, sequence and optional values are supported");
   onnx::TensorProto proto;
   ReadProtoFile(path, proto);
+  // numpy has no bfloat16: the ONNX generator stores bfloat16 test data as uint16 bit patterns.
+  const int declared = type.tensor_type().elem_type();
+  if (proto.data_type() == onnx::TensorProto::UINT16 && declared == onnx::TensorProto::BFLOAT16)
+    proto.set_data_type(declared);
   return Value(TensorFromProto(proto, LabelFor(proto.name(), fallback)));
 }
 

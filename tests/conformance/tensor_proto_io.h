@@ -3,14 +3,15 @@
 // A file holds a TensorProto, SequenceProto or OptionalProto; which one is decided by the model's
 // declared type for that input or output, as the ONNX backend runner does. Tensors come from raw_data
 // (little-endian) or the typed repeated fields. Malformed content throws Error(kInvalidModel) naming
-// the file; an unreadable file throws kIo.
+// the file; an unreadable file throws kIo. bfloat16 data stored as uint16 (numpy has no bfloat16) is
+// read as the bfloat16 the model declares.
 #pragma once
 
 #include <filesystem>
 #include <string>
 
-#include "onnx/onnx_pb.h"
 #include "onnx/onnx-data_pb.h"
+#include "onnx/onnx_pb.h"
 #include "tessera/tessera.h"
 
 namespace tessera::conformance {

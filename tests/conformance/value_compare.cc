@@ -17,8 +17,10 @@ template <typename T>
 std::string ToText(const T& v) {
   std::ostringstream os;
   os.precision(9);
-  if constexpr (std::is_same_v<T, int8_t> || std::is_same_v<T, uint8_t>) os << static_cast<int>(v);
-  else os << v;
+  if constexpr (std::is_same_v<T, int8_t> || std::is_same_v<T, uint8_t>)
+    os << static_cast<int>(v);
+  else
+    os << v;
   return os.str();
 }
 
@@ -106,7 +108,8 @@ std::string CompareTensors(const std::string& name, const Tensor& expected, cons
     return os.str();
   }
   if (expected.shape() != actual.shape()) {
-    os << "output '" << name << "': shape " << actual.shape().ToString() << ", expected " << expected.shape().ToString();
+    os << "output '" << name << "': shape " << actual.shape().ToString() << ", expected "
+       << expected.shape().ToString();
     return os.str();
   }
   if (!actual.memory_info().IsHostReadable()) return "output '" + name + "' is not in host memory";
@@ -118,9 +121,7 @@ std::string CompareTensors(const std::string& name, const Tensor& expected, cons
   return os.str();
 }
 
-const char* KindName(const Value& v) {
-  return v.is_none() ? "none" : v.is_tensor() ? "tensor" : "sequence";
-}
+const char* KindName(const Value& v) { return v.is_none() ? "none" : v.is_tensor() ? "tensor" : "sequence"; }
 
 }  // namespace
 
@@ -132,7 +133,8 @@ std::string CompareValues(const std::string& name, const Value& expected, const 
     const TensorSequence& e = expected.sequence();
     const TensorSequence& a = actual.sequence();
     if (e.size() != a.size())
-      return "output '" + name + "': sequence of " + std::to_string(a.size()) + ", expected " + std::to_string(e.size());
+      return "output '" + name + "': sequence of " + std::to_string(a.size()) + ", expected " +
+             std::to_string(e.size());
     for (size_t i = 0; i < e.size(); ++i) {
       std::string diff = CompareTensors(name + "[" + std::to_string(i) + "]", e[i], a[i], tolerance);
       if (!diff.empty()) return diff;

@@ -1,7 +1,10 @@
 // Conv against a naive double-precision reference, on random inputs over many geometries.
 #include <gtest/gtest.h>
 
+#include <thread>
+
 #include "ops/op_tester.h"
+#include "test_env.h"
 
 namespace tessera::test {
 namespace {
@@ -149,6 +152,34 @@ TEST(ConvOpTest, Double) {
   ConvCase c({2, 4, 6, 5}, {4, 2, 3, 3});
   c.group = 2, c.strides = {1, 2}, c.pads = {1, 0, 0, 1};
   CheckConv(c, DataType::kDouble);
+}
+
+// Compute runs from many threads at once: the first runs race to build the per-shape primitive and
+// later ones share it.
+TEST(ConvOpTest, ConcurrentRuns) {
+  ConvCase c({2, 8, 9, 7}, {8, 8, 3, 3});
+  c.pads = {1, 1, 1, 1};
+  Tensor w = RandomTensor(DataType::kFloat, c.w, 2);
+  OpTester t("Conv", 17);
+  t.Attr("pads", c.pads).Input("X", RandomTensor(DataType::kFloat, c.x, 1)).Input("W", w, true).OutputName("Y");
+  const std::string model = t.SerializedModel();
+  Session session(TestEnv(), model.data(), model.size(), OptionsFor("cpu"));
+  std::vector<Tensor> inputs, expected;
+  for (uint32_t seed = 0; seed < 4; ++seed) {
+    inputs.push_back(RandomTensor(DataType::kFloat, c.x, 10 + seed));
+    expected.push_back(NaiveConv(c, inputs.back(), w, nullptr));
+  }
+  std::vector<std::string> failures(4);
+  std::vector<std::thread> threads;
+  for (size_t id = 0; id < 4; ++id)
+    threads.emplace_back([&, id] {
+      for (size_t i = 0; i < 10 && failures[id].empty(); ++i) {
+        const size_t which = (id + i) % 4;
+        failures[id] = CompareTensors(expected[which], session.Run({{"X", inputs[which]}})[0].tensor(), 1e-4, 1e-4);
+      }
+    });
+  for (std::thread& th : threads) th.join();
+  for (const std::string& f : failures) EXPECT_EQ(f, "");
 }
 
 TEST(ConvOpTest, ChannelMismatchFails) {

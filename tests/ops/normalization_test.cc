@@ -93,7 +93,7 @@ TEST(NormalizationOpTest, InstanceNorm) {
       y.Data<float>()[p * 20 + i] =
           float((xp[i] - mean) / std::sqrt(var + 1e-2) * scale.Data<float>()[p % 3] + bias.Data<float>()[p % 3]);
   }
-  OpTester t("InstanceNormalization", 6);
+  OpTester t("InstanceNormalization", 17);
   t.Attr("epsilon", 1e-2f);
   t.Input("input", x).Input("scale", scale).Input("B", bias).Output("Y", y);
   t.Run();

@@ -107,6 +107,7 @@ bool ElementsMatch(const T& e, const T& a, double absolute, double relative) {
     const double de = ToDouble(e), da = ToDouble(a);
     if (std::isnan(de) || std::isnan(da)) return std::isnan(de) && std::isnan(da);
     if (de == da) return true;  // also equal infinities
+    if (std::isinf(de) || std::isinf(da)) return false;
     return std::fabs(da - de) <= absolute + relative * std::fabs(de);
   } else {
     return e == a;

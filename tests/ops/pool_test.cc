@@ -153,7 +153,7 @@ void CheckGlobal(const char* op, bool max) {
     }
     expected.push_back(float(acc));
   }
-  OpTester t(op, 1);
+  OpTester t(op, 17);
   t.Input("X", x).Output("Y", Tensor::FromVector<float>({2, 3, 1, 1}, expected));
   t.Run();
 }

@@ -130,7 +130,7 @@ TEST(ShapeOpsTest, UnsqueezeWithAttributeAndInput) {
   OpTester("Unsqueeze", 13).Input("x", Iota({})).Input("a", Vec({0})).Output("y", Iota({1})).Run();
   OpTester("Unsqueeze", 13)
       .Input("x", Iota({3}))
-      .Input("a", Vec({0, -2}))
+      .Input("a", Vec({0, -3}))
       .Output("y", Iota({1, 1, 3}))
       .ExpectFailure("twice")
       .Run({"cpu"});

@@ -81,6 +81,25 @@ TEST(TensorOpsTest, TransposeLargeLayouts) {
   OpTester("Transpose", 13).Attr("perm", Ints{0, 1}).Input("x", Iota({300, 400})).Output("y", Iota({300, 400})).Run();
 }
 
+// Data movement dispatches on element size: check each size with a non-float type.
+template <typename T>
+void CheckTransposeOf(const std::vector<T>& values) {
+  const std::vector<T> transposed = {values[0], values[3], values[1], values[4], values[2], values[5]};
+  OpTester("Transpose", 13)
+      .Input("x", Tensor::FromVector<T>(Shape{2, 3}, values))
+      .Output("y", Tensor::FromVector<T>(Shape{3, 2}, transposed))
+      .Run();
+}
+
+TEST(TensorOpsTest, TransposeEveryElementSize) {
+  CheckTransposeOf<int8_t>({1, -2, 3, -4, 5, -6});
+  CheckTransposeOf<bool>({true, false, false, true, true, false});
+  CheckTransposeOf<uint16_t>({1, 2, 3, 4, 5, 65535});
+  CheckTransposeOf<int32_t>({1, 2, 3, 4, 5, -7});
+  CheckTransposeOf<double>({0.5, 1.5, 2.5, 3.5, 4.5, 5.5});
+  CheckTransposeOf<int64_t>({1, 2, 3, 4, 5, INT64_MIN});
+}
+
 TEST(TensorOpsTest, TransposeStringsAndBadPerm) {
   OpTester("Transpose", 13)
       .Input("x", Str({2, 2}, {"a", "b", "c", "d"}))
@@ -269,7 +288,7 @@ TEST(TensorOpsTest, PadNegativeAttributesAxesAndWrap) {
       .Input("p", Vec({1, -1, 0, 0}))
       .Output("y", F({3, 2}, {0, 0, 1, 2, 4, 5}))
       .Run();
-  OpTester("Pad", 2)
+  OpTester("Pad", 10)
       .Attr("pads", Ints{0, 1, 0, 1})
       .Attr("value", 9.0f)
       .Input("x", Iota({1, 2}))

@@ -58,7 +58,8 @@ AllocatorPtr CreateDeviceArena(const EpConfig& config) {
 class TestingExecutionProvider : public ExecutionProvider {
  public:
   explicit TestingExecutionProvider(const EpConfig& config)
-      : device_allocator_(CreateDeviceArena(config)), host_accessible_allocator_(std::make_shared<HostAccessibleAllocator>()) {
+      : device_allocator_(CreateDeviceArena(config)),
+        host_accessible_allocator_(std::make_shared<HostAccessibleAllocator>()) {
     RegisterTestingKernels(kernels_);
   }
 

@@ -62,7 +62,8 @@ class MappingTable {
     std::unique_lock lock(mutex_);
     auto it = mappings_.find(reinterpret_cast<uintptr_t>(device));
     if (it == mappings_.end())
-      Fail(ErrorCode::kInvalidArgument, DeviceMemoryInfo().ToString(), ": Free of a pointer that is not a device allocation");
+      Fail(ErrorCode::kInvalidArgument, DeviceMemoryInfo().ToString(),
+           ": Free of a pointer that is not a device allocation");
     const size_t size = it->second.size;
     munmap(device, size);
     munmap(it->second.view, size);

@@ -251,6 +251,27 @@ TEST(TestingEpKernelTest, AddBroadcasts) {
   t.Run({"testing"});
 }
 
+// Without CPU fallback the node must run on the device, and since device kernels reject host memory
+// a correct result also shows that the session copied the feeds in and the output out.
+TEST(TestingEpKernelTest, AddRunsOnTheDevice) {
+  test::OpTester t("Add", 14);
+  t.Input("A", Tensor::FromVector<float>({3}, {1, 2, 3}));
+  t.Input("B", Tensor::FromVector<float>({1}, {0.5f}));
+  t.OutputName("C");
+  const std::string model = t.SerializedModel();
+  SessionOptions options = test::OptionsFor("testing");
+  options.disable_cpu_fallback = true;
+  Session session(TestEnv(), model.data(), model.size(), options);
+  int device_nodes = 0;
+  for (const PartitionEntry& entry : session.Partition())
+    if (!entry.is_copy && entry.ep == test::kTestingEpName) ++device_nodes;
+  EXPECT_EQ(device_nodes, 1);
+  const std::vector<Value> out =
+      session.Run({{"A", Tensor::FromVector<float>({3}, {1, 2, 3})}, {"B", Tensor::FromVector<float>({1}, {0.5f})}});
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(out[0].tensor().ToVector<float>(), (std::vector<float>{1.5f, 2.5f, 3.5f}));
+}
+
 TEST(TestingEpKernelTest, MulBroadcastsBothWays) {
   test::OpTester t("Mul", 14);
   t.Input("A", Tensor::FromVector<float>({2, 1}, {2, 3}));

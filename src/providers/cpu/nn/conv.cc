@@ -2,14 +2,15 @@
 // and an optional bias. float32 with 1 to 3 spatial dims runs on oneDNN; double, other ranks and
 // geometries oneDNN rejects use a direct loop.
 //
-// Activation layout (measured with oneDNN 2.6 on AVX-512, 1x C x56x56, C->C channels, f32):
-//   3x3, C=256: plain NCHW (gemm:jit) 19.6 ms / 2 threads, 6.0 ms / 8 threads;
-//               blocked (brgconv) + reorders in and out 16.6 ms / 2 threads, 4.2 ms / 8 threads.
-//   1x1, C=256: plain 1.9 ms / 2 threads, 0.60 ms / 8; blocked + reorders 2.2 ms / 2, 0.60 ms / 8.
-//   1x1, C=64:  plain 0.16 ms / 2 threads; blocked + reorders 0.25 ms.
-// So spatial kernels let oneDNN pick a blocked activation layout (reordering in and out inside the
-// kernel) and 1x1 kernels keep plain NCHW.
+// Activation layout (oneDNN 2.6, AVX-512 host, f32, 1 x C x 56x56 -> C channels, ms per conv):
+//                               plain NCHW (gemm:jit)    blocked (brgconv) + reorders in and out
+//   3x3, C=256, 2 / 8 threads   19.6 / 6.0               16.6 / 4.2
+//   1x1, C=256, 2 / 8 threads    1.9 / 0.60               2.2 / 0.60
+//   1x1, C=64,  2 threads        0.16                     0.25
+// So spatial kernels let oneDNN pick the activation layout (reordering in and out inside the kernel)
+// and 1x1 kernels keep plain NCHW. Through a Session, 3x3 C=256 runs in 5.25 ms on 8 threads.
 #include <algorithm>
+#include <optional>
 
 #include "providers/cpu/common/dnnl_utils.h"
 #include "providers/cpu/common/window_geometry.h"
@@ -93,12 +94,26 @@ void ReferenceConv(const ConvShapes& s, const T* x, const T* w, const T* bias, T
   });
 }
 
-// A oneDNN convolution for one (X shape, W shape); `packed_weights` is set when W is a constant.
+// A reorder between the plain and a blocked activation layout, built once per shape.
+struct LayoutReorder {
+  dnnl::reorder::primitive_desc pd;
+  dnnl::reorder primitive;
+};
+
+std::optional<LayoutReorder> MakeReorder(const dnnl::memory::desc& from, const dnnl::memory::desc& to) {
+  if (from == to) return std::nullopt;
+  dnnl::reorder::primitive_desc pd(DnnlEngine(), from, DnnlEngine(), to, DnnlAttr());
+  return LayoutReorder{pd, dnnl::reorder(pd)};
+}
+
+// A oneDNN convolution for one (X shape, W shape); `packed_weights` is set when W is a constant and
+// the reorders are set when the primitive wants blocked activations.
 struct DnnlConv {
   dnnl::convolution_forward::primitive_desc pd;
   dnnl::convolution_forward primitive;
   dnnl::memory::desc src_plain, weights_plain, dst_plain;
   dnnl::memory packed_weights;
+  std::optional<LayoutReorder> src_to_blocked, dst_to_plain;
 };
 
 class Conv : public Kernel {
@@ -169,6 +184,8 @@ class Conv : public Kernel {
       return conv;
     }
     conv.primitive = dnnl::convolution_forward(conv.pd);
+    conv.src_to_blocked = MakeReorder(conv.src_plain, conv.pd.src_desc());
+    conv.dst_to_plain = MakeReorder(conv.pd.dst_desc(), conv.dst_plain);
     if (constant_weights_.defined()) {
       dnnl::memory plain(conv.weights_plain, DnnlEngine(), const_cast<void*>(constant_weights_.raw_data()));
       conv.packed_weights = ReorderInto(plain, conv.pd.weights_desc());
@@ -188,27 +205,24 @@ class Conv : public Kernel {
     }
     std::unordered_map<int, dnnl::memory> args{{DNNL_ARG_WEIGHTS, weights}};
     if (bias) args[DNNL_ARG_BIAS] = dnnl::memory(conv.pd.bias_desc(), engine, const_cast<float*>(bias->Data<float>()));
-    Tensor src_blocked, dst_blocked;
-    args[DNNL_ARG_SRC] = InLayout(ctx, src, conv.pd.src_desc(), src_blocked, true);
-    args[DNNL_ARG_DST] = InLayout(ctx, dst, conv.pd.dst_desc(), dst_blocked, false);
+    Tensor src_storage, dst_storage;
+    args[DNNL_ARG_SRC] = src;
+    if (conv.src_to_blocked) {
+      args[DNNL_ARG_SRC] = Scratch(ctx, conv.pd.src_desc(), src_storage);
+      ExecuteDnnl(ctx, conv.src_to_blocked->primitive, conv.src_to_blocked->pd,
+                  {{DNNL_ARG_FROM, src}, {DNNL_ARG_TO, args[DNNL_ARG_SRC]}});
+    }
+    args[DNNL_ARG_DST] = conv.dst_to_plain ? Scratch(ctx, conv.pd.dst_desc(), dst_storage) : dst;
     ExecuteDnnl(ctx, conv.primitive, conv.pd, args);
-    if (args[DNNL_ARG_DST] != dst) Reorder(ctx, args[DNNL_ARG_DST], dst);
+    if (conv.dst_to_plain)
+      ExecuteDnnl(ctx, conv.dst_to_plain->primitive, conv.dst_to_plain->pd,
+                  {{DNNL_ARG_FROM, args[DNNL_ARG_DST]}, {DNNL_ARG_TO, dst}});
   }
 
-  // `plain` itself when `desc` is its layout, else a scratch buffer (held by `storage`) in `desc`,
-  // filled from `plain` when `copy_in`.
-  static dnnl::memory InLayout(KernelContext& ctx, const dnnl::memory& plain, const dnnl::memory::desc& desc,
-                               Tensor& storage, bool copy_in) {
-    if (plain.get_desc() == desc) return plain;
+  // Memory in layout `desc` backed by a buffer from the kernel's allocator (kept alive by `storage`).
+  static dnnl::memory Scratch(KernelContext& ctx, const dnnl::memory::desc& desc, Tensor& storage) {
     storage = Tensor::Allocate(DataType::kUInt8, Shape{static_cast<int64_t>(desc.get_size())}, ctx.allocator());
-    dnnl::memory blocked(desc, DnnlEngine(), storage.raw_data());
-    if (copy_in) Reorder(ctx, plain, blocked);
-    return blocked;
-  }
-
-  static void Reorder(KernelContext& ctx, const dnnl::memory& from, const dnnl::memory& to) {
-    dnnl::reorder::primitive_desc pd(from, to, DnnlAttr());
-    ExecuteDnnl(ctx, dnnl::reorder(pd), pd, {{DNNL_ARG_FROM, from}, {DNNL_ARG_TO, to}});
+    return dnnl::memory(desc, DnnlEngine(), storage.raw_data());
   }
 
   WindowAttributes attrs_;

@@ -13,6 +13,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -183,6 +184,9 @@ void CopyTiles(const S* src, const StridedView& view, size_t unit_dim, S* dst, c
   const int64_t rows = view.dims[unit_dim], cols = view.dims[last];
   const int64_t src_col_stride = view.strides[last], dst_row_stride = dst_strides[unit_dim];
   const int64_t row_blocks = (rows + kTile - 1) / kTile;
+  // The inner loop walks the side with the smaller stride: a large power-of-two stride maps every
+  // line of a tile to one L1 set, so the far-strided side must be the one touched once per line.
+  const bool strided_writes = dst_row_stride < std::abs(src_col_stride);
   int64_t outer = 1;
   for (int64_t d : outer_dims) outer *= d;
   const int64_t grain = std::max<int64_t>(1, kElementsPerTask / (kTile * cols));
@@ -195,8 +199,13 @@ void CopyTiles(const S* src, const StridedView& view, size_t unit_dim, S* dst, c
       S* d = dst + dst_pos.offset();
       for (int64_t c0 = 0; c0 < cols; c0 += kTile) {
         const int64_t c1 = std::min(cols, c0 + kTile);
-        for (int64_t r = r0; r < r1; ++r)
-          for (int64_t c = c0; c < c1; ++c) d[r * dst_row_stride + c] = s[r + c * src_col_stride];
+        if (strided_writes) {
+          for (int64_t c = c0; c < c1; ++c)
+            for (int64_t r = r0; r < r1; ++r) d[r * dst_row_stride + c] = s[r + c * src_col_stride];
+        } else {
+          for (int64_t r = r0; r < r1; ++r)
+            for (int64_t c = c0; c < c1; ++c) d[r * dst_row_stride + c] = s[r + c * src_col_stride];
+        }
       }
     }
   });

@@ -5,7 +5,6 @@
 // (strided_copy.h), so each gets unit-dim removal, axis merging, tiled transposes and threading.
 // Parameter inputs (starts/ends/axes/steps, repeats, pads, split, k, depth) are host inputs.
 #include <algorithm>
-#include <cstring>
 #include <numeric>
 #include <string>
 #include <vector>
@@ -416,7 +415,7 @@ class PadKernel : public Kernel {
         }
         const S* src = in + offset;
         for (int64_t o = 0; o < run_begin; ++o) dst[o] = inner_sources[o] < 0 ? fill : src[inner_sources[o]];
-        std::copy_n(src + inner_sources[run_begin < run_end ? run_begin : 0], run_end - run_begin, dst + run_begin);
+        if (run_end > run_begin) std::copy_n(src + inner_sources[run_begin], run_end - run_begin, dst + run_begin);
         for (int64_t o = run_end; o < out_inner; ++o) dst[o] = inner_sources[o] < 0 ? fill : src[inner_sources[o]];
       }
     });

@@ -1,0 +1,73 @@
+// Branch-free float versions of exp and tanh, so that elementwise loops calling them vectorize
+// (std::exp / std::tanh are opaque calls that keep a loop scalar). Accuracy: within a few ulp of the
+// correctly rounded result over the whole float range; NaN in gives NaN out, overflow gives inf.
+// The double overloads forward to <cmath>: doubles are rare enough not to need their own.
+#pragma once
+
+#include <bit>
+#include <cmath>
+#include <cstdint>
+#include <type_traits>
+
+namespace tessera::cpu {
+
+// cond ? a : b computed on the bits for floating-point types. Both operands are already computed, so
+// the compiler vectorizes it even under -ftrapping-math, where a float ?: whose arms do arithmetic (or
+// is followed by arithmetic) stays a branch and keeps the loop scalar.
+template <typename C>
+inline C Select(bool cond, C a, C b) {
+  if constexpr (std::is_same_v<C, float> || std::is_same_v<C, double>) {
+    using Bits = std::conditional_t<sizeof(C) == 4, uint32_t, uint64_t>;
+    const Bits mask = Bits(0) - static_cast<Bits>(cond);
+    return std::bit_cast<C>((std::bit_cast<Bits>(a) & mask) | (std::bit_cast<Bits>(b) & ~mask));
+  } else {
+    return cond ? a : b;
+  }
+}
+
+// 2^n for an integer-valued float n in [-126, 127], built directly in the exponent bits.
+inline float PowerOfTwo(float n) {
+  return std::bit_cast<float>(static_cast<int32_t>((static_cast<int32_t>(n) + 127) << 23));
+}
+
+inline float Exp(float x) {
+  const bool nan = x != x;
+  // Outside [-104, 89] exp(x) is 0 or inf in float; clamping keeps the integer math in range.
+  float c = Select(nan, 0.0f, x);
+  c = Select(std::isless(c, -104.0f), -104.0f, c);
+  c = Select(std::isgreater(c, 89.0f), 89.0f, c);
+  // x = n * ln2 + r with |r| <= ln2 / 2; n rounded to nearest by the 1.5 * 2^23 shifter.
+  constexpr float kShifter = 12582912.0f;
+  const float n = (c * 1.44269504088896341f + kShifter) - kShifter;
+  const float r = (c - n * 0.693359375f) - n * -2.12194440e-4f;  // ln2 split in two for precision
+  // exp(r) - 1 - r by a minimax polynomial.
+  float p = 1.9875691500e-4f;
+  p = p * r + 1.3981999507e-3f;
+  p = p * r + 8.3334519073e-3f;
+  p = p * r + 4.1665795894e-2f;
+  p = p * r + 1.6666665459e-1f;
+  p = p * r + 5.0000001201e-1f;
+  const float er = p * r * r + r + 1.0f;
+  // 2^n as two factors so that n in [-150, 128] (denormal results, overflow to inf) stays exact.
+  const float half = static_cast<float>(static_cast<int32_t>(n) / 2);
+  const float result = er * PowerOfTwo(half) * PowerOfTwo(n - half);
+  return Select(nan, x, result);
+}
+inline double Exp(double x) { return std::exp(x); }
+
+inline float Tanh(float x) {
+  const float a = std::fabs(x);
+  // Small |x|: odd polynomial (no cancellation); otherwise 1 - 2 / (exp(2|x|) + 1), which tends to 1.
+  const float s = x * x;
+  float p = -5.70498872745e-3f;
+  p = p * s + 2.06390887954e-2f;
+  p = p * s - 5.37397155531e-2f;
+  p = p * s + 1.33314422036e-1f;
+  p = p * s - 3.33332819422e-1f;
+  const float small = p * s * x + x;
+  const float large = std::copysign(1.0f - 2.0f / (Exp(2.0f * a) + 1.0f), x);
+  return Select(std::isless(a, 0.625f), small, large);
+}
+inline double Tanh(double x) { return std::tanh(x); }
+
+}  // namespace tessera::cpu

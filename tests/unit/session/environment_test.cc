@@ -1,0 +1,94 @@
+#include <gtest/gtest.h>
+
+#include "test_env.h"
+#include "unit/session/graph_builder.h"
+
+namespace tessera::test {
+namespace {
+
+TEST(EnvironmentTest, DiscoversTheHostCpuAndTheSimulatedDevice) {
+  bool cpu = false, npu = false;
+  for (const HardwareDevice* h : TestEnv().GetHardwareDevices()) {
+    if (h->type == DeviceType::kCpu) {
+      cpu = true;
+      EXPECT_FALSE(h->vendor.empty());
+      EXPECT_FALSE(h->metadata.at("name").empty());
+    }
+    if (h->type == DeviceType::kNpu) npu = h->vendor_id == 0xFFFE;
+  }
+  EXPECT_TRUE(cpu);
+  EXPECT_TRUE(npu);
+  std::vector<const EpDevice*> devices = TestEnv().GetEpDevices();
+  ASSERT_GE(devices.size(), 2u);
+  EXPECT_EQ(devices[0]->ep_name, "CPUExecutionProvider");
+  EXPECT_EQ(devices[0]->device_memory, MemoryInfo::Host());
+}
+
+TEST(EnvironmentTest, PluginLoadingErrorsAreClear) {
+  Environment env;
+  try {
+    env.RegisterEpLibrary("missing", "/nonexistent/libnothing.so");
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kIo);
+    EXPECT_NE(std::string(e.what()).find("/nonexistent/libnothing.so"), std::string::npos);
+  }
+  try {  // a shared library without the entry point
+    env.RegisterEpLibrary("libc", "libm.so.6");
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
+    EXPECT_NE(std::string(e.what()).find("TesseraCreateEpFactory"), std::string::npos);
+  }
+  env.RegisterEpLibrary("testing", TESSERA_TESTING_EP_PATH);
+  EXPECT_THROW(env.RegisterEpLibrary("testing", TESSERA_TESTING_EP_PATH), Error);
+  EXPECT_NE(env.FindFactory(kTestingEpName), nullptr);
+  env.UnregisterEpLibrary("testing");
+  EXPECT_EQ(env.FindFactory(kTestingEpName), nullptr);
+}
+
+TEST(EnvironmentTest, SharedAllocatorsCanBeCreatedFetchedAndReleased) {
+  Environment env;
+  env.RegisterEpLibrary("testing", TESSERA_TESTING_EP_PATH);
+  const EpDevice* device = nullptr;
+  for (const EpDevice* d : env.GetEpDevices())
+    if (d->ep_name == kTestingEpName) device = d;
+  ASSERT_NE(device, nullptr);
+  EXPECT_EQ(env.GetSharedAllocator(device->device_memory), nullptr);
+  ArenaOptions arena;
+  arena.extend_strategy = ArenaExtendStrategy::kSameAsRequested;
+  AllocatorPtr shared = env.CreateSharedAllocator(*device, MemoryType::kDefault, &arena);
+  EXPECT_EQ(env.GetSharedAllocator(device->device_memory), shared);
+  EXPECT_EQ(shared->Info(), device->device_memory);
+  void* p = shared->Allocate(1000);
+  EXPECT_GE(shared->Stats().bytes_in_use, 1000u);
+  shared->Free(p);
+  AllocatorPtr pinned = env.CreateSharedAllocator(*device, MemoryType::kHostAccessible, nullptr);
+  EXPECT_TRUE(pinned->Info().IsHostReadable());
+  env.ReleaseSharedAllocator(device->device_memory);
+  EXPECT_EQ(env.GetSharedAllocator(device->device_memory), nullptr);
+  EXPECT_THROW(env.ReleaseSharedAllocator(device->device_memory), Error);
+}
+
+TEST(EnvironmentTest, SessionsUseTheSharedAllocator) {
+  Environment env;
+  env.RegisterEpLibrary("testing", TESSERA_TESTING_EP_PATH);
+  const EpDevice* device = nullptr;
+  for (const EpDevice* d : env.GetEpDevices())
+    if (d->ep_name == kTestingEpName) device = d;
+  ASSERT_NE(device, nullptr);
+  ArenaOptions arena;
+  AllocatorPtr shared = env.CreateSharedAllocator(*device, MemoryType::kDefault, &arena);
+  const size_t before = shared->Stats().num_allocs;
+  const std::string model = GraphBuilder().Input("x", {4}).Node("Relu", {"x"}, {"y"}).Output("y").Serialize();
+  SessionOptions options;
+  options.AddProvider(kTestingEpName);
+  options.config["session.use_env_allocators"] = "1";
+  Session session = MakeSession(model, options, env);
+  auto out = session.Run({{"x", Tensor::FromVector<float>({4}, {-1, 2, -3, 4})}});
+  EXPECT_EQ(out[0].tensor().ToVector<float>(), (std::vector<float>{0, 2, 0, 4}));
+  EXPECT_GT(shared->Stats().num_allocs, before);  // the input copy and Relu's output came from it
+}
+
+}  // namespace
+}  // namespace tessera::test
