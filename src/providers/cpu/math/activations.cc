@@ -6,6 +6,7 @@
 
 #include "providers/cpu/common/broadcast.h"
 #include "providers/cpu/common/elementwise_kernel.h"
+#include "providers/cpu/common/vector_math.h"
 #include "providers/cpu/cpu_kernels.h"
 
 namespace tessera::cpu {
@@ -20,20 +21,16 @@ class LeakyReluOp {
  public:
   explicit LeakyReluOp(const Node& node) : alpha_(node.GetFloat("alpha", 0.01f)) {}
   template <typename C>
-  C operator()(C x) const { return x >= C(0) ? x : static_cast<C>(alpha_) * x; }
+  C operator()(C x) const { return Select(x >= C(0), x, static_cast<C>(alpha_) * x); }
 
  private:
   float alpha_;
 };
 
-// Split at 0 so that exp never overflows.
+// For very negative x, exp(-x) overflows to inf and the result correctly becomes 0.
 struct SigmoidOp {
   template <typename C>
-  C operator()(C x) const {
-    if (x >= C(0)) return C(1) / (C(1) + std::exp(-x));
-    const C e = std::exp(x);
-    return e / (C(1) + e);
-  }
+  C operator()(C x) const { return C(1) / (C(1) + Exp(-x)); }
 };
 
 class HardSigmoidOp {
@@ -42,7 +39,7 @@ class HardSigmoidOp {
   template <typename C>
   C operator()(C x) const {
     const C y = static_cast<C>(alpha_) * x + static_cast<C>(beta_);
-    return y < C(0) ? C(0) : (y > C(1) ? C(1) : y);
+    return Select(y < C(0), C(0), Select(y > C(1), C(1), y));
   }
 
  private:
@@ -51,7 +48,7 @@ class HardSigmoidOp {
 
 struct TanhOp {
   template <typename C>
-  C operator()(C x) const { return std::tanh(x); }
+  C operator()(C x) const { return Tanh(x); }
 };
 
 class EluOp {
@@ -93,7 +90,7 @@ struct HardSwishOp {
   template <typename C>
   C operator()(C x) const {
     const C y = x / C(6) + C(0.5);
-    return x * (y < C(0) ? C(0) : (y > C(1) ? C(1) : y));
+    return x * Select(y < C(0), C(0), Select(y > C(1), C(1), y));
   }
 };
 
@@ -105,7 +102,7 @@ class GeluOp {
   C operator()(C x) const {
     if (tanh_) {
       const C k = static_cast<C>(std::numbers::sqrt2 * std::numbers::inv_sqrtpi);  // sqrt(2 / pi)
-      return C(0.5) * x * (C(1) + std::tanh(k * (x + C(0.044715) * x * x * x)));
+      return C(0.5) * x * (C(1) + Tanh(k * (x + C(0.044715) * x * x * x)));
     }
     return C(0.5) * x * (C(1) + std::erf(x * static_cast<C>(1 / std::numbers::sqrt2)));
   }
@@ -168,7 +165,7 @@ class PReluKernel : public Kernel {
     DispatchType(x.type(), SignedNumericTypes{}, ctx.node(), [&](auto tag) {
       using T = typename decltype(tag)::type;
       Tensor& y = ctx.Output(0, x.type(), x.shape());
-      const auto op = LiftBinary<T>([](auto v, auto s) { return v < decltype(v)(0) ? s * v : v; });
+      const auto op = LiftBinary<T>([](auto v, auto s) { return Select(v < decltype(v)(0), s * v, v); });
       BinaryBroadcast(ctx.thread_pool(), x.Data<T>(), x.shape(), slope.Data<T>(), slope.shape(), y.Data<T>(), x.shape(),
                       op);
     });

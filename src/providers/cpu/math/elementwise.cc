@@ -6,6 +6,7 @@
 
 #include "providers/cpu/common/broadcast.h"
 #include "providers/cpu/common/elementwise_kernel.h"
+#include "providers/cpu/common/vector_math.h"
 #include "providers/cpu/cpu_kernels.h"
 
 namespace tessera::cpu {
@@ -378,7 +379,7 @@ struct SqrtOp {
 };
 struct ExpOp {
   template <typename C>
-  C operator()(C x) const { return std::exp(x); }
+  C operator()(C x) const { return Exp(x); }
 };
 struct LogOp {
   template <typename C>
