@@ -32,12 +32,10 @@ std::vector<std::filesystem::path> DataSets(const std::filesystem::path& case_di
 
 CaseResult Failed(CaseStatus status, const std::string& what) { return {status, OneLineReason(what), 0}; }
 
+// Unsupported cases keep the error as it is (it names the op); failures say where they happened.
 CaseResult FromError(const Error& e, const std::string& stage) {
-  const CaseStatus status = e.code() == ErrorCode::kNotImplemented ? CaseStatus::kUnsupported : CaseStatus::kFail;
-  const std::string message = e.what();
-  if (status == CaseStatus::kUnsupported)
-    return Failed(status, message.starts_with("unsupported") ? message : "unsupported: " + message);
-  return Failed(status, stage + ": " + message);
+  if (e.code() == ErrorCode::kNotImplemented) return Failed(CaseStatus::kUnsupported, e.what());
+  return Failed(CaseStatus::kFail, stage + ": " + e.what());
 }
 
 // Runs one data set; returns an empty string on success, else the first mismatch.

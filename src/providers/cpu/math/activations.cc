@@ -165,7 +165,10 @@ class PReluKernel : public Kernel {
     DispatchType(x.type(), SignedNumericTypes{}, ctx.node(), [&](auto tag) {
       using T = typename decltype(tag)::type;
       Tensor& y = ctx.Output(0, x.type(), x.shape());
-      const auto op = LiftBinary<T>([](auto v, auto s) { return Select(v < decltype(v)(0), s * v, v); });
+      const auto op = LiftBinary<T>([](auto v, auto s) {
+        using C = decltype(v);
+        return Select(v < C(0), static_cast<C>(s * v), v);
+      });
       BinaryBroadcast(ctx.thread_pool(), x.Data<T>(), x.shape(), slope.Data<T>(), slope.shape(), y.Data<T>(), x.shape(),
                       op);
     });
