@@ -41,13 +41,26 @@ bool AsksForTestingEp(const ParsedArgs& args) {
   return false;
 }
 
-void RegisterBesideBinary(Environment& env, const std::set<std::string>& taken_names, bool include_testing) {
+std::filesystem::path Canonical(const std::filesystem::path& path) {
+  std::error_code ec;
+  std::filesystem::path canonical = std::filesystem::weakly_canonical(path, ec);
+  return ec ? path : canonical;
+}
+
+// Libraries already registered through --plugin (by name or by file) are not registered twice.
+struct ExplicitPlugins {
+  std::set<std::string> names;
+  std::set<std::filesystem::path> files;  // canonical
+};
+
+void RegisterBesideBinary(Environment& env, const ExplicitPlugins& explicit_plugins, bool include_testing) {
   std::error_code ec;
   std::vector<std::filesystem::path> libraries;
   for (const auto& entry : std::filesystem::directory_iterator(ExecutableDir(), ec)) {
     if (!entry.is_regular_file()) continue;
     const std::string name = RegistrationNameOf(entry.path());
-    if (name.empty() || taken_names.count(name)) continue;
+    if (name.empty() || explicit_plugins.names.count(name) || explicit_plugins.files.count(Canonical(entry.path())))
+      continue;
     if (entry.path().filename() == kTestingLibrary && !include_testing) continue;
     libraries.push_back(entry.path());
   }
@@ -79,14 +92,15 @@ std::filesystem::path ExecutableDir() {
 
 std::unique_ptr<Environment> CreateEnvironment(const ParsedArgs& args) {
   auto env = std::make_unique<Environment>(args.Has("--verbose") ? LogLevel::kVerbose : LogLevel::kWarning);
-  std::set<std::string> explicit_names;
+  ExplicitPlugins explicit_plugins;
   for (const std::string& plugin : args.All("--plugin")) {
     auto [name, path] = SplitAssignment(plugin, "--plugin");
     env->RegisterEpLibrary(name, path);
-    explicit_names.insert(name);
+    explicit_plugins.names.insert(name);
+    explicit_plugins.files.insert(Canonical(path));
   }
-  const bool testing_registered = explicit_names.count("testing") || env->FindFactory(kTestingEp) != nullptr;
-  RegisterBesideBinary(*env, explicit_names, AsksForTestingEp(args) && !testing_registered);
+  const bool testing_registered = env->FindFactory(kTestingEp) != nullptr;
+  RegisterBesideBinary(*env, explicit_plugins, AsksForTestingEp(args) && !testing_registered);
   return env;
 }
 

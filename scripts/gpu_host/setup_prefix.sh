@@ -35,7 +35,7 @@ download() {
   mkdir -p "$DEB_DIR"
   (cd "$DEB_DIR" && apt-get download "${REQUIRED[@]}" "${!OPTIONAL_PROVIDES[@]}")
   ls -1 "$DEB_DIR"
-  echo "setup_prefix.sh: $(ls "$DEB_DIR"/*.deb | wc -l) packages in $DEB_DIR ($(du -sh "$DEB_DIR" | cut -f1))"
+  echo "setup_prefix.sh: $(find "$DEB_DIR" -name "*.deb" | wc -l) packages in $DEB_DIR ($(du -sh "$DEB_DIR" | cut -f1))"
 }
 
 host_has_library() {

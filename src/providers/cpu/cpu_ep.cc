@@ -22,6 +22,8 @@ const KernelRegistry& CpuKernelRegistry() {
     cpu::RegisterTensorKernels(r);
     cpu::RegisterGatherKernels(r);
     cpu::RegisterCastKernels(r);
+    cpu::RegisterResizeKernels(r);
+    cpu::RegisterConvTransposeKernels(r);
     return r;
   }();
   return registry;

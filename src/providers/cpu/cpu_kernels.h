@@ -19,5 +19,7 @@ void RegisterShapeKernels(KernelRegistry& registry);           // tensor/shape_o
 void RegisterTensorKernels(KernelRegistry& registry);          // tensor/tensor_ops.cc
 void RegisterGatherKernels(KernelRegistry& registry);          // tensor/gather.cc
 void RegisterCastKernels(KernelRegistry& registry);            // tensor/cast.cc
+void RegisterResizeKernels(KernelRegistry& registry);          // tensor/resize.cc
+void RegisterConvTransposeKernels(KernelRegistry& registry);   // nn/conv_transpose.cc
 
 }  // namespace tessera::cpu
