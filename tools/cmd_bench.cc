@@ -1,7 +1,8 @@
 // `tessera bench [MODEL]`: run latency with host tensors and with IoBinding in the EP's memory.
 //
-// Each mode warms up, then runs until it has `--runs` samples or its share of `--time-budget` is spent
-// (but always at least kMinRuns samples, or --runs when smaller).
+// Each mode warms up (at most `--warmup` runs, fewer once a quarter of its budget is spent), then runs
+// until it has `--runs` samples or its share of `--time-budget` is spent (but always at least kMinRuns
+// samples, or --runs when smaller).
 #include <algorithm>
 #include <chrono>
 #include <functional>
@@ -41,7 +42,11 @@ struct Latency {
 
 // Calls `run` for warm-up, then times it until runs or the budget are exhausted.
 Latency Measure(const std::string& mode, const BenchSettings& settings, const std::function<void()>& run) {
-  for (int i = 0; i < settings.warmup; ++i) run();
+  const auto warmup_start = Clock::now();
+  for (int i = 0; i < settings.warmup; ++i) {
+    run();
+    if (std::chrono::duration<double>(Clock::now() - warmup_start).count() > settings.budget_seconds / 4) break;
+  }
   Latency latency{mode, {}};
   const int min_runs = std::min(kMinRuns, settings.runs);
   const auto start = Clock::now();
@@ -81,10 +86,15 @@ Value PlaceInput(Environment& env, const Session& session, const std::string& na
 
 IoBinding BindOnce(Environment& env, Session& session, const Session::NamedValues& feeds) {
   IoBinding binding = session.CreateIoBinding();
-  for (const auto& [name, value] : feeds) binding.BindInput(name, PlaceInput(env, session, name, value));
+  std::cout << "IoBinding: inputs in";
+  for (const auto& [name, value] : feeds) {
+    const Value placed = PlaceInput(env, session, name, value);
+    binding.BindInput(name, placed);
+    if (placed.is_tensor()) std::cout << " " << name << ":" << placed.tensor().memory_info().ToString();
+  }
   const MemoryInfo output_memory = PrimaryEpDevice(env, session)->device_memory;
   for (const ValueInfo& output : session.outputs()) binding.BindOutput(output.name, output_memory);
-  std::cout << "IoBinding: outputs in " << output_memory.ToString() << "\n";
+  std::cout << "; outputs in " << output_memory.ToString() << "\n";
   return binding;
 }
 

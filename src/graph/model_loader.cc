@@ -83,19 +83,31 @@ void FillHalfFrom(Tensor& tensor, const google::protobuf::RepeatedField<int32_t>
 // Fills `tensor` (already allocated with `count` elements) from the typed field ONNX assigns to its type.
 void FillFromTypedField(Tensor& tensor, const onnx::TensorProto& proto, int64_t count, const LoadContext& ctx,
                         const std::string& what) {
+  // Complex values take two entries (real, imaginary) per element.
   auto check = [&](int size, int per_element, const char* field) {
     CheckValueCount(count, static_cast<int64_t>(size) / per_element, ctx, what, field);
     if (size % per_element != 0) FailModel(ctx, what, ": ", field, " holds an odd number of complex parts");
   };
   switch (tensor.type()) {
-    case DataType::kFloat: check(proto.float_data_size(), 1, "float_data"); return FillFrom<float>(tensor, proto.float_data());
-    case DataType::kComplex64: check(proto.float_data_size(), 2, "float_data"); return FillFrom<float>(tensor, proto.float_data());
-    case DataType::kDouble: check(proto.double_data_size(), 1, "double_data"); return FillFrom<double>(tensor, proto.double_data());
-    case DataType::kComplex128: check(proto.double_data_size(), 2, "double_data"); return FillFrom<double>(tensor, proto.double_data());
-    case DataType::kInt64: check(proto.int64_data_size(), 1, "int64_data"); return FillFrom<int64_t>(tensor, proto.int64_data());
-    case DataType::kUInt32: check(proto.uint64_data_size(), 1, "uint64_data"); return FillFrom<uint32_t>(tensor, proto.uint64_data());
-    case DataType::kUInt64: check(proto.uint64_data_size(), 1, "uint64_data"); return FillFrom<uint64_t>(tensor, proto.uint64_data());
-    default: break;
+    case DataType::kFloat:
+    case DataType::kComplex64:
+      check(proto.float_data_size(), tensor.type() == DataType::kFloat ? 1 : 2, "float_data");
+      return FillFrom<float>(tensor, proto.float_data());
+    case DataType::kDouble:
+    case DataType::kComplex128:
+      check(proto.double_data_size(), tensor.type() == DataType::kDouble ? 1 : 2, "double_data");
+      return FillFrom<double>(tensor, proto.double_data());
+    case DataType::kInt64:
+      check(proto.int64_data_size(), 1, "int64_data");
+      return FillFrom<int64_t>(tensor, proto.int64_data());
+    case DataType::kUInt32:
+      check(proto.uint64_data_size(), 1, "uint64_data");
+      return FillFrom<uint32_t>(tensor, proto.uint64_data());
+    case DataType::kUInt64:
+      check(proto.uint64_data_size(), 1, "uint64_data");
+      return FillFrom<uint64_t>(tensor, proto.uint64_data());
+    default:
+      break;
   }
   check(proto.int32_data_size(), 1, "int32_data");
   switch (tensor.type()) {
@@ -107,7 +119,8 @@ void FillFromTypedField(Tensor& tensor, const onnx::TensorProto& proto, int64_t 
     case DataType::kBool: return FillFrom<bool>(tensor, proto.int32_data());
     case DataType::kFloat16: return FillHalfFrom<Float16>(tensor, proto.int32_data());
     case DataType::kBFloat16: return FillHalfFrom<BFloat16>(tensor, proto.int32_data());
-    default: FailModel(ctx, what, " has element type ", DataTypeName(tensor.type()), ", which int32_data cannot hold");
+    default:
+      FailModel(ctx, what, " has element type ", DataTypeName(tensor.type()), ", which int32_data cannot hold");
   }
 }
 
@@ -294,14 +307,38 @@ void ConvertAttributeValue(const onnx::AttributeProto& proto, Attribute& out, co
                            const Graph& graph, const std::string& what, int depth) {
   using Proto = onnx::AttributeProto;
   switch (proto.type()) {
-    case Proto::FLOAT: out.type = Attribute::Type::kFloat; out.f = proto.f(); return;
-    case Proto::INT: out.type = Attribute::Type::kInt; out.i = proto.i(); return;
-    case Proto::STRING: out.type = Attribute::Type::kString; out.s = proto.s(); return;
-    case Proto::TENSOR: out.type = Attribute::Type::kTensor; out.t = ReadTensor(proto.t(), ctx, what); return;
-    case Proto::GRAPH: out.type = Attribute::Type::kGraph; out.g = LoadSubgraph(proto.g(), ctx, graph, depth); return;
-    case Proto::FLOATS: out.type = Attribute::Type::kFloats; out.floats.assign(proto.floats().begin(), proto.floats().end()); return;
-    case Proto::INTS: out.type = Attribute::Type::kInts; out.ints.assign(proto.ints().begin(), proto.ints().end()); return;
-    case Proto::STRINGS: out.type = Attribute::Type::kStrings; out.strings.assign(proto.strings().begin(), proto.strings().end()); return;
+    case Proto::FLOAT:
+      out.type = Attribute::Type::kFloat;
+      out.f = proto.f();
+      return;
+    case Proto::INT:
+      out.type = Attribute::Type::kInt;
+      out.i = proto.i();
+      return;
+    case Proto::STRING:
+      out.type = Attribute::Type::kString;
+      out.s = proto.s();
+      return;
+    case Proto::TENSOR:
+      out.type = Attribute::Type::kTensor;
+      out.t = ReadTensor(proto.t(), ctx, what);
+      return;
+    case Proto::GRAPH:
+      out.type = Attribute::Type::kGraph;
+      out.g = LoadSubgraph(proto.g(), ctx, graph, depth);
+      return;
+    case Proto::FLOATS:
+      out.type = Attribute::Type::kFloats;
+      out.floats.assign(proto.floats().begin(), proto.floats().end());
+      return;
+    case Proto::INTS:
+      out.type = Attribute::Type::kInts;
+      out.ints.assign(proto.ints().begin(), proto.ints().end());
+      return;
+    case Proto::STRINGS:
+      out.type = Attribute::Type::kStrings;
+      out.strings.assign(proto.strings().begin(), proto.strings().end());
+      return;
     case Proto::TENSORS:
       out.type = Attribute::Type::kTensors;
       for (const auto& tensor : proto.tensors()) out.tensors.push_back(ReadTensor(tensor, ctx, what));
@@ -499,7 +536,8 @@ std::unique_ptr<Model> LoadModelFromBytes(const void* data, size_t size, const s
                                           const std::string& label) {
   LoadContext ctx{label, base_dir, {}};
   if (size > static_cast<size_t>(INT_MAX))
-    FailModel(ctx, "the file is ", size, " bytes; protobuf models must be under 2 GiB (store weights as external data)");
+    FailModel(ctx, "the model is ", size,
+              " bytes; protobuf models must be under 2 GiB (store weights as external data)");
   onnx::ModelProto proto;
   if (!proto.ParseFromArray(data, static_cast<int>(size)))
     FailModel(ctx, "not a valid ONNX model (protobuf parsing failed)");

@@ -78,7 +78,9 @@ void InferConstantOfShape(Graph& graph, const Node& node) {
   SetAllOutputs(graph, node, value ? value->type() : DataType::kFloat);
 }
 
-void InferCast(Graph& graph, const Node& node) { SetAllOutputs(graph, node, TypeAttribute(node, "to", DataType::kUndefined)); }
+void InferCast(Graph& graph, const Node& node) {
+  SetAllOutputs(graph, node, TypeAttribute(node, "to", DataType::kUndefined));
+}
 void InferCastLike(Graph& graph, const Node& node) { SetAllOutputs(graph, node, InputType(graph, node, 1)); }
 void InferInt64(Graph& graph, const Node& node) { SetAllOutputs(graph, node, DataType::kInt64); }
 void InferInt32(Graph& graph, const Node& node) { SetAllOutputs(graph, node, DataType::kInt32); }

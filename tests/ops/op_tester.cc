@@ -121,7 +121,8 @@ std::string CompareElements(const Tensor& expected, const Tensor& actual, double
   const T* a = actual.Data<T>();
   std::ostringstream os;
   int64_t mismatches = 0;
-  for (int64_t i = 0; i < expected.NumElements(); ++i) {
+  const int64_t count = expected.NumElements();
+  for (int64_t i = 0; i < count; ++i) {
     if (ElementsMatch(e[i], a[i], absolute, relative)) continue;
     if (mismatches++ < kMaxReported) {
       os << "\n  at " << IndexString(i, expected.shape()) << ": expected " << ElementToString(e[i]) << ", got "
@@ -130,7 +131,7 @@ std::string CompareElements(const Tensor& expected, const Tensor& actual, double
   }
   if (mismatches == 0) return "";
   std::ostringstream head;
-  head << mismatches << " of " << expected.NumElements() << " elements differ (tolerance abs " << absolute << ", rel "
+  head << mismatches << " of " << count << " elements differ (tolerance abs " << absolute << ", rel "
        << relative << "):" << os.str();
   return head.str();
 }
@@ -174,7 +175,8 @@ Tensor RandomTensor(DataType type, const Shape& shape, uint32_t seed, double lo,
   VisitElementType(type, [&](auto tag) {
     using T = decltype(tag);
     T* data = tensor.Data<T>();
-    for (int64_t i = 0; i < tensor.NumElements(); ++i) {
+    const int64_t count = tensor.NumElements();
+    for (int64_t i = 0; i < count; ++i) {
       if constexpr (std::is_same_v<T, bool>) {
         data[i] = source.Next() < 0.5;
       } else {

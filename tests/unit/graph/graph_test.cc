@@ -41,7 +41,8 @@ void ExpectInvalidModel(Fn&& fn, const std::vector<std::string>& parts) {
     FAIL() << "expected an error";
   } catch (const Error& error) {
     EXPECT_EQ(error.code(), ErrorCode::kInvalidModel);
-    for (const std::string& part : parts) EXPECT_NE(std::string(error.what()).find(part), std::string::npos) << error.what();
+    for (const std::string& part : parts)
+      EXPECT_NE(std::string(error.what()).find(part), std::string::npos) << error.what();
   }
 }
 

@@ -92,7 +92,8 @@ void ExpectLoadError(const onnx::ModelProto& model, const std::vector<std::strin
     ADD_FAILURE() << "expected an error containing '" << parts.at(0) << "'";
   } catch (const Error& error) {
     EXPECT_EQ(error.code(), code) << error.what();
-    for (const std::string& part : parts) EXPECT_NE(std::string(error.what()).find(part), std::string::npos) << error.what();
+    for (const std::string& part : parts)
+      EXPECT_NE(std::string(error.what()).find(part), std::string::npos) << error.what();
   }
 }
 
@@ -687,7 +688,8 @@ TEST(ModelLoaderTest, AllOnnxTestDataModelsLoad) {
         ++loaded;
         EXPECT_TRUE(opset == 0 || opset >= 7) << model;
       } catch (const Error& error) {
-        const bool expected = opset > 0 && opset < 7 && std::string(error.what()).find("not supported") != std::string::npos;
+        const bool expected =
+            opset > 0 && opset < 7 && std::string(error.what()).find("not supported") != std::string::npos;
         EXPECT_TRUE(expected) << error.what();
         too_old += expected ? 1 : 0;
       }

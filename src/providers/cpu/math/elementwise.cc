@@ -1,6 +1,7 @@
 // Elementwise math, comparison and logical operators with numpy broadcasting.
 #include <algorithm>
 #include <array>
+#include <bit>
 #include <cmath>
 #include <type_traits>
 
@@ -259,10 +260,41 @@ class PowKernel : public Kernel {
 
 // ---- Where(condition, X, Y) ----------------------------------------------------------------------
 
-// One span of Where with compile-time operand strides (0 or 1) so that the loop vectorizes.
+// The unsigned integer with T's size, for selecting T values with bit masks.
+template <size_t kBytes>
+struct UnsignedOfSize;
+template <>
+struct UnsignedOfSize<1> {
+  using type = uint8_t;
+};
+template <>
+struct UnsignedOfSize<2> {
+  using type = uint16_t;
+};
+template <>
+struct UnsignedOfSize<4> {
+  using type = uint32_t;
+};
+template <>
+struct UnsignedOfSize<8> {
+  using type = uint64_t;
+};
+
+// One span of Where with compile-time operand strides (0 or 1). Both values are loaded and blended
+// with a mask: a branch on a random condition mispredicts half the time and keeps the loop scalar.
 template <typename T, int kC, int kX, int kY>
 void WhereSpan(const bool* c, const T* x, const T* y, T* out, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) out[i] = c[i * kC] ? x[i * kX] : y[i * kY];
+  if constexpr (std::is_same_v<T, std::string>) {
+    for (int64_t i = 0; i < n; ++i) out[i] = c[i * kC] ? x[i * kX] : y[i * kY];
+  } else {
+    using Bits = typename UnsignedOfSize<sizeof(T)>::type;
+    for (int64_t i = 0; i < n; ++i) {
+      const auto mask = static_cast<Bits>(Bits(0) - static_cast<Bits>(c[i * kC]));
+      const auto a = std::bit_cast<Bits>(x[i * kX]);
+      const auto b = std::bit_cast<Bits>(y[i * kY]);
+      out[i] = std::bit_cast<T>(static_cast<Bits>((a & mask) | (b & static_cast<Bits>(~mask))));
+    }
+  }
 }
 
 template <typename T>

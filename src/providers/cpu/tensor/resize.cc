@@ -1,8 +1,607 @@
+// Resize (opset 10-19) and Upsample (opset 7-9): nearest, N-linear and N-cubic interpolation over any
+// axes, every coordinate_transformation_mode, roi cropping with an extrapolation value, scales or sizes
+// (with `axes` and keep_aspect_ratio_policy) and antialiasing for linear and cubic.
+//
+// Each axis is planned once per run: the source coordinate of every output coordinate along it.
+// - Nearest turns that into one input offset per output coordinate and fills the output row by row
+//   with a gather; a row whose source row equals the previous one (upsampling) is a memcpy.
+// - Linear and cubic are separable: the plan becomes a few (source index, weight) taps per output
+//   coordinate and the tensor is resampled one axis at a time, most-shrinking axis first. Along any
+//   axis but the last a pass blends whole contiguous rows, which vectorizes.
+// Both spread rows over the intra-op thread pool.
+//
+// Coordinates follow the ONNX reference: computed in float, with the resized length of an axis being
+// in * scale when scales are given and the requested size when sizes are given. Opset < 11 (Upsample,
+// Resize-10) uses asymmetric coordinates and, for nearest, floor when upsampling, ceil when downsampling.
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <numeric>
+#include <type_traits>
+#include <utility>
+
 #include "providers/cpu/cpu_kernels.h"
+#include "providers/cpu/tensor/numeric_dispatch.h"
+#include "providers/cpu/tensor/strided_copy.h"
 
 namespace tessera::cpu {
+namespace {
 
-// Placeholder until this file's kernels land.
-void RegisterResizeKernels(KernelRegistry& /*registry*/) {}
+enum class InterpolationMode { kNearest, kLinear, kCubic };
+enum class CoordinateMode {
+  kHalfPixel,
+  kHalfPixelSymmetric,
+  kPytorchHalfPixel,
+  kAlignCorners,
+  kAsymmetric,
+  kTfHalfPixelForNn,
+  kTfCropAndResize
+};
+enum class NearestMode { kRoundPreferFloor, kRoundPreferCeil, kFloor, kCeil, kLegacy };
+enum class AspectRatioPolicy { kStretch, kNotLarger, kNotSmaller };
+
+struct ResizeAttributes {
+  InterpolationMode mode = InterpolationMode::kNearest;
+  CoordinateMode coordinates = CoordinateMode::kHalfPixel;
+  NearestMode nearest = NearestMode::kRoundPreferFloor;
+  AspectRatioPolicy aspect = AspectRatioPolicy::kStretch;
+  double cubic_coeff_a = -0.75;
+  bool exclude_outside = false;
+  bool antialias = false;
+  float extrapolation_value = 0.0f;
+  std::vector<int64_t> axes;             // as written; empty = all axes
+  std::vector<double> attribute_scales;  // Upsample-7/8 carry their scales as an attribute
+  int roi_input = -1, scales_input = -1, sizes_input = -1;  // -1: this opset has no such input
+};
+
+template <typename Enum>
+Enum ParseChoice(const Node& node, const std::string& attribute, const std::string& fallback,
+                 std::initializer_list<std::pair<const char*, Enum>> choices) {
+  const std::string value = node.GetString(attribute, fallback);
+  for (const auto& [name, choice] : choices)
+    if (value == name) return choice;
+  Fail(ErrorCode::kNotImplemented, node.Describe(), ": unsupported ", attribute, " '", value, "'");
+}
+
+ResizeAttributes ReadResizeAttributes(const Node& node) {
+  using enum InterpolationMode;
+  ResizeAttributes a;
+  a.mode = ParseChoice<InterpolationMode>(node, "mode", "nearest",
+                       {{"nearest", kNearest}, {"linear", kLinear}, {"bilinear", kLinear}, {"cubic", kCubic}});
+  if (node.op_type == "Upsample" || node.opset < 11) {
+    a.coordinates = CoordinateMode::kAsymmetric;
+    a.nearest = NearestMode::kLegacy;
+    if (node.op_type == "Upsample" && node.opset < 9) {
+      const std::vector<float> scales = node.GetFloats("scales");
+      a.attribute_scales.assign(scales.begin(), scales.end());
+    } else {
+      a.scales_input = 1;
+    }
+    return a;
+  }
+  using enum CoordinateMode;
+  a.coordinates = ParseChoice<CoordinateMode>(node, "coordinate_transformation_mode", "half_pixel",
+                              {{"half_pixel", kHalfPixel},
+                               {"half_pixel_symmetric", kHalfPixelSymmetric},
+                               {"pytorch_half_pixel", kPytorchHalfPixel},
+                               {"align_corners", kAlignCorners},
+                               {"asymmetric", kAsymmetric},
+                               {"tf_half_pixel_for_nn", kTfHalfPixelForNn},
+                               {"tf_crop_and_resize", kTfCropAndResize}});
+  a.nearest = ParseChoice<NearestMode>(node, "nearest_mode", "round_prefer_floor",
+                          {{"round_prefer_floor", NearestMode::kRoundPreferFloor},
+                           {"round_prefer_ceil", NearestMode::kRoundPreferCeil},
+                           {"floor", NearestMode::kFloor},
+                           {"ceil", NearestMode::kCeil}});
+  a.aspect = ParseChoice<AspectRatioPolicy>(node, "keep_aspect_ratio_policy", "stretch",
+                         {{"stretch", AspectRatioPolicy::kStretch},
+                          {"not_larger", AspectRatioPolicy::kNotLarger},
+                          {"not_smaller", AspectRatioPolicy::kNotSmaller}});
+  a.cubic_coeff_a = node.GetFloat("cubic_coeff_a", -0.75f);
+  a.exclude_outside = node.GetInt("exclude_outside", 0) != 0;
+  a.antialias = node.GetInt("antialias", 0) != 0;
+  a.extrapolation_value = node.GetFloat("extrapolation_value", 0.0f);
+  a.axes = node.GetInts("axes");
+  a.roi_input = 1;
+  a.scales_input = 2;
+  a.sizes_input = 3;
+  return a;
+}
+
+// One axis of the resize, resolved against the input shape and the roi/scales/sizes inputs.
+struct AxisGeometry {
+  int64_t in = 1, out = 1;
+  float scale = 1.0f;           // output / input, as the coordinate transforms use it
+  float resized_length = 1.0f;  // in * scale (* roi extent) for scales, the requested size for sizes
+  float roi_start = 0.0f, roi_end = 1.0f;
+};
+
+// The values of optional host input `index` as doubles; empty when the input is absent or empty.
+std::vector<double> ReadOptionalNumbers(const KernelContext& ctx, int index) {
+  const Tensor* t = index >= 0 ? ctx.OptionalInput(static_cast<size_t>(index)) : nullptr;
+  if (!t || t->NumElements() == 0) return {};
+  return VisitNumericType(ctx.node(), t->type(), [&]<typename T>() {
+    const T* data = static_cast<const T*>(t->raw_data());
+    std::vector<double> values(static_cast<size_t>(t->NumElements()));
+    for (size_t i = 0; i < values.size(); ++i) values[i] = static_cast<double>(Widen(data[i]));
+    return values;
+  });
+}
+
+std::vector<int64_t> ResizedAxes(const Node& node, const ResizeAttributes& a, int64_t rank) {
+  if (a.axes.empty()) {
+    std::vector<int64_t> all(static_cast<size_t>(rank));
+    std::iota(all.begin(), all.end(), 0);
+    return all;
+  }
+  std::vector<int64_t> axes;
+  for (int64_t axis : a.axes) {
+    if (axis < -rank || axis >= rank)
+      Fail(ErrorCode::kInvalidArgument, node.Describe(), ": axis ", axis, " is out of range for rank ", rank);
+    axes.push_back(axis < 0 ? axis + rank : axis);
+  }
+  return axes;
+}
+
+void ApplyScales(const Node& node, const ResizeAttributes& a, const std::vector<int64_t>& axes,
+                 const std::vector<double>& scales, std::vector<AxisGeometry>& g) {
+  if (scales.size() != axes.size())
+    Fail(ErrorCode::kInvalidArgument, node.Describe(), ": 'scales' has ", scales.size(), " values for ", axes.size(),
+         " resized axes");
+  for (size_t i = 0; i < axes.size(); ++i) {
+    AxisGeometry& ax = g[static_cast<size_t>(axes[i])];
+    ax.scale = static_cast<float>(scales[i]);
+    if (!(ax.scale > 0.0f))
+      Fail(ErrorCode::kInvalidArgument, node.Describe(), ": scale ", scales[i], " for axis ", axes[i],
+           " must be positive");
+    const float crop = a.coordinates == CoordinateMode::kTfCropAndResize ? ax.roi_end - ax.roi_start : 1.0f;
+    ax.resized_length = static_cast<float>(ax.in) * ax.scale * crop;
+    ax.out = static_cast<int64_t>(std::floor(ax.resized_length));
+  }
+}
+
+void ApplySizes(const Node& node, const ResizeAttributes& a, const std::vector<int64_t>& axes,
+                const std::vector<double>& sizes, std::vector<AxisGeometry>& g) {
+  if (sizes.size() != axes.size())
+    Fail(ErrorCode::kInvalidArgument, node.Describe(), ": 'sizes' has ", sizes.size(), " values for ", axes.size(),
+         " resized axes");
+  for (size_t i = 0; i < axes.size(); ++i)
+    if (sizes[i] < 0) Fail(ErrorCode::kInvalidArgument, node.Describe(), ": negative size ", sizes[i]);
+  if (a.aspect == AspectRatioPolicy::kStretch) {
+    for (size_t i = 0; i < axes.size(); ++i) {
+      AxisGeometry& ax = g[static_cast<size_t>(axes[i])];
+      ax.out = static_cast<int64_t>(sizes[i]);
+      ax.scale = ax.in > 0 ? static_cast<float>(ax.out) / static_cast<float>(ax.in) : 1.0f;
+      ax.resized_length = static_cast<float>(ax.out);
+    }
+    return;
+  }
+  // One scale for all resized axes: the largest that fits inside `sizes` (not_larger) or the smallest
+  // that covers it (not_smaller); sizes are then rounded half up.
+  const bool not_larger = a.aspect == AspectRatioPolicy::kNotLarger;
+  float scale = not_larger ? std::numeric_limits<float>::max() : 0.0f;
+  for (size_t i = 0; i < axes.size(); ++i) {
+    const AxisGeometry& ax = g[static_cast<size_t>(axes[i])];
+    const float ratio = static_cast<float>(sizes[i]) / static_cast<float>(ax.in);
+    scale = not_larger ? std::min(scale, ratio) : std::max(scale, ratio);
+  }
+  for (int64_t axis : axes) {
+    AxisGeometry& ax = g[static_cast<size_t>(axis)];
+    ax.scale = scale;
+    ax.resized_length = scale * static_cast<float>(ax.in);
+    ax.out = static_cast<int64_t>(std::floor(ax.resized_length + 0.5f));
+  }
+}
+
+std::vector<AxisGeometry> ResolveGeometry(const Node& node, const ResizeAttributes& a, const Shape& x,
+                                          const std::vector<double>& roi, const std::vector<double>& scales,
+                                          const std::vector<double>& sizes) {
+  const int64_t rank = static_cast<int64_t>(x.rank());
+  if (rank == 0) Fail(ErrorCode::kInvalidArgument, node.Describe(), ": cannot resize a scalar");
+  std::vector<AxisGeometry> g(static_cast<size_t>(rank));
+  for (size_t d = 0; d < g.size(); ++d) g[d].in = g[d].out = x[d];
+  const std::vector<int64_t> axes = ResizedAxes(node, a, rank);
+  if (a.coordinates == CoordinateMode::kTfCropAndResize && !roi.empty()) {
+    if (roi.size() != 2 * axes.size())
+      Fail(ErrorCode::kInvalidArgument, node.Describe(), ": 'roi' has ", roi.size(), " values, expected ",
+           2 * axes.size(), " (starts then ends of the resized axes)");
+    for (size_t i = 0; i < axes.size(); ++i) {
+      g[static_cast<size_t>(axes[i])].roi_start = static_cast<float>(roi[i]);
+      g[static_cast<size_t>(axes[i])].roi_end = static_cast<float>(roi[axes.size() + i]);
+    }
+  }
+  if (scales.empty() == sizes.empty())
+    Fail(ErrorCode::kInvalidArgument, node.Describe(), ": exactly one of 'scales' and 'sizes' must be given, got ",
+         scales.empty() ? "neither" : "both");
+  if (!scales.empty()) ApplyScales(node, a, axes, scales, g);
+  else ApplySizes(node, a, axes, sizes, g);
+  return g;
+}
+
+// The input coordinate that output coordinate `o` samples along one axis (may lie outside [0, in - 1]).
+float SourceCoordinate(CoordinateMode mode, const AxisGeometry& g, int64_t o) {
+  const float x = static_cast<float>(o);
+  const float last_in = static_cast<float>(g.in - 1);
+  switch (mode) {
+    case CoordinateMode::kHalfPixel:
+      return (x + 0.5f) / g.scale - 0.5f;
+    case CoordinateMode::kHalfPixelSymmetric: {
+      const float adjustment = static_cast<float>(g.out) / g.resized_length;
+      const float center = static_cast<float>(g.in) / 2.0f;
+      return center * (1.0f - adjustment) + (x + 0.5f) / g.scale - 0.5f;
+    }
+    case CoordinateMode::kPytorchHalfPixel:
+      return g.out > 1 ? (x + 0.5f) / g.scale - 0.5f : 0.0f;
+    case CoordinateMode::kAlignCorners:
+      return g.out > 1 ? x * last_in / (g.resized_length - 1.0f) : 0.0f;
+    case CoordinateMode::kAsymmetric:
+      return x / g.scale;
+    case CoordinateMode::kTfHalfPixelForNn:
+      return (x + 0.5f) / g.scale;
+    case CoordinateMode::kTfCropAndResize:
+      return g.out > 1 ? g.roi_start * last_in + x * (g.roi_end - g.roi_start) * last_in / (g.resized_length - 1.0f)
+                       : 0.5f * (g.roi_start + g.roi_end) * last_in;
+  }
+  return x;
+}
+
+// Only tf_crop_and_resize extrapolates: its coordinates outside the input take extrapolation_value.
+bool Extrapolates(CoordinateMode mode, const AxisGeometry& g, float x) {
+  return mode == CoordinateMode::kTfCropAndResize && (x < 0.0f || x > static_cast<float>(g.in - 1));
+}
+
+int64_t NearestIndex(NearestMode mode, float x, float scale) {
+  const float down = std::floor(x);
+  switch (mode) {
+    case NearestMode::kRoundPreferFloor:
+      return static_cast<int64_t>(x == down + 0.5f ? down : std::round(x));
+    case NearestMode::kRoundPreferCeil:
+      return static_cast<int64_t>(x == down + 0.5f ? std::ceil(x) : std::round(x));
+    case NearestMode::kFloor:
+      return static_cast<int64_t>(down);
+    case NearestMode::kCeil:
+      return static_cast<int64_t>(std::ceil(x));
+    case NearestMode::kLegacy:
+      return static_cast<int64_t>(scale < 1.0f ? std::ceil(x) : down);
+  }
+  return static_cast<int64_t>(down);
+}
+
+// ---- nearest ------------------------------------------------------------------------------------
+
+// Per axis, the input element offset (index * stride) each output coordinate reads; -1 where the
+// output takes the extrapolation value.
+std::vector<std::vector<int64_t>> NearestOffsets(const ResizeAttributes& a, const std::vector<AxisGeometry>& g) {
+  std::vector<std::vector<int64_t>> offsets(g.size());
+  int64_t stride = 1;
+  for (size_t d = g.size(); d-- > 0;) {
+    offsets[d].resize(static_cast<size_t>(g[d].out));
+    for (int64_t o = 0; o < g[d].out; ++o) {
+      const float x = SourceCoordinate(a.coordinates, g[d], o);
+      const int64_t index = std::clamp<int64_t>(NearestIndex(a.nearest, x, g[d].scale), 0, g[d].in - 1);
+      offsets[d][static_cast<size_t>(o)] = Extrapolates(a.coordinates, g[d], x) ? -1 : index * stride;
+    }
+    stride *= g[d].in;
+  }
+  return offsets;
+}
+
+// At least this many elements per parallel task.
+int64_t Grain(int64_t work_per_item) { return std::max<int64_t>(1, 16384 / std::max<int64_t>(1, work_per_item)); }
+
+// Calls fn(row, coord) for rows [begin, end) of a tensor with `dims` (a row spans the last axis);
+// coord holds the row's coordinates along the leading axes.
+template <typename Fn>
+void ForEachRow(const std::vector<int64_t>& dims, int64_t begin, int64_t end, Fn&& fn) {
+  const size_t lead = dims.size() - 1;
+  std::vector<int64_t> coord(lead);
+  for (int64_t rest = begin, d = static_cast<int64_t>(lead) - 1; d >= 0; --d) {
+    coord[static_cast<size_t>(d)] = rest % dims[static_cast<size_t>(d)];
+    rest /= dims[static_cast<size_t>(d)];
+  }
+  for (int64_t row = begin; row < end; ++row) {
+    fn(row, coord);
+    for (size_t d = lead; d-- > 0;) {
+      if (++coord[d] < dims[d]) break;
+      coord[d] = 0;
+    }
+  }
+}
+
+int64_t NumRows(const std::vector<int64_t>& dims) {
+  return std::reduce(dims.begin(), dims.end() - 1, int64_t{1}, std::multiplies<>());
+}
+
+// S is the element's storage type (nearest only moves elements).
+template <typename S>
+void ResizeNearest(const std::vector<std::vector<int64_t>>& offsets, const std::vector<int64_t>& out_dims,
+                   int64_t in_width, const S* x, S* y, S extrapolation, const ThreadPool& pool) {
+  const int64_t width = out_dims.back();
+  const std::vector<int64_t>& columns = offsets.back();
+  const bool columns_extrapolate = std::any_of(columns.begin(), columns.end(), [](int64_t c) { return c < 0; });
+  bool columns_identity = width == in_width;
+  for (int64_t i = 0; columns_identity && i < width; ++i) columns_identity = columns[static_cast<size_t>(i)] == i;
+  const size_t lead = out_dims.size() - 1;
+  pool.ParallelFor(NumRows(out_dims), Grain(width), [&](int64_t begin, int64_t end) {
+    int64_t previous_source = -1;
+    const S* previous_row = nullptr;
+    ForEachRow(out_dims, begin, end, [&](int64_t row, const std::vector<int64_t>& coord) {
+      S* dst = y + row * width;
+      int64_t source = 0;
+      for (size_t d = 0; d < lead; ++d) {
+        const int64_t offset = offsets[d][static_cast<size_t>(coord[d])];
+        if (offset < 0) {
+          std::fill(dst, dst + width, extrapolation);
+          return;
+        }
+        source += offset;
+      }
+      if (source == previous_source) {
+        std::memcpy(dst, previous_row, static_cast<size_t>(width) * sizeof(S));
+        return;
+      }
+      const S* src = x + source;
+      if (columns_identity) {
+        std::memcpy(dst, src, static_cast<size_t>(width) * sizeof(S));
+      } else if (!columns_extrapolate) {
+        for (int64_t i = 0; i < width; ++i) dst[i] = src[columns[static_cast<size_t>(i)]];
+      } else {
+        for (int64_t i = 0; i < width; ++i) {
+          const int64_t c = columns[static_cast<size_t>(i)];
+          dst[i] = c < 0 ? extrapolation : src[c];
+        }
+      }
+      previous_source = source;
+      previous_row = dst;
+    });
+  });
+}
+
+// ---- linear and cubic ---------------------------------------------------------------------------
+
+// The resampling filter of one axis: `taps` (source index, weight) pairs per output coordinate.
+struct AxisTaps {
+  int64_t taps = 0;
+  std::vector<int64_t> index;  // out * taps, clamped into [0, in) (edge padding)
+  std::vector<double> weight;  // out * taps
+  std::vector<uint8_t> extrapolated;  // per output coordinate
+  bool any_extrapolated = false;
+  bool identity = false;  // output coordinate o reads exactly input o
+};
+
+double FilterWeight(InterpolationMode mode, double a, double t) {
+  t = std::abs(t);
+  if (mode == InterpolationMode::kLinear) return std::max(0.0, 1.0 - t);
+  if (t <= 1.0) return ((a + 2.0) * t - (a + 3.0)) * t * t + 1.0;
+  if (t < 2.0) return ((a * t - 5.0 * a) * t + 8.0 * a) * t - 4.0 * a;
+  return 0.0;
+}
+
+// Taps at floor(x) + k for k in [first, 1 - first]; antialiasing stretches the filter by 1 / scale when
+// downscaling (more taps) and normalizes the weights, as exclude_outside does after dropping the taps
+// that fall outside the input.
+AxisTaps MakeTaps(const ResizeAttributes& a, const AxisGeometry& g) {
+  const double support = a.mode == InterpolationMode::kLinear ? 1.0 : 2.0;
+  const double stretch = a.antialias ? std::min(1.0, static_cast<double>(g.scale)) : 1.0;
+  const int64_t first = static_cast<int64_t>(std::floor(-support / stretch)) + 1;
+  AxisTaps t;
+  t.taps = 2 - 2 * first;
+  t.index.resize(static_cast<size_t>(g.out * t.taps));
+  t.weight.resize(t.index.size());
+  t.extrapolated.resize(static_cast<size_t>(g.out));
+  t.identity = g.in == g.out;
+  for (int64_t o = 0; o < g.out; ++o) {
+    const float x = SourceCoordinate(a.coordinates, g, o);
+    t.identity = t.identity && x == static_cast<float>(o);
+    t.extrapolated[static_cast<size_t>(o)] = Extrapolates(a.coordinates, g, x);
+    t.any_extrapolated = t.any_extrapolated || t.extrapolated[static_cast<size_t>(o)];
+    const double base = std::floor(static_cast<double>(x)), ratio = static_cast<double>(x) - base;
+    double sum = 0.0;
+    for (int64_t k = 0; k < t.taps; ++k) {
+      const int64_t index = static_cast<int64_t>(base) + first + k;
+      double w = FilterWeight(a.mode, a.cubic_coeff_a, stretch * (static_cast<double>(first + k) - ratio));
+      if (a.exclude_outside && (index < 0 || index >= g.in)) w = 0.0;
+      t.index[static_cast<size_t>(o * t.taps + k)] = std::clamp<int64_t>(index, 0, g.in - 1);
+      t.weight[static_cast<size_t>(o * t.taps + k)] = w;
+      sum += w;
+    }
+    if ((a.antialias || a.exclude_outside) && sum != 0.0)
+      for (int64_t k = 0; k < t.taps; ++k) t.weight[static_cast<size_t>(o * t.taps + k)] /= sum;
+  }
+  t.identity = t.identity && !t.any_extrapolated;
+  return t;
+}
+
+// Converts an accumulated value to the output type: integers round to nearest and saturate.
+template <typename Dst, typename C>
+Dst StoreAs(C v) {
+  if constexpr (std::is_integral_v<Dst>) {
+    v = std::nearbyint(v);
+    if (v <= static_cast<C>(std::numeric_limits<Dst>::min())) return std::numeric_limits<Dst>::min();
+    if (v >= static_cast<C>(std::numeric_limits<Dst>::max())) return std::numeric_limits<Dst>::max();
+    return static_cast<Dst>(v);
+  } else {
+    return Narrow<Dst>(v);
+  }
+}
+
+// Resamples the middle axis of x viewed as [outer, in, inner] into y viewed as [outer, out, inner],
+// accumulating in C.
+template <typename C, typename Src, typename Dst>
+void ResampleAxis(const Src* x, Dst* y, int64_t outer, int64_t in, int64_t inner, const AxisTaps& t,
+                  const ThreadPool& pool) {
+  const int64_t taps = t.taps, out = static_cast<int64_t>(t.extrapolated.size());
+  const std::vector<C> weights(t.weight.begin(), t.weight.end());
+  if (inner == 1) {
+    pool.ParallelFor(outer, Grain(out * taps), [&](int64_t begin, int64_t end) {
+      for (int64_t r = begin; r < end; ++r) {
+        const Src* src = x + r * in;
+        Dst* dst = y + r * out;
+        for (int64_t o = 0; o < out; ++o) {
+          const int64_t* index = t.index.data() + o * taps;
+          const C* w = weights.data() + o * taps;
+          C acc = 0;
+          for (int64_t k = 0; k < taps; ++k) acc += w[k] * static_cast<C>(Widen(src[index[k]]));
+          dst[o] = StoreAs<Dst>(acc);
+        }
+      }
+    });
+    return;
+  }
+  pool.ParallelFor(outer * out, Grain(inner * taps), [&](int64_t begin, int64_t end) {
+    std::vector<C> scratch(std::is_same_v<Dst, C> ? 0 : static_cast<size_t>(inner));
+    for (int64_t unit = begin; unit < end; ++unit) {
+      const int64_t r = unit / out, o = unit % out;
+      C* acc;
+      if constexpr (std::is_same_v<Dst, C>) acc = y + unit * inner;
+      else acc = scratch.data();
+      std::fill(acc, acc + inner, C{0});
+      for (int64_t k = 0; k < taps; ++k) {
+        const C w = weights[static_cast<size_t>(o * taps + k)];
+        if (w == C{0}) continue;
+        const Src* src = x + (r * in + t.index[static_cast<size_t>(o * taps + k)]) * inner;
+        for (int64_t i = 0; i < inner; ++i) acc[i] += w * static_cast<C>(Widen(src[i]));
+      }
+      if constexpr (!std::is_same_v<Dst, C>) {
+        Dst* dst = y + unit * inner;
+        for (int64_t i = 0; i < inner; ++i) dst[i] = StoreAs<Dst>(acc[i]);
+      }
+    }
+  });
+}
+
+// Overwrites the output elements whose coordinate extrapolates along any axis.
+template <typename T>
+void FillExtrapolated(const std::vector<AxisTaps>& taps, const std::vector<int64_t>& dims, T value, T* y,
+                      const ThreadPool& pool) {
+  const int64_t width = dims.back();
+  const std::vector<uint8_t>& columns = taps.back().extrapolated;
+  pool.ParallelFor(NumRows(dims), Grain(width), [&](int64_t begin, int64_t end) {
+    ForEachRow(dims, begin, end, [&](int64_t row, const std::vector<int64_t>& coord) {
+      T* dst = y + row * width;
+      bool whole_row = false;
+      for (size_t d = 0; d < coord.size(); ++d)
+        whole_row = whole_row || taps[d].extrapolated[static_cast<size_t>(coord[d])];
+      for (int64_t i = 0; i < width; ++i)
+        if (whole_row || columns[static_cast<size_t>(i)]) dst[i] = value;
+    });
+  });
+}
+
+template <typename T>
+void ResizeInterpolated(KernelContext& ctx, const ResizeAttributes& a, const std::vector<AxisGeometry>& g,
+                        const Tensor& x, Tensor& y) {
+  using C = std::conditional_t<std::is_same_v<T, double>, double, float>;
+  std::vector<AxisTaps> taps;
+  std::vector<size_t> order;  // axes to resample, most-shrinking first
+  for (size_t d = 0; d < g.size(); ++d) {
+    taps.push_back(MakeTaps(a, g[d]));
+    if (!taps.back().identity) order.push_back(d);
+  }
+  std::stable_sort(order.begin(), order.end(), [&](size_t l, size_t r) {
+    return static_cast<double>(g[l].out) / static_cast<double>(g[l].in) <
+           static_cast<double>(g[r].out) / static_cast<double>(g[r].in);
+  });
+  if (order.empty()) {
+    std::memcpy(y.raw_data(), x.raw_data(), x.SizeInBytes());
+    return;
+  }
+  std::vector<int64_t> dims = x.shape().dims();
+  const void* src = x.raw_data();
+  Tensor buffers[2];
+  for (size_t step = 0; step < order.size(); ++step) {
+    const size_t axis = order[step];
+    const int64_t outer = std::reduce(dims.begin(), dims.begin() + static_cast<ptrdiff_t>(axis), int64_t{1},
+                                      std::multiplies<>());
+    const int64_t inner = std::reduce(dims.begin() + static_cast<ptrdiff_t>(axis) + 1, dims.end(), int64_t{1},
+                                      std::multiplies<>());
+    const int64_t in = dims[axis];
+    dims[axis] = g[axis].out;
+    const bool first = step == 0, last = step + 1 == order.size();
+    void* dst = y.raw_data();
+    if (!last) {
+      buffers[step % 2] = Tensor::Allocate(DataTypeOf<C>(), Shape(dims), ctx.allocator());
+      dst = buffers[step % 2].raw_data();
+    }
+    // The first pass reads T, the last writes T; intermediates are C.
+    auto resample = [&]<typename Src, typename Dst>() {
+      ResampleAxis<C>(static_cast<const Src*>(src), static_cast<Dst*>(dst), outer, in, inner, taps[axis],
+                      ctx.thread_pool());
+    };
+    if (first && last) resample.template operator()<T, T>();
+    else if (first) resample.template operator()<T, C>();
+    else if (last) resample.template operator()<C, T>();
+    else resample.template operator()<C, C>();
+    src = dst;
+  }
+  if (std::any_of(taps.begin(), taps.end(), [](const AxisTaps& t) { return t.any_extrapolated; }))
+    FillExtrapolated(taps, dims, StoreAs<T>(static_cast<C>(a.extrapolation_value)), y.Data<T>(), ctx.thread_pool());
+}
+
+class Resize : public Kernel {
+ public:
+  explicit Resize(const KernelInfo& info) : attrs_(ReadResizeAttributes(info.node())) {}
+
+  void Compute(KernelContext& ctx) const override {
+    const Tensor& x = ctx.Input(0);
+    const std::vector<double> scales =
+        attrs_.scales_input >= 0 ? ReadOptionalNumbers(ctx, attrs_.scales_input) : attrs_.attribute_scales;
+    const std::vector<AxisGeometry> g = ResolveGeometry(ctx.node(), attrs_, x.shape(),
+                                                        ReadOptionalNumbers(ctx, attrs_.roi_input), scales,
+                                                        ReadOptionalNumbers(ctx, attrs_.sizes_input));
+    std::vector<int64_t> out_dims;
+    for (const AxisGeometry& axis : g) out_dims.push_back(axis.out);
+    Tensor& y = ctx.Output(0, x.type(), Shape(out_dims));
+    if (y.NumElements() == 0) return;
+    if (x.NumElements() == 0)
+      Fail(ErrorCode::kInvalidArgument, ctx.node().Describe(), ": cannot resize empty input ", x.shape().ToString(),
+           " to ", y.shape().ToString());
+    if (attrs_.mode == InterpolationMode::kNearest) RunNearest(ctx, g, x, y);
+    else VisitNumericType(ctx.node(), x.type(), [&]<typename T>() { ResizeInterpolated<T>(ctx, attrs_, g, x, y); });
+  }
+
+ private:
+  void RunNearest(KernelContext& ctx, const std::vector<AxisGeometry>& g, const Tensor& x, Tensor& y) const {
+    const std::vector<std::vector<int64_t>> offsets = NearestOffsets(attrs_, g);
+    // The extrapolation value in x's type, reinterpreted as storage.
+    Tensor fill = Tensor::Allocate(x.type(), Shape{1});
+    VisitNumericType(ctx.node(), x.type(), [&]<typename T>() {
+      *static_cast<T*>(fill.raw_data()) = StoreAs<T>(attrs_.extrapolation_value);
+    });
+    VisitStorageType(x.type(), [&]<typename S>() {
+      if constexpr (std::is_same_v<S, std::string>) {
+        Fail(ErrorCode::kNotImplemented, ctx.node().Describe(), ": string tensors are not supported");
+      } else {
+        ResizeNearest(offsets, y.shape().dims(), g.back().in, static_cast<const S*>(x.raw_data()),
+                      static_cast<S*>(y.raw_data()), *static_cast<const S*>(fill.raw_data()), ctx.thread_pool());
+      }
+    });
+  }
+
+  ResizeAttributes attrs_;
+};
+
+}  // namespace
+
+void RegisterResizeKernels(KernelRegistry& registry) {
+  const std::vector<DataType> types = {DataType::kFloat,  DataType::kDouble, DataType::kFloat16, DataType::kBFloat16,
+                                       DataType::kInt8,   DataType::kUInt8,  DataType::kInt16,   DataType::kUInt16,
+                                       DataType::kInt32,  DataType::kUInt32, DataType::kInt64,   DataType::kUInt64};
+  KernelDef resize;
+  resize.op_type = "Resize";
+  resize.since_version = 10;
+  resize.input_types = {{0, types}};
+  resize.host_inputs = {1, 2, 3};  // roi, scales, sizes (scales alone in opset 10)
+  registry.Register<Resize>(std::move(resize));
+
+  KernelDef upsample;
+  upsample.op_type = "Upsample";
+  upsample.since_version = 7;
+  upsample.until_version = 9;
+  upsample.input_types = {{0, types}};
+  upsample.host_inputs = {1};  // scales (opset 9)
+  registry.Register<Resize>(std::move(upsample));
+}
 
 }  // namespace tessera::cpu
