@@ -53,6 +53,8 @@ class StepContext : public KernelContext {
       Fail(ErrorCode::kRuntime, step_.node->Describe(), ": kernel set output ", i, " but the node has ",
            step_.outputs.size());
     (step_.outputs[i] >= 0 ? frame_.values[step_.outputs[i]] : Scratch(i)) = std::move(value);
+    set_by_kernel_.resize(step_.outputs.size());
+    set_by_kernel_[i] = true;  // a none value set explicitly is an empty optional, not a missing output
   }
 
   Stream* stream() const override { return step_.stream; }
@@ -66,6 +68,7 @@ class StepContext : public KernelContext {
   bool terminate_requested() const override {
     return frame_.request.options != nullptr && frame_.request.options->terminate.load();
   }
+  bool SetByKernel(size_t i) const { return i < set_by_kernel_.size() && set_by_kernel_[i]; }
 
  private:
   Value& Scratch(size_t i) {
@@ -75,6 +78,7 @@ class StepContext : public KernelContext {
   Frame& frame_;
   const PlanStep& step_;
   std::vector<Value> scratch_;  // outputs the graph omits but the kernel writes anyway
+  std::vector<bool> set_by_kernel_;  // outputs given through SetOutput
 };
 
 void WaitForProducers(Frame& frame, const PlanStep& step) {
@@ -103,7 +107,7 @@ void RunKernelStep(Frame& frame, const PlanStep& step) {
   }
   for (size_t i = 0; i < step.outputs.size(); ++i) {
     const int slot = step.outputs[i];
-    if (slot >= 0 && frame.values[slot].is_none() && frame.plan.slots[slot].name.size() &&
+    if (slot >= 0 && frame.values[slot].is_none() && !ctx.SetByKernel(i) && frame.plan.slots[slot].name.size() &&
         step.node->outputs[i].size())
       Fail(ErrorCode::kRuntime, step.node->Describe(), ": kernel did not produce output '", step.node->outputs[i], "'");
   }
@@ -180,13 +184,15 @@ std::vector<Value> ExecutePlan(const ExecutionPlan& plan, RunRequest& request, c
       frame.events[t] = step.stream->CreateEvent();
       frame.events[t]->Record(*step.stream);
     }
-    for (int s : step.release_after) frame.values[s] = Value();
+    if (request.retained_frame == nullptr)
+      for (int s : step.release_after) frame.values[s] = Value();
   }
   if (request.synchronize)
     for (Stream* s : plan.streams) s->Synchronize();
   std::vector<Value> outputs;
   outputs.reserve(plan.output_slots.size());
   for (int slot : plan.output_slots) outputs.push_back(frame.values[slot]);
+  if (request.retained_frame != nullptr) *request.retained_frame = std::move(frame.values);
   return outputs;
 }
 

@@ -19,6 +19,9 @@ struct RunRequest {
   const ThreadPool* threads = nullptr;
   const KernelContext* parent = nullptr;    // the calling kernel, for subgraphs
   bool synchronize = true;                  // wait for every stream the plan used before returning
+  // When set, no value is released during the run and the whole frame is moved here at the end (graph
+  // capture keeps every buffer the recorded work touches).
+  std::vector<Value>* retained_frame = nullptr;
 };
 
 // Runs the plan and returns the values of plan.output_slots (in the memory where they were produced).

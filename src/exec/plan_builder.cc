@@ -222,11 +222,23 @@ class Builder {
     }
   }
 
+  // Slots of this graph that the step's subgraphs read as outer-scope values (they must stay alive until
+  // the step has run, though they are not among its inputs).
+  std::vector<int> SlotsReadBySubgraphs(const PlanStep& step) const {
+    std::vector<int> slots;
+    for (const auto& [attribute, runner] : step.subgraphs)
+      for (const std::string& name : runner->graph().OuterScopeReferences())
+        for (size_t s = 0; s < plan_.slots.size(); ++s)
+          if (plan_.slots[s].name == name) slots.push_back(static_cast<int>(s));
+    return slots;
+  }
+
   void ComputeLiveness() {
     std::vector<int> last_use(plan_.slots.size(), -1);
     for (size_t t = 0; t < plan_.steps.size(); ++t) {
       for (int s : plan_.steps[t].inputs)
         if (s >= 0) last_use[s] = static_cast<int>(t);
+      for (int s : SlotsReadBySubgraphs(plan_.steps[t])) last_use[s] = static_cast<int>(t);
       for (int s : plan_.steps[t].outputs)
         if (s >= 0 && last_use[s] < static_cast<int>(t)) last_use[s] = static_cast<int>(t);
     }

@@ -22,7 +22,7 @@ static_assert(std::endian::native == std::endian::little, "raw_data is little-en
 
 constexpr int64_t kMinIrVersion = 3;
 constexpr int64_t kMaxIrVersion = 10;
-constexpr int64_t kMinDefaultOpset = 7;
+constexpr int64_t kMinDefaultOpset = 1;  // kernels decide which versions they support
 constexpr int64_t kMaxDefaultOpset = 21;
 constexpr int kMaxSubgraphDepth = 64;
 

@@ -1,6 +1,7 @@
 #include "tessera/session.h"
 
 #include <algorithm>
+#include <mutex>
 #include <sstream>
 
 #include "core/logging.h"
@@ -83,6 +84,19 @@ struct Session::Impl {
   ThreadPool threads;
   ExecutionPlan plan;
 
+  // Graph capture: the EP whose graphs hold whole runs, and one captured run per graph key.
+  struct CapturedGraph {
+    int uncaptured_runs = 0;
+    bool captured = false;
+    std::vector<Value> frame;  // every buffer the recorded work touches
+    std::vector<Value> outputs;
+    std::vector<const void*> input_addresses;
+    std::vector<Shape> input_shapes;
+  };
+  ExecutionProvider* capture_ep = nullptr;
+  std::mutex capture_mutex;
+  std::map<int, CapturedGraph> graphs;
+
   Impl(Environment& e, const SessionOptions& o) : env(e), options(o), threads(o.intra_op_threads) {}
 
   void Initialize();
@@ -96,6 +110,8 @@ struct Session::Impl {
   std::vector<Value> CollectInputs(const NamedValues& feeds) const;
   void CheckInput(const ValueInfo& info, const Value& value) const;
   size_t OutputIndex(const std::string& name) const;
+  void SetUpGraphCapture();
+  std::vector<Value> RunWithGraph(RunRequest& request, const RunOptions& run_options);
   void Synchronize() const {
     for (const auto& [info, stream] : streams) stream->Synchronize();
   }
@@ -239,11 +255,101 @@ void Session::Impl::Initialize() {
   Optimize();
   std::vector<ExecutionProvider*> assignment = PartitionGraph(graph, ProviderList());
   plan = BuildExecutionPlan(graph, assignment, services);
+  SetUpGraphCapture();
   if (LogEnabled(LogLevel::kVerbose))
     for (const PlanStep& step : plan.steps) Log(LogLevel::kVerbose, "plan: ", step.label);
 }
 
+void Session::Impl::SetUpGraphCapture() {
+  for (const auto& ep : eps) {
+    if (!(ep->capability_flags() & kEpGraphCapture) || !ep->graph_capture_enabled()) continue;
+    if (capture_ep != nullptr)
+      Fail(ErrorCode::kInvalidArgument, "graph capture is enabled on both ", capture_ep->type(), " and ", ep->type(),
+           "; enable it on one execution provider");
+    capture_ep = ep.get();
+  }
+  if (capture_ep == nullptr) return;
+  const std::string what = "graph capture (" + capture_ep->type() + "): ";
+  if (services.stream_for(capture_ep->memory_info()) == nullptr)
+    Fail(ErrorCode::kNotImplemented, what, "the execution provider has no stream");
+  for (const PlanStep& step : plan.steps) {
+    if (step.kind == PlanStep::Kind::kCopy)
+      Fail(ErrorCode::kNotImplemented, what, "the model cannot be captured: ", step.label,
+           " crosses memory spaces inside the run (a node runs on another execution provider)");
+    if (step.ep != capture_ep)
+      Fail(ErrorCode::kNotImplemented, what, "the model cannot be captured: ", step.node->Describe(), " runs on ",
+           step.ep->type());
+    if (!step.subgraphs.empty())
+      Fail(ErrorCode::kNotImplemented, what, "the model cannot be captured: ", step.node->Describe(),
+           " has control flow (subgraphs)");
+    for (const PlanStep::Wait& wait : step.wait_for)
+      if (wait.on_host)
+        Fail(ErrorCode::kNotImplemented, what, "the model cannot be captured: ", step.node->Describe(),
+             " reads a device-produced value on the host");
+  }
+}
+
+std::vector<Value> Session::Impl::RunWithGraph(RunRequest& request, const RunOptions& run_options) {
+  int key = 0;
+  if (auto it = run_options.config.find("gpu_graph_id"); it != run_options.config.end()) {
+    try {
+      key = std::stoi(it->second);
+    } catch (const std::exception&) {
+      Fail(ErrorCode::kInvalidArgument, "run option gpu_graph_id must be an integer, got '", it->second, "'");
+    }
+  }
+  if (key < 0) return Execute(request, run_options);  // -1: run without a graph
+  std::lock_guard<std::mutex> lock(capture_mutex);
+  CapturedGraph& graph = graphs[key];
+  const std::vector<ValueInfo>& inputs = model->graph->inputs;
+  if (!graph.captured && graph.uncaptured_runs < 1) {  // warm-up: caches, algorithm choices, arena growth
+    ++graph.uncaptured_runs;
+    return Execute(request, run_options);
+  }
+  Stream& stream = *services.stream_for(capture_ep->memory_info());
+  if (!graph.captured) {
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      const Value& v = request.inputs[i];
+      const MemoryInfo& where = plan.slots[plan.input_slots[i]].location;
+      if (!v.is_tensor() || v.tensor().memory_info() != where)
+        Fail(ErrorCode::kInvalidArgument, "graph capture: input '", inputs[i].name, "' must be bound in ",
+             where.ToString(), " memory");
+      graph.input_addresses.push_back(v.tensor().raw_data());
+      graph.input_shapes.push_back(v.tensor().shape());
+    }
+    stream.Synchronize();
+    RunRequest capture = request;
+    capture.options = &run_options;
+    capture.threads = &threads;
+    capture.synchronize = false;
+    capture.retained_frame = &graph.frame;
+    capture_ep->BeginCapture(stream, key);
+    try {
+      graph.outputs = ExecutePlan(plan, capture, services);
+    } catch (...) {
+      capture_ep->EndCapture(stream, key);
+      graph = CapturedGraph{};
+      throw;
+    }
+    capture_ep->EndCapture(stream, key);
+    graph.captured = true;
+    Log(LogLevel::kInfo, "captured graph ", key, " on ", capture_ep->type());
+  } else {
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      const Value& v = request.inputs[i];
+      if (!v.is_tensor() || v.tensor().raw_data() != graph.input_addresses[i] || v.tensor().shape() != graph.input_shapes[i])
+        Fail(ErrorCode::kInvalidArgument, "input '", inputs[i].name, "' is bound to another buffer or shape than when graph ",
+             key, " was captured; update the captured tensor in place or use another gpu_graph_id");
+    }
+  }
+  if (run_options.terminate.load()) Fail(ErrorCode::kTerminated, "run terminated by RunOptions::terminate");
+  capture_ep->ReplayGraph(stream, key);
+  if (run_options.synchronize) stream.Synchronize();
+  return graph.outputs;
+}
+
 void Session::Impl::CheckInput(const ValueInfo& info, const Value& value) const {
+  if (value.is_none() && info.kind == ValueInfo::Kind::kOptional) return;  // an empty optional
   if (value.is_none()) Fail(ErrorCode::kInvalidArgument, "input '", info.name, "' has no value");
   if (info.kind == ValueInfo::Kind::kTensor && !value.is_tensor())
     Fail(ErrorCode::kInvalidArgument, "input '", info.name, "' expects a tensor");
@@ -265,7 +371,9 @@ std::vector<Value> Session::Impl::CollectInputs(const NamedValues& feeds) const 
   const std::vector<ValueInfo>& inputs = model->graph->inputs;
   std::vector<Value> values(inputs.size());
   std::vector<bool> fed(inputs.size(), false);
-  for (const auto& [name, value] : feeds) {
+  for (const auto& feed : feeds) {
+    const std::string& name = feed.first;
+    const Value& value = feed.second;
     auto it = std::find_if(inputs.begin(), inputs.end(), [&](const ValueInfo& v) { return v.name == name; });
     if (it == inputs.end()) {
       std::ostringstream valid;
@@ -341,7 +449,8 @@ void Session::Run(IoBinding& binding, const RunOptions& options) {
   for (const IoBinding::Output& out : binding.outputs())
     if (out.preallocated.is_tensor())
       request.preallocated[impl_->plan.output_slots[impl_->OutputIndex(out.name)]] = out.preallocated.tensor();
-  std::vector<Value> produced = impl_->Execute(request, options);
+  std::vector<Value> produced =
+      impl_->capture_ep != nullptr ? impl_->RunWithGraph(request, options) : impl_->Execute(request, options);
   std::vector<Value> results;
   for (const IoBinding::Output& out : binding.outputs()) {
     const Value& value = produced[impl_->OutputIndex(out.name)];

@@ -1,11 +1,18 @@
 #include "test_env.h"
 
+#include <cstdlib>
+#include <filesystem>
+
 namespace tessera::test {
 
 Environment& TestEnv() {
   static Environment* env = [] {
     auto* e = new Environment(LogLevel::kWarning);
     e->RegisterEpLibrary("testing", TESSERA_TESTING_EP_PATH);
+    // The CUDA plugin sits beside the testing plugin when it was built; it registers no device (and
+    // CUDA tests skip) on machines without a GPU.
+    const std::filesystem::path cuda = std::filesystem::path(TESSERA_TESTING_EP_PATH).parent_path() / "libtessera_cuda.so";
+    if (std::filesystem::exists(cuda)) e->RegisterEpLibrary("cuda", cuda);
     return e;
   }();
   return *env;
@@ -14,7 +21,15 @@ Environment& TestEnv() {
 std::string EpTypeFromShortName(const std::string& short_name) {
   if (short_name == "cpu") return "CPUExecutionProvider";
   if (short_name == "testing") return kTestingEpName;
+  if (short_name == "cuda") return kCudaEpName;
   return short_name;
+}
+
+bool HasEpDevice(const std::string& short_name) {
+  const std::string type = EpTypeFromShortName(short_name);
+  for (const EpDevice* d : TestEnv().GetEpDevices())
+    if (d->ep_name == type) return true;
+  return false;
 }
 
 SessionOptions OptionsFor(const std::string& short_name) {

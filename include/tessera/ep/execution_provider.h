@@ -20,7 +20,7 @@ struct EpDevice;
 // Optional features an EP advertises; the session calls the matching hooks only when the flag is set.
 enum EpCapabilityFlags : uint32_t {
   kEpRunHooks = 1u << 0,     // OnRunStart / OnRunEnd are called around every run
-  kEpGraphCapture = 1u << 1, // reserved for graph capture/replay (CUDA graphs)
+  kEpGraphCapture = 1u << 1, // BeginCapture / EndCapture / ReplayGraph record and replay whole runs
 };
 
 class ExecutionProvider {
@@ -46,6 +46,17 @@ class ExecutionProvider {
   virtual uint32_t capability_flags() const { return 0; }
   virtual void OnRunStart(Stream* /*stream*/) {}
   virtual void OnRunEnd(Stream* /*stream*/) {}
+
+  // Graph capture (kEpGraphCapture), e.g. CUDA graphs. When graph_capture_enabled() (an EP option such
+  // as enable_cuda_graph), the session checks at creation that the whole plan runs on this EP's stream,
+  // then for IoBinding runs: after a warm-up run it calls BeginCapture, queues one complete run on
+  // `stream` (recorded, not executed), calls EndCapture, and from then on calls ReplayGraph instead of
+  // running the plan. `key` is RunOptions config "gpu_graph_id" (several graphs per session). The session
+  // keeps every buffer the recorded work touches alive; inputs must stay at the captured addresses.
+  virtual bool graph_capture_enabled() const { return false; }
+  virtual void BeginCapture(Stream& /*stream*/, int /*key*/) {}
+  virtual void EndCapture(Stream& /*stream*/, int /*key*/) {}
+  virtual void ReplayGraph(Stream& /*stream*/, int /*key*/) {}
 };
 
 }  // namespace tessera

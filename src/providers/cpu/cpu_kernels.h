@@ -19,7 +19,30 @@ void RegisterShapeKernels(KernelRegistry& registry);           // tensor/shape_o
 void RegisterTensorKernels(KernelRegistry& registry);          // tensor/tensor_ops.cc
 void RegisterGatherKernels(KernelRegistry& registry);          // tensor/gather.cc
 void RegisterCastKernels(KernelRegistry& registry);            // tensor/cast.cc
+void RegisterLossKernels(KernelRegistry& registry);            // nn/losses.cc
+void RegisterDropoutKernels(KernelRegistry& registry);         // nn/dropout.cc
+void RegisterMeanVarianceNormalizationKernels(KernelRegistry& registry);  // nn/mvn.cc
+void RegisterRandomKernels(KernelRegistry& registry);          // random/random_ops.cc
+void RegisterTrainingKernels(KernelRegistry& registry);        // training/optimizers.cc (ai.onnx.preview.training)
 void RegisterResizeKernels(KernelRegistry& registry);          // tensor/resize.cc
 void RegisterConvTransposeKernels(KernelRegistry& registry);   // nn/conv_transpose.cc
+void RegisterIfKernels(KernelRegistry& registry);              // controlflow/if.cc
+void RegisterLoopKernels(KernelRegistry& registry);            // controlflow/loop.cc
+void RegisterScanKernels(KernelRegistry& registry);            // controlflow/scan.cc
+void RegisterSequenceKernels(KernelRegistry& registry);        // sequence/sequence_ops.cc
+void RegisterOptionalKernels(KernelRegistry& registry);        // sequence/optional_ops.cc
+void RegisterSortKernels(KernelRegistry& registry);            // tensor/sort_ops.cc (TopK, Unique)
+void RegisterSelectionKernels(KernelRegistry& registry);       // tensor/selection_ops.cc (Compress, ReverseSequence)
+void RegisterCumSumKernels(KernelRegistry& registry);          // math/cumsum.cc
+void RegisterWindowKernels(KernelRegistry& registry);          // signal/windows.cc
+void RegisterNonMaxSuppressionKernels(KernelRegistry& registry);  // nn/non_max_suppression.cc
+void RegisterGridSampleKernels(KernelRegistry& registry);      // nn/grid_sample.cc
+void RegisterEinsumKernels(KernelRegistry& registry);          // math/einsum.cc
+void RegisterDetKernels(KernelRegistry& registry);             // math/det.cc
+void RegisterLrnKernels(KernelRegistry& registry);             // nn/lrn.cc
+void RegisterQuantizeKernels(KernelRegistry& registry);        // quantization/quantize_linear.cc
+void RegisterIntegerConvKernels(KernelRegistry& registry);     // quantization/integer_conv.cc
+void RegisterIntegerMatMulKernels(KernelRegistry& registry);   // quantization/integer_matmul.cc
+void RegisterStringKernels(KernelRegistry& registry);          // text/string_ops.cc
 
 }  // namespace tessera::cpu

@@ -2,6 +2,9 @@
 // asynchronous stream, copies and a few float kernels, so that CI can exercise partitioning, copy
 // insertion, IO binding and CopyTensors across devices without a GPU.
 #include <charconv>
+#include <functional>
+#include <map>
+#include <mutex>
 #include <optional>
 #include <string>
 
@@ -21,6 +24,7 @@ constexpr const char* kEpName = "TestingExecutionProvider";
 struct EpConfig {
   std::optional<int64_t> fail_allocations_after;
   size_t memory_limit_bytes = 0;  // 0 = no limit
+  bool enable_graph_capture = false;
 };
 
 int64_t ParseNonNegative(const std::string& key, const std::string& text) {
@@ -39,9 +43,13 @@ EpConfig ParseOptions(const ProviderOptions& options) {
       config.fail_allocations_after = ParseNonNegative(key, value);
     } else if (key == "memory_limit_bytes") {
       config.memory_limit_bytes = static_cast<size_t>(ParseNonNegative(key, value));
+    } else if (key == "enable_graph_capture") {
+      if (value != "0" && value != "1")
+        Fail(ErrorCode::kInvalidArgument, kEpName, ": provider option '", key, "' must be 0 or 1, got '", value, "'");
+      config.enable_graph_capture = value == "1";
     } else {
       Fail(ErrorCode::kInvalidArgument, kEpName, ": unknown provider option '", key,
-           "' (known: fail_allocations_after, memory_limit_bytes)");
+           "' (known: fail_allocations_after, memory_limit_bytes, enable_graph_capture)");
     }
   }
   return config;
@@ -58,7 +66,8 @@ AllocatorPtr CreateDeviceArena(const EpConfig& config) {
 class TestingExecutionProvider : public ExecutionProvider {
  public:
   explicit TestingExecutionProvider(const EpConfig& config)
-      : device_allocator_(CreateDeviceArena(config)),
+      : graph_capture_(config.enable_graph_capture),
+        device_allocator_(CreateDeviceArena(config)),
         host_accessible_allocator_(std::make_shared<HostAccessibleAllocator>()) {
     RegisterTestingKernels(kernels_);
   }
@@ -72,8 +81,28 @@ class TestingExecutionProvider : public ExecutionProvider {
   DataTransfer* data_transfer() override { return &transfer_; }
   std::unique_ptr<Stream> CreateStream() override { return std::make_unique<TestingStream>(DeviceMemoryInfo()); }
 
+  // Graph capture records the closures a run queues and replays them: the same buffers, the same work,
+  // like a CUDA graph.
+  uint32_t capability_flags() const override { return kEpGraphCapture; }
+  bool graph_capture_enabled() const override { return graph_capture_; }
+  void BeginCapture(Stream& stream, int /*key*/) override { static_cast<TestingStream&>(stream).BeginRecording(); }
+  void EndCapture(Stream& stream, int key) override {
+    auto work = static_cast<TestingStream&>(stream).EndRecording();
+    std::lock_guard<std::mutex> lock(graphs_mutex_);
+    graphs_[key] = std::move(work);
+  }
+  void ReplayGraph(Stream& stream, int key) override {
+    std::lock_guard<std::mutex> lock(graphs_mutex_);
+    auto it = graphs_.find(key);
+    if (it == graphs_.end()) Fail(ErrorCode::kInvalidArgument, kEpName, ": no graph captured under key ", key);
+    for (const auto& work : it->second) static_cast<TestingStream&>(stream).Enqueue(work);
+  }
+
  private:
   const std::string type_ = kEpName;
+  const bool graph_capture_;
+  std::mutex graphs_mutex_;
+  std::map<int, std::vector<std::function<void()>>> graphs_;
   KernelRegistry kernels_;
   AllocatorPtr device_allocator_;
   AllocatorPtr host_accessible_allocator_;

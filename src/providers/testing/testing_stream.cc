@@ -147,7 +147,29 @@ void TestingStream::Synchronize() { queue_->Synchronize(); }
 
 std::unique_ptr<Event> TestingStream::CreateEvent() { return std::make_unique<TestingEvent>(); }
 
-void TestingStream::Enqueue(std::function<void()> work) { queue_->Enqueue(std::move(work)); }
+void TestingStream::Enqueue(std::function<void()> work) {
+  {
+    std::lock_guard<std::mutex> lock(recording_mutex_);
+    if (recording_) {
+      recorded_.push_back(std::move(work));
+      return;
+    }
+  }
+  queue_->Enqueue(std::move(work));
+}
+
+void TestingStream::BeginRecording() {
+  std::lock_guard<std::mutex> lock(recording_mutex_);
+  if (recording_) Fail(ErrorCode::kRuntime, "testing stream: a recording is already open");
+  recording_ = true;
+  recorded_.clear();
+}
+
+std::vector<std::function<void()>> TestingStream::EndRecording() {
+  std::lock_guard<std::mutex> lock(recording_mutex_);
+  recording_ = false;
+  return std::exchange(recorded_, {});
+}
 
 void RunOn(Stream* stream, std::function<void()> work) {
   if (stream == nullptr) {

@@ -11,6 +11,8 @@
 
 #include <functional>
 #include <memory>
+#include <mutex>
+#include <vector>
 
 #include "tessera/stream.h"
 
@@ -34,12 +36,20 @@ class TestingStream : public Stream {
   void Synchronize() override;
   std::unique_ptr<Event> CreateEvent() override;
   const MemoryInfo& memory_info() const override { return info_; }
+  // Queues `work`, or records it while a recording is open.
   void Enqueue(std::function<void()> work);
+  // Graph capture: between BeginRecording and EndRecording, work given to Enqueue is recorded instead of
+  // run; EndRecording returns it in order. The caller must not queue other work meanwhile.
+  void BeginRecording();
+  std::vector<std::function<void()>> EndRecording();
 
  private:
   class Queue;
   MemoryInfo info_;
   std::unique_ptr<Queue> queue_;
+  std::mutex recording_mutex_;
+  bool recording_ = false;
+  std::vector<std::function<void()>> recorded_;
 };
 
 // Queues `work` on `stream` when it is a testing stream; runs it before returning when `stream` is

@@ -27,6 +27,34 @@ Shape BroadcastShapes(const Node& node, std::span<const Shape> shapes) {
   return result;
 }
 
+Shape LegacyBroadcastOperandShape(const Node& node, const Shape& a, const Shape& b) {
+  if (node.GetInt("broadcast", 0) == 0) {
+    if (a != b) {
+      Fail(ErrorCode::kInvalidArgument, node.Describe(), ": input shapes ", a.ToString(), " and ", b.ToString(),
+           " differ and attribute broadcast is not 1 (before opset 7 inputs broadcast only when asked to)");
+    }
+    return b;
+  }
+  const auto rank = static_cast<int64_t>(a.rank());
+  if (b.NumElements() == 1) return Shape(std::vector<int64_t>(static_cast<size_t>(rank), 1));
+  const auto b_rank = static_cast<int64_t>(b.rank());
+  const int64_t axis = node.GetInt("axis", rank - b_rank);
+  if (axis < 0 || axis + b_rank > rank) {
+    Fail(ErrorCode::kInvalidArgument, node.Describe(), ": input B of shape ", b.ToString(),
+         " cannot be broadcast to A of shape ", a.ToString(), " from axis ", axis);
+  }
+  std::vector<int64_t> dims(static_cast<size_t>(rank), 1);
+  for (int64_t d = 0; d < b_rank; ++d) {
+    const int64_t dim = b[static_cast<size_t>(d)];
+    if (dim != 1 && dim != a[static_cast<size_t>(axis + d)]) {
+      Fail(ErrorCode::kInvalidArgument, node.Describe(), ": input B of shape ", b.ToString(),
+           " does not match A of shape ", a.ToString(), " from axis ", axis);
+    }
+    dims[static_cast<size_t>(axis + d)] = dim;
+  }
+  return Shape(std::move(dims));
+}
+
 void CheckUnidirectionalBroadcast(const Node& node, const Shape& from, const Shape& to, const char* what) {
   bool ok = from.rank() <= to.rank();
   for (size_t d = 0; ok && d < from.rank(); ++d) {

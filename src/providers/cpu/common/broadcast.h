@@ -33,6 +33,12 @@ Shape BroadcastShapes(const Node& node, std::span<const Shape> shapes);
 // throws kInvalidArgument naming `node`, `what` and both shapes otherwise.
 void CheckUnidirectionalBroadcast(const Node& node, const Shape& from, const Shape& to, const char* what);
 
+// Broadcasting of binary ops before opset 7 (attributes `broadcast` and `axis`): B broadcasts to A's
+// shape only when broadcast = 1, either holding one element or with its dims equal to A's dims starting
+// at `axis` (default: A's trailing dims). Returns B's shape padded with 1s to A's rank, so that the numpy
+// machinery (BinaryBroadcast) computes the legacy result. Throws kInvalidArgument naming `node` otherwise.
+Shape LegacyBroadcastOperandShape(const Node& node, const Shape& a, const Shape& b);
+
 // Elements per parallel task and the size below which elementwise work runs on the calling thread.
 inline constexpr int64_t kElementwiseGrain = 16384;
 inline constexpr int64_t kElementwiseParallelThreshold = 32768;

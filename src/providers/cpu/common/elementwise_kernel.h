@@ -39,8 +39,11 @@ void DispatchType(DataType type, TypeList<Ts...>, const Node& node, Fn&& fn) {
 inline constexpr int kLatestOpset = 21;
 
 using FloatTypes = TypeList<float, double, Float16, BFloat16>;
-using SignedNumericTypes = TypeList<float, double, int32_t, int64_t, int8_t, Float16, BFloat16>;
+using SignedNumericTypes = TypeList<float, double, int32_t, int64_t, int8_t, int16_t, Float16, BFloat16>;
 using NumericTypes = TypeList<float, double, int32_t, int64_t, int8_t, uint8_t, Float16, BFloat16>;
+// Every numeric type ONNX has (the type constraint of Add, Max, Mod, Shrink, ... in recent opsets).
+using AllNumericTypes = TypeList<float, double, int8_t, int16_t, int32_t, int64_t, uint8_t, uint16_t, uint32_t,
+                                 uint64_t, Float16, BFloat16>;
 
 // The type arithmetic happens in: 16-bit floats widen to float, everything else is itself.
 template <typename T>

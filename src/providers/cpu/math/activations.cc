@@ -61,10 +61,12 @@ class EluOp {
   float alpha_;
 };
 
+// Opset 1 had rounded defaults (1.6732, 1.0507); opset 6 gave them in full.
 class SeluOp {
  public:
   explicit SeluOp(const Node& node)
-      : alpha_(node.GetFloat("alpha", 1.67326319217681884765625f)), gamma_(node.GetFloat("gamma", 1.05070102214813232421875f)) {}
+      : alpha_(node.GetFloat("alpha", node.opset < 6 ? 1.6732f : 1.67326319217681884765625f)),
+        gamma_(node.GetFloat("gamma", node.opset < 6 ? 1.0507f : 1.05070102214813232421875f)) {}
   template <typename C>
   C operator()(C x) const {
     const C g = static_cast<C>(gamma_);
@@ -149,6 +151,15 @@ struct MishOp {
   C operator()(C x) const { return x * std::tanh(SoftplusOp{}(x)); }
 };
 
+// Before opset 7 a one-dimensional slope of x's channel count applies per channel (dimension 1); since
+// then the slope broadcasts numpy-style, aligned at the last dimension.
+Shape SlopeShape(const Node& node, const Shape& slope, const Shape& x) {
+  if (node.opset >= 7 || slope.rank() != 1 || x.rank() < 2 || slope[0] != x[1]) return slope;
+  std::vector<int64_t> dims(x.rank() - 1, 1);
+  dims[0] = slope[0];
+  return Shape(std::move(dims));
+}
+
 // PRelu: y = x < 0 ? slope * x : x, with slope broadcast to x's shape.
 class PReluKernel : public Kernel {
  public:
@@ -161,7 +172,8 @@ class PReluKernel : public Kernel {
       Fail(ErrorCode::kInvalidArgument, ctx.node().Describe(), ": slope has type ", DataTypeName(slope.type()),
            " but X has type ", DataTypeName(x.type()));
     }
-    CheckUnidirectionalBroadcast(ctx.node(), slope.shape(), x.shape(), "slope");
+    const Shape slope_shape = SlopeShape(ctx.node(), slope.shape(), x.shape());
+    CheckUnidirectionalBroadcast(ctx.node(), slope_shape, x.shape(), "slope");
     DispatchType(x.type(), SignedNumericTypes{}, ctx.node(), [&](auto tag) {
       using T = typename decltype(tag)::type;
       Tensor& y = ctx.Output(0, x.type(), x.shape());
@@ -169,7 +181,7 @@ class PReluKernel : public Kernel {
         using C = decltype(v);
         return Select(v < C(0), static_cast<C>(s * v), v);
       });
-      BinaryBroadcast(ctx.thread_pool(), x.Data<T>(), x.shape(), slope.Data<T>(), slope.shape(), y.Data<T>(), x.shape(),
+      BinaryBroadcast(ctx.thread_pool(), x.Data<T>(), x.shape(), slope.Data<T>(), slope_shape, y.Data<T>(), x.shape(),
                       op);
     });
   }
@@ -185,7 +197,7 @@ class ClipKernel : public Kernel {
 
   void Compute(KernelContext& ctx) const override {
     const Tensor& x = ctx.Input(0);
-    DispatchType(x.type(), NumericTypes{}, ctx.node(), [&](auto tag) {
+    DispatchType(x.type(), AllNumericTypes{}, ctx.node(), [&](auto tag) {
       using T = typename decltype(tag)::type;
       using C = ComputeType<T>;
       C lo = std::numeric_limits<C>::lowest();
@@ -224,16 +236,18 @@ class ClipKernel : public Kernel {
 
 }  // namespace
 
+// Registrations start at each op's first opset: the opset 1 forms differ only by attribute
+// consumed_inputs (memory-reuse hints, ignored), Selu's defaults and PRelu's slope layout (handled above).
 void RegisterActivationKernels(KernelRegistry& registry) {
-  RegisterUnary<ReluOp, SignedNumericTypes>(registry, "Relu", 7, kLatestOpset);
-  RegisterUnary<LeakyReluOp, FloatTypes>(registry, "LeakyRelu", 7, kLatestOpset);
-  RegisterUnary<SigmoidOp, FloatTypes>(registry, "Sigmoid", 7, kLatestOpset);
-  RegisterUnary<HardSigmoidOp, FloatTypes>(registry, "HardSigmoid", 7, kLatestOpset);
-  RegisterUnary<TanhOp, FloatTypes>(registry, "Tanh", 7, kLatestOpset);
-  RegisterUnary<EluOp, FloatTypes>(registry, "Elu", 7, kLatestOpset);
-  RegisterUnary<SeluOp, FloatTypes>(registry, "Selu", 7, kLatestOpset);
-  RegisterUnary<SoftplusOp, FloatTypes>(registry, "Softplus", 7, kLatestOpset);
-  RegisterUnary<SoftsignOp, FloatTypes>(registry, "Softsign", 7, kLatestOpset);
+  RegisterUnary<ReluOp, SignedNumericTypes>(registry, "Relu", 1, kLatestOpset);
+  RegisterUnary<LeakyReluOp, FloatTypes>(registry, "LeakyRelu", 1, kLatestOpset);
+  RegisterUnary<SigmoidOp, FloatTypes>(registry, "Sigmoid", 1, kLatestOpset);
+  RegisterUnary<HardSigmoidOp, FloatTypes>(registry, "HardSigmoid", 1, kLatestOpset);
+  RegisterUnary<TanhOp, FloatTypes>(registry, "Tanh", 1, kLatestOpset);
+  RegisterUnary<EluOp, FloatTypes>(registry, "Elu", 1, kLatestOpset);
+  RegisterUnary<SeluOp, FloatTypes>(registry, "Selu", 1, kLatestOpset);
+  RegisterUnary<SoftplusOp, FloatTypes>(registry, "Softplus", 1, kLatestOpset);
+  RegisterUnary<SoftsignOp, FloatTypes>(registry, "Softsign", 1, kLatestOpset);
   RegisterUnary<HardSwishOp, FloatTypes>(registry, "HardSwish", 14, kLatestOpset);
   RegisterUnary<GeluOp, FloatTypes>(registry, "Gelu", 20, kLatestOpset);
   RegisterUnary<ThresholdedReluOp, FloatTypes>(registry, "ThresholdedRelu", 10, kLatestOpset);
@@ -243,15 +257,15 @@ void RegisterActivationKernels(KernelRegistry& registry) {
   const std::vector<DataType> prelu_types = DataTypesOf(SignedNumericTypes{});
   KernelDef prelu;
   prelu.op_type = "PRelu";
-  prelu.since_version = 7;
+  prelu.since_version = 1;
   prelu.until_version = kLatestOpset;
   prelu.input_types = {{0, prelu_types}, {1, prelu_types}};
   registry.Register<PReluKernel>(std::move(prelu));
 
-  const std::vector<DataType> clip_types = DataTypesOf(NumericTypes{});
+  const std::vector<DataType> clip_types = DataTypesOf(AllNumericTypes{});
   KernelDef clip;
   clip.op_type = "Clip";
-  clip.since_version = 7;
+  clip.since_version = 1;
   clip.until_version = kLatestOpset;
   clip.input_types = {{0, clip_types}, {1, clip_types}, {2, clip_types}};
   clip.host_inputs = {1, 2};

@@ -13,20 +13,23 @@
 namespace tessera::cpu {
 namespace {
 
-using ComparableTypes = NumericTypes;
-using EqualityTypes = TypeList<float, double, int32_t, int64_t, int8_t, uint8_t, Float16, BFloat16, bool>;
+using ComparableTypes = AllNumericTypes;
+using EqualityTypes = TypeList<float, double, int8_t, int16_t, int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t,
+                               Float16, BFloat16, bool, std::string>;
+using UnsignedTypes = TypeList<uint8_t, uint16_t, uint32_t, uint64_t>;
 using AnyTypes = TypeList<float, double, int8_t, int16_t, int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t, bool,
                           Float16, BFloat16, std::string>;
 
-// Signed integer arithmetic wraps (two's complement) instead of being undefined on overflow.
+// Integer arithmetic wraps (two's complement) instead of being undefined on overflow: it happens in the
+// unsigned type of the promoted operands (types narrower than int promote to int, which could overflow).
 template <typename C>
 struct WrapTypeOf {
   using type = C;
 };
 template <typename C>
-  requires std::is_integral_v<C> && std::is_signed_v<C>
+  requires std::is_integral_v<C>
 struct WrapTypeOf<C> {
-  using type = std::make_unsigned_t<C>;
+  using type = std::make_unsigned_t<std::common_type_t<C, int>>;
 };
 template <typename C>
 using WrapType = typename WrapTypeOf<C>::type;
@@ -111,6 +114,29 @@ struct MinOp {
   }
 };
 
+// Shifts by at least the bit width give 0 (in C++ they are undefined).
+class BitShiftOp {
+ public:
+  explicit BitShiftOp(const Node& node) : left_(IsLeft(node)) {}
+  template <typename C>
+  C operator()(C a, C b) const {
+    if (b >= sizeof(C) * 8) return C(0);
+    return static_cast<C>(left_ ? static_cast<WrapType<C>>(a) << b : a >> b);
+  }
+
+ private:
+  static bool IsLeft(const Node& node) {
+    const std::string direction = node.GetString("direction");
+    if (direction != "LEFT" && direction != "RIGHT") {
+      Fail(ErrorCode::kInvalidModel, node.Describe(), ": attribute direction must be 'LEFT' or 'RIGHT', not '",
+           direction, "'");
+    }
+    return direction == "LEFT";
+  }
+
+  bool left_;
+};
+
 struct EqualOp {
   template <typename C>
   bool operator()(C a, C b) const { return a == b; }
@@ -151,6 +177,12 @@ void CheckSameType(const Node& node, const Tensor& a, const Tensor& b, size_t b_
   }
 }
 
+// The shape input B takes part in broadcasting with: its own, or before opset 7 (where Add, Pow, Equal,
+// ... broadcast only through attributes `broadcast` and `axis`) its legacy alignment with A.
+Shape OperandShape(const Node& node, const Shape& a, const Shape& b) {
+  return node.opset < 7 ? LegacyBroadcastOperandShape(node, a, b) : b;
+}
+
 // C = op(A, B) with broadcasting; C has A's type, or bool for comparisons.
 template <typename Op, typename Types>
 class BinaryKernel : public Kernel {
@@ -161,14 +193,15 @@ class BinaryKernel : public Kernel {
     const Tensor& a = ctx.Input(0);
     const Tensor& b = ctx.Input(1);
     CheckSameType(ctx.node(), a, b, 1);
-    const Shape out_shape = BroadcastShapes(ctx.node(), a.shape(), b.shape());
+    const Shape b_shape = OperandShape(ctx.node(), a.shape(), b.shape());
+    const Shape out_shape = BroadcastShapes(ctx.node(), a.shape(), b_shape);
     DispatchType(a.type(), Types{}, ctx.node(), [&](auto tag) {
       using T = typename decltype(tag)::type;
       if constexpr (HasValidate<Op, T>) op_.template Validate<T>(ctx.node(), b);
       const auto op = LiftBinary<T>(op_);
       using R = std::invoke_result_t<decltype(op), T, T>;
       Tensor& c = ctx.Output(0, DataTypeOf<R>(), out_shape);
-      BinaryBroadcast(ctx.thread_pool(), a.Data<T>(), a.shape(), b.Data<T>(), b.shape(), c.Data<R>(), out_shape, op);
+      BinaryBroadcast(ctx.thread_pool(), a.Data<T>(), a.shape(), b.Data<T>(), b_shape, c.Data<R>(), out_shape, op);
     });
   }
 
@@ -179,7 +212,7 @@ class BinaryKernel : public Kernel {
 // ---- Pow: base type T, exponent type T1 (may differ), result of type T ---------------------------
 
 using PowBaseTypes = TypeList<float, double, int32_t, int64_t, Float16, BFloat16>;
-using PowExponentTypes = TypeList<float, double, int32_t, int64_t, int8_t, uint8_t, Float16, BFloat16>;
+using PowExponentTypes = AllNumericTypes;
 
 // Exact integer power by squaring (wrapping on overflow); negative exponents truncate 1/a^-e toward 0.
 template <typename T, typename E>
@@ -220,14 +253,15 @@ class PowKernel : public Kernel {
   void Compute(KernelContext& ctx) const override {
     const Tensor& base = ctx.Input(0);
     const Tensor& exponent = ctx.Input(1);
-    const Shape out_shape = BroadcastShapes(ctx.node(), base.shape(), exponent.shape());
+    const Shape exponent_shape = OperandShape(ctx.node(), base.shape(), exponent.shape());
+    const Shape out_shape = BroadcastShapes(ctx.node(), base.shape(), exponent_shape);
     DispatchType(base.type(), PowBaseTypes{}, ctx.node(), [&](auto base_tag) {
       using T = typename decltype(base_tag)::type;
       Tensor& out = ctx.Output(0, base.type(), out_shape);
       if (TrySquareOrRoot<T>(ctx, base, exponent, out)) return;
       DispatchType(exponent.type(), PowExponentTypes{}, ctx.node(), [&](auto exponent_tag) {
         using E = typename decltype(exponent_tag)::type;
-        BinaryBroadcast(ctx.thread_pool(), base.Data<T>(), base.shape(), exponent.Data<E>(), exponent.shape(),
+        BinaryBroadcast(ctx.thread_pool(), base.Data<T>(), base.shape(), exponent.Data<E>(), exponent_shape,
                         out.Data<T>(), out_shape, [](T b, E e) { return PowElement(b, e); });
       });
     });
@@ -446,6 +480,59 @@ struct CosOp {
   template <typename C>
   C operator()(C x) const { return std::cos(x); }
 };
+struct TanOp {
+  template <typename C>
+  C operator()(C x) const { return std::tan(x); }
+};
+struct AsinOp {
+  template <typename C>
+  C operator()(C x) const { return std::asin(x); }
+};
+struct AcosOp {
+  template <typename C>
+  C operator()(C x) const { return std::acos(x); }
+};
+struct AtanOp {
+  template <typename C>
+  C operator()(C x) const { return std::atan(x); }
+};
+struct SinhOp {
+  template <typename C>
+  C operator()(C x) const { return std::sinh(x); }
+};
+struct CoshOp {
+  template <typename C>
+  C operator()(C x) const { return std::cosh(x); }
+};
+struct AsinhOp {
+  template <typename C>
+  C operator()(C x) const { return std::asinh(x); }
+};
+struct AcoshOp {
+  template <typename C>
+  C operator()(C x) const { return std::acosh(x); }
+};
+struct AtanhOp {
+  template <typename C>
+  C operator()(C x) const { return std::atanh(x); }
+};
+
+// y = x - bias above lambd, x + bias below -lambd, 0 in between; integers compute in double.
+class ShrinkOp {
+ public:
+  explicit ShrinkOp(const Node& node) : lambd_(node.GetFloat("lambd", 0.5f)), bias_(node.GetFloat("bias", 0.0f)) {}
+  template <typename C>
+  C operator()(C x) const {
+    using F = std::conditional_t<std::is_floating_point_v<C>, C, double>;
+    const F v = static_cast<F>(x);
+    const F lambd = static_cast<F>(lambd_);
+    const F bias = static_cast<F>(bias_);
+    return static_cast<C>(v < -lambd ? v + bias : (v > lambd ? v - bias : F(0)));
+  }
+
+ private:
+  float lambd_, bias_;
+};
 struct NotOp {
   bool operator()(bool x) const { return !x; }
 };
@@ -475,59 +562,73 @@ KernelDef Def(const std::string& op_type, int since, std::map<int, std::vector<D
   return def;
 }
 
+// Ops registered from their first opset: before opset 7 the binary ones broadcast the legacy way
+// (OperandShape) and accept attribute consumed_inputs, which only ever concerned memory reuse.
 template <typename Op, typename Types>
 void RegisterBinary(KernelRegistry& registry, const std::string& op_type, int since) {
   const std::vector<DataType> types = DataTypesOf(Types{});
   registry.Register<BinaryKernel<Op, Types>>(Def(op_type, since, {{0, types}, {1, types}}));
 }
 
+// Before opset 8 every input has the same shape, a special case of numpy broadcasting.
 template <typename Op, typename Types, bool kMean = false>
 void RegisterVariadic(KernelRegistry& registry, const std::string& op_type) {
-  registry.Register<VariadicKernel<Op, Types, kMean>>(Def(op_type, 7, {{0, DataTypesOf(Types{})}}));
+  registry.Register<VariadicKernel<Op, Types, kMean>>(Def(op_type, 1, {{0, DataTypesOf(Types{})}}));
 }
 
 }  // namespace
 
 void RegisterElementwiseKernels(KernelRegistry& registry) {
-  RegisterBinary<AddOp, NumericTypes>(registry, "Add", 7);
-  RegisterBinary<SubOp, NumericTypes>(registry, "Sub", 7);
-  RegisterBinary<MulOp, NumericTypes>(registry, "Mul", 7);
-  RegisterBinary<DivOp, NumericTypes>(registry, "Div", 7);
-  RegisterBinary<ModOp, NumericTypes>(registry, "Mod", 10);
+  RegisterBinary<AddOp, AllNumericTypes>(registry, "Add", 1);
+  RegisterBinary<SubOp, AllNumericTypes>(registry, "Sub", 1);
+  RegisterBinary<MulOp, AllNumericTypes>(registry, "Mul", 1);
+  RegisterBinary<DivOp, AllNumericTypes>(registry, "Div", 1);
+  RegisterBinary<ModOp, AllNumericTypes>(registry, "Mod", 10);
+  RegisterBinary<BitShiftOp, UnsignedTypes>(registry, "BitShift", 11);
   registry.Register<PowKernel>(
-      Def("Pow", 7, {{0, DataTypesOf(PowBaseTypes{})}, {1, DataTypesOf(PowExponentTypes{})}}));
+      Def("Pow", 1, {{0, DataTypesOf(PowBaseTypes{})}, {1, DataTypesOf(PowExponentTypes{})}}));
 
-  RegisterBinary<EqualOp, EqualityTypes>(registry, "Equal", 7);
-  RegisterBinary<LessOp, ComparableTypes>(registry, "Less", 7);
-  RegisterBinary<GreaterOp, ComparableTypes>(registry, "Greater", 7);
+  RegisterBinary<EqualOp, EqualityTypes>(registry, "Equal", 1);
+  RegisterBinary<LessOp, ComparableTypes>(registry, "Less", 1);
+  RegisterBinary<GreaterOp, ComparableTypes>(registry, "Greater", 1);
   RegisterBinary<LessOrEqualOp, ComparableTypes>(registry, "LessOrEqual", 12);
   RegisterBinary<GreaterOrEqualOp, ComparableTypes>(registry, "GreaterOrEqual", 12);
-  RegisterBinary<AndOp, TypeList<bool>>(registry, "And", 7);
-  RegisterBinary<OrOp, TypeList<bool>>(registry, "Or", 7);
-  RegisterBinary<XorOp, TypeList<bool>>(registry, "Xor", 7);
-  RegisterUnary<NotOp, TypeList<bool>>(registry, "Not", 7, kLatestOpset);
+  RegisterBinary<AndOp, TypeList<bool>>(registry, "And", 1);
+  RegisterBinary<OrOp, TypeList<bool>>(registry, "Or", 1);
+  RegisterBinary<XorOp, TypeList<bool>>(registry, "Xor", 1);
+  RegisterUnary<NotOp, TypeList<bool>>(registry, "Not", 1, kLatestOpset);
 
   const std::vector<DataType> any_types = DataTypesOf(AnyTypes{});
   registry.Register<WhereKernel>(Def("Where", 9, {{0, {DataType::kBool}}, {1, any_types}, {2, any_types}}));
 
-  RegisterVariadic<MaxOp, NumericTypes>(registry, "Max");
-  RegisterVariadic<MinOp, NumericTypes>(registry, "Min");
+  RegisterVariadic<MaxOp, AllNumericTypes>(registry, "Max");
+  RegisterVariadic<MinOp, AllNumericTypes>(registry, "Min");
   RegisterVariadic<AddOp, FloatTypes>(registry, "Sum");
   RegisterVariadic<AddOp, FloatTypes, true>(registry, "Mean");
 
-  RegisterUnary<NegOp, SignedNumericTypes>(registry, "Neg", 7, kLatestOpset);
-  RegisterUnary<AbsOp, NumericTypes>(registry, "Abs", 7, kLatestOpset);
-  RegisterUnary<SignOp, NumericTypes>(registry, "Sign", 9, kLatestOpset);
-  RegisterUnary<SqrtOp, FloatTypes>(registry, "Sqrt", 7, kLatestOpset);
-  RegisterUnary<ExpOp, FloatTypes>(registry, "Exp", 7, kLatestOpset);
-  RegisterUnary<LogOp, FloatTypes>(registry, "Log", 7, kLatestOpset);
-  RegisterUnary<ReciprocalOp, FloatTypes>(registry, "Reciprocal", 7, kLatestOpset);
-  RegisterUnary<FloorOp, FloatTypes>(registry, "Floor", 7, kLatestOpset);
-  RegisterUnary<CeilOp, FloatTypes>(registry, "Ceil", 7, kLatestOpset);
+  RegisterUnary<NegOp, SignedNumericTypes>(registry, "Neg", 1, kLatestOpset);
+  RegisterUnary<AbsOp, AllNumericTypes>(registry, "Abs", 1, kLatestOpset);
+  RegisterUnary<SignOp, AllNumericTypes>(registry, "Sign", 9, kLatestOpset);
+  RegisterUnary<SqrtOp, FloatTypes>(registry, "Sqrt", 1, kLatestOpset);
+  RegisterUnary<ExpOp, FloatTypes>(registry, "Exp", 1, kLatestOpset);
+  RegisterUnary<LogOp, FloatTypes>(registry, "Log", 1, kLatestOpset);
+  RegisterUnary<ReciprocalOp, FloatTypes>(registry, "Reciprocal", 1, kLatestOpset);
+  RegisterUnary<FloorOp, FloatTypes>(registry, "Floor", 1, kLatestOpset);
+  RegisterUnary<CeilOp, FloatTypes>(registry, "Ceil", 1, kLatestOpset);
   RegisterUnary<RoundOp, FloatTypes>(registry, "Round", 11, kLatestOpset);
   RegisterUnary<ErfOp, FloatTypes>(registry, "Erf", 9, kLatestOpset);
   RegisterUnary<SinOp, FloatTypes>(registry, "Sin", 7, kLatestOpset);
   RegisterUnary<CosOp, FloatTypes>(registry, "Cos", 7, kLatestOpset);
+  RegisterUnary<TanOp, FloatTypes>(registry, "Tan", 7, kLatestOpset);
+  RegisterUnary<AsinOp, FloatTypes>(registry, "Asin", 7, kLatestOpset);
+  RegisterUnary<AcosOp, FloatTypes>(registry, "Acos", 7, kLatestOpset);
+  RegisterUnary<AtanOp, FloatTypes>(registry, "Atan", 7, kLatestOpset);
+  RegisterUnary<SinhOp, FloatTypes>(registry, "Sinh", 9, kLatestOpset);
+  RegisterUnary<CoshOp, FloatTypes>(registry, "Cosh", 9, kLatestOpset);
+  RegisterUnary<AsinhOp, FloatTypes>(registry, "Asinh", 9, kLatestOpset);
+  RegisterUnary<AcoshOp, FloatTypes>(registry, "Acosh", 9, kLatestOpset);
+  RegisterUnary<AtanhOp, FloatTypes>(registry, "Atanh", 9, kLatestOpset);
+  RegisterUnary<ShrinkOp, AllNumericTypes>(registry, "Shrink", 9, kLatestOpset);
   RegisterUnary<IsNaNOp, FloatTypes>(registry, "IsNaN", 9, kLatestOpset);
   RegisterUnary<IsInfOp, FloatTypes>(registry, "IsInf", 10, kLatestOpset);
 }

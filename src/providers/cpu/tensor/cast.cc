@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <map>
 #include <string>
 #include <type_traits>
 
@@ -121,7 +122,20 @@ bool IsCastType(DataType type) {
   return std::find(types.begin(), types.end(), type) != types.end();
 }
 
-// Cast: the target type comes from attribute `to`.
+// Cast opset 1 names the target type as a string: the TensorProto.DataType enum name ("FLOAT").
+int64_t TypeFromEnumName(const Node& node, const std::string& name) {
+  static const std::map<std::string, DataType> kNames = {
+      {"FLOAT", DataType::kFloat},   {"UINT8", DataType::kUInt8},     {"INT8", DataType::kInt8},
+      {"UINT16", DataType::kUInt16}, {"INT16", DataType::kInt16},     {"INT32", DataType::kInt32},
+      {"INT64", DataType::kInt64},   {"STRING", DataType::kString},   {"BOOL", DataType::kBool},
+      {"FLOAT16", DataType::kFloat16}, {"DOUBLE", DataType::kDouble}, {"UINT32", DataType::kUInt32},
+      {"UINT64", DataType::kUInt64}, {"BFLOAT16", DataType::kBFloat16}};
+  const auto it = kNames.find(name);
+  if (it == kNames.end()) Fail(ErrorCode::kNotImplemented, node.Describe(), ": casting to data type ", name, " is not supported");
+  return static_cast<int64_t>(it->second);
+}
+
+// Cast: the target type comes from attribute `to` (an int, or before opset 6 a type name).
 class CastKernel : public Kernel {
  public:
   explicit CastKernel(const KernelInfo& info) : to_(TargetType(info.node())) {}
@@ -133,7 +147,9 @@ class CastKernel : public Kernel {
 
  private:
   static DataType TargetType(const Node& node) {
-    const int64_t to = node.GetInt("to");
+    const auto attribute = node.attributes.find("to");
+    const bool named = attribute != node.attributes.end() && attribute->second.type == Attribute::Type::kString;
+    const int64_t to = named ? TypeFromEnumName(node, attribute->second.s) : node.GetInt("to");
     const auto type = static_cast<DataType>(to);
     if (to < INT32_MIN || to > INT32_MAX || !IsKnownDataType(static_cast<int32_t>(to)) || !IsCastType(type))
       Fail(ErrorCode::kNotImplemented, node.Describe(), ": casting to data type ", to, " is not supported");
@@ -160,7 +176,7 @@ void RegisterCastKernels(KernelRegistry& registry) {
   const std::vector<DataType> types = DataTypesOf(CastTypes{});
   KernelDef cast;
   cast.op_type = "Cast";
-  cast.since_version = 7;
+  cast.since_version = 1;
   cast.until_version = kLatestOpset;
   cast.input_types = {{0, types}};
   registry.Register<CastKernel>(std::move(cast));

@@ -202,14 +202,14 @@ class UnsqueezeKernel : public Kernel {
   }
 };
 
-// Passes any value through (tensors, sequences, optionals) without copying.
+// Passes any value through (tensors, sequences, optionals) without copying. The input is required, so
+// a missing value is an empty optional, passed on as one.
 class IdentityKernel : public Kernel {
  public:
   explicit IdentityKernel(const KernelInfo&) {}
   void Compute(KernelContext& ctx) const override {
     const Value* input = ctx.InputValue(0);
-    if (input == nullptr) Fail(ErrorCode::kInvalidArgument, ctx.node().Describe(), ": input 0 is missing");
-    ctx.SetOutput(0, *input);
+    ctx.SetOutput(0, input != nullptr ? *input : Value());
   }
 };
 

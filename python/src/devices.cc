@@ -1,0 +1,181 @@
+// Hardware devices, EP devices and memory infos; EP plugin registration; device-name resolution for
+// OrtValues ("cpu", "cuda", "testing", "cuda_pinned", ...).
+#include <algorithm>
+#include <cctype>
+#include <optional>
+#include <sstream>
+
+#include "bindings.h"
+
+namespace tessera::python {
+
+namespace {
+
+constexpr const char* kPinnedSuffix = "_pinned";
+
+std::string Lowercase(std::string text) {
+  std::transform(text.begin(), text.end(), text.begin(), [](unsigned char c) { return std::tolower(c); });
+  return text;
+}
+
+// A snapshot of an EpDevice for Python (the Environment's object may go away with its plugin).
+struct PyEpDevice {
+  std::string ep_name, ep_vendor;
+  HardwareDevice device;
+  std::map<std::string, std::string> ep_metadata;
+  ProviderOptions ep_options;
+  MemoryInfo device_memory;
+  std::optional<MemoryInfo> host_accessible_memory;
+  int index = 0;  // among the EP devices of the same EP, in GetEpDevices order
+};
+
+std::vector<PyEpDevice> SnapshotEpDevices(Runtime& runtime) {
+  std::vector<PyEpDevice> out;
+  std::map<std::string, int> per_ep;
+  for (const EpDevice* d : runtime.env().GetEpDevices())
+    out.push_back({d->ep_name, d->ep_vendor, *d->device, d->ep_metadata, d->ep_options, d->device_memory,
+                   d->host_accessible_memory, per_ep[d->ep_name]++});
+  return out;
+}
+
+std::string AvailableDeviceNames(Runtime& runtime) {
+  std::ostringstream names;
+  names << "cpu";
+  for (const EpDevice* d : runtime.env().GetEpDevices()) {
+    const std::string name = ShortEpName(d->ep_name);
+    if (name == "cpu") continue;
+    names << ", " << name << ":" << d->device->ordinal;
+    if (d->host_accessible_memory) names << ", " << name << kPinnedSuffix << ":" << d->device->ordinal;
+  }
+  return names.str();
+}
+
+std::string MemoryTypeName(MemoryType type) { return type == MemoryType::kDefault ? "default" : "host_accessible"; }
+
+void BindMemoryInfo(py::module_& m) {
+  py::enum_<MemoryType>(m, "OrtDeviceMemoryType")
+      .value("DEFAULT", MemoryType::kDefault)
+      .value("HOST_ACCESSIBLE", MemoryType::kHostAccessible);
+  py::class_<MemoryInfo>(m, "MemoryInfo", "One memory space (device type, vendor, device ordinal, memory type).")
+      .def_readonly("name", &MemoryInfo::name)
+      .def_property_readonly("device_type", [](const MemoryInfo& i) { return std::string(DeviceTypeName(i.device_type)); })
+      .def_readonly("vendor_id", &MemoryInfo::vendor_id)
+      .def_readonly("device_id", &MemoryInfo::device_id)
+      .def_property_readonly("memory_type", [](const MemoryInfo& i) { return MemoryTypeName(i.memory_type); })
+      .def_readonly("alignment", &MemoryInfo::alignment)
+      .def_property_readonly("is_host_readable", &MemoryInfo::IsHostReadable)
+      .def("__eq__", [](const MemoryInfo& a, const MemoryInfo& b) { return a == b; })
+      .def("__hash__", [](const MemoryInfo& i) {
+        return py::hash(py::make_tuple(static_cast<int>(i.device_type), i.vendor_id, i.device_id,
+                                       static_cast<int>(i.memory_type), i.alignment));
+      })
+      .def("__repr__", [](const MemoryInfo& i) { return "MemoryInfo(" + i.ToString() + ")"; });
+}
+
+void BindHardwareDevices(py::module_& m) {
+  py::enum_<DeviceType>(m, "OrtHardwareDeviceType")
+      .value("CPU", DeviceType::kCpu)
+      .value("GPU", DeviceType::kGpu)
+      .value("NPU", DeviceType::kNpu);
+  py::class_<HardwareDevice>(m, "HardwareDevice", "A processor found on this machine.")
+      .def_readonly("type", &HardwareDevice::type)
+      .def_readonly("vendor_id", &HardwareDevice::vendor_id)
+      .def_readonly("device_id", &HardwareDevice::device_id)
+      .def_readonly("vendor", &HardwareDevice::vendor)
+      .def_readonly("metadata", &HardwareDevice::metadata)
+      .def_readonly("ordinal", &HardwareDevice::ordinal)
+      .def("__repr__", [](const HardwareDevice& d) {
+        std::ostringstream os;
+        os << "HardwareDevice(" << DeviceTypeName(d.type) << ", vendor=" << d.vendor << " 0x" << std::hex << d.vendor_id
+           << ", device_id=0x" << d.device_id << std::dec << ", ordinal=" << d.ordinal << ")";
+        return os.str();
+      });
+  py::class_<PyEpDevice>(m, "EpDevice", "An execution provider paired with a hardware device it drives.")
+      .def_readonly("ep_name", &PyEpDevice::ep_name)
+      .def_readonly("ep_vendor", &PyEpDevice::ep_vendor)
+      .def_readonly("device", &PyEpDevice::device)
+      .def_readonly("ep_metadata", &PyEpDevice::ep_metadata)
+      .def_readonly("ep_options", &PyEpDevice::ep_options)
+      .def_readonly("device_memory_info", &PyEpDevice::device_memory)
+      .def_readonly("host_accessible_memory_info", &PyEpDevice::host_accessible_memory)
+      .def_readonly("index", &PyEpDevice::index)
+      .def(
+          "memory_info",
+          [](const PyEpDevice& d, MemoryType type) -> std::optional<MemoryInfo> {
+            return type == MemoryType::kDefault ? std::optional<MemoryInfo>(d.device_memory) : d.host_accessible_memory;
+          },
+          py::arg("memory_type") = MemoryType::kDefault)
+      .def("__repr__", [](const PyEpDevice& d) {
+        return "EpDevice(" + d.ep_name + ", " + DeviceTypeName(d.device.type) + ":" + std::to_string(d.device.ordinal) +
+               ", " + d.device_memory.ToString() + ")";
+      });
+}
+
+}  // namespace
+
+std::string ShortEpName(const std::string& ep_name) {
+  const std::string suffix = "ExecutionProvider";
+  std::string core = ep_name;
+  if (core.size() > suffix.size() && core.ends_with(suffix)) core.resize(core.size() - suffix.size());
+  return Lowercase(core);
+}
+
+const EpDevice* FindEpDevice(Runtime& runtime, const std::string& ep_name, uint32_t ordinal) {
+  for (const EpDevice* d : runtime.env().GetEpDevices())
+    if (d->ep_name == ep_name && d->device->ordinal == ordinal) return d;
+  return nullptr;
+}
+
+const EpDevice* EpDeviceOwning(Runtime& runtime, const MemoryInfo& info) {
+  for (const EpDevice* d : runtime.env().GetEpDevices())
+    if (d->device_memory == info || (d->host_accessible_memory && *d->host_accessible_memory == info)) return d;
+  return nullptr;
+}
+
+MemoryInfo MemoryInfoForDevice(Runtime& runtime, const std::string& device_type, int device_id) {
+  std::string name = Lowercase(device_type);
+  if (name == "cpu") return MemoryInfo::Host();
+  if (name == "gpu") name = "cuda";
+  const bool pinned = name.size() > std::string(kPinnedSuffix).size() && name.ends_with(kPinnedSuffix);
+  if (pinned) name.resize(name.size() - std::string(kPinnedSuffix).size());
+  if (device_id >= 0)
+    for (const EpDevice* d : runtime.env().GetEpDevices()) {
+      if (ShortEpName(d->ep_name) != name || d->device->ordinal != static_cast<uint32_t>(device_id)) continue;
+      if (!pinned) return d->device_memory;
+      if (d->host_accessible_memory) return *d->host_accessible_memory;
+    }
+  Fail(ErrorCode::kInvalidArgument, "unknown device '", device_type, "' with id ", device_id,
+       " (available: ", AvailableDeviceNames(runtime), ")");
+}
+
+std::string DeviceNameOf(Runtime& runtime, const MemoryInfo& info) {
+  if (info.IsHostReadable()) return "cpu";
+  const EpDevice* owner = EpDeviceOwning(runtime, info);
+  return owner ? ShortEpName(owner->ep_name) : Lowercase(info.name);
+}
+
+void BindDevices(py::module_& m) {
+  BindMemoryInfo(m);
+  BindHardwareDevices(m);
+  m.def("get_hardware_devices", [] {
+    std::vector<HardwareDevice> out;
+    for (const HardwareDevice* h : GetRuntime()->env().GetHardwareDevices()) out.push_back(*h);
+    return out;
+  }, "Every processor found: the CPU, then the devices EP plugins discovered.");
+  m.def("get_ep_devices", [] { return SnapshotEpDevices(*GetRuntime()); },
+        "Every (execution provider, device) pair: the CPU EP first, then plugins in registration order.");
+  m.def("_ep_names", [] {
+    std::vector<std::string> names;
+    for (const EpDevice* d : GetRuntime()->env().GetEpDevices())
+      if (std::find(names.begin(), names.end(), d->ep_name) == names.end()) names.push_back(d->ep_name);
+    return names;
+  });
+  m.def("register_execution_provider_library", [](const std::string& name, const std::string& path) {
+    GetRuntime()->env().RegisterEpLibrary(name, path);
+  }, py::arg("registration_name"), py::arg("path"), "Loads an EP plugin library (libtessera_<name>.so).");
+  m.def("unregister_execution_provider_library", [](const std::string& name) {
+    GetRuntime()->env().UnregisterEpLibrary(name);
+  }, py::arg("registration_name"), "Unloads a plugin; its sessions and values must be gone first.");
+}
+
+}  // namespace tessera::python

@@ -1,0 +1,116 @@
+// SessionOptions, RunOptions and their enums, with onnxruntime's names.
+#include "bindings.h"
+
+namespace tessera::python {
+
+namespace {
+
+constexpr const char* kDisableSynchronizeKey = "disable_synchronize_execution_providers";
+
+LogLevel LogLevelFromSeverity(int severity) {
+  if (severity < 0 || severity > 4)
+    Fail(ErrorCode::kInvalidArgument, "log severity level must be 0 (verbose) .. 4 (fatal), got ", severity);
+  return static_cast<LogLevel>(severity);
+}
+
+std::string ConfigEntry(const std::map<std::string, std::string>& config, const std::string& key, const char* what) {
+  auto it = config.find(key);
+  if (it == config.end()) Fail(ErrorCode::kInvalidArgument, what, " has no configuration entry '", key, "'");
+  return it->second;
+}
+
+void BindEnums(py::module_& m) {
+  py::enum_<OptimizationLevel>(m, "GraphOptimizationLevel")
+      .value("ORT_DISABLE_ALL", OptimizationLevel::kNone)
+      .value("ORT_ENABLE_BASIC", OptimizationLevel::kBasic)
+      .value("ORT_ENABLE_EXTENDED", OptimizationLevel::kExtended)
+      .value("ORT_ENABLE_ALL", OptimizationLevel::kAll);
+  py::enum_<ExecutionMode>(m, "ExecutionMode")
+      .value("ORT_SEQUENTIAL", ExecutionMode::kSequential)
+      .value("ORT_PARALLEL", ExecutionMode::kParallel);
+  py::enum_<EpSelectionPolicy>(m, "OrtExecutionProviderDevicePolicy")
+      .value("DEFAULT", EpSelectionPolicy::kDefault)
+      .value("PREFER_CPU", EpSelectionPolicy::kPreferCpu)
+      .value("PREFER_NPU", EpSelectionPolicy::kPreferNpu)
+      .value("PREFER_GPU", EpSelectionPolicy::kPreferGpu)
+      .value("MAX_PERFORMANCE", EpSelectionPolicy::kMaxPerformance)
+      .value("MAX_EFFICIENCY", EpSelectionPolicy::kMaxEfficiency);
+}
+
+void BindSessionOptions(py::module_& m) {
+  using S = PySessionOptions;
+  py::class_<S>(m, "SessionOptions", "Options for creating an InferenceSession.")
+      .def(py::init<>())
+      .def_property(
+          "intra_op_num_threads", [](const S& s) { return s.options.intra_op_threads; },
+          [](S& s, int n) { s.options.intra_op_threads = n; })
+      .def_readwrite("inter_op_num_threads", &S::inter_op_threads)
+      .def_readwrite("execution_mode", &S::execution_mode)
+      .def_property(
+          "graph_optimization_level", [](const S& s) { return s.options.optimization_level; },
+          [](S& s, OptimizationLevel level) { s.options.optimization_level = level; })
+      .def_property(
+          "log_severity_level", [](const S& s) { return static_cast<int>(s.options.log_level); },
+          [](S& s, int level) { s.options.log_level = LogLevelFromSeverity(level); })
+      .def_readwrite("log_verbosity_level", &S::log_verbosity_level)
+      .def_property(
+          "logid", [](const S& s) { return s.options.log_id; }, [](S& s, std::string id) { s.options.log_id = id; })
+      .def_readwrite("enable_profiling", &S::enable_profiling)
+      .def_readwrite("enable_mem_pattern", &S::enable_mem_pattern)
+      .def_readwrite("enable_cpu_mem_arena", &S::enable_cpu_mem_arena)
+      .def_readwrite("optimized_model_filepath", &S::optimized_model_filepath)
+      .def("add_session_config_entry",
+           [](S& s, const std::string& key, const std::string& value) { s.options.config[key] = value; },
+           py::arg("config_key"), py::arg("config_value"))
+      .def("get_session_config_entry",
+           [](const S& s, const std::string& key) { return ConfigEntry(s.options.config, key, "SessionOptions"); },
+           py::arg("config_key"))
+      .def("set_provider_selection_policy", [](S& s, EpSelectionPolicy policy) { s.options.policy = policy; },
+           py::arg("policy"), "How EP devices are chosen when the session is given no providers.")
+      .def("add_provider",
+           [](S& s, const std::string& name, const ProviderOptions& options) { s.options.AddProvider(name, options); },
+           py::arg("provider_name"), py::arg("provider_options") = ProviderOptions{})
+      .def("add_provider_for_devices",
+           [](S& s, const py::list& ep_devices, const ProviderOptions& options) {
+             for (const py::handle d : ep_devices)
+               s.options.providers.push_back(
+                   {d.attr("ep_name").cast<std::string>(), options, d.attr("index").cast<int>()});
+           },
+           py::arg("ep_devices"), py::arg("provider_options") = ProviderOptions{},
+           "Adds the EP of each EpDevice (from get_ep_devices()) for that device.");
+}
+
+void BindRunOptions(py::module_& m) {
+  using R = PyRunOptions;
+  py::class_<R>(m, "RunOptions", "Options for one run; `terminate` may be set from another thread.")
+      .def(py::init<>())
+      .def_property(
+          "run_tag", [](const R& r) { return r.options.tag; }, [](R& r, std::string tag) { r.options.tag = tag; })
+      .def_property(
+          "log_severity_level", [](const R& r) { return static_cast<int>(r.options.log_level); },
+          [](R& r, int level) { r.options.log_level = LogLevelFromSeverity(level); })
+      .def_readwrite("log_verbosity_level", &R::log_verbosity_level)
+      .def_property(
+          "terminate", [](const R& r) { return r.options.terminate.load(); },
+          [](R& r, bool terminate) { r.options.terminate.store(terminate); })
+      .def_property_readonly("synchronize_execution_providers", [](const R& r) { return r.options.synchronize; })
+      .def("add_run_config_entry",
+           [](R& r, const std::string& key, const std::string& value) {
+             r.options.config[key] = value;
+             if (key == kDisableSynchronizeKey) r.options.synchronize = value != "1";
+           },
+           py::arg("config_key"), py::arg("config_value"))
+      .def("get_run_config_entry",
+           [](const R& r, const std::string& key) { return ConfigEntry(r.options.config, key, "RunOptions"); },
+           py::arg("config_key"));
+}
+
+}  // namespace
+
+void BindOptions(py::module_& m) {
+  BindEnums(m);
+  BindSessionOptions(m);
+  BindRunOptions(m);
+}
+
+}  // namespace tessera::python

@@ -1,0 +1,121 @@
+// tessera.OrtValue: a tensor in any memory space (host, a device, host-accessible memory), created from
+// numpy without copies on the host, copied to a device otherwise.
+#include <sstream>
+
+#include "bindings.h"
+
+namespace tessera::python {
+
+namespace {
+
+std::string TypeString(const Value& value) {
+  if (value.is_none()) return "none";
+  if (value.is_tensor()) return std::string("tensor(") + DataTypeName(value.tensor().type()) + ")";
+  const TensorSequence& seq = value.sequence();
+  return std::string("seq(tensor(") + (seq.empty() ? "undefined" : DataTypeName(seq[0].type())) + "))";
+}
+
+Tensor AllocateOn(Runtime& runtime, DataType type, const Shape& shape, const MemoryInfo& where) {
+  if (where == MemoryInfo::Host()) return Tensor::Allocate(type, shape);
+  if (type == DataType::kString) Fail(ErrorCode::kInvalidArgument, "string tensors can only live in host memory");
+  return Tensor::Allocate(type, shape, runtime.AllocatorFor(where));
+}
+
+py::object FromNumpy(const py::handle& array, const std::string& device_type, int device_id) {
+  std::shared_ptr<Runtime> runtime = GetRuntime();
+  py::object keepalive;
+  Tensor host = HostTensorFromArray(array, keepalive);
+  const MemoryInfo where = MemoryInfoForDevice(*runtime, device_type, device_id);
+  if (where == MemoryInfo::Host()) {
+    if (!host.is_borrowed()) keepalive = py::object();  // strings: the tensor owns its copy
+    return py::cast(PyOrtValue{runtime, Value(host), keepalive});
+  }
+  Tensor placed = AllocateOn(*runtime, host.type(), host.shape(), where);
+  {
+    py::gil_scoped_release release;
+    runtime->Copy(host, placed);
+  }
+  return py::cast(PyOrtValue{runtime, Value(placed), py::object()});
+}
+
+py::object FromShapeAndType(const py::handle& shape, const py::handle& element_type, const std::string& device_type,
+                            int device_id) {
+  std::shared_ptr<Runtime> runtime = GetRuntime();
+  const MemoryInfo where = MemoryInfoForDevice(*runtime, device_type, device_id);
+  Tensor tensor = AllocateOn(*runtime, DataTypeFromObject(element_type), ShapeFromSequence(shape), where);
+  return py::cast(PyOrtValue{runtime, Value(tensor), py::object()});
+}
+
+void UpdateInplace(PyOrtValue& self, const py::handle& array) {
+  py::object keepalive;
+  const Tensor source = HostTensorFromArray(array, keepalive);
+  Tensor target = self.tensor();
+  if (source.type() != target.type() || source.NumElements() != target.NumElements())
+    Fail(ErrorCode::kInvalidArgument, "update_inplace: the array (", source.Describe(), ") must match the value (",
+         target.Describe(), ") in element type and element count");
+  py::gil_scoped_release release;
+  self.runtime->Copy(source, target);
+}
+
+py::array ToNumpy(const py::object& self_object) {
+  PyOrtValue& self = self_object.cast<PyOrtValue&>();
+  const Tensor& tensor = self.tensor();
+  if (tensor.memory_info().IsHostReadable()) return ArrayViewOfHostTensor(tensor, self_object);
+  return ArrayFromTensor(*self.runtime, tensor);
+}
+
+std::string Repr(const PyOrtValue& self) {
+  std::ostringstream os;
+  os << "OrtValue(";
+  if (self.value.is_tensor())
+    os << self.value.tensor().Describe();
+  else
+    os << TypeString(self.value);
+  os << ")";
+  return os.str();
+}
+
+}  // namespace
+
+const Tensor& PyOrtValue::tensor() const {
+  if (!value.is_tensor()) Fail(ErrorCode::kInvalidArgument, "the OrtValue holds ", TypeString(value), ", not a tensor");
+  return value.tensor();
+}
+
+Value ValueFromFeed(const py::handle& feed, py::object& keepalive) {
+  if (py::isinstance<PyOrtValue>(feed)) {
+    keepalive = py::reinterpret_borrow<py::object>(feed);
+    return feed.cast<const PyOrtValue&>().value;
+  }
+  return Value(HostTensorFromArray(feed, keepalive));
+}
+
+py::object WrapOrtValue(Value value, py::object keepalive) {
+  return py::cast(PyOrtValue{GetRuntime(), std::move(value), std::move(keepalive)});
+}
+
+void BindValue(py::module_& m) {
+  py::class_<PyOrtValue>(m, "OrtValue", "A tensor in host or device memory.")
+      .def_static("ortvalue_from_numpy", &FromNumpy, py::arg("numpy_obj"), py::arg("device_type") = "cpu",
+                  py::arg("device_id") = 0,
+                  "A value holding the array: shares its memory on the CPU (when C-contiguous and aligned), "
+                  "copies it to other devices.")
+      .def_static("ortvalue_from_shape_and_type", &FromShapeAndType, py::arg("shape"), py::arg("element_type"),
+                  py::arg("device_type") = "cpu", py::arg("device_id") = 0,
+                  "An uninitialized tensor allocated on the device.")
+      .def("update_inplace", &UpdateInplace, py::arg("np_arr"),
+           "Copies the array into this value's existing buffer (any device); type and size must match.")
+      .def("numpy", &ToNumpy, "A numpy array: a view of host memory, a copy of device memory.")
+      .def("data_ptr", [](const PyOrtValue& v) { return reinterpret_cast<uintptr_t>(v.tensor().raw_data()); })
+      .def("device_name", [](const PyOrtValue& v) { return DeviceNameOf(*v.runtime, v.tensor().memory_info()); })
+      .def("memory_info", [](const PyOrtValue& v) { return v.tensor().memory_info(); })
+      .def("shape", [](const PyOrtValue& v) { return v.tensor().shape().dims(); })
+      .def("data_type", [](const PyOrtValue& v) { return TypeString(v.value); })
+      .def("element_type", [](const PyOrtValue& v) { return DtypeFromDataType(v.tensor().type()).attr("type"); })
+      .def("is_tensor", [](const PyOrtValue& v) { return v.value.is_tensor(); })
+      .def("is_tensor_sequence", [](const PyOrtValue& v) { return v.value.is_sequence(); })
+      .def("has_value", [](const PyOrtValue& v) { return !v.value.is_none(); })
+      .def("__repr__", &Repr);
+}
+
+}  // namespace tessera::python

@@ -1,0 +1,271 @@
+// MatMulInteger and QLinearMatMul (opset 10): numpy-style batched matrix products of 8-bit tensors with
+// int32 accumulation. Zero points (and, for QLinearMatMul, scales) are per tensor, per row of A / per
+// column of B ([M] / [N]), or per batch and row / column ([..., M, 1] / [..., 1, N]). QLinearMatMul
+// requantizes each sum as saturate(round_half_even(sum * a_scale * b_scale / y_scale) + y_zero_point).
+#include <tuple>
+
+#include "providers/cpu/cpu_kernels.h"
+#include "providers/cpu/quantization/quantize_common.h"
+
+namespace tessera::cpu {
+namespace {
+
+// Operand shapes resolved the numpy.matmul way: 1-D operands are promoted to a matrix and the batch
+// dimensions broadcast. Output batch b reads batch a_batch[b] of A and b_batch[b] of B.
+struct MatMulGeometry {
+  int64_t m = 1, k = 1, n = 1;
+  int64_t a_batches = 1, b_batches = 1;
+  std::vector<int64_t> a_batch, b_batch;
+  Shape output;
+};
+
+// Flattened index into `dims` (a broadcast operand's batch shape, right-aligned) of output batch `index`.
+int64_t BroadcastIndex(const std::vector<int64_t>& out_dims, const std::vector<int64_t>& dims, int64_t index) {
+  int64_t result = 0, stride = 1;
+  for (size_t i = 0; i < out_dims.size(); ++i) {
+    const size_t axis = out_dims.size() - 1 - i;
+    const int64_t coord = index % out_dims[axis];
+    index /= out_dims[axis];
+    if (i >= dims.size()) continue;
+    const int64_t dim = dims[dims.size() - 1 - i];
+    result += (dim == 1 ? 0 : coord) * stride;
+    stride *= dim;
+  }
+  return result;
+}
+
+MatMulGeometry ResolveMatMul(const Node& node, const Shape& a, const Shape& b) {
+  if (a.rank() == 0 || b.rank() == 0)
+    Fail(ErrorCode::kInvalidArgument, node.Describe(), ": operands must have rank >= 1, got A ", a.ToString(), " and B ",
+         b.ToString());
+  MatMulGeometry g;
+  std::vector<int64_t> a_dims = a.dims(), b_dims = b.dims();
+  if (a.rank() == 1) a_dims.insert(a_dims.begin(), 1);
+  if (b.rank() == 1) b_dims.push_back(1);
+  g.m = a_dims[a_dims.size() - 2];
+  g.k = a_dims.back();
+  g.n = b_dims.back();
+  if (b_dims[b_dims.size() - 2] != g.k)
+    Fail(ErrorCode::kInvalidArgument, node.Describe(), ": inner dimensions differ: A ", a.ToString(), ", B ",
+         b.ToString());
+  const std::vector<int64_t> a_batch_dims(a_dims.begin(), a_dims.end() - 2), b_batch_dims(b_dims.begin(), b_dims.end() - 2);
+  std::vector<int64_t> out_batch(std::max(a_batch_dims.size(), b_batch_dims.size()), 1);
+  for (size_t i = 0; i < out_batch.size(); ++i) {
+    const int64_t da = i < a_batch_dims.size() ? a_batch_dims[a_batch_dims.size() - 1 - i] : 1;
+    const int64_t db = i < b_batch_dims.size() ? b_batch_dims[b_batch_dims.size() - 1 - i] : 1;
+    if (da != db && da != 1 && db != 1)
+      Fail(ErrorCode::kInvalidArgument, node.Describe(), ": batch dimensions do not broadcast: A ", a.ToString(),
+           ", B ", b.ToString());
+    out_batch[out_batch.size() - 1 - i] = da == 1 ? db : da;
+  }
+  g.a_batches = Shape(a_batch_dims).NumElements();
+  g.b_batches = Shape(b_batch_dims).NumElements();
+  const int64_t batches = Shape(out_batch).NumElements();
+  for (int64_t i = 0; i < batches; ++i) {
+    g.a_batch.push_back(BroadcastIndex(out_batch, a_batch_dims, i));
+    g.b_batch.push_back(BroadcastIndex(out_batch, b_batch_dims, i));
+  }
+  std::vector<int64_t> out = out_batch;
+  if (a.rank() > 1) out.push_back(g.m);
+  if (b.rank() > 1) out.push_back(g.n);
+  g.output = Shape(std::move(out));
+  return g;
+}
+
+// A per-tensor, per-row (A) or per-column (B) parameter: value(batch, i) = values[batch * batch_stride + i * stride].
+template <typename V>
+struct LineParameter {
+  std::vector<V> values;
+  int64_t batch_stride = 0, stride = 0;
+  V at(int64_t batch, int64_t i) const { return values[static_cast<size_t>(batch * batch_stride + i * stride)]; }
+};
+
+// Accepts a scalar, a 1-D tensor of `lines` values, or the operand's batch shape with `lines` along
+// `line_axis_from_end` (2: rows of A as [..., M, 1]; 1: columns of B as [..., 1, N]).
+template <typename V>
+LineParameter<V> MakeLineParameter(const Node& node, std::vector<V> values, const Shape& shape, const Shape& operand,
+                                   int64_t lines, int line_axis_from_end, const char* what) {
+  LineParameter<V> p{std::move(values), 0, 0};
+  const int64_t count = shape.NumElements();
+  if (count == 1 && shape.rank() <= 1) return p;
+  if (shape.rank() == 1 && count == lines) {
+    p.stride = 1;
+    return p;
+  }
+  if (shape.rank() == operand.rank() && operand.rank() >= 2) {
+    Shape expected = operand;
+    expected[operand.rank() - (line_axis_from_end == 2 ? 1 : 2)] = 1;
+    if (shape == expected) {
+      p.stride = 1;
+      p.batch_stride = lines;
+      return p;
+    }
+  }
+  Fail(ErrorCode::kInvalidArgument, node.Describe(), ": ", what, " ", shape.ToString(), " must be a scalar, a 1-D tensor of ",
+       lines, " values or per batch and ", line_axis_from_end == 2 ? "row" : "column", " for operand ",
+       operand.ToString());
+}
+
+// B minus its zero points as int16, one [K x N] matrix per batch of B.
+template <typename TB>
+std::vector<int16_t> PackB(const ThreadPool& pool, const MatMulGeometry& g, const TB* b,
+                           const LineParameter<int32_t>& b_zero) {
+  std::vector<int16_t> packed(static_cast<size_t>(g.b_batches * g.k * g.n));
+  pool.ParallelFor(g.b_batches * g.k, std::max<int64_t>(1, 16384 / std::max<int64_t>(1, g.n)), [&](int64_t begin, int64_t end) {
+    for (int64_t row = begin; row < end; ++row) {
+      const int64_t batch = row / g.k;
+      const TB* in = b + row * g.n;
+      int16_t* out = packed.data() + row * g.n;
+      for (int64_t j = 0; j < g.n; ++j) out[j] = static_cast<int16_t>(in[j] - b_zero.at(batch, j));
+    }
+  });
+  return packed;
+}
+
+// Computes every output row block: sink(out_batch, first_row, rows, const int32_t* sums [rows x N]) or,
+// when `direct` is set, writes the sums straight into direct[(batch * M + row) * N].
+template <typename TA, typename TB, typename Sink>
+void IntegerMatMul(const ThreadPool& pool, const MatMulGeometry& g, const TA* a, const TB* b,
+                   const LineParameter<int32_t>& a_zero, const LineParameter<int32_t>& b_zero, int32_t* direct,
+                   Sink&& sink) {
+  const std::vector<int16_t> packed_b = PackB(pool, g, b, b_zero);
+  constexpr int64_t kRowBlock = 16;
+  const int64_t blocks_per_batch = (g.m + kRowBlock - 1) / kRowBlock;
+  const int64_t tasks = static_cast<int64_t>(g.a_batch.size()) * blocks_per_batch;
+  const int64_t work_per_task = kRowBlock * std::max<int64_t>(1, g.k * g.n);
+  pool.ParallelFor(tasks, std::max<int64_t>(1, 262144 / work_per_task), [&](int64_t begin, int64_t end) {
+    std::vector<int16_t> a_rows(static_cast<size_t>(kRowBlock * g.k));
+    std::vector<int32_t> sums(direct ? 0 : static_cast<size_t>(kRowBlock * g.n));
+    for (int64_t task = begin; task < end; ++task) {
+      const int64_t batch = task / blocks_per_batch, first = (task % blocks_per_batch) * kRowBlock;
+      const int64_t rows = std::min(kRowBlock, g.m - first), a_batch = g.a_batch[static_cast<size_t>(batch)];
+      for (int64_t r = 0; r < rows; ++r) {
+        const TA* in = a + (a_batch * g.m + first + r) * g.k;
+        const int32_t zero = a_zero.at(a_batch, first + r);
+        for (int64_t kk = 0; kk < g.k; ++kk) a_rows[static_cast<size_t>(r * g.k + kk)] = static_cast<int16_t>(in[kk] - zero);
+      }
+      const int16_t* b_matrix = packed_b.data() + g.b_batch[static_cast<size_t>(batch)] * g.k * g.n;
+      int32_t* out = direct ? direct + (batch * g.m + first) * g.n : sums.data();
+      GemmInt16(a_rows.data(), b_matrix, out, rows, g.n, g.k, g.n, g.n);
+      if (!direct) sink(batch, first, rows, sums.data());
+    }
+  });
+}
+
+// Calls fn.template operator()<T>() for int8 or uint8.
+template <typename Fn>
+void Visit8Bit(const Node& node, DataType type, const char* what, Fn&& fn) {
+  if (type == DataType::kUInt8) return fn.template operator()<uint8_t>();
+  if (type == DataType::kInt8) return fn.template operator()<int8_t>();
+  Fail(ErrorCode::kNotImplemented, node.Describe(), ": ", what, " of type ", DataTypeName(type), " is not supported");
+}
+
+void CheckZeroPointType(const Node& node, const Tensor* zero_point, const Tensor& operand, const char* what) {
+  if (zero_point && zero_point->type() != operand.type())
+    Fail(ErrorCode::kInvalidArgument, node.Describe(), ": ", what, " is ", DataTypeName(zero_point->type()),
+         " but its operand is ", DataTypeName(operand.type()));
+}
+
+LineParameter<int32_t> ZeroPointParameter(const Node& node, const Tensor* zero_point, const Shape& operand,
+                                          int64_t lines, int line_axis_from_end, const char* what) {
+  if (!zero_point) return {{0}, 0, 0};
+  return MakeLineParameter(node, ReadZeroPoints(node, zero_point, what), zero_point->shape(), operand, lines,
+                           line_axis_from_end, what);
+}
+
+class MatMulInteger : public Kernel {
+ public:
+  explicit MatMulInteger(const KernelInfo&) {}
+
+  void Compute(KernelContext& ctx) const override {
+    const Node& node = ctx.node();
+    const Tensor& a = ctx.Input(0);
+    const Tensor& b = ctx.Input(1);
+    const Tensor* a_zp = ctx.OptionalInput(2);
+    const Tensor* b_zp = ctx.OptionalInput(3);
+    CheckZeroPointType(node, a_zp, a, "a_zero_point");
+    CheckZeroPointType(node, b_zp, b, "b_zero_point");
+    const MatMulGeometry g = ResolveMatMul(node, a.shape(), b.shape());
+    const auto a_zero = ZeroPointParameter(node, a_zp, a.shape(), g.m, 2, "a_zero_point");
+    const auto b_zero = ZeroPointParameter(node, b_zp, b.shape(), g.n, 1, "b_zero_point");
+    Tensor& y = ctx.Output(0, DataType::kInt32, g.output);
+    if (y.NumElements() == 0) return;
+    Visit8Bit(node, a.type(), "A", [&]<typename TA>() {
+      Visit8Bit(node, b.type(), "B", [&]<typename TB>() {
+        IntegerMatMul(ctx.thread_pool(), g, a.Data<TA>(), b.Data<TB>(), a_zero, b_zero, y.Data<int32_t>(),
+                      [](int64_t, int64_t, int64_t, const int32_t*) {});
+      });
+    });
+  }
+};
+
+class QLinearMatMul : public Kernel {
+ public:
+  explicit QLinearMatMul(const KernelInfo&) {}
+
+  void Compute(KernelContext& ctx) const override {
+    const Node& node = ctx.node();
+    const Tensor& a = ctx.Input(0);
+    const Tensor& b = ctx.Input(3);
+    const Tensor& y_zp = ctx.Input(7);
+    CheckZeroPointType(node, &ctx.Input(2), a, "a_zero_point");
+    CheckZeroPointType(node, &ctx.Input(5), b, "b_zero_point");
+    const MatMulGeometry g = ResolveMatMul(node, a.shape(), b.shape());
+    const auto a_zero = ZeroPointParameter(node, &ctx.Input(2), a.shape(), g.m, 2, "a_zero_point");
+    const auto b_zero = ZeroPointParameter(node, &ctx.Input(5), b.shape(), g.n, 1, "b_zero_point");
+    const auto a_scale = MakeLineParameter(node, ReadScales(node, ctx.Input(1), "a_scale"), ctx.Input(1).shape(),
+                                           a.shape(), g.m, 2, "a_scale");
+    const auto b_scale = MakeLineParameter(node, ReadScales(node, ctx.Input(4), "b_scale"), ctx.Input(4).shape(),
+                                           b.shape(), g.n, 1, "b_scale");
+    CheckChannelParameter(node, ctx.Input(6).shape(), 1, "y_scale", "tensor");
+    CheckChannelParameter(node, y_zp.shape(), 1, "y_zero_point", "tensor");
+    const float y_scale = ReadScales(node, ctx.Input(6), "y_scale")[0];
+    const float y_zero = static_cast<float>(ReadZeroPoints(node, &y_zp, "y_zero_point")[0]);
+    Tensor& y = ctx.Output(0, y_zp.type(), g.output);
+    if (y.NumElements() == 0) return;
+    Visit8Bit(node, a.type(), "a", [&]<typename TA>() {
+      Visit8Bit(node, b.type(), "b", [&]<typename TB>() {
+        Visit8Bit(node, y_zp.type(), "y", [&]<typename TY>() {
+          TY* out = y.Data<TY>();
+          auto requantize = [&](int64_t batch, int64_t first, int64_t rows, const int32_t* sums) {
+            const int64_t a_batch = g.a_batch[static_cast<size_t>(batch)], b_batch = g.b_batch[static_cast<size_t>(batch)];
+            for (int64_t r = 0; r < rows; ++r) {
+              const float a_s = a_scale.at(a_batch, first + r);
+              const int32_t* sum = sums + r * g.n;
+              TY* row = out + (batch * g.m + first + r) * g.n;
+              for (int64_t j = 0; j < g.n; ++j) {
+                const float multiplier = a_s * b_scale.at(b_batch, j) / y_scale;
+                row[j] = QuantizeValue<TY>(static_cast<float>(sum[j]) * multiplier, y_zero);
+              }
+            }
+          };
+          IntegerMatMul(ctx.thread_pool(), g, a.Data<TA>(), b.Data<TB>(), a_zero, b_zero, nullptr, requantize);
+        });
+      });
+    });
+  }
+};
+
+}  // namespace
+
+void RegisterIntegerMatMulKernels(KernelRegistry& registry) {
+  const std::vector<DataType> q8{DataType::kInt8, DataType::kUInt8};
+  KernelDef integer;
+  integer.op_type = "MatMulInteger";
+  integer.since_version = 10;
+  integer.input_types = {{0, q8}, {1, q8}, {2, q8}, {3, q8}};
+  registry.Register<MatMulInteger>(std::move(integer));
+
+  // Opset 21 adds float16/bfloat16 scales (and float8 operands, which Tessera has no type for).
+  const std::vector<DataType> f32{DataType::kFloat}, reals{DataType::kFloat, DataType::kFloat16, DataType::kBFloat16};
+  for (const auto& [since, until, scales] : {std::tuple{10, 20, f32}, std::tuple{21, INT_MAX, reals}}) {
+    KernelDef qlinear;
+    qlinear.op_type = "QLinearMatMul";
+    qlinear.since_version = since;
+    qlinear.until_version = until;
+    qlinear.input_types = {{0, q8}, {1, scales}, {2, q8}, {3, q8}, {4, scales}, {5, q8}, {6, scales}, {7, q8}};
+    registry.Register<QLinearMatMul>(std::move(qlinear));
+  }
+}
+
+}  // namespace tessera::cpu

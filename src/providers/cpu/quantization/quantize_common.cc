@@ -1,0 +1,77 @@
+#include "providers/cpu/quantization/quantize_common.h"
+
+#include "tessera/status.h"
+
+namespace tessera::cpu {
+
+std::vector<float> ReadScales(const Node& node, const Tensor& t, const char* what) {
+  std::vector<float> out(static_cast<size_t>(t.NumElements()));
+  switch (t.type()) {
+    case DataType::kFloat:
+      std::copy_n(t.Data<float>(), out.size(), out.begin());
+      break;
+    case DataType::kFloat16:
+      for (size_t i = 0; i < out.size(); ++i) out[i] = ToFloat(t.Data<Float16>()[i]);
+      break;
+    case DataType::kBFloat16:
+      for (size_t i = 0; i < out.size(); ++i) out[i] = ToFloat(t.Data<BFloat16>()[i]);
+      break;
+    default:
+      Fail(ErrorCode::kInvalidArgument, node.Describe(), ": ", what, " must be float, float16 or bfloat16, got ",
+           DataTypeName(t.type()));
+  }
+  return out;
+}
+
+std::vector<int32_t> ReadZeroPoints(const Node& node, const Tensor* t, const char* what) {
+  if (!t) return {0};
+  std::vector<int32_t> out(static_cast<size_t>(t->NumElements()));
+  auto widen = [&](const auto* data) {
+    for (size_t i = 0; i < out.size(); ++i) out[i] = static_cast<int32_t>(data[i]);
+  };
+  switch (t->type()) {
+    case DataType::kInt8: widen(t->Data<int8_t>()); break;
+    case DataType::kUInt8: widen(t->Data<uint8_t>()); break;
+    case DataType::kInt16: widen(t->Data<int16_t>()); break;
+    case DataType::kUInt16: widen(t->Data<uint16_t>()); break;
+    case DataType::kInt32: widen(t->Data<int32_t>()); break;
+    default:
+      Fail(ErrorCode::kInvalidArgument, node.Describe(), ": ", what, " has unsupported type ", DataTypeName(t->type()));
+  }
+  return out;
+}
+
+bool CheckChannelParameter(const Node& node, const Shape& shape, int64_t channels, const char* what,
+                           const char* channel_name) {
+  const int64_t count = shape.NumElements();
+  if (shape.rank() <= 1 && count == 1) return false;
+  if (shape.rank() == 1 && count == channels) return true;
+  Fail(ErrorCode::kInvalidArgument, node.Describe(), ": ", what, " ", shape.ToString(),
+       " must be a scalar or a 1-D tensor with one value per ", channel_name, " (", channels, ")");
+}
+
+void GemmInt16(const int16_t* a, const int16_t* b, int32_t* c, int64_t rows, int64_t n, int64_t k, int64_t ldb,
+               int64_t ldc) {
+  // Column tiles keep the touched part of B and the C row in cache while k advances.
+  constexpr int64_t kTile = 256;
+  for (int64_t n0 = 0; n0 < n; n0 += kTile) {
+    const int64_t width = std::min(kTile, n - n0);
+    for (int64_t r = 0; r < rows; ++r) {
+      int32_t* __restrict c_row = c + r * ldc + n0;
+      std::fill(c_row, c_row + width, 0);
+      const int16_t* a_row = a + r * k;
+      for (int64_t kk = 0; kk < k; ++kk) {
+        const int32_t av = a_row[kk];
+        const int16_t* __restrict b_row = b + kk * ldb + n0;
+        for (int64_t j = 0; j < width; ++j) c_row[j] += av * b_row[j];
+      }
+    }
+  }
+}
+
+void ForRange(const ThreadPool* pool, int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& fn) {
+  if (pool) pool->ParallelFor(n, grain, fn);
+  else if (n > 0) fn(0, n);
+}
+
+}  // namespace tessera::cpu

@@ -1,0 +1,56 @@
+// Pieces shared by the quantized CPU kernels (QuantizeLinear, QLinearMatMul, QLinearConv, ...):
+// saturating round-half-to-even quantization, scale and zero-point parameters read as per-tensor or
+// per-channel vectors, and an int32-accumulating GEMM over zero-point-corrected int16 operands.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <functional>
+#include <limits>
+#include <vector>
+
+#include "tessera/ep/kernel.h"
+#include "tessera/ep/thread_pool.h"
+
+namespace tessera::cpu {
+
+// Rounds half to even for |v| <= 2^22 without a library call, so loops vectorize: adding 1.5 * 2^23
+// leaves no fraction bits and the FPU's default round-to-nearest-even mode does the rounding.
+inline float RoundHalfToEven(float v) {
+  constexpr float kMagic = 12582912.0f;
+  return (v + kMagic) - kMagic;
+}
+
+// round(scaled) + zero_point saturated to Q's range (Q is an 8- or 16-bit integer). Clamping `scaled`
+// first keeps RoundHalfToEven in its exact range without changing any saturated result; NaN maps to
+// Q's minimum.
+template <typename Q>
+inline Q QuantizeValue(float scaled, float zero_point) {
+  constexpr float kLimit = 4194304.0f;  // 2^22
+  constexpr float kMin = static_cast<float>(std::numeric_limits<Q>::min());
+  constexpr float kMax = static_cast<float>(std::numeric_limits<Q>::max());
+  const float clamped = std::max(-kLimit, std::min(scaled, kLimit));
+  const float shifted = RoundHalfToEven(clamped) + zero_point;
+  return static_cast<Q>(std::max(kMin, std::min(shifted, kMax)));
+}
+
+// Scales (float, float16 or bfloat16 tensors) converted to float; throws naming `what` for other types.
+std::vector<float> ReadScales(const Node& node, const Tensor& t, const char* what);
+// Zero points of an integer tensor widened to int32; an omitted input reads as one zero.
+std::vector<int32_t> ReadZeroPoints(const Node& node, const Tensor* t, const char* what);
+
+// Checks that a per-tensor or per-channel parameter has 1 or `channels` elements (and rank <= 1);
+// returns whether it is per-channel.
+bool CheckChannelParameter(const Node& node, const Shape& shape, int64_t channels, const char* what,
+                           const char* channel_name);
+
+// C[rows x n] = A[rows x k] * B[k x n] with int32 accumulation; A is dense row-major, B and C rows
+// are ldb and ldc elements apart. int16 operands hold zero-point-corrected 8-bit values, so products
+// fit and sums over k < 2^15 never overflow. The inner loop runs along n, which the compiler vectorizes.
+void GemmInt16(const int16_t* a, const int16_t* b, int32_t* c, int64_t rows, int64_t n, int64_t k, int64_t ldb,
+               int64_t ldc);
+
+// Runs fn(begin, end) over [0, n) on `pool`, or inline when `pool` is null (already inside a task).
+void ForRange(const ThreadPool* pool, int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& fn);
+
+}  // namespace tessera::cpu

@@ -1,0 +1,45 @@
+// The CUDA execution provider: one instance per session, on one GPU.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "providers/cuda/cuda_handles.h"
+#include "providers/cuda/cuda_provider_options.h"
+#include "providers/cuda/cuda_transfer.h"
+#include "tessera/ep/execution_provider.h"
+
+namespace tessera::cuda {
+
+class CudaExecutionProvider : public ExecutionProvider {
+ public:
+  // Throws kInvalidArgument when `options.device_id` names another GPU than `ordinal`.
+  CudaExecutionProvider(int ordinal, const CudaProviderOptions& options);
+
+  const std::string& type() const override { return type_; }
+  const KernelRegistry& kernels() const override { return kernels_; }
+  const MemoryInfo& memory_info() const override { return device_memory_; }
+  AllocatorPtr allocator(MemoryType type) override;
+  DataTransfer* data_transfer() override { return &transfer_; }
+  // A new non-blocking stream, or a non-owning wrapper of user_compute_stream when that option is set.
+  std::unique_ptr<Stream> CreateStream() override;
+  // Nodes with a CUDA kernel whose attributes the kernel supports (see NodeIsSupported).
+  std::vector<size_t> GetCapability(const Graph& graph, const std::set<size_t>& unassigned) const override;
+
+  int ordinal() const { return ordinal_; }
+  const CudaProviderOptions& options() const { return options_; }
+  LibraryHandles& handles() const { return handles_; }
+
+ private:
+  const std::string type_;
+  int ordinal_;
+  CudaProviderOptions options_;
+  MemoryInfo device_memory_;
+  KernelRegistry kernels_;
+  AllocatorPtr device_allocator_;
+  AllocatorPtr pinned_allocator_;
+  CudaDataTransfer transfer_;
+  mutable LibraryHandles handles_;
+};
+
+}  // namespace tessera::cuda

@@ -1,0 +1,37 @@
+// The CUDA EP's provider options: string key/values parsed and validated into typed settings.
+//
+// Every key ONNX Runtime's CUDA EP documents for this feature set is accepted; an unknown key or a
+// malformed value throws Error(kInvalidArgument) naming the key. docs/CUDA.md says which options take
+// effect today and which are accepted but not yet acted on.
+#pragma once
+
+#include <cstddef>
+#include <string>
+
+#include "tessera/arena.h"
+#include "tessera/ep/ep_factory.h"
+
+namespace tessera::cuda {
+
+enum class ConvAlgoSearch { kExhaustive, kHeuristic, kDefault };
+
+struct CudaProviderOptions {
+  int device_id = 0;
+  bool device_id_set = false;
+  size_t gpu_mem_limit = 0;  // bytes; 0 = no limit
+  ArenaExtendStrategy arena_extend_strategy = ArenaExtendStrategy::kNextPowerOfTwo;
+  ConvAlgoSearch cudnn_conv_algo_search = ConvAlgoSearch::kExhaustive;
+  bool do_copy_in_default_stream = true;
+  bool cudnn_conv_use_max_workspace = true;
+  bool cudnn_conv1d_pad_to_nc1d = false;
+  bool enable_cuda_graph = false;
+  bool enable_skip_layer_norm_strict_mode = false;
+  void* user_compute_stream = nullptr;  // a cudaStream_t owned by the caller
+  bool use_tf32 = true;
+  bool prefer_nhwc = false;
+};
+
+// Throws Error(kInvalidArgument) naming the key for an unknown key or a bad value.
+CudaProviderOptions ParseProviderOptions(const ProviderOptions& options);
+
+}  // namespace tessera::cuda

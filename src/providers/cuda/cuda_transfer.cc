@@ -1,0 +1,136 @@
+#include "providers/cuda/cuda_transfer.h"
+
+#include <condition_variable>
+#include <deque>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "providers/cuda/cuda_common.h"
+#include "providers/cuda/cuda_stream.h"
+
+namespace tessera::cuda {
+
+namespace {
+
+using KeptTensors = std::vector<Tensor>;
+
+// Destroys tensors handed over from CUDA host functions on an ordinary thread, where releasing their
+// memory (possibly cudaFree) is allowed. Process-wide, started on first use.
+class Releaser {
+ public:
+  static Releaser& Get() {
+    static Releaser* releaser = new Releaser();  // never destroyed: host functions may run at exit
+    return *releaser;
+  }
+
+  void Hand(KeptTensors* kept) {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      pending_.push_back(kept);
+    }
+    ready_.notify_one();
+  }
+
+ private:
+  Releaser() : worker_([this] { Work(); }) { worker_.detach(); }
+
+  void Work() {
+    std::unique_lock<std::mutex> lock(mutex_);
+    for (;;) {
+      ready_.wait(lock, [&] { return !pending_.empty(); });
+      KeptTensors* kept = pending_.front();
+      pending_.pop_front();
+      lock.unlock();
+      delete kept;
+      lock.lock();
+    }
+  }
+
+  std::mutex mutex_;
+  std::condition_variable ready_;
+  std::deque<KeptTensors*> pending_;
+  std::thread worker_;
+};
+
+void CUDART_CB ReleaseAfterStream(void* kept) { Releaser::Get().Hand(static_cast<KeptTensors*>(kept)); }
+
+bool IsCuda(const MemoryInfo& info) { return IsCudaDeviceMemory(info) || IsCudaPinnedMemory(info); }
+
+void CheckPair(const CudaDataTransfer& transfer, const Tensor& src, const Tensor& dst) {
+  if (!transfer.CanCopy(src.memory_info(), dst.memory_info()))
+    Fail(ErrorCode::kInvalidArgument, "CUDA EP cannot copy ", src.Describe(), " to ", dst.Describe());
+  if (src.type() == DataType::kString || dst.type() == DataType::kString)
+    Fail(ErrorCode::kInvalidArgument, "CUDA memory cannot hold string tensors (copy of ", src.Describe(), ")");
+  if (src.type() != dst.type() || src.NumElements() != dst.NumElements())
+    Fail(ErrorCode::kInvalidArgument, "copy from ", src.Describe(), " to ", dst.Describe(),
+         ": type or element count differs");
+}
+
+// Both sides are device memory of two different GPUs.
+bool IsPeerCopy(const MemoryInfo& src, const MemoryInfo& dst) {
+  return IsCudaDeviceMemory(src) && IsCudaDeviceMemory(dst) && src.device_id != dst.device_id;
+}
+
+void CopyOne(const Tensor& src, Tensor& dst, cudaStream_t stream, bool async) {
+  const size_t bytes = src.SizeInBytes();
+  if (bytes == 0) return;
+  const MemoryInfo& from = src.memory_info();
+  const MemoryInfo& to = dst.memory_info();
+  if (IsPeerCopy(from, to)) {
+    const int src_device = OrdinalOf(from), dst_device = OrdinalOf(to);
+    const cudaError_t status =
+        async ? cudaMemcpyPeerAsync(dst.raw_data(), dst_device, src.raw_data(), src_device, bytes, stream)
+              : cudaMemcpyPeer(dst.raw_data(), dst_device, src.raw_data(), src_device, bytes);
+    CheckCuda(status, "peer copy of ", src.Describe(), " to ", dst.Describe());
+    return;
+  }
+  // Unified addressing tells CUDA the direction from the pointers.
+  const cudaError_t status = async ? cudaMemcpyAsync(dst.raw_data(), src.raw_data(), bytes, cudaMemcpyDefault, stream)
+                                   : cudaMemcpy(dst.raw_data(), src.raw_data(), bytes, cudaMemcpyDefault);
+  CheckCuda(status, "copy of ", src.Describe(), " to ", dst.Describe());
+}
+
+// A GPU taking part in the copy, made current so that CUDA attributes the work to it.
+int DeviceOf(const Tensor& src, const Tensor& dst) {
+  return IsCuda(dst.memory_info()) ? OrdinalOf(dst.memory_info()) : OrdinalOf(src.memory_info());
+}
+
+}  // namespace
+
+bool CudaDataTransfer::CanCopy(const MemoryInfo& src, const MemoryInfo& dst) const {
+  const bool src_ok = IsCuda(src) || src.IsHostReadable();
+  const bool dst_ok = IsCuda(dst) || dst.IsHostReadable();
+  return (IsCuda(src) || IsCuda(dst)) && src_ok && dst_ok;
+}
+
+void CudaDataTransfer::Copy(std::span<const CopyPair> pairs, Stream* stream) {
+  for (const CopyPair& pair : pairs) CheckPair(*this, *pair.src, *pair.dst);
+  if (pairs.empty()) return;
+  const cudaStream_t native = NativeStream(stream, "CUDA copy");
+  if (stream == nullptr) {
+    for (const CopyPair& pair : pairs) {
+      DeviceGuard guard(DeviceOf(*pair.src, *pair.dst));
+      CopyOne(*pair.src, *pair.dst, nullptr, false);
+    }
+    return;
+  }
+  auto kept = std::make_unique<KeptTensors>();
+  kept->reserve(pairs.size() * 2);
+  try {
+    for (const CopyPair& pair : pairs) {
+      DeviceGuard guard(DeviceOf(*pair.src, *pair.dst));
+      kept->push_back(*pair.src);
+      kept->push_back(*pair.dst);
+      CopyOne(*pair.src, *pair.dst, native, true);
+    }
+    CheckCuda(cudaLaunchHostFunc(native, ReleaseAfterStream, kept.get()), "cudaLaunchHostFunc after copies");
+  } catch (...) {
+    // Copies queued before the failure may still read or write the tensors: let them finish first.
+    if (cudaStreamSynchronize(native) != cudaSuccess) cudaGetLastError();
+    throw;
+  }
+  kept.release();  // owned by the queued host function now
+}
+
+}  // namespace tessera::cuda

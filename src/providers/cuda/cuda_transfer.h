@@ -1,0 +1,24 @@
+// Copies between CUDA memory and host-readable memory: host <-> device, pinned <-> device,
+// device <-> device on one GPU, and peer copies between two GPUs.
+//
+// With a stream (a CUDA stream, see NativeStream) the copies are queued on it with cudaMemcpyAsync /
+// cudaMemcpyPeerAsync and may still run when Copy returns; the source and destination Tensors are
+// kept alive until the stream has passed them (a host function queued after the copies hands them to
+// a releaser thread, since CUDA calls, and so freeing device memory, are not allowed inside it).
+// Without a stream the copies have finished when Copy returns.
+#pragma once
+
+#include "tessera/ep/data_transfer.h"
+
+namespace tessera::cuda {
+
+class CudaDataTransfer : public DataTransfer {
+ public:
+  // True when one side is CUDA memory and the other is CUDA memory too or host-readable.
+  bool CanCopy(const MemoryInfo& src, const MemoryInfo& dst) const override;
+  // Throws kInvalidArgument for a pair CanCopy rejects, mismatched types or sizes, string tensors, or a
+  // stream that is not a CUDA stream; kRuntime when CUDA reports an error.
+  void Copy(std::span<const CopyPair> pairs, Stream* stream) override;
+};
+
+}  // namespace tessera::cuda

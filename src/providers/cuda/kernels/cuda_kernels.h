@@ -1,0 +1,24 @@
+// Kernel registration of the CUDA EP, by category.
+#pragma once
+
+#include "tessera/ep/graph.h"
+#include "tessera/ep/kernel.h"
+
+namespace tessera::cuda {
+
+void RegisterElementwiseKernels(KernelRegistry& registry);  // Add Sub Mul Div Relu Sigmoid Tanh Clip
+void RegisterConvKernels(KernelRegistry& registry);         // Conv (cuDNN)
+void RegisterNormalizationKernels(KernelRegistry& registry);  // BatchNormalization (inference)
+void RegisterPoolKernels(KernelRegistry& registry);         // MaxPool AveragePool GlobalAveragePool
+void RegisterGemmKernels(KernelRegistry& registry);         // Gemm MatMul (cuBLAS)
+void RegisterShapeKernels(KernelRegistry& registry);        // Reshape Flatten Identity Squeeze Unsqueeze
+void RegisterSoftmaxKernels(KernelRegistry& registry);      // Softmax LogSoftmax
+void RegisterTensorKernels(KernelRegistry& registry);       // Concat Transpose
+
+void RegisterCudaKernels(KernelRegistry& registry);
+
+// Whether the CUDA kernel for `node` handles its attributes (e.g. MaxPool without the Indices output,
+// Conv with symmetric padding); nodes it rejects stay for the next EP (normally the CPU).
+bool NodeIsSupported(const Node& node);
+
+}  // namespace tessera::cuda

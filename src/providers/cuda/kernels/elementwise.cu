@@ -1,0 +1,141 @@
+// Elementwise device kernels: broadcasting binary arithmetic, activations, Clip, broadcast copies.
+#include "providers/cuda/kernels/device_common.cuh"
+
+namespace tessera::cuda::launch {
+
+namespace {
+
+using device::FromFloat;
+using device::kThreads;
+using device::ToFloat;
+
+struct AddF {
+  __device__ float operator()(float a, float b) const { return a + b; }
+};
+struct SubF {
+  __device__ float operator()(float a, float b) const { return a - b; }
+};
+struct MulF {
+  __device__ float operator()(float a, float b) const { return a * b; }
+};
+struct DivF {
+  __device__ float operator()(float a, float b) const { return a / b; }
+};
+
+template <typename T, typename Op>
+__global__ void SameShapeBinary(const T* a, const T* b, T* out, int64_t n) {
+  Op op;
+  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n; i += int64_t{gridDim.x} * blockDim.x)
+    out[i] = FromFloat<T>(op(ToFloat(a[i]), ToFloat(b[i])));
+}
+
+template <typename T, typename Op>
+__global__ void BroadcastBinary(const T* a, const T* b, T* out, int64_t n, BroadcastIndex index) {
+  Op op;
+  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n; i += int64_t{gridDim.x} * blockDim.x) {
+    int64_t rest = i, a_offset = 0, b_offset = 0;
+    for (int d = index.rank - 1; d >= 0; --d) {
+      const int64_t coordinate = rest % index.out_dims[d];
+      rest /= index.out_dims[d];
+      a_offset += coordinate * index.a_strides[d];
+      b_offset += coordinate * index.b_strides[d];
+    }
+    out[i] = FromFloat<T>(op(ToFloat(a[a_offset]), ToFloat(b[b_offset])));
+  }
+}
+
+template <typename Op>
+cudaError_t LaunchBinary(ElementType type, const void* a, const void* b, void* out, int64_t n,
+                         const BroadcastIndex* index, cudaStream_t stream) {
+  return device::DispatchFloat(type, [&](auto tag) {
+    using T = decltype(tag);
+    const T* ta = static_cast<const T*>(a);
+    const T* tb = static_cast<const T*>(b);
+    T* tout = static_cast<T*>(out);
+    if (index == nullptr)
+      SameShapeBinary<T, Op><<<device::BlocksFor(n), kThreads, 0, stream>>>(ta, tb, tout, n);
+    else
+      BroadcastBinary<T, Op><<<device::BlocksFor(n), kThreads, 0, stream>>>(ta, tb, tout, n, *index);
+    return device::LaunchStatus();
+  });
+}
+
+struct ReluF {
+  __device__ float operator()(float x) const { return x > 0.0f ? x : 0.0f; }
+};
+struct SigmoidF {
+  __device__ float operator()(float x) const { return 1.0f / (1.0f + __expf(-x)); }
+};
+struct TanhF {
+  __device__ float operator()(float x) const { return tanhf(x); }
+};
+struct ClipF {
+  float lo, hi;
+  __device__ float operator()(float x) const { return fminf(fmaxf(x, lo), hi); }
+};
+
+template <typename T, typename Op>
+__global__ void UnaryKernel(const T* x, T* y, int64_t n, Op op) {
+  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n; i += int64_t{gridDim.x} * blockDim.x)
+    y[i] = FromFloat<T>(op(ToFloat(x[i])));
+}
+
+template <typename Op>
+cudaError_t LaunchUnary(ElementType type, const void* x, void* y, int64_t n, Op op, cudaStream_t stream) {
+  return device::DispatchFloat(type, [&](auto tag) {
+    using T = decltype(tag);
+    UnaryKernel<T, Op><<<device::BlocksFor(n), kThreads, 0, stream>>>(static_cast<const T*>(x), static_cast<T*>(y), n,
+                                                                      op);
+    return device::LaunchStatus();
+  });
+}
+
+template <typename T>
+__global__ void BroadcastCopy(const T* a, T* out, int64_t n, BroadcastIndex index) {
+  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n; i += int64_t{gridDim.x} * blockDim.x) {
+    int64_t rest = i, offset = 0;
+    for (int d = index.rank - 1; d >= 0; --d) {
+      offset += (rest % index.out_dims[d]) * index.a_strides[d];
+      rest /= index.out_dims[d];
+    }
+    out[i] = a[offset];
+  }
+}
+
+}  // namespace
+
+cudaError_t Binary(BinaryOp op, ElementType type, const void* a, const void* b, void* out, int64_t n,
+                   const BroadcastIndex* index, cudaStream_t stream) {
+  switch (op) {
+    case BinaryOp::kAdd: return LaunchBinary<AddF>(type, a, b, out, n, index, stream);
+    case BinaryOp::kSub: return LaunchBinary<SubF>(type, a, b, out, n, index, stream);
+    case BinaryOp::kMul: return LaunchBinary<MulF>(type, a, b, out, n, index, stream);
+    case BinaryOp::kDiv: return LaunchBinary<DivF>(type, a, b, out, n, index, stream);
+  }
+  return cudaErrorInvalidValue;
+}
+
+cudaError_t Unary(UnaryOp op, ElementType type, const void* x, void* y, int64_t n, cudaStream_t stream) {
+  switch (op) {
+    case UnaryOp::kRelu: return LaunchUnary(type, x, y, n, ReluF{}, stream);
+    case UnaryOp::kSigmoid: return LaunchUnary(type, x, y, n, SigmoidF{}, stream);
+    case UnaryOp::kTanh: return LaunchUnary(type, x, y, n, TanhF{}, stream);
+  }
+  return cudaErrorInvalidValue;
+}
+
+cudaError_t Clip(ElementType type, const void* x, void* y, int64_t n, float lo, float hi, cudaStream_t stream) {
+  return LaunchUnary(type, x, y, n, ClipF{lo, hi}, stream);
+}
+
+cudaError_t BroadcastTo(ElementType type, const void* a, void* out, int64_t n, const BroadcastIndex& index,
+                        cudaStream_t stream) {
+  return device::DispatchFloat(type, [&](auto tag) {
+    using T = decltype(tag);
+    BroadcastCopy<T><<<device::BlocksFor(n), kThreads, 0, stream>>>(static_cast<const T*>(a), static_cast<T*>(out), n,
+                                                                     index);
+    return device::LaunchStatus();
+  });
+}
+
+}  // namespace tessera::cuda::launch

@@ -1,0 +1,124 @@
+// Elementwise kernels: Add, Sub, Mul, Div (numpy broadcasting), Relu, Sigmoid, Tanh, Clip.
+#include <climits>
+#include <limits>
+
+#include "providers/cpu/common/broadcast.h"
+#include "providers/cuda/kernels/cuda_kernels.h"
+#include "providers/cuda/kernels/kernel_utils.h"
+
+namespace tessera::cuda {
+
+namespace {
+
+class BinaryKernel : public Kernel {
+ public:
+  BinaryKernel(const KernelInfo& info, launch::BinaryOp op) : ep_(CudaEpOf(info)), op_(op) {}
+
+  void Compute(KernelContext& ctx) const override {
+    DeviceGuard guard(ep_.ordinal());
+    const Tensor& a = ctx.Input(0);
+    const Tensor& b = ctx.Input(1);
+    if (a.type() != b.type())
+      Fail(ErrorCode::kInvalidArgument, ctx.node().Describe(), ": inputs are ", DataTypeName(a.type()), " and ",
+           DataTypeName(b.type()));
+    const Shape out_shape = cpu::BroadcastShapes(ctx.node(), a.shape(), b.shape());
+    Tensor& out = ctx.Output(0, a.type(), out_shape);
+    if (out.NumElements() == 0) return;
+    const launch::ElementType type = FloatElementType(ctx, a.type());
+    if (a.shape() == out_shape && b.shape() == out_shape) {
+      CheckLaunch(ctx, launch::Binary(op_, type, a.raw_data(), b.raw_data(), out.raw_data(), out.NumElements(), nullptr,
+                                      StreamOf(ctx)),
+                  "elementwise launch");
+      return;
+    }
+    const launch::BroadcastIndex index = MakeBroadcastIndex(ctx, out_shape, a.shape(), b.shape());
+    CheckLaunch(ctx, launch::Binary(op_, type, a.raw_data(), b.raw_data(), out.raw_data(), out.NumElements(), &index,
+                                    StreamOf(ctx)),
+                "broadcast launch");
+  }
+
+ private:
+  const CudaExecutionProvider& ep_;
+  launch::BinaryOp op_;
+};
+
+class UnaryKernel : public Kernel {
+ public:
+  UnaryKernel(const KernelInfo& info, launch::UnaryOp op) : ep_(CudaEpOf(info)), op_(op) {}
+
+  void Compute(KernelContext& ctx) const override {
+    DeviceGuard guard(ep_.ordinal());
+    const Tensor& x = ctx.Input(0);
+    Tensor& y = ctx.Output(0, x.type(), x.shape());
+    if (y.NumElements() == 0) return;
+    CheckLaunch(ctx, launch::Unary(op_, FloatElementType(ctx, x.type()), x.raw_data(), y.raw_data(), y.NumElements(),
+                                   StreamOf(ctx)),
+                "activation launch");
+  }
+
+ private:
+  const CudaExecutionProvider& ep_;
+  launch::UnaryOp op_;
+};
+
+// Clip: bounds from attributes (opset < 11) or from optional scalar inputs 1 and 2 read on the host.
+class ClipKernel : public Kernel {
+ public:
+  explicit ClipKernel(const KernelInfo& info)
+      : ep_(CudaEpOf(info)),
+        attribute_min_(info.node().GetFloat("min", std::numeric_limits<float>::lowest())),
+        attribute_max_(info.node().GetFloat("max", std::numeric_limits<float>::max())) {}
+
+  void Compute(KernelContext& ctx) const override {
+    DeviceGuard guard(ep_.ordinal());
+    const Tensor& x = ctx.Input(0);
+    const float lo = Bound(ctx, 1, attribute_min_);
+    const float hi = Bound(ctx, 2, attribute_max_);
+    Tensor& y = ctx.Output(0, x.type(), x.shape());
+    if (y.NumElements() == 0) return;
+    CheckLaunch(ctx, launch::Clip(FloatElementType(ctx, x.type()), x.raw_data(), y.raw_data(), y.NumElements(), lo, hi,
+                                  StreamOf(ctx)),
+                "Clip launch");
+  }
+
+ private:
+  static float Bound(const KernelContext& ctx, size_t input, float fallback) {
+    const Tensor* t = ctx.OptionalInput(input);
+    if (t == nullptr) return fallback;
+    if (t->NumElements() != 1)
+      Fail(ErrorCode::kInvalidArgument, ctx.node().Describe(), ": input ", input, " must be a scalar, got ",
+           t->shape().ToString());
+    if (t->type() == DataType::kFloat16) return ToFloat(t->Data<Float16>()[0]);
+    return t->Data<float>()[0];
+  }
+
+  const CudaExecutionProvider& ep_;
+  float attribute_min_, attribute_max_;
+};
+
+void RegisterBinary(KernelRegistry& registry, const char* op, launch::BinaryOp kind) {
+  registry.Register(MakeDef(op, 7, INT_MAX, FloatTypes()),
+                    [kind](const KernelInfo& info) { return std::make_unique<BinaryKernel>(info, kind); });
+}
+
+void RegisterUnary(KernelRegistry& registry, const char* op, launch::UnaryOp kind) {
+  registry.Register(MakeDef(op, 6, INT_MAX, FloatTypes()),
+                    [kind](const KernelInfo& info) { return std::make_unique<UnaryKernel>(info, kind); });
+}
+
+}  // namespace
+
+void RegisterElementwiseKernels(KernelRegistry& registry) {
+  RegisterBinary(registry, "Add", launch::BinaryOp::kAdd);
+  RegisterBinary(registry, "Sub", launch::BinaryOp::kSub);
+  RegisterBinary(registry, "Mul", launch::BinaryOp::kMul);
+  RegisterBinary(registry, "Div", launch::BinaryOp::kDiv);
+  RegisterUnary(registry, "Relu", launch::UnaryOp::kRelu);
+  RegisterUnary(registry, "Sigmoid", launch::UnaryOp::kSigmoid);
+  RegisterUnary(registry, "Tanh", launch::UnaryOp::kTanh);
+  KernelDef clip = MakeDef("Clip", 6, INT_MAX, FloatTypes());
+  clip.host_inputs = {1, 2};
+  registry.Register<ClipKernel>(std::move(clip));
+}
+
+}  // namespace tessera::cuda

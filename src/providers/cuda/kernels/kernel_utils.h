@@ -1,0 +1,38 @@
+// Helpers shared by the CUDA EP's kernel classes (host code).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "providers/cuda/cuda_common.h"
+#include "providers/cuda/cuda_ep.h"
+#include "providers/cuda/cuda_stream.h"
+#include "providers/cuda/kernels/launch.h"
+#include "tessera/ep/kernel.h"
+
+namespace tessera::cuda {
+
+// The element types of the float kernels.
+inline std::vector<DataType> FloatTypes() { return {DataType::kFloat, DataType::kFloat16}; }
+// Every type CUDA memory can hold (not strings), for type-agnostic kernels (reshapes, copies).
+std::vector<DataType> AllDeviceTypes();
+
+// A KernelDef for op (default domain) from opset `since` to `until`, with input 0 restricted to `types`.
+KernelDef MakeDef(const char* op, int since, int until, std::vector<DataType> types);
+
+// The EP a CUDA kernel was created for.
+CudaExecutionProvider& CudaEpOf(const KernelInfo& info);
+
+// The cudaStream_t the kernel runs on (nullptr, CUDA's default stream, when run without a stream).
+cudaStream_t StreamOf(const KernelContext& ctx);
+
+// float or half; throws kInvalidArgument naming the node for any other type.
+launch::ElementType FloatElementType(const KernelContext& ctx, DataType type);
+
+// Throws kRuntime naming the node when a launch failed.
+void CheckLaunch(const KernelContext& ctx, cudaError_t status, const char* what);
+
+// Row-major broadcast offsets of `a` and `b` into `out` (throws kNotImplemented past launch::kMaxRank).
+launch::BroadcastIndex MakeBroadcastIndex(const KernelContext& ctx, const Shape& out, const Shape& a, const Shape& b);
+
+}  // namespace tessera::cuda

@@ -1,0 +1,76 @@
+// Launchers of the CUDA EP's own device kernels (compiled by nvcc in *.cu files). Plain types only,
+// so that the kernel classes (host C++20) and the device code share nothing but this header.
+//
+// Every launcher queues work on `stream` and returns without waiting; the return value is the launch
+// status (cudaGetLastError after the launch), which the caller turns into an Error.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+
+namespace tessera::cuda::launch {
+
+enum class ElementType { kFloat, kHalf };
+
+inline constexpr int kMaxRank = 8;
+
+// Maps a linear index of a row-major output of `rank` dims to offsets in up to two operands whose
+// strides are 0 along broadcast dimensions.
+struct BroadcastIndex {
+  int rank = 0;
+  int64_t out_dims[kMaxRank] = {};
+  int64_t a_strides[kMaxRank] = {};
+  int64_t b_strides[kMaxRank] = {};
+};
+
+// ---- elementwise (elementwise.cu) ---------------------------------------------------------------
+enum class BinaryOp { kAdd, kSub, kMul, kDiv };
+// out[i] = a[i] op b[i] over `n` elements. `index` is null when a, b and out have the same shape;
+// otherwise it maps out positions to a and b offsets.
+cudaError_t Binary(BinaryOp op, ElementType type, const void* a, const void* b, void* out, int64_t n,
+                   const BroadcastIndex* index, cudaStream_t stream);
+
+enum class UnaryOp { kRelu, kSigmoid, kTanh };
+cudaError_t Unary(UnaryOp op, ElementType type, const void* x, void* y, int64_t n, cudaStream_t stream);
+// y = min(max(x, lo), hi).
+cudaError_t Clip(ElementType type, const void* x, void* y, int64_t n, float lo, float hi, cudaStream_t stream);
+// out[i] = a[offset of i] (a_strides of `index`): materializes a broadcast.
+cudaError_t BroadcastTo(ElementType type, const void* a, void* out, int64_t n, const BroadcastIndex& index,
+                        cudaStream_t stream);
+
+// ---- normalization (normalization.cu) -----------------------------------------------------------
+// BatchNormalization in inference mode over x[batch, channels, spatial]:
+// y = (x - mean[c]) / sqrt(var[c] + epsilon) * scale[c] + bias[c]. The four parameter vectors have
+// element type `param_type`.
+cudaError_t BatchNormInference(ElementType type, ElementType param_type, const void* x, const void* scale,
+                               const void* bias, const void* mean, const void* var, float epsilon, void* y,
+                               int64_t batch, int64_t channels, int64_t spatial, cudaStream_t stream);
+
+// ---- pooling (pool.cu) --------------------------------------------------------------------------
+struct Pool2dGeometry {
+  int64_t planes = 0;  // batch * channels
+  int64_t in_h = 0, in_w = 0, out_h = 0, out_w = 0;
+  int64_t kernel_h = 1, kernel_w = 1, stride_h = 1, stride_w = 1, dilation_h = 1, dilation_w = 1;
+  int64_t pad_top = 0, pad_left = 0;
+};
+enum class PoolOp { kMax, kAverageExcludePad, kAverageIncludePad };
+// Windows that fall entirely into padding produce -inf (max) or 0 (average).
+cudaError_t Pool2d(PoolOp op, ElementType type, const void* x, void* y, const Pool2dGeometry& geometry,
+                   cudaStream_t stream);
+// y[p] = mean of x[p, 0..spatial) for every plane p.
+cudaError_t GlobalAveragePool(ElementType type, const void* x, void* y, int64_t planes, int64_t spatial,
+                              cudaStream_t stream);
+
+// ---- softmax (softmax.cu) -----------------------------------------------------------------------
+// Softmax (or LogSoftmax when `log`) of x viewed as [outer, axis, inner] along the middle dimension.
+cudaError_t Softmax(ElementType type, const void* x, void* y, int64_t outer, int64_t axis, int64_t inner, bool log,
+                    cudaStream_t stream);
+
+// ---- transpose (transpose.cu) -------------------------------------------------------------------
+// out[i] = in[offset], where i runs over the row-major output dims and `in_strides` are the input's
+// element strides permuted into output order. Any element size of 1, 2, 4 or 8 bytes.
+cudaError_t Transpose(int element_size, const void* in, void* out, int rank, const int64_t* out_dims,
+                      const int64_t* in_strides, int64_t n, cudaStream_t stream);
+
+}  // namespace tessera::cuda::launch

@@ -1,0 +1,97 @@
+// Pooling device kernels: 2-D max / average windows (1-D pooling uses a height of 1) and global
+// average pooling.
+#include <cfloat>
+
+#include "providers/cuda/kernels/device_common.cuh"
+
+namespace tessera::cuda::launch {
+
+namespace {
+
+using device::FromFloat;
+using device::ToFloat;
+
+// One thread per output element.
+template <typename T>
+__global__ void Pool2dKernel(PoolOp op, const T* x, T* y, Pool2dGeometry g, int64_t n) {
+  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n; i += int64_t{gridDim.x} * blockDim.x) {
+    const int64_t ow = i % g.out_w;
+    const int64_t oh = (i / g.out_w) % g.out_h;
+    const int64_t plane = i / (g.out_w * g.out_h);
+    const T* in = x + plane * g.in_h * g.in_w;
+    const int64_t h0 = oh * g.stride_h - g.pad_top;
+    const int64_t w0 = ow * g.stride_w - g.pad_left;
+    float best = -FLT_MAX, sum = 0.0f;
+    int64_t count = 0;
+    bool any = false;
+    for (int64_t kh = 0; kh < g.kernel_h; ++kh) {
+      const int64_t h = h0 + kh * g.dilation_h;
+      if (h < 0 || h >= g.in_h) continue;
+      for (int64_t kw = 0; kw < g.kernel_w; ++kw) {
+        const int64_t w = w0 + kw * g.dilation_w;
+        if (w < 0 || w >= g.in_w) continue;
+        const float v = ToFloat(in[h * g.in_w + w]);
+        best = fmaxf(best, v);
+        sum += v;
+        ++count;
+        any = true;
+      }
+    }
+    float result;
+    if (op == PoolOp::kMax) {
+      result = any ? best : -INFINITY;
+    } else if (op == PoolOp::kAverageIncludePad) {
+      // The divisor counts padding but not positions past the padded input (ceil_mode windows).
+      const int64_t h_end = min(h0 + (g.kernel_h - 1) * g.dilation_h + 1, g.in_h + g.pad_top);
+      const int64_t w_end = min(w0 + (g.kernel_w - 1) * g.dilation_w + 1, g.in_w + g.pad_left);
+      const int64_t rows = (h_end - h0 + g.dilation_h - 1) / g.dilation_h;
+      const int64_t cols = (w_end - w0 + g.dilation_w - 1) / g.dilation_w;
+      result = rows * cols > 0 ? sum / static_cast<float>(rows * cols) : 0.0f;
+    } else {
+      result = count > 0 ? sum / static_cast<float>(count) : 0.0f;
+    }
+    y[i] = FromFloat<T>(result);
+  }
+}
+
+// One block per plane; threads stride over the plane and reduce through shared memory.
+template <typename T>
+__global__ void GlobalAverageKernel(const T* x, T* y, int64_t spatial) {
+  __shared__ float partial[device::kThreads];
+  const T* in = x + blockIdx.x * spatial;
+  float sum = 0.0f;
+  for (int64_t s = threadIdx.x; s < spatial; s += blockDim.x) sum += ToFloat(in[s]);
+  partial[threadIdx.x] = sum;
+  __syncthreads();
+  for (unsigned width = blockDim.x / 2; width > 0; width /= 2) {
+    if (threadIdx.x < width) partial[threadIdx.x] += partial[threadIdx.x + width];
+    __syncthreads();
+  }
+  if (threadIdx.x == 0) y[blockIdx.x] = FromFloat<T>(partial[0] / static_cast<float>(spatial));
+}
+
+}  // namespace
+
+cudaError_t Pool2d(PoolOp op, ElementType type, const void* x, void* y, const Pool2dGeometry& geometry,
+                   cudaStream_t stream) {
+  const int64_t n = geometry.planes * geometry.out_h * geometry.out_w;
+  return device::DispatchFloat(type, [&](auto tag) {
+    using T = decltype(tag);
+    Pool2dKernel<T><<<device::BlocksFor(n), device::kThreads, 0, stream>>>(op, static_cast<const T*>(x),
+                                                                            static_cast<T*>(y), geometry, n);
+    return device::LaunchStatus();
+  });
+}
+
+cudaError_t GlobalAveragePool(ElementType type, const void* x, void* y, int64_t planes, int64_t spatial,
+                              cudaStream_t stream) {
+  return device::DispatchFloat(type, [&](auto tag) {
+    using T = decltype(tag);
+    // Planes beyond the grid limit do not occur for NCHW inputs of realistic size (2^31 - 1 blocks).
+    GlobalAverageKernel<T><<<static_cast<unsigned>(planes), device::kThreads, 0, stream>>>(
+        static_cast<const T*>(x), static_cast<T*>(y), spatial);
+    return device::LaunchStatus();
+  });
+}
+
+}  // namespace tessera::cuda::launch
