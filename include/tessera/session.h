@@ -62,6 +62,8 @@ class Session {
   // The memory a model input is read from without a copy (the memory of its first consumer).
   MemoryInfo InputMemoryInfo(const std::string& input_name) const;
   const EpDevice* InputEpDevice(const std::string& input_name) const;
+  // Plan order: copies of graph inputs that are read outside host memory first, then every kernel and
+  // copy step.
   std::vector<PartitionEntry> Partition() const;
   // Blocks until all work queued on the session's device streams has finished.
   void Synchronize() const;

@@ -3,7 +3,7 @@
 //
 //   TesseraError
 //     Fail
-//       InvalidArgument      ErrorCode::kInvalidArgument
+//       InvalidArgument      ErrorCode::kInvalidArgument (also a ValueError)
 //       InvalidModel         kInvalidModel (aliases InvalidGraph, InvalidProtobuf)
 //       NotImplemented       kNotImplemented
 //       OutOfMemory          kOutOfMemory
@@ -59,7 +59,8 @@ void BindErrors(py::module_& m) {
   PyObject* root = NewClass(m, "TesseraError", PyExc_RuntimeError, "Base class of every Tessera error.");
   PyObject* fail = NewClass(m, "Fail", root, "A Tessera call failed (onnxruntime's generic error class).");
   ErrorClasses& c = Classes();
-  c.invalid_argument = NewClass(m, "InvalidArgument", fail, "A caller-supplied value is wrong.");
+  const py::tuple argument_bases = py::make_tuple(py::handle(fail), py::handle(PyExc_ValueError));
+  c.invalid_argument = NewClass(m, "InvalidArgument", argument_bases.ptr(), "A caller-supplied value is wrong.");
   c.invalid_model = NewClass(m, "InvalidModel", fail, "The model file or graph is malformed.");
   m.add_object("InvalidGraph", py::handle(c.invalid_model));
   m.add_object("InvalidProtobuf", py::handle(c.invalid_model));

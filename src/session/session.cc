@@ -39,7 +39,10 @@ class CompiledSubgraph : public SubgraphRunner {
     }
     request.threads = &parent.thread_pool();
     request.parent = &parent;
-    return ExecutePlan(plan_, request, services_);
+    std::vector<Value> outputs = ExecutePlan(plan_, request, services_);
+    // The calling kernel reads the outputs (and its node's output slots live) in its own memory space.
+    for (Value& v : outputs) v = CopyValueTo(v, parent.allocator()->Info(), services_, true);
+    return outputs;
   }
 
  private:
@@ -513,6 +516,17 @@ const EpDevice* Session::InputEpDevice(const std::string& input_name) const {
 
 std::vector<PartitionEntry> Session::Partition() const {
   std::vector<PartitionEntry> entries;
+  for (int slot : impl_->plan.input_slots) {  // feeds are copied where their consumers read them
+    const ValueSlot& input = impl_->plan.slots[slot];
+    if (input.location == MemoryInfo::Host()) continue;
+    PartitionEntry e;
+    e.is_copy = true;
+    e.node_name = input.name;
+    e.op_type = "Copy";
+    e.copy_from = "feed (when not already there)";
+    e.copy_to = input.location.ToString();
+    entries.push_back(std::move(e));
+  }
   for (const PlanStep& step : impl_->plan.steps) {
     PartitionEntry e;
     if (step.kind == PlanStep::Kind::kKernel) {

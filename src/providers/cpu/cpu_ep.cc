@@ -43,6 +43,9 @@ const KernelRegistry& CpuKernelRegistry() {
     cpu::RegisterEinsumKernels(r);
     cpu::RegisterDetKernels(r);
     cpu::RegisterLrnKernels(r);
+    cpu::RegisterDftKernels(r);
+    cpu::RegisterMaxUnpoolKernels(r);
+    cpu::RegisterRoiAlignKernels(r);
     cpu::RegisterQuantizeKernels(r);
     cpu::RegisterIntegerConvKernels(r);
     cpu::RegisterIntegerMatMulKernels(r);

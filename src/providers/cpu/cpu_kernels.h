@@ -40,6 +40,9 @@ void RegisterGridSampleKernels(KernelRegistry& registry);      // nn/grid_sample
 void RegisterEinsumKernels(KernelRegistry& registry);          // math/einsum.cc
 void RegisterDetKernels(KernelRegistry& registry);             // math/det.cc
 void RegisterLrnKernels(KernelRegistry& registry);             // nn/lrn.cc
+void RegisterDftKernels(KernelRegistry& registry);             // signal/dft.cc (DFT, STFT)
+void RegisterMaxUnpoolKernels(KernelRegistry& registry);       // nn/max_unpool.cc
+void RegisterRoiAlignKernels(KernelRegistry& registry);        // nn/roi_align.cc
 void RegisterQuantizeKernels(KernelRegistry& registry);        // quantization/quantize_linear.cc
 void RegisterIntegerConvKernels(KernelRegistry& registry);     // quantization/integer_conv.cc
 void RegisterIntegerMatMulKernels(KernelRegistry& registry);   // quantization/integer_matmul.cc

@@ -75,7 +75,7 @@ TEST(SessionTest, PartitionsAcrossDevicesAndInsertsCopies) {
   EXPECT_EQ(ep_of["MatMul"], kTestingEpName);
   EXPECT_EQ(ep_of["Sigmoid"], "CPUExecutionProvider");
   EXPECT_EQ(ep_of["Mul"], kTestingEpName);
-  EXPECT_EQ(copies, 2);  // a: device -> host for Sigmoid, s: host -> device for Mul
+  EXPECT_EQ(copies, 3);  // x: feed -> device, a: device -> host for Sigmoid, s: host -> device for Mul
   EXPECT_EQ(session.InputMemoryInfo("x").device_type, DeviceType::kNpu);
   ASSERT_NE(session.InputEpDevice("x"), nullptr);
   EXPECT_EQ(session.InputEpDevice("x")->ep_name, kTestingEpName);

@@ -52,7 +52,7 @@ struct Pool2dGeometry {
   int64_t planes = 0;  // batch * channels
   int64_t in_h = 0, in_w = 0, out_h = 0, out_w = 0;
   int64_t kernel_h = 1, kernel_w = 1, stride_h = 1, stride_w = 1, dilation_h = 1, dilation_w = 1;
-  int64_t pad_top = 0, pad_left = 0;
+  int64_t pad_top = 0, pad_left = 0, pad_bottom = 0, pad_right = 0;
 };
 enum class PoolOp { kMax, kAverageExcludePad, kAverageIncludePad };
 // Windows that fall entirely into padding produce -inf (max) or 0 (average).

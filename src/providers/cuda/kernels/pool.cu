@@ -42,8 +42,8 @@ __global__ void Pool2dKernel(PoolOp op, const T* x, T* y, Pool2dGeometry g, int6
       result = any ? best : -INFINITY;
     } else if (op == PoolOp::kAverageIncludePad) {
       // The divisor counts padding but not positions past the padded input (ceil_mode windows).
-      const int64_t h_end = min(h0 + (g.kernel_h - 1) * g.dilation_h + 1, g.in_h + g.pad_top);
-      const int64_t w_end = min(w0 + (g.kernel_w - 1) * g.dilation_w + 1, g.in_w + g.pad_left);
+      const int64_t h_end = min(h0 + (g.kernel_h - 1) * g.dilation_h + 1, g.in_h + g.pad_bottom);
+      const int64_t w_end = min(w0 + (g.kernel_w - 1) * g.dilation_w + 1, g.in_w + g.pad_right);
       const int64_t rows = (h_end - h0 + g.dilation_h - 1) / g.dilation_h;
       const int64_t cols = (w_end - w0 + g.dilation_w - 1) / g.dilation_w;
       result = rows * cols > 0 ? sum / static_cast<float>(rows * cols) : 0.0f;

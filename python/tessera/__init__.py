@@ -1,0 +1,51 @@
+"""Tessera: an ONNX runtime built around device-resident tensors, with onnxruntime's Python API.
+
+    import tessera as ort
+    session = ort.InferenceSession("model.onnx", providers=["CPUExecutionProvider"])
+    outputs = session.run(None, {"input": array})
+"""
+
+from ._tessera import (  # noqa: F401
+    EpDevice,
+    ExecutionMode,
+    Fail,
+    GraphOptimizationLevel,
+    HardwareDevice,
+    InvalidArgument,
+    InvalidGraph,
+    InvalidModel,
+    InvalidProtobuf,
+    MemoryInfo,
+    NoSuchFile,
+    NotImplemented,
+    OrtDeviceMemoryType,
+    OrtExecutionProviderDevicePolicy,
+    OrtHardwareDeviceType,
+    OrtValue,
+    OutOfMemory,
+    RunOptions,
+    RuntimeException,
+    SessionOptions,
+    Terminated,
+    TesseraError,
+    __version__,
+    from_dlpack,
+    get_ep_devices,
+    get_hardware_devices,
+    set_default_logger_severity,
+)
+from .providers import (  # noqa: F401
+    get_all_providers,
+    get_available_providers,
+    get_device,
+    register_execution_provider_library,
+    unregister_execution_provider_library,
+)
+from .session import InferenceSession, IOBinding, ModelMetadata, NodeArg  # noqa: F401
+from . import providers as _providers
+
+_providers._register_plugins_beside_package()
+
+
+def get_version_string():
+    return __version__

@@ -1,0 +1,1 @@
+"""Compatibility with scripts that import from onnxruntime.capi."""

@@ -1,0 +1,166 @@
+"""InferenceSession and IOBinding with onnxruntime's Python API."""
+
+import os
+
+from . import _tessera
+from .providers import normalize_providers
+
+
+class NodeArg:
+    """A model input or output: name, shape (ints, symbolic names, None for unknown) and type."""
+
+    def __init__(self, name, shape, type):
+        self.name = name
+        self.shape = shape
+        self.type = type
+
+    def __repr__(self):
+        return f"NodeArg(name='{self.name}', type='{self.type}', shape={self.shape})"
+
+
+class ModelMetadata:
+    """The model's metadata, as onnxruntime.ModelMetadata."""
+
+    def __init__(self, fields):
+        self.producer_name = fields["producer_name"]
+        self.producer_version = fields["producer_version"]
+        self.graph_name = fields["graph_name"]
+        self.graph_description = ""
+        self.domain = fields["domain"]
+        self.description = fields["description"]
+        self.version = fields["version"]
+        self.custom_metadata_map = dict(fields["custom_metadata_map"])
+
+
+class InferenceSession:
+    """A loaded model ready to run: `InferenceSession(path_or_bytes, sess_options, providers, provider_options)`.
+
+    providers: EP types in priority order ("CUDAExecutionProvider", "CPUExecutionProvider", ...), or
+    (name, options dict) tuples; unavailable ones are skipped with a warning. When None, the
+    SessionOptions' provider selection policy decides (the default is the CPU only). The CPU EP is
+    appended as fallback unless the config entry "session.disable_cpu_ep_fallback" is "1".
+    """
+
+    def __init__(self, path_or_bytes, sess_options=None, providers=None, provider_options=None, **kwargs):
+        if isinstance(path_or_bytes, (bytes, bytearray, memoryview)):
+            self._model = bytes(path_or_bytes)
+            self._model_path = None
+        elif isinstance(path_or_bytes, (str, os.PathLike)):
+            self._model = os.fspath(path_or_bytes)
+            self._model_path = self._model
+        else:
+            raise TypeError(f"Unable to load from type '{type(path_or_bytes)}'")
+        self._sess_options = sess_options if sess_options is not None else _tessera.SessionOptions()
+        self._create(providers, provider_options)
+
+    def _create(self, providers, provider_options):
+        normalized = normalize_providers(providers, provider_options)
+        self._sess = _tessera._Session(self._model, self._sess_options, normalized)
+        self._provider_options = {name: options for name, options, _ in normalized}
+        self._inputs = [NodeArg(*a) for a in self._sess.inputs()]
+        self._outputs = [NodeArg(*a) for a in self._sess.outputs()]
+
+    def get_inputs(self):
+        return list(self._inputs)
+
+    def get_outputs(self):
+        return list(self._outputs)
+
+    def get_overridable_initializers(self):
+        return []
+
+    def get_modelmeta(self):
+        return ModelMetadata(self._sess.metadata())
+
+    def get_providers(self):
+        return self._sess.providers()
+
+    def get_provider_options(self):
+        return {name: dict(self._provider_options.get(name, {})) for name in self.get_providers()}
+
+    def get_session_options(self):
+        return self._sess_options
+
+    def set_providers(self, providers=None, provider_options=None):
+        """Re-creates the session with other providers (the model and session options are kept)."""
+        self._create(providers, provider_options)
+
+    def disable_fallback(self):
+        """Accepted for compatibility: Tessera never retries a failed run on another provider."""
+
+    def enable_fallback(self):
+        """Accepted for compatibility (see disable_fallback)."""
+
+    def run(self, output_names, input_feed, run_options=None):
+        """Runs the model; returns numpy arrays for `output_names` (all outputs when None or empty).
+
+        Inputs are numpy arrays (shared without copies when C-contiguous and aligned) or OrtValues."""
+        if not isinstance(input_feed, dict):
+            raise TypeError("input_feed must be a dict of input name -> numpy array or OrtValue")
+        return self._sess.run(list(output_names or []), input_feed, run_options)
+
+    def run_with_ort_values(self, output_names, input_dict_ort_values, run_options=None):
+        """Like run, with OrtValues in and out (outputs stay where the model produced them on the host)."""
+        return self._sess.run_with_ort_values(list(output_names or []), input_dict_ort_values, run_options)
+
+    def io_binding(self):
+        return IOBinding(self)
+
+    def run_with_iobinding(self, iobinding, run_options=None):
+        iobinding._iobinding.run(run_options)
+
+    def end_profiling(self):
+        """Profiling is not implemented; returns an empty file name."""
+        return ""
+
+    def get_profiling_start_time_ns(self):
+        return 0
+
+    # Tessera additions.
+    def get_partition(self):
+        """(node, op type, EP, is_copy, copy_from, copy_to) for every plan step, in order."""
+        return self._sess.partition()
+
+    def get_input_device(self, name):
+        """The device an input is read from without a copy ("cpu", "cuda", "testing", ...)."""
+        return self._sess.input_device_name(name)
+
+
+class IOBinding:
+    """Inputs and outputs bound to memory on any device, reused across runs (onnxruntime.IOBinding)."""
+
+    def __init__(self, session):
+        self._iobinding = _tessera._IOBinding(session._sess)
+
+    def bind_cpu_input(self, name, arr_on_cpu):
+        self._iobinding.bind_cpu_input(name, arr_on_cpu)
+
+    def bind_input(self, name, device_type, device_id, element_type, shape, buffer_ptr):
+        self._iobinding.bind_input(name, device_type, device_id, element_type, shape, buffer_ptr)
+
+    def bind_ortvalue_input(self, name, ortvalue):
+        self._iobinding.bind_ortvalue_input(name, ortvalue)
+
+    def bind_output(self, name, device_type="cpu", device_id=0, element_type=None, shape=None, buffer_ptr=None):
+        self._iobinding.bind_output(name, device_type, device_id, element_type, shape, buffer_ptr)
+
+    def bind_ortvalue_output(self, name, ortvalue):
+        self._iobinding.bind_ortvalue_output(name, ortvalue)
+
+    def get_outputs(self):
+        return self._iobinding.get_outputs()
+
+    def copy_outputs_to_cpu(self):
+        return self._iobinding.copy_outputs_to_cpu()
+
+    def clear_binding_inputs(self):
+        self._iobinding.clear_binding_inputs()
+
+    def clear_binding_outputs(self):
+        self._iobinding.clear_binding_outputs()
+
+    def synchronize_inputs(self):
+        self._iobinding.synchronize_inputs()
+
+    def synchronize_outputs(self):
+        self._iobinding.synchronize_outputs()

@@ -1,0 +1,109 @@
+// Concat (strided device-to-device copies, any element type) and Transpose (a gather kernel).
+#include <climits>
+#include <numeric>
+
+#include "providers/cuda/kernels/cuda_kernels.h"
+#include "providers/cuda/kernels/kernel_utils.h"
+
+namespace tessera::cuda {
+
+namespace {
+
+class ConcatKernel : public Kernel {
+ public:
+  explicit ConcatKernel(const KernelInfo& info) : ep_(CudaEpOf(info)), axis_(info.node().GetInt("axis")) {}
+
+  void Compute(KernelContext& ctx) const override {
+    DeviceGuard guard(ep_.ordinal());
+    const Tensor& first = ctx.Input(0);
+    const int64_t rank = static_cast<int64_t>(first.shape().rank());
+    const size_t axis = static_cast<size_t>(NormalizeAxis(axis_, rank, "Concat axis"));
+    std::vector<int64_t> dims = first.shape().dims();
+    dims[axis] = 0;
+    for (size_t i = 0; i < ctx.NumInputs(); ++i) {
+      const Tensor& t = ctx.Input(i);
+      if (t.type() != first.type() || t.shape().rank() != first.shape().rank())
+        Fail(ErrorCode::kInvalidArgument, ctx.node().Describe(), ": input ", i, " is ", t.Describe(), ", input 0 is ",
+             first.Describe());
+      for (size_t d = 0; d < dims.size(); ++d)
+        if (d != axis && t.shape()[d] != first.shape()[d])
+          Fail(ErrorCode::kInvalidArgument, ctx.node().Describe(), ": input ", i, " ", t.shape().ToString(),
+               " does not match input 0 ", first.shape().ToString(), " outside the axis");
+      dims[axis] += t.shape()[axis];
+    }
+    const Shape out_shape(dims);
+    Tensor& out = ctx.Output(0, first.type(), out_shape);
+    if (out.NumElements() == 0) return;
+    // Every input is a block of `outer` rows; its rows land side by side in the output's rows.
+    const size_t element = SizeOf(first.type());
+    const int64_t outer = out_shape.SizeTo(axis);
+    const size_t out_row = static_cast<size_t>(out_shape.SizeFrom(axis)) * element;
+    size_t column = 0;
+    for (size_t i = 0; i < ctx.NumInputs(); ++i) {
+      const Tensor& t = ctx.Input(i);
+      const size_t row = static_cast<size_t>(t.shape().SizeFrom(axis)) * element;
+      if (row > 0)
+        CheckCuda(cudaMemcpy2DAsync(static_cast<char*>(out.raw_data()) + column, out_row, t.raw_data(), row, row,
+                                    static_cast<size_t>(outer), cudaMemcpyDeviceToDevice, StreamOf(ctx)),
+                  ctx.node().Describe(), ": copy of input ", i);
+      column += row;
+    }
+  }
+
+ private:
+  const CudaExecutionProvider& ep_;
+  int64_t axis_;
+};
+
+class TransposeKernel : public Kernel {
+ public:
+  explicit TransposeKernel(const KernelInfo& info) : ep_(CudaEpOf(info)), perm_(info.node().GetInts("perm")) {}
+
+  void Compute(KernelContext& ctx) const override {
+    DeviceGuard guard(ep_.ordinal());
+    const Tensor& x = ctx.Input(0);
+    const size_t rank = x.shape().rank();
+    std::vector<int64_t> perm = perm_;
+    if (perm.empty()) {
+      perm.resize(rank);
+      std::iota(perm.rbegin(), perm.rend(), 0);
+    }
+    if (perm.size() != rank)
+      Fail(ErrorCode::kInvalidArgument, ctx.node().Describe(), ": perm has ", perm.size(), " entries for rank ", rank);
+    if (rank > static_cast<size_t>(launch::kMaxRank))
+      Fail(ErrorCode::kNotImplemented, ctx.node().Describe(), ": rank ", rank, " exceeds the CUDA kernel's ",
+           launch::kMaxRank);
+    std::vector<int64_t> in_strides(rank, 1);
+    for (size_t d = rank; d-- > 1;) in_strides[d - 1] = in_strides[d] * x.shape()[d];
+    std::vector<int64_t> out_dims(rank), permuted_strides(rank);
+    std::vector<bool> seen(rank, false);
+    for (size_t d = 0; d < rank; ++d) {
+      const int64_t p = perm[d];
+      if (p < 0 || p >= static_cast<int64_t>(rank) || seen[p])
+        Fail(ErrorCode::kInvalidArgument, ctx.node().Describe(), ": perm is not a permutation of 0..", rank - 1);
+      seen[p] = true;
+      out_dims[d] = x.shape()[p];
+      permuted_strides[d] = in_strides[p];
+    }
+    Tensor& y = ctx.Output(0, x.type(), Shape(out_dims));
+    if (y.NumElements() == 0) return;
+    CheckLaunch(ctx,
+                launch::Transpose(static_cast<int>(SizeOf(x.type())), x.raw_data(), y.raw_data(),
+                                  static_cast<int>(rank), out_dims.data(), permuted_strides.data(), y.NumElements(),
+                                  StreamOf(ctx)),
+                "Transpose launch");
+  }
+
+ private:
+  const CudaExecutionProvider& ep_;
+  std::vector<int64_t> perm_;
+};
+
+}  // namespace
+
+void RegisterTensorKernels(KernelRegistry& registry) {
+  registry.Register<ConcatKernel>(MakeDef("Concat", 4, INT_MAX, AllDeviceTypes()));
+  registry.Register<TransposeKernel>(MakeDef("Transpose", 1, INT_MAX, AllDeviceTypes()));
+}
+
+}  // namespace tessera::cuda

@@ -1,0 +1,45 @@
+// Shared pieces of the CUDA EP tests (compiled only when the CUDA plugin is built). Every test uses the
+// CudaTest fixture, which skips with the reason when no GPU is available (as on CI).
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "ops/op_tester.h"
+#include "tessera/tessera.h"
+#include "test_env.h"
+
+namespace tessera::test {
+
+class CudaTest : public ::testing::Test {
+ protected:
+  void SetUp() override;
+};
+
+// The first CUDA EP device (the fixture guarantees there is one).
+const EpDevice& CudaDevice();
+EpFactory& CudaFactory();
+// Arena allocators over the factory's raw allocators, shared by the tests.
+AllocatorPtr CudaDeviceAllocator();
+AllocatorPtr CudaPinnedAllocator();
+// Synchronous copies through the Environment.
+Tensor ToCuda(const Tensor& host);
+Tensor ToHost(const Tensor& any);
+
+// Runs a serialized model on the CUDA EP (CPU fallback) with `provider_options`; outputs on the host.
+std::vector<Tensor> RunOnCuda(const std::string& model, const Session::NamedValues& feeds,
+                              const ProviderOptions& provider_options = {});
+
+// A float32 tensor with exactly the values of a float16 one.
+Tensor Float16ToFloat(const Tensor& half);
+
+// Builds the same one-node test twice: with `half_inputs` (float16) run on the CUDA EP, and with the
+// same values in float32 run on the CPU EP; checks output 0 ("Y") agrees within the tolerance.
+using OpBuilder = std::function<void(OpTester&, const std::vector<Tensor>& inputs)>;
+void CompareFloat16WithCpu(const std::string& op, int opset, const std::vector<Tensor>& half_inputs,
+                           const OpBuilder& build, double absolute, double relative);
+
+}  // namespace tessera::test
