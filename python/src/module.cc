@@ -59,6 +59,7 @@ void SetDefaultLoggerSeverity(int severity) {
 
 PYBIND11_MODULE(_tessera, m) {
   namespace tp = tessera::python;
+  namespace py = pybind11;
   m.doc() = "Tessera ONNX runtime (native part); use the `tessera` package.";
   tp::BindErrors(m);
   tp::GetRuntime();

@@ -74,7 +74,7 @@ DataType DataTypeFromDtype(const py::dtype& dtype) {
       break;
     default: break;
   }
-  Fail(ErrorCode::kInvalidArgument, "numpy dtype '", py::str(dtype).cast<std::string>(), "' has no ONNX element type");
+  Fail(ErrorCode::kInvalidArgument, "numpy dtype '", py::str(static_cast<const py::handle&>(dtype)).cast<std::string>(), "' has no ONNX element type");
 }
 
 DataType DataTypeFromObject(const py::handle& obj) {

@@ -9,8 +9,7 @@
 #include "exec/plan_builder.h"
 #include "graph/model_loader.h"
 #include "graph/partitioner.h"
-#include "graph/passes/constant_folding.h"
-#include "graph/passes/dead_node_elimination.h"
+#include "graph/passes/graph_optimizer.h"
 #include "graph/type_inference.h"
 #include "providers/cpu/cpu_ep.h"
 #include "session/environment_impl.h"
@@ -220,7 +219,6 @@ std::unique_ptr<SubgraphRunner> Session::Impl::CompileSubgraph(const Graph& subg
 
 void Session::Impl::Optimize() {
   Graph& graph = *model->graph;
-  if (options.optimization_level == OptimizationLevel::kNone) return;
   evaluator_ep = std::make_unique<CpuExecutionProvider>(allocators.at(MemoryInfo::Host()));
   ConstantEvaluator evaluator;
   evaluator.can_evaluate = [&](const Node& node) { return evaluator_ep->kernels().Find(node, graph) != nullptr; };
@@ -244,9 +242,14 @@ void Session::Impl::Optimize() {
     request.threads = &threads;
     return ExecutePlan(single_plan, request, host_only);
   };
-  const size_t folded = FoldConstants(graph, evaluator);
-  const size_t removed = EliminateDeadNodes(graph);
-  Log(LogLevel::kInfo, "optimizer: folded ", folded, " constant node(s), removed ", removed, " dead node(s)");
+  OptimizerContext context{evaluator, [this](const Node& anchor, const Graph& g, const std::string& op_type,
+                                              const std::string& domain) {
+                              for (const auto& ep : eps)
+                                if (ep->kernels().Find(anchor, g) != nullptr) return ep->kernels().HasOp(op_type, domain);
+                              return false;
+                            }};
+  for (const PassResult& r : OptimizeGraph(graph, options.optimization_level, context))
+    Log(LogLevel::kInfo, "optimizer: ", r.pass, " changed ", r.changes, " node(s)");
 }
 
 void Session::Impl::Initialize() {

@@ -1,5 +1,5 @@
-// Transpose, Concat, Split, Slice, Tile, Pad, DepthToSpace, SpaceToDepth, Trilu, OneHot: expected values
-// by hand, or from a plain index-by-index reference for the larger layouts.
+// Transpose, Concat, Split, Slice, Tile, Pad, DepthToSpace, SpaceToDepth, Trilu, OneHot (and their opset-1
+// forms): expected values by hand, or from a plain index-by-index reference for the larger layouts.
 #include <gtest/gtest.h>
 
 #include <climits>
@@ -250,6 +250,28 @@ TEST(TensorOpsTest, Tile) {
       .Output("y", F({2}, {1, 2}))
       .ExpectFailure("repeats")
       .Run({"cpu"});
+}
+
+// Opset-1 forms: Tile(input, tiles, axis), Pad's `paddings` attribute, Split's split as an input.
+TEST(TensorOpsTest, LegacyOpset1Forms) {
+  OpTester("Tile", 1)
+      .Input("x", F({2, 2}, {1, 2, 3, 4}))
+      .Input("tiles", I64({}, {3}))
+      .Input("axis", I64({}, {1}))
+      .Output("y", F({2, 6}, {1, 2, 1, 2, 1, 2, 3, 4, 3, 4, 3, 4}))
+      .Run();
+  OpTester("Pad", 1)
+      .Attr("paddings", Ints{0, 1, 0, 0})
+      .Attr("value", 7.0f)
+      .Input("x", F({2, 2}, {1, 2, 3, 4}))
+      .Output("y", F({2, 3}, {7, 1, 2, 7, 3, 4}))
+      .Run();
+  OpTester("Split", 1)
+      .Input("x", Iota({5}))
+      .Input("split", Vec({2, 3}))
+      .Output("a", F({2}, {0, 1}))
+      .Output("b", F({3}, {2, 3, 4}))
+      .Run();
 }
 
 TEST(TensorOpsTest, PadModes) {

@@ -150,7 +150,8 @@ class SplitKernel : public Kernel {
     const Node& node = ctx.node();
     const int64_t outputs = static_cast<int64_t>(ctx.NumOutputs());
     std::vector<int64_t> lengths = attribute_split_;
-    if (node.opset >= 13 && ctx.OptionalInput(1) != nullptr) lengths = ReadIntParameter(node, ctx.Input(1), "split");
+    const bool split_input = node.opset >= 13 || node.opset < 2;  // Split-1 took it as attribute or input
+    if (split_input && ctx.OptionalInput(1) != nullptr) lengths = ReadIntParameter(node, ctx.Input(1), "split");
     if (lengths.empty()) {
       const int64_t parts = num_outputs_ > 0 ? num_outputs_ : outputs;
       const int64_t part = num_outputs_ > 0 ? (dim + parts - 1) / parts : dim / std::max<int64_t>(parts, 1);
@@ -248,6 +249,7 @@ class SliceKernel : public Kernel {
   SliceRequest attributes_;
 };
 
+// Tile-1 takes (input, tiles, axis): `tiles` copies along one axis. Tile-6 takes one repeat per dim.
 class TileKernel : public Kernel {
  public:
   explicit TileKernel(const KernelInfo&) {}
@@ -255,7 +257,8 @@ class TileKernel : public Kernel {
     const Node& node = ctx.node();
     const Tensor& input = ctx.Input(0);
     const std::vector<int64_t>& dims = input.shape().dims();
-    const std::vector<int64_t> repeats = ReadIntParameter(node, ctx.Input(1), "repeats");
+    const std::vector<int64_t> repeats = node.opset < 6 ? AxisRepeats(ctx, input.shape())
+                                                        : ReadIntParameter(node, ctx.Input(1), "repeats");
     bool valid = repeats.size() == dims.size();
     for (int64_t r : repeats) valid = valid && r >= 0;
     if (!valid)
@@ -272,6 +275,18 @@ class TileKernel : public Kernel {
     }
     Tensor& out = ctx.Output(0, input.type(), Shape(out_dims));
     CopyStrided(input, view, out, ctx.thread_pool());
+  }
+
+ private:
+  static std::vector<int64_t> AxisRepeats(const KernelContext& ctx, const Shape& shape) {
+    const Node& node = ctx.node();
+    const std::vector<int64_t> tiles = ReadIntParameter(node, ctx.Input(1), "tiles");
+    const std::vector<int64_t> axis = ReadIntParameter(node, ctx.Input(2), "axis");
+    if (tiles.size() != 1 || axis.size() != 1)
+      Fail(ErrorCode::kInvalidArgument, node.Describe(), ": tiles and axis must be scalars");
+    std::vector<int64_t> repeats(shape.rank(), 1);
+    repeats[static_cast<size_t>(AxisFor(node, axis[0], static_cast<int64_t>(shape.rank()), shape))] = tiles[0];
+    return repeats;
   }
 };
 
@@ -314,7 +329,7 @@ class PadKernel : public Kernel {
     else
       Fail(ErrorCode::kInvalidModel, node.Describe(), ": unknown mode '", mode, "'");
     if (node.opset < 11) {
-      attribute_pads_ = node.GetInts("pads");
+      attribute_pads_ = node.GetInts(node.opset < 2 ? "paddings" : "pads");
       attribute_value_ = node.GetFloat("value", 0.0f);
     }
   }
@@ -571,8 +586,8 @@ void RegisterTensorKernels(KernelRegistry& registry) {
   registry.Register<ConcatKernel>(Def("Concat", 1));
   registry.Register<SplitKernel>(Def("Split", 1, {1}));
   registry.Register<SliceKernel>(Def("Slice", 1, {1, 2, 3, 4}));
-  registry.Register<TileKernel>(Def("Tile", 6, {1}));
-  registry.Register<PadKernel>(Def("Pad", 2, {1, 2, 3}));
+  registry.Register<TileKernel>(Def("Tile", 1, {1, 2}));
+  registry.Register<PadKernel>(Def("Pad", 1, {1, 2, 3}));
   registry.Register(Def("DepthToSpace", 1),
                     [](const KernelInfo& info) { return std::make_unique<DepthSpaceKernel>(info, true); });
   registry.Register(Def("SpaceToDepth", 1),

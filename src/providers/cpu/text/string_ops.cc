@@ -129,8 +129,9 @@ class StringNormalizer : public Kernel {
 
 // TfIdfVectorizer: counts the pool's n-grams in each row, for gram lengths min..max and skips
 // 0..max_skip_count (an n-gram with skip s takes every (s+1)-th token; 1-grams count once, not once
-// per skip), then weighs the counts by mode: TF count, IDF (count > 0) * weight, TFIDF count * weight.
-// Output[ngram_indexes[i]] holds pool n-gram i's value; weights[i] belongs to pool n-gram i.
+// per skip); pool n-gram i counts at output column ngram_indexes[i]. Column j is then weighed by mode:
+// TF count, IDF (count > 0) * weights[j], TFIDF count * weights[j] (weights default to 1). Weights are
+// indexed by output column as in the ONNX reference implementation and ONNX Runtime.
 class TfIdfVectorizer : public Kernel {
  public:
   explicit TfIdfVectorizer(const KernelInfo& info) {
@@ -151,24 +152,24 @@ class TfIdfVectorizer : public Kernel {
       if (index < 0) Fail(ErrorCode::kInvalidModel, node.Describe(), ": negative ngram_indexes value ", index);
       output_size_ = std::max(output_size_, index + 1);
     }
-    if (!weights_.empty() && weights_.size() != ngram_indexes_.size())
-      Fail(ErrorCode::kInvalidModel, node.Describe(), ": weights has ", weights_.size(), " values but ngram_indexes has ",
-           ngram_indexes_.size());
+    if (!weights_.empty() && static_cast<int64_t>(weights_.size()) < output_size_)
+      Fail(ErrorCode::kInvalidModel, node.Describe(), ": weights has ", weights_.size(), " values for ", output_size_,
+           " output columns");
     BuildPool(node);
   }
 
   void Compute(KernelContext& ctx) const override {
     const Tensor& x = ctx.Input(0);
     const Shape& shape = x.shape();
-    if (shape.rank() != 1 && shape.rank() != 2)
+    if (shape.rank() > 2)
       Fail(ErrorCode::kInvalidArgument, ctx.node().Describe(), ": input ", shape.ToString(), " must be [C] or [N, C]");
     if ((x.type() == DataType::kString) != strings_)
       Fail(ErrorCode::kInvalidArgument, ctx.node().Describe(), ": input of type ", DataTypeName(x.type()),
            strings_ ? " does not match pool_strings" : " does not match pool_int64s");
-    const int64_t rows = shape.rank() == 1 ? 1 : shape[0], width = shape.rank() == 1 ? shape[0] : shape[1];
-    Tensor& y = ctx.Output(0, DataType::kFloat, shape.rank() == 1 ? Shape{output_size_} : Shape{rows, output_size_});
+    // A scalar reads as one row of one token.
+    const int64_t rows = shape.rank() == 2 ? shape[0] : 1, width = shape.rank() == 0 ? 1 : shape.dims().back();
+    Tensor& y = ctx.Output(0, DataType::kFloat, shape.rank() == 2 ? Shape{rows, output_size_} : Shape{output_size_});
     float* out = y.Data<float>();
-    std::fill(out, out + y.NumElements(), 0.0f);
     if (x.type() == DataType::kString) CountRows(ctx, x.Data<std::string>(), rows, width, out);
     else if (x.type() == DataType::kInt32) CountRows(ctx, x.Data<int32_t>(), rows, width, out);
     else CountRows(ctx, x.Data<int64_t>(), rows, width, out);
@@ -188,7 +189,7 @@ class TfIdfVectorizer : public Kernel {
   template <typename T>
   void CountRows(KernelContext& ctx, const T* x, int64_t rows, int64_t width, float* out) const {
     ctx.thread_pool().ParallelFor(rows, std::max<int64_t>(1, 4096 / std::max<int64_t>(1, width)), [&](int64_t begin, int64_t end) {
-      std::vector<int64_t> counts(ngram_indexes_.size());
+      std::vector<int64_t> counts(static_cast<size_t>(output_size_));
       std::string key;
       for (int64_t row = begin; row < end; ++row) {
         std::fill(counts.begin(), counts.end(), 0);
@@ -198,7 +199,7 @@ class TfIdfVectorizer : public Kernel {
     });
   }
 
-  // Maps every pool n-gram's key to its position i among the pool's n-grams.
+  // Maps every pool n-gram's key to its output column.
   void BuildPool(const Node& node) {
     const std::vector<int64_t> pool_ints = node.GetInts("pool_int64s");
     const std::vector<std::string> pool_strings = node.GetStrings("pool_strings");
@@ -223,7 +224,7 @@ class TfIdfVectorizer : public Kernel {
         if (ngram >= ngram_indexes_.size())
           Fail(ErrorCode::kInvalidModel, node.Describe(), ": the pool has more n-grams than ngram_indexes (",
                ngram_indexes_.size(), ")");
-        pool_.emplace(std::move(key), ngram);
+        pool_.emplace(std::move(key), static_cast<size_t>(ngram_indexes_[ngram]));
       }
       max_pool_gram_ = n;
     }
@@ -248,12 +249,10 @@ class TfIdfVectorizer : public Kernel {
   }
 
   void WriteRow(const std::vector<int64_t>& counts, float* out) const {
-    for (size_t i = 0; i < counts.size(); ++i) {
-      if (counts[i] == 0) continue;
-      const float weight = weights_.empty() ? 1.0f : weights_[i];
-      const float count = static_cast<float>(counts[i]);
-      const float value = mode_ == Mode::kTf ? count : mode_ == Mode::kIdf ? weight : count * weight;
-      out[ngram_indexes_[i]] += value;
+    for (size_t j = 0; j < counts.size(); ++j) {
+      const float weight = weights_.empty() ? 1.0f : weights_[j];
+      const float count = static_cast<float>(counts[j]);
+      out[j] = mode_ == Mode::kTf ? count : mode_ == Mode::kIdf ? (counts[j] > 0 ? weight : 0.0f) : count * weight;
     }
   }
 

@@ -1,0 +1,38 @@
+// The graph optimization pipeline run at session creation. Each pass is its own file with its own
+// tests; this file only decides which passes run at which OptimizationLevel and in what order.
+//
+//   kNone      nothing
+//   kBasic     constant folding, dead-node elimination (semantics-preserving, EP-independent)
+//   kExtended  + fusions into standard ONNX ops (Conv+BatchNormalization folding, LayerNormalization and
+//              Gelu pattern fusion, shape-subgraph elimination, transpose elimination)
+//   kAll       + fusions into Tessera's own ops (domain "ai.tessera"), e.g. Conv/Gemm/MatMul with bias and
+//              activation, which only EPs that register those kernels run
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "graph/passes/constant_folding.h"
+#include "tessera/session_options.h"
+
+namespace tessera {
+
+// What passes may ask of the session.
+struct OptimizerContext {
+  ConstantEvaluator evaluator;
+  // Whether the EP that will run `anchor` (the first EP in priority order with a kernel for it) also has
+  // a kernel for the fused op: fusions into non-standard ops check this so a fused node never lands on
+  // an EP that cannot run it.
+  std::function<bool(const Node& anchor, const Graph& graph, const std::string& op_type, const std::string& domain)>
+      can_fuse;
+};
+
+struct PassResult {
+  std::string pass;
+  size_t changes = 0;  // nodes rewritten, folded or removed
+};
+
+std::vector<PassResult> OptimizeGraph(Graph& graph, OptimizationLevel level, const OptimizerContext& context);
+
+}  // namespace tessera
