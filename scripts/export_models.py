@@ -1,8 +1,10 @@
 #!/usr/bin/python3
-"""Exports the reference models Tessera is checked against: ResNet-50 and BERT-base.
+"""Exports the reference models Tessera is checked against: ResNet-50 and BERT-base (and, on request,
+MobileNetV2 for the CPU bench: --only mobilenet_v2).
 
-Both architectures are defined here (torchvision and transformers are not available on Debian 12):
-ResNet-50 follows torchvision's v1.5 layout (Bottleneck blocks, stride on the 3x3 conv) and BERT-base
+The architectures are defined here (torchvision and transformers are not available on Debian 12):
+ResNet-50 follows torchvision's v1.5 layout (Bottleneck blocks, stride on the 3x3 conv), MobileNetV2
+follows torchvision's (inverted residual blocks with ReLU6, width multiplier 1.0) and BERT-base
 follows the original encoder (word + position + token-type embeddings, post-LayerNorm self-attention
 and GELU feed-forward layers, tanh pooler). Weights are random (seed 0); BatchNorm and LayerNorm
 parameters are randomized too, so that no normalization is an identity. The models run in eval mode
@@ -108,6 +110,74 @@ class ResNet(nn.Module):
         x = self.maxpool(self.relu(self.bn1(self.conv1(x))))
         x = self.layer4(self.layer3(self.layer2(self.layer1(x))))
         return self.fc(torch.flatten(self.avgpool(x), 1))
+
+
+# ---- MobileNetV2 ---------------------------------------------------------------------------------
+
+
+@dataclasses.dataclass
+class MobileNetConfig:
+    # (expansion t, output channels c, repeats n, first stride s), as in the MobileNetV2 paper
+    blocks: tuple = ((1, 16, 1, 1), (6, 24, 2, 2), (6, 32, 3, 2), (6, 64, 4, 2), (6, 96, 3, 1), (6, 160, 3, 2),
+                     (6, 320, 1, 1))
+    stem_channels: int = 32
+    last_channels: int = 1280
+    num_classes: int = 1000
+    batch: int = 1
+    image_size: int = 224
+
+
+def conv_bn_relu6(in_channels, out_channels, kernel, stride=1, groups=1):
+    return nn.Sequential(
+        nn.Conv2d(in_channels, out_channels, kernel, stride=stride, padding=kernel // 2, groups=groups, bias=False),
+        nn.BatchNorm2d(out_channels), nn.ReLU6())
+
+
+class InvertedResidual(nn.Module):
+    """1x1 expand (ReLU6) -> 3x3 depthwise (ReLU6, carries the stride) -> 1x1 linear projection, plus the
+    identity when the stride is 1 and the channel count is unchanged."""
+
+    def __init__(self, in_channels, out_channels, stride, expansion):
+        super().__init__()
+        hidden = in_channels * expansion
+        layers = [conv_bn_relu6(in_channels, hidden, 1)] if expansion != 1 else []
+        layers += [conv_bn_relu6(hidden, hidden, 3, stride=stride, groups=hidden),
+                   nn.Conv2d(hidden, out_channels, 1, bias=False), nn.BatchNorm2d(out_channels)]
+        self.block = nn.Sequential(*layers)
+        self.use_residual = stride == 1 and in_channels == out_channels
+
+    def forward(self, x):
+        return x + self.block(x) if self.use_residual else self.block(x)
+
+
+class MobileNetV2(nn.Module):
+    def __init__(self, config):
+        super().__init__()
+        layers, in_channels = [conv_bn_relu6(3, config.stem_channels, 3, stride=2)], config.stem_channels
+        for expansion, channels, repeats, stride in config.blocks:
+            for index in range(repeats):
+                layers.append(InvertedResidual(in_channels, channels, stride if index == 0 else 1, expansion))
+                in_channels = channels
+        layers.append(conv_bn_relu6(in_channels, config.last_channels, 1))
+        self.features = nn.Sequential(*layers)
+        self.classifier = nn.Linear(config.last_channels, config.num_classes)
+        self._init_weights()
+
+    def _init_weights(self):
+        for module in self.modules():
+            if isinstance(module, nn.Conv2d):
+                nn.init.kaiming_normal_(module.weight, mode="fan_out")
+            elif isinstance(module, nn.BatchNorm2d):
+                randomize_norm(module.weight, module.bias)
+                module.running_mean.normal_(0.0, 0.1)
+                module.running_var.uniform_(0.5, 1.5)
+            elif isinstance(module, nn.Linear):
+                nn.init.normal_(module.weight, 0.0, 0.01)
+                nn.init.zeros_(module.bias)
+
+    def forward(self, x):
+        x = nn.functional.adaptive_avg_pool2d(self.features(x), (1, 1))
+        return self.classifier(torch.flatten(x, 1))
 
 
 # ---- BERT-base ---------------------------------------------------------------------------------
@@ -238,6 +308,14 @@ def resnet_export(small):
     return Export(model, {"input": image}, ["logits"], {"input": {0: "batch"}, "logits": {0: "batch"}})
 
 
+def mobilenet_v2_export(small):
+    config = MobileNetConfig(blocks=((1, 8, 1, 1), (6, 16, 2, 2), (6, 24, 2, 2)), stem_channels=8, last_channels=64,
+                             num_classes=10, batch=2, image_size=64) if small else MobileNetConfig()
+    model = MobileNetV2(config)
+    image = torch.randn(config.batch, 3, config.image_size, config.image_size)
+    return Export(model, {"input": image}, ["logits"], {"input": {0: "batch"}, "logits": {0: "batch"}})
+
+
 def bert_export(small):
     config = BertConfig(vocab_size=1000, hidden=128, layers=2, heads=2, intermediate=512, max_positions=64,
                         batch=2, sequence=16) if small else BertConfig()
@@ -252,7 +330,8 @@ def bert_export(small):
                    "pooler_output": {0: "batch"}})
 
 
-MODELS = {"resnet50": resnet_export, "bert_base": bert_export}
+MODELS = {"resnet50": resnet_export, "bert_base": bert_export, "mobilenet_v2": mobilenet_v2_export}
+DEFAULT_MODELS = ["resnet50", "bert_base"]  # what tests/models checks; the others are exported with --only
 
 
 def export(name, small, out_dir):
@@ -296,7 +375,7 @@ def main():
     parser.add_argument("--only", choices=sorted(MODELS), action="append", help="export only these models")
     args = parser.parse_args()
     start = time.time()
-    for name in args.only or MODELS:
+    for name in args.only or DEFAULT_MODELS:
         export(name, args.small, args.out)
     print(f"export_models.py: {'small' if args.small else 'full'} models in {args.out} ({time.time() - start:.1f}s)")
 

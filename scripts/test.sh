@@ -1,15 +1,19 @@
 #!/usr/bin/env bash
 # Setup, build and every test: the gtest suite (unit, ops, reference models against PyTorch) and the
-# ONNX conformance suite, through ctest. Exits non-zero on any failure; the last line is a summary.
+# ONNX conformance suite, through ctest, then the Python package's pytest suite. Exits non-zero on any
+# failure; the last line is a summary.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 BUILD_DIR=${BUILD_DIR:-build}
 CTEST_LOG="$BUILD_DIR/ctest.log"
+PYTEST_LOG="$BUILD_DIR/pytest.log"
 START=$SECONDS
 summary() {
-  local status=$? counts=""
+  local status=$? counts="" pytest_counts=""
   [[ -f "$CTEST_LOG" ]] && counts=$(grep -Eo '[0-9]+% tests passed, [0-9]+ tests failed out of [0-9]+' "$CTEST_LOG" || true)
+  [[ -f "$PYTEST_LOG" ]] && pytest_counts=$(grep -Eo '[0-9]+ (passed|failed|errors?)[^=]*' "$PYTEST_LOG" | tail -1 | sed 's/ *$//' || true)
+  [[ -n "$pytest_counts" ]] && counts="${counts:+$counts; }pytest: $pytest_counts"
   if ((status == 0)); then
     echo "test.sh: PASSED (${counts:-no ctest summary}) in $((SECONDS - START))s"
   else
@@ -19,7 +23,7 @@ summary() {
 trap summary EXIT
 
 bash scripts/setup.sh
-rm -f "$CTEST_LOG"
+rm -f "$CTEST_LOG" "$PYTEST_LOG"
 bash scripts/build.sh
 
 # Small configurations of the reference models (seconds to export); tests/models/model_test.cc
@@ -28,3 +32,7 @@ bash scripts/build.sh
 export TESSERA_MODELS_DIR="$PWD/$BUILD_DIR/models"
 
 ctest --test-dir "$BUILD_DIR" --output-on-failure -j2 2>&1 | tee "$CTEST_LOG"
+
+# The Python package from the build tree (build/python), on the CPU and the simulated testing device.
+TESSERA_TESTING_EP_PATH="$PWD/$BUILD_DIR/libtessera_testing_ep.so" PYTHONPATH="$PWD/$BUILD_DIR/python" \
+  /usr/bin/python3 -m pytest -q -p no:cacheprovider tests/python 2>&1 | tee "$PYTEST_LOG"

@@ -13,5 +13,6 @@ int InspectCommand(std::span<const std::string> args);
 int PartitionCommand(std::span<const std::string> args);
 int RunCommand(std::span<const std::string> args);
 int BenchCommand(std::span<const std::string> args);
+int BenchServerCommand(std::span<const std::string> args);
 
 }  // namespace tessera::cli

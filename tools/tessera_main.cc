@@ -17,6 +17,7 @@ commands:
   partition MODEL              which EP runs each node, and the copies between memories
   run MODEL                    run once (random inputs unless --input) and summarize the outputs
   bench [MODEL]                latency of Run(feeds) and Run(IoBinding) (default .models/default.onnx)
+  bench-server MODEL           timed runs on request over stdin/stdout (driven by bench/compare_ort.mjs)
 
 session options (partition, run, bench):
   --ep NAME                    EP in priority order (repeatable): cpu, testing, cuda, or a full EP type
@@ -48,6 +49,7 @@ int Dispatch(const std::string& command, const std::vector<std::string>& args) {
   if (command == "partition") return PartitionCommand(args);
   if (command == "run") return RunCommand(args);
   if (command == "bench") return BenchCommand(args);
+  if (command == "bench-server") return BenchServerCommand(args);
   throw UsageError("unknown command '" + command + "'");
 }
 

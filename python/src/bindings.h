@@ -34,6 +34,8 @@ class Runtime {
   AllocatorPtr AllocatorFor(const MemoryInfo& info);
   // Synchronous copy between any two memory spaces a registered EP can copy between.
   void Copy(const Tensor& src, Tensor& dst);
+  // Unloads a plugin, first dropping the cached allocators (they may hold its code).
+  void UnregisterEpLibrary(const std::string& registration_name);
 
  private:
   std::mutex mutex_;

@@ -174,7 +174,7 @@ void BindDevices(py::module_& m) {
     GetRuntime()->env().RegisterEpLibrary(name, path);
   }, py::arg("registration_name"), py::arg("path"), "Loads an EP plugin library (libtessera_<name>.so).");
   m.def("unregister_execution_provider_library", [](const std::string& name) {
-    GetRuntime()->env().UnregisterEpLibrary(name);
+    GetRuntime()->UnregisterEpLibrary(name);
   }, py::arg("registration_name"), "Unloads a plugin; its sessions and values must be gone first.");
 }
 

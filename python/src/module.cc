@@ -31,6 +31,14 @@ AllocatorPtr Runtime::AllocatorFor(const MemoryInfo& info) {
 
 void Runtime::Copy(const Tensor& src, Tensor& dst) { env_->CopyTensors({&src, 1}, {&dst, 1}, nullptr); }
 
+void Runtime::UnregisterEpLibrary(const std::string& registration_name) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    allocators_.clear();
+  }
+  env_->UnregisterEpLibrary(registration_name);
+}
+
 std::shared_ptr<Runtime> GetRuntime() {
   // Never destroyed: Python may finalize objects in any order at exit, and the plugins the Environment
   // unloads could still be referenced by objects that outlive a static destructor.

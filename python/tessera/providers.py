@@ -113,7 +113,7 @@ def normalize_providers(providers, provider_options):
         seen.add(name)
         if name not in available:
             warnings.warn(f"Specified provider '{name}' is not in available provider names. "
-                          f"Available providers: '{', '.join(available)}'", RuntimeWarning, stacklevel=3)
+                          f"Available providers: '{', '.join(available)}'", RuntimeWarning, stacklevel=4)
             continue
         options = {str(k): _option_string(v) for k, v in options.items()}
         device_id = int(options.get("device_id", 0))

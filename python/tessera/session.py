@@ -2,8 +2,22 @@
 
 import os
 
+import numpy as np
+
 from . import _tessera
 from .providers import normalize_providers
+
+
+_NUMPY_TYPES = {
+    "tensor(float)": np.float32, "tensor(double)": np.float64, "tensor(float16)": np.float16,
+    "tensor(int8)": np.int8, "tensor(int16)": np.int16, "tensor(int32)": np.int32, "tensor(int64)": np.int64,
+    "tensor(uint8)": np.uint8, "tensor(uint16)": np.uint16, "tensor(uint32)": np.uint32,
+    "tensor(uint64)": np.uint64, "tensor(bool)": np.bool_, "tensor(string)": object,
+}
+
+
+def _numpy_dtype(type_string):
+    return _NUMPY_TYPES.get(type_string)
 
 
 class NodeArg:
@@ -58,6 +72,7 @@ class InferenceSession:
         self._sess = _tessera._Session(self._model, self._sess_options, normalized)
         self._provider_options = {name: options for name, options, _ in normalized}
         self._inputs = [NodeArg(*a) for a in self._sess.inputs()]
+        self._input_dtypes = {i.name: _numpy_dtype(i.type) for i in self._inputs}
         self._outputs = [NodeArg(*a) for a in self._sess.outputs()]
 
     def get_inputs(self):
@@ -97,7 +112,14 @@ class InferenceSession:
         Inputs are numpy arrays (shared without copies when C-contiguous and aligned) or OrtValues."""
         if not isinstance(input_feed, dict):
             raise TypeError("input_feed must be a dict of input name -> numpy array or OrtValue")
-        return self._sess.run(list(output_names or []), input_feed, run_options)
+        feeds = {name: self._as_feed(name, value) for name, value in input_feed.items()}
+        return self._sess.run(list(output_names or []), feeds, run_options)
+
+    def _as_feed(self, name, value):
+        """Python scalars and lists become arrays of the input's element type, as in onnxruntime."""
+        if isinstance(value, (np.ndarray, _tessera.OrtValue)) or self._input_dtypes.get(name) is None:
+            return value
+        return np.asarray(value, dtype=self._input_dtypes[name])
 
     def run_with_ort_values(self, output_names, input_dict_ort_values, run_options=None):
         """Like run, with OrtValues in and out (outputs stay where the model produced them on the host)."""

@@ -61,8 +61,9 @@ class StepContext : public KernelContext {
   const ThreadPool& thread_pool() const override { return *frame_.request.threads; }
   const AllocatorPtr& allocator() const override { return step_.allocator; }
   const Value* OuterScopeValue(const std::string& name) const override {
+    // A none value here is an empty optional, not a miss: ONNX forbids subgraphs to shadow outer names.
     const int slot = frame_.plan.FindSlot(name);
-    if (slot >= 0 && !frame_.values[slot].is_none()) return &frame_.values[slot];
+    if (slot >= 0) return &frame_.values[slot];
     return frame_.request.parent ? frame_.request.parent->OuterScopeValue(name) : nullptr;
   }
   bool terminate_requested() const override {

@@ -122,6 +122,32 @@ TEST(ActivationsTest, PReluBroadcastsSlope) {
   bad.Run({"cpu"});
 }
 
+TEST(ActivationsTest, OpsetOneAndSixForms) {
+  const Tensor x = Inputs();
+  Check(OpTester("Relu", 1).Attr("consumed_inputs", std::vector<int64_t>{0}), x, [](double v) { return v > 0 ? v : 0; });
+  Check(OpTester("Sigmoid", 6), x, [](double v) { return 1 / (1 + std::exp(-v)); });
+  Check(OpTester("Elu", 1).Attr("alpha", 0.5f), x, [](double v) { return v >= 0 ? v : 0.5 * (std::exp(v) - 1); });
+  Check(OpTester("Softsign", 1), x, [](double v) { return v / (1 + std::fabs(v)); });
+  // Selu's opset 1 defaults were rounded to four decimals.
+  Check(OpTester("Selu", 1), x, [](double v) { return v > 0 ? 1.0507 * v : 1.0507 * 1.6732 * (std::exp(v) - 1); });
+  const double alpha = 1.67326319217681884765625, gamma = 1.05070102214813232421875;
+  Check(OpTester("Selu", 6), x, [&](double v) { return v > 0 ? gamma * v : gamma * alpha * (std::exp(v) - 1); });
+}
+
+// Before opset 7 a slope of x's channel count applies along dimension 1 (PyTorch's PReLU export).
+TEST(ActivationsTest, PReluPerChannelSlopeBeforeOpset7) {
+  const Tensor x = RandomTensor(DataType::kFloat, {2, 3, 4}, 6);
+  const Tensor slope = Make<float>({3}, {0.1f, 0.2f, 0.3f});
+  Tensor expected = Tensor::Allocate(DataType::kFloat, x.shape());
+  for (int64_t i = 0; i < x.NumElements(); ++i) {
+    const float v = x.Data<float>()[i];
+    expected.Data<float>()[i] = v < 0 ? v * slope.Data<float>()[(i / 4) % 3] : v;
+  }
+  OpTester t("PRelu", 6);
+  t.Input("X", x).Input("slope", slope).Output("Y", expected);
+  t.Run();
+}
+
 TEST(ActivationsTest, ClipFromAttributesBeforeOpset11) {
   OpTester t("Clip", 7);
   t.Attr("min", -1.0f).Attr("max", 2.0f);

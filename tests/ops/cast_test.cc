@@ -101,6 +101,8 @@ TEST(CastTest, UnsupportedTargetTypeFails) {
   t.Run({"cpu"});
 }
 
+TEST(CastTest, OpsetSixForm) { CheckCast(Make<int64_t>({2}, {3, -4}), Make<double>({2}, {3, -4}), 6); }
+
 TEST(CastTest, CastLikeTakesTheTypeOfItsSecondInput) {
   OpTester t("CastLike", 15);
   t.Input("input", Make<float>({3}, {1.5f, -2.5f, 3.0f})).Input("target_type", Make<int64_t>({}, {0}));

@@ -371,6 +371,107 @@ TEST(ElementwiseTest, IsNaNAndIsInf) {
   positive_only.Run();
 }
 
+TEST(ElementwiseTest, InverseAndHyperbolicTrigonometry) {
+  const Tensor x = RandomTensor(DataType::kFloat, {3, 40}, 14, -0.95, 0.95);
+  const Tensor above_one = RandomTensor(DataType::kFloat, {3, 40}, 15, 1.0, 5.0);
+  CheckUnaryFloat("Tan", 7, x, [](double v) { return std::tan(v); });
+  CheckUnaryFloat("Asin", 7, x, [](double v) { return std::asin(v); });
+  CheckUnaryFloat("Acos", 7, x, [](double v) { return std::acos(v); });
+  CheckUnaryFloat("Atan", 7, x, [](double v) { return std::atan(v); });
+  CheckUnaryFloat("Sinh", 9, x, [](double v) { return std::sinh(v); });
+  CheckUnaryFloat("Cosh", 9, x, [](double v) { return std::cosh(v); });
+  CheckUnaryFloat("Asinh", 9, x, [](double v) { return std::asinh(v); });
+  CheckUnaryFloat("Acosh", 9, above_one, [](double v) { return std::acosh(v); });
+  CheckUnaryFloat("Atanh", 9, x, [](double v) { return std::atanh(v); });
+}
+
+TEST(ElementwiseTest, BitShiftBothDirectionsAndOversizedShifts) {
+  OpTester left("BitShift", 11);
+  left.Attr("direction", std::string("LEFT"))
+      .Input("X", Make<uint8_t>({4}, {1, 3, 255, 7}))
+      .Input("Y", Make<uint8_t>({4}, {1, 2, 1, 8}))
+      .Output("Z", Make<uint8_t>({4}, {2, 12, 254, 0}));
+  left.Run();
+  OpTester right("BitShift", 11);
+  right.Attr("direction", std::string("RIGHT"))
+      .Input("X", Make<uint64_t>({3}, {1ull << 63, 96, 5}))
+      .Input("Y", Make<uint64_t>({1}, {4}))
+      .Output("Z", Make<uint64_t>({3}, {1ull << 59, 6, 0}));
+  right.Run();
+  OpTester bad("BitShift", 11);
+  bad.Attr("direction", std::string("UP")).Input("X", Make<uint32_t>({1}, {1})).Input("Y", Make<uint32_t>({1}, {1}));
+  bad.OutputName("Z").ExpectFailure("direction");
+  bad.Run({"cpu"});
+}
+
+TEST(ElementwiseTest, NarrowAndUnsignedIntegerTypes) {
+  CheckBinary("Mul", Make<int16_t>({2}, {300, -200}), Make<int16_t>({2}, {300, 200}),
+              Make<int16_t>({2}, {static_cast<int16_t>(90000), static_cast<int16_t>(-40000)}));
+  CheckBinary("Mul", Make<uint16_t>({1}, {65535}), Make<uint16_t>({1}, {65535}), Make<uint16_t>({1}, {1}));
+  CheckBinary("Sub", Make<uint32_t>({2}, {5, 0}), Make<uint32_t>({2}, {3, 1}), Make<uint32_t>({2}, {2, 0xFFFFFFFFu}));
+  CheckBinary("Div", Make<uint64_t>({2}, {~0ull, 9}), Make<uint64_t>({1}, {2}), Make<uint64_t>({2}, {~0ull / 2, 4}));
+  CheckBinary("Mod", Make<int16_t>({4}, {7, -7, 7, -7}), Make<int16_t>({4}, {3, 3, -3, -3}),
+              Make<int16_t>({4}, {1, 2, -2, -1}), 13);
+  CheckBinary("Mod", Make<uint32_t>({2}, {7, 9}), Make<uint32_t>({1}, {4}), Make<uint32_t>({2}, {3, 1}), 13);
+  CheckBinary("Less", Make<uint64_t>({2}, {1, ~0ull}), Make<uint64_t>({1}, {2}), Make<bool>({2}, {true, false}));
+  OpTester max("Max", 13);
+  max.Input("a", Make<uint64_t>({2}, {1, ~0ull})).Input("b", Make<uint64_t>({1}, {5}));
+  max.Output("m", Make<uint64_t>({2}, {5, ~0ull}));
+  max.Run();
+  OpTester min("Min", 13);
+  min.Input("a", Make<int16_t>({2}, {-300, 7})).Input("b", Make<int16_t>({2}, {4, 4}));
+  min.Output("m", Make<int16_t>({2}, {-300, 4}));
+  min.Run();
+  CheckBinary("Pow", Make<float>({2}, {2, 3}), Make<uint32_t>({2}, {3, 2}), Make<float>({2}, {8, 9}), 15);
+}
+
+TEST(ElementwiseTest, EqualComparesStrings) {
+  CheckBinary("Equal", Make<std::string>({3}, {"a", "bc", ""}), Make<std::string>({3}, {"a", "b", ""}),
+              Make<bool>({3}, {true, false, true}), 19);
+}
+
+TEST(ElementwiseTest, ShrinkFloatsAndIntegers) {
+  OpTester soft("Shrink", 9);
+  soft.Attr("lambd", 1.5f).Attr("bias", 1.5f);
+  soft.Input("input", Make<float>({5}, {-2, -1, 0, 1, 2})).Output("output", Make<float>({5}, {-0.5f, 0, 0, 0, 0.5f}));
+  soft.Run();
+  OpTester hard("Shrink", 9);
+  hard.Attr("lambd", 1.5f);
+  hard.Input("input", Make<int32_t>({5}, {-2, -1, 0, 1, 2})).Output("output", Make<int32_t>({5}, {-2, 0, 0, 0, 2}));
+  hard.Run();
+}
+
+// Before opset 7, B broadcasts to A only with broadcast = 1, aligned at `axis` or at A's last dims.
+TEST(ElementwiseTest, LegacyBroadcastAttributesBeforeOpset7) {
+  const Tensor a = RandomTensor(DataType::kFloat, {2, 3, 4}, 31);
+  const Tensor row = RandomTensor(DataType::kFloat, {4}, 32);
+  OpTester suffix("Add", 6);
+  suffix.Attr("broadcast", int64_t{1}).Input("A", a).Input("B", row);
+  suffix.Output("C", Reference<float, float, float>(a, row, std::plus<float>()));
+  suffix.Run();
+  const Tensor channel = Make<float>({3}, {10, 20, 30});
+  OpTester axis("Mul", 6);
+  axis.Attr("broadcast", int64_t{1}).Attr("axis", int64_t{1}).Input("A", a).Input("B", channel);
+  axis.Output("C", Reference<float, float, float>(a, channel.Reshaped({3, 1}), std::multiplies<float>()));
+  axis.Run();
+  OpTester scalar("Sub", 1);
+  scalar.Attr("broadcast", int64_t{1}).Attr("consumed_inputs", std::vector<int64_t>{0, 0});
+  scalar.Input("A", a).Input("B", Make<float>({1}, {1}));
+  scalar.Output("C", Reference<float, float, float>(a, Make<float>({}, {1}), std::minus<float>()));
+  scalar.Run();
+  OpTester pow("Pow", 1);
+  pow.Attr("broadcast", int64_t{1}).Input("X", Make<float>({2, 2}, {1, 2, 3, 4})).Input("Y", Make<float>({2}, {2, 1}));
+  pow.Output("Z", Make<float>({2, 2}, {1, 2, 9, 4}));
+  pow.Run();
+  OpTester unflagged("Add", 6);
+  unflagged.Input("A", a).Input("B", row).OutputName("C").ExpectFailure("broadcast");
+  unflagged.Run({"cpu"});
+  OpTester mismatched("Add", 6);
+  mismatched.Attr("broadcast", int64_t{1}).Attr("axis", int64_t{0}).Input("A", a).Input("B", row);
+  mismatched.OutputName("C").ExpectFailure("axis 0");
+  mismatched.Run({"cpu"});
+}
+
 TEST(BroadcastPlanTest, CollapsesToOneContiguousInnerRun) {
   const Shape out{8, 3, 16, 16};
   const Shape bias{3, 1, 1};

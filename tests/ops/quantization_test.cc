@@ -94,7 +94,7 @@ TEST(QuantizeLinearTest, UnsupportedTypesFailAtSessionCreation) {
   OpTester int16_before_21("QuantizeLinear", 13);
   int16_before_21.Input("x", Make<float>({1}, {1})).Input("scale", Make<float>({}, {1}));
   int16_before_21.Input("zp", Make<int16_t>({}, {0})).Output("y", Make<int16_t>({1}, {1}));
-  int16_before_21.ExpectFailure("QuantizeLinear").Run();
+  int16_before_21.ExpectFailure("no kernel for op QuantizeLinear").Run();
 
   OpTester bad_axis("QuantizeLinear", 13);
   bad_axis.Input("x", Make<float>({2, 3}, {1, 2, 3, 4, 5, 6})).Input("scale", Make<float>({2}, {1, 1}));
@@ -302,6 +302,26 @@ TEST(ConvIntegerTest, MatchesNaiveReference) {
   }
 }
 
+// int8 weights without zero points take oneDNN's int8 convolution; check it on both x types, with
+// constant and runtime weights.
+TEST(ConvIntegerTest, SymmetricInt8WeightsMatchNaiveReference) {
+  uint32_t seed = 80;
+  for (DataType x_type : {DataType::kUInt8, DataType::kInt8}) {
+    for (const IntConvCase& c : ConvCases()) {
+      SCOPED_TRACE("x " + c.x.ToString() + " w " + c.w.ToString() + " " + DataTypeName(x_type));
+      const Tensor x = RandomQ(x_type, c.x, ++seed), w = RandomQ(DataType::kInt8, c.w, ++seed);
+      const int32_t x_zero = x_type == DataType::kUInt8 ? 140 : -7;
+      const Tensor x_zp = x_type == DataType::kUInt8 ? Make<uint8_t>({}, {140}) : Make<int8_t>({}, {-7});
+      const auto [shape, expected] = NaiveIntConv(c, x, w, x_zero, {0});
+      OpTester t("ConvInteger", 10);
+      AddGeometry(t, c);
+      t.Input("x", x).Input("w", w, /*constant=*/seed % 2 == 0).Input("x_zero_point", x_zp);
+      t.Input("w_zero_point", Make<int8_t>({}, {0}));
+      t.Output("y", Make<int32_t>(shape, expected)).Run();
+    }
+  }
+}
+
 TEST(ConvIntegerTest, PaddingReadsAsZeroPointAndOmittedZeroPoints) {
   // 1x1x2x2 input, 2x2 kernel of ones, pad 1: each output sums the covered inputs minus x_zero_point.
   OpTester t("ConvInteger", 10);
@@ -315,13 +335,13 @@ TEST(ConvIntegerTest, PaddingReadsAsZeroPointAndOmittedZeroPoints) {
   no_zp.Output("y", Make<int32_t>({1, 2, 2}, {-1, 1, -5, 8})).Run();
 }
 
-TEST(QLinearConvTest, MatchesNaiveRequantizationWithBias) {
-  uint32_t seed = 60;
+// uint8 weights with per-channel zero points (im2col path) and int8 weights without zero points (oneDNN).
+void CheckQLinearConv(DataType w_type, uint32_t seed) {
   for (const IntConvCase& c : ConvCases()) {
-    SCOPED_TRACE("x " + c.x.ToString() + " w " + c.w.ToString());
+    SCOPED_TRACE("x " + c.x.ToString() + " w " + c.w.ToString() + " " + DataTypeName(w_type));
     const int64_t m = c.w[0];
-    const Tensor x = RandomQ(DataType::kInt8, c.x, ++seed), w = RandomQ(DataType::kUInt8, c.w, ++seed);
-    const Tensor w_zp = RandomQ(DataType::kUInt8, {m}, ++seed);
+    const Tensor x = RandomQ(DataType::kInt8, c.x, ++seed), w = RandomQ(w_type, c.w, ++seed);
+    const Tensor w_zp = w_type == DataType::kUInt8 ? RandomQ(w_type, {m}, ++seed) : Make<int8_t>({m}, std::vector<int8_t>(m, 0));
     const Tensor w_scale = RandomTensor(DataType::kFloat, {m}, ++seed, 0.001, 0.01);
     const Tensor bias = RandomTensor(DataType::kInt32, {m}, ++seed, -5000, 5000);
     const float x_scale = 0.02f, y_scale = 0.05f;
@@ -340,6 +360,11 @@ TEST(QLinearConvTest, MatchesNaiveRequantizationWithBias) {
     t.Input("y_scale", Make<float>({}, {y_scale})).Input("y_zero_point", Make<int8_t>({}, {5})).Input("B", bias);
     t.Output("y", Make<int8_t>(shape, expected)).Run();
   }
+}
+
+TEST(QLinearConvTest, MatchesNaiveRequantizationWithBias) {
+  CheckQLinearConv(DataType::kUInt8, 60);
+  CheckQLinearConv(DataType::kInt8, 70);
 }
 
 }  // namespace

@@ -1,14 +1,40 @@
 #include "graph/passes/graph_optimizer.h"
 
+#include "graph/passes/conv_bn_folding.h"
 #include "graph/passes/dead_node_elimination.h"
+#include "graph/passes/gelu_fusion.h"
+#include "graph/passes/layer_norm_fusion.h"
+#include "graph/passes/shape_subgraph_elimination.h"
+#include "graph/passes/transpose_elimination.h"
 
 namespace tessera {
+namespace {
+
+void RunBasic(Graph& graph, const OptimizerContext& context, std::vector<PassResult>& results) {
+  results.push_back({"constant_folding", FoldConstants(graph, context.evaluator)});
+  results.push_back({"dead_node_elimination", EliminateDeadNodes(graph)});
+}
+
+// Shape constants first, so that folding removes the shape chains before the fusions look at the graph;
+// dead-node elimination last drops what the fusions left unread (e.g. the unfolded Conv weights).
+void RunExtended(Graph& graph, const OptimizerContext& context, std::vector<PassResult>& results) {
+  const size_t shapes = EliminateShapeSubgraphs(graph);
+  results.push_back({"shape_subgraph_elimination", shapes});
+  if (shapes > 0) RunBasic(graph, context, results);
+  results.push_back({"conv_bn_folding", FoldConvBatchNorm(graph)});
+  results.push_back({"layer_norm_fusion", FuseLayerNorm(graph, context.can_fuse)});
+  results.push_back({"gelu_fusion", FuseGelu(graph, context.can_fuse)});
+  results.push_back({"transpose_elimination", EliminateTransposes(graph)});
+  results.push_back({"dead_node_elimination", EliminateDeadNodes(graph)});
+}
+
+}  // namespace
 
 std::vector<PassResult> OptimizeGraph(Graph& graph, OptimizationLevel level, const OptimizerContext& context) {
   std::vector<PassResult> results;
   if (level == OptimizationLevel::kNone) return results;
-  results.push_back({"constant_folding", FoldConstants(graph, context.evaluator)});
-  results.push_back({"dead_node_elimination", EliminateDeadNodes(graph)});
+  RunBasic(graph, context, results);
+  if (level >= OptimizationLevel::kExtended) RunExtended(graph, context, results);
   return results;
 }
 

@@ -46,6 +46,7 @@ const KernelRegistry& CpuKernelRegistry() {
     cpu::RegisterDftKernels(r);
     cpu::RegisterMaxUnpoolKernels(r);
     cpu::RegisterRoiAlignKernels(r);
+    cpu::RegisterLpKernels(r);
     cpu::RegisterQuantizeKernels(r);
     cpu::RegisterIntegerConvKernels(r);
     cpu::RegisterIntegerMatMulKernels(r);

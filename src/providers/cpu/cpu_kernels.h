@@ -43,6 +43,7 @@ void RegisterLrnKernels(KernelRegistry& registry);             // nn/lrn.cc
 void RegisterDftKernels(KernelRegistry& registry);             // signal/dft.cc (DFT, STFT)
 void RegisterMaxUnpoolKernels(KernelRegistry& registry);       // nn/max_unpool.cc
 void RegisterRoiAlignKernels(KernelRegistry& registry);        // nn/roi_align.cc
+void RegisterLpKernels(KernelRegistry& registry);              // nn/lp_ops.cc (LpNormalization, LpPool, GlobalLpPool)
 void RegisterQuantizeKernels(KernelRegistry& registry);        // quantization/quantize_linear.cc
 void RegisterIntegerConvKernels(KernelRegistry& registry);     // quantization/integer_conv.cc
 void RegisterIntegerMatMulKernels(KernelRegistry& registry);   // quantization/integer_matmul.cc

@@ -45,15 +45,19 @@ class CounterRng {
 
 class SeedSource {
  public:
-  explicit SeedSource(const Node& node)
-      : fixed_(node.HasAttribute("seed")),
-        seed_(fixed_ ? std::bit_cast<uint32_t>(node.GetFloat("seed")) : (uint64_t{std::random_device{}()} << 32) ^
-                                                                            std::random_device{}()) {}
+  explicit SeedSource(const Node& node) : fixed_(node.HasAttribute("seed")), seed_(fixed_ ? Fixed(node) : Fresh()) {}
 
   // The key for one run: the seed attribute's, or a new one each call (safe from concurrent runs).
   uint64_t Next() const { return fixed_ ? seed_ : Mix64(seed_ + runs_.fetch_add(1, std::memory_order_relaxed)); }
 
  private:
+  // The random ops declare `seed` a float, Dropout an int: accept either.
+  static uint64_t Fixed(const Node& node) {
+    const Attribute& seed = node.attributes.at("seed");
+    return seed.type == Attribute::Type::kInt ? static_cast<uint64_t>(seed.i) : std::bit_cast<uint32_t>(seed.f);
+  }
+  static uint64_t Fresh() { return (uint64_t{std::random_device{}()} << 32) ^ std::random_device{}(); }
+
   bool fixed_;
   uint64_t seed_;
   mutable std::atomic<uint64_t> runs_{0};

@@ -28,8 +28,8 @@ class IfKernel : public Kernel {
     const Node& node = info.node();
     for (const SubgraphRunner* branch : {&then_branch_, &else_branch_}) {
       if (!branch->graph().inputs.empty())
-        Fail(ErrorCode::kInvalidModel, node.Describe(), ": branch '", branch->graph().name, "' must take no inputs, has ",
-             branch->graph().inputs.size());
+        Fail(ErrorCode::kInvalidModel, node.Describe(), ": branch '", branch->graph().name,
+             "' must take no inputs, has ", branch->graph().inputs.size());
       if (branch->graph().outputs.size() != node.outputs.size())
         Fail(ErrorCode::kInvalidModel, node.Describe(), ": branch '", branch->graph().name, "' has ",
              branch->graph().outputs.size(), " outputs but the node has ", node.outputs.size());

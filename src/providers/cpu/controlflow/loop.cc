@@ -31,8 +31,8 @@ bool ReadCondition(const Node& node, const Value& cond, const char* what) {
 std::optional<int64_t> ReadTripCount(const Node& node, const Tensor* trip_count) {
   if (trip_count == nullptr) return std::nullopt;
   if (trip_count->type() != DataType::kInt64 || trip_count->NumElements() != 1)
-    Fail(ErrorCode::kInvalidArgument, node.Describe(), ": the trip count M must be an int64 tensor with one element, got ",
-         trip_count->Describe());
+    Fail(ErrorCode::kInvalidArgument, node.Describe(),
+         ": the trip count M must be an int64 tensor with one element, got ", trip_count->Describe());
   const int64_t count = trip_count->Data<int64_t>()[0];
   if (count < 0) Fail(ErrorCode::kInvalidArgument, node.Describe(), ": the trip count M is negative (", count, ")");
   return count;
@@ -55,9 +55,9 @@ class LoopKernel : public Kernel {
            node.inputs.size());
     num_carried_ = node.inputs.size() - 2;
     if (body.inputs.size() != num_carried_ + 2 || body.outputs.size() < num_carried_ + 1)
-      Fail(ErrorCode::kInvalidModel, node.Describe(), ": with ", num_carried_, " loop-carried values the body must take ",
-           num_carried_ + 2, " inputs and produce at least ", num_carried_ + 1, " outputs; it has ", body.inputs.size(),
-           " and ", body.outputs.size());
+      Fail(ErrorCode::kInvalidModel, node.Describe(), ": with ", num_carried_,
+           " loop-carried values the body must take ", num_carried_ + 2, " inputs and produce at least ",
+           num_carried_ + 1, " outputs; it has ", body.inputs.size(), " and ", body.outputs.size());
     num_scan_ = body.outputs.size() - 1 - num_carried_;
     if (node.outputs.size() > num_carried_ + num_scan_)
       Fail(ErrorCode::kInvalidModel, node.Describe(), ": has ", node.outputs.size(), " outputs but the body yields ",

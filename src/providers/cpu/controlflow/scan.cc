@@ -60,7 +60,8 @@ void ZeroFill(Tensor& t) {
 std::vector<bool> ReadDirections(const Node& node, const char* attribute, size_t count) {
   const std::vector<int64_t> given = node.GetInts(attribute, std::vector<int64_t>(count, 0));
   if (given.size() != count)
-    Fail(ErrorCode::kInvalidModel, node.Describe(), ": ", attribute, " has ", given.size(), " entries, expected ", count);
+    Fail(ErrorCode::kInvalidModel, node.Describe(), ": ", attribute, " has ", given.size(), " entries, expected ",
+         count);
   std::vector<bool> reverse(count);
   for (size_t i = 0; i < count; ++i) {
     if (given[i] != 0 && given[i] != 1)
@@ -73,7 +74,8 @@ std::vector<bool> ReadDirections(const Node& node, const char* attribute, size_t
 std::vector<int64_t> ReadAxes(const Node& node, const char* attribute, size_t count) {
   std::vector<int64_t> axes = node.GetInts(attribute, std::vector<int64_t>(count, 0));
   if (axes.size() != count)
-    Fail(ErrorCode::kInvalidModel, node.Describe(), ": ", attribute, " has ", axes.size(), " entries, expected ", count);
+    Fail(ErrorCode::kInvalidModel, node.Describe(), ": ", attribute, " has ", axes.size(), " entries, expected ",
+         count);
   return axes;
 }
 
@@ -155,7 +157,8 @@ DataType DeclaredType(const ValueInfo& declared) {
 const Tensor& ScanInputTensor(KernelContext& ctx, size_t input) {
   const Tensor& t = ctx.Input(input);
   if (t.shape().rank() == 0)
-    Fail(ErrorCode::kInvalidArgument, ctx.node().Describe(), ": scan input ", input, " is a scalar; it needs an axis to scan");
+    Fail(ErrorCode::kInvalidArgument, ctx.node().Describe(), ": scan input ", input,
+         " is a scalar; it needs an axis to scan");
   return t;
 }
 
@@ -252,7 +255,8 @@ class Scan8Kernel : public Kernel {
            " entries for a batch of ", batch);
     for (int64_t len : lengths)
       if (len < 0 || len > max_length)
-        Fail(ErrorCode::kInvalidArgument, node.Describe(), ": sequence length ", len, " is outside [0, ", max_length, "]");
+        Fail(ErrorCode::kInvalidArgument, node.Describe(), ": sequence length ", len, " is outside [0, ", max_length,
+             "]");
     return lengths;
   }
 

@@ -25,8 +25,8 @@ class DropoutKernel : public Kernel {
   void Compute(KernelContext& ctx) const override {
     const Tensor& x = ctx.Input(0);
     const Node& node = ctx.node();
-    const bool training = node.opset >= 12 && ctx.HasInput(2) &&
-                          ReadScalarAsDouble(node, ctx.Input(2), "training_mode") != 0;
+    const bool training =
+        node.opset >= 12 && ctx.HasInput(2) && ReadScalarAsDouble(node, ctx.Input(2), "training_mode") != 0;
     const double ratio =
         node.opset >= 12 && ctx.HasInput(1) ? ReadScalarAsDouble(node, ctx.Input(1), "ratio") : ratio_attribute_;
     if (!training || ratio == 0) {
@@ -36,7 +36,8 @@ class DropoutKernel : public Kernel {
     }
     if (!(ratio > 0 && ratio < 1))
       Fail(ErrorCode::kInvalidArgument, node.Describe(), ": ratio must be in [0, 1), got ", ratio);
-    DispatchType(x.type(), FloatTypes{}, node, [&](auto tag) { DropElements<typename decltype(tag)::type>(ctx, x, ratio); });
+    DispatchType(x.type(), FloatTypes{}, node,
+                 [&](auto tag) { DropElements<typename decltype(tag)::type>(ctx, x, ratio); });
   }
 
  private:

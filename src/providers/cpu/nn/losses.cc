@@ -54,7 +54,8 @@ LossGeometry CheckShapes(const Node& node, const Tensor& input, const Tensor& ta
     Fail(ErrorCode::kInvalidArgument, node.Describe(), ": target of shape ", t.ToString(),
          " does not match input of shape ", x.ToString(), " (expected [N, C, d1..dk] and [N, d1..dk])");
   }
-  if (weight != nullptr && (weight->shape().rank() != 1 || weight->shape()[0] != x[1] || weight->type() != input.type())) {
+  if (weight != nullptr &&
+      (weight->shape().rank() != 1 || weight->shape()[0] != x[1] || weight->type() != input.type())) {
     Fail(ErrorCode::kInvalidArgument, node.Describe(), ": weight ", weight->Describe(), " must be a vector of ", x[1],
          " values of the input's type");
   }
@@ -168,14 +169,13 @@ class SoftmaxCrossEntropyLossKernel : public Kernel {
       std::vector<double> log_prob(static_cast<size_t>(scores.NumElements()));
       const int64_t sample = g.classes * g.inner;
       const T* x = scores.Data<T>();
-      ctx.thread_pool().ParallelFor(g.n, std::max<int64_t>(1, kElementwiseGrain / std::max<int64_t>(sample, 1)),
-                                    [&](int64_t begin, int64_t end) {
-                                      std::vector<double> scratch;
-                                      for (int64_t n = begin; n < end; ++n) {
-                                        LogSoftmaxSample(x + n * sample, log_prob.data() + n * sample, g.classes,
-                                                         g.inner, scratch);
-                                      }
-                                    });
+      ctx.thread_pool().ParallelFor(
+          g.n, std::max<int64_t>(1, kElementwiseGrain / std::max<int64_t>(sample, 1)), [&](int64_t begin, int64_t end) {
+            std::vector<double> scratch;
+            for (int64_t n = begin; n < end; ++n) {
+              LogSoftmaxSample(x + n * sample, log_prob.data() + n * sample, g.classes, g.inner, scratch);
+            }
+          });
       WriteNegativeLogLikelihood<T>(ctx, attributes_, g, log_prob.data(), labels, weights);
       if (wants_log_prob_) {
         T* out = ctx.Output(1, scores.type(), scores.shape()).template Data<T>();

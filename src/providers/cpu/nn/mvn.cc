@@ -16,8 +16,7 @@ constexpr double kEpsilon = 1e-9;
 
 class MeanVarianceNormalizationKernel : public Kernel {
  public:
-  explicit MeanVarianceNormalizationKernel(const KernelInfo& info)
-      : axes_(info.node().GetInts("axes", {0, 2, 3})) {}
+  explicit MeanVarianceNormalizationKernel(const KernelInfo& info) : axes_(info.node().GetInts("axes", {0, 2, 3})) {}
 
   void Compute(KernelContext& ctx) const override {
     const Tensor& x = ctx.Input(0);

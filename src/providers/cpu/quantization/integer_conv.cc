@@ -1,11 +1,15 @@
-// ConvInteger and QLinearConv (opset 10): N-D grouped convolution of 8-bit tensors with int32
-// accumulation, as im2col of (x - x_zero_point) into int16 followed by an int16 GEMM with the weights
-// minus their (per-tensor or per-output-channel) zero points. Padding reads as x_zero_point, so it adds 0.
+// ConvInteger and QLinearConv (opset 10): N-D grouped convolution of 8-bit tensors with exact int32
+// sums of (x - x_zero_point) * (w - w_zero_point); padding reads as x_zero_point, so it adds 0.
 //
-// Why not oneDNN: its int8 convolutions take signed weights only and no weight zero points, while
-// ONNX allows uint8 weights and per-channel weight zero points; one exact integer path serves all.
-#include <array>
+// Signed weights without zero points (symmetric weight quantization, what quantizers produce) with 1-3
+// spatial dims run on oneDNN's int8 convolution with a runtime source zero point. oneDNN takes neither
+// uint8 weights nor weight zero points, so those (and shapes oneDNN rejects) use im2col of x - x_zero
+// into int16 and an int16 GEMM with the weights minus their per-tensor or per-channel zero points.
+// QLinearConv requantizes the sums here on either path.
+#include <algorithm>
+#include <optional>
 
+#include "providers/cpu/common/dnnl_utils.h"
 #include "providers/cpu/common/window_geometry.h"
 #include "providers/cpu/cpu_kernels.h"
 #include "providers/cpu/quantization/quantize_common.h"
@@ -123,45 +127,151 @@ std::vector<int16_t> PackWeights(const IntConvShapes& s, const TW* w, const std:
   return packed;
 }
 
-// Runs the convolution; for each (image, group) the int32 sums [outputs_per_group x output size] go
-// to sums_for(image, group) (a buffer of that size) and then finish(image, group, sums).
+// The int32 sums of the whole convolution by im2col + GemmInt16. For each (image, group) the sums
+// [outputs_per_group x output size] are written to `direct` (the full [N, M, spatial] output) when it
+// is set, else to a scratch buffer, and then passed to finish(image, group, sums).
 // Many (image, group) pairs run in parallel with serial inner work; few run one by one with
 // parallel im2col rows and GEMM tiles.
-template <typename TX, typename SumsFor, typename Finish>
-void IntegerConv(const ThreadPool& pool, const IntConvShapes& s, const TX* x, int32_t x_zero,
-                 const std::vector<int16_t>& weights, SumsFor&& sums_for, Finish&& finish) {
+template <typename TX, typename Finish>
+void GemmConv(const ThreadPool& pool, const IntConvShapes& s, const TX* x, int32_t x_zero,
+              const std::vector<int16_t>& weights, int32_t* direct, Finish&& finish) {
   const WindowGeometry& g = s.window;
   const Im2ColPlan plan = PlanIm2Col(g);
   const int64_t out_size = g.OutputSize(), pairs = s.batch * s.group;
-  auto run_pair = [&](int64_t pair, std::vector<int16_t>& columns, const ThreadPool* inner) {
+  struct Scratch {
+    std::vector<int16_t> columns;
+    std::vector<int32_t> sums;
+  };
+  auto run_pair = [&](int64_t pair, Scratch& scratch, const ThreadPool* inner) {
     const int64_t n = pair / s.group, grp = pair % s.group;
     const TX* x_group = x + (n * s.in_channels + grp * s.channels_per_group) * g.InputSize();
-    columns.resize(static_cast<size_t>(s.depth * out_size));
+    scratch.columns.resize(static_cast<size_t>(s.depth * out_size));
+    int16_t* columns = scratch.columns.data();
     ForRange(inner, s.depth, std::max<int64_t>(1, 4096 / std::max<int64_t>(1, out_size)), [&](int64_t begin, int64_t end) {
-      for (int64_t row = begin; row < end; ++row) Im2ColRow(g, plan, x_group, x_zero, row, columns.data() + row * out_size);
+      for (int64_t row = begin; row < end; ++row) Im2ColRow(g, plan, x_group, x_zero, row, columns + row * out_size);
     });
-    int32_t* sums = sums_for(n, grp);
+    if (!direct) scratch.sums.resize(static_cast<size_t>(s.outputs_per_group * out_size));
+    int32_t* sums = direct ? direct + (n * s.out_channels + grp * s.outputs_per_group) * out_size : scratch.sums.data();
     const int16_t* w = weights.data() + grp * s.outputs_per_group * s.depth;
     constexpr int64_t kRows = 16, kCols = 256;
     const int64_t row_tiles = (s.outputs_per_group + kRows - 1) / kRows, col_tiles = (out_size + kCols - 1) / kCols;
     ForRange(inner, row_tiles * col_tiles, 1, [&](int64_t begin, int64_t end) {
       for (int64_t tile = begin; tile < end; ++tile) {
         const int64_t r0 = (tile / col_tiles) * kRows, c0 = (tile % col_tiles) * kCols;
-        GemmInt16(w + r0 * s.depth, columns.data() + c0, sums + r0 * out_size + c0,
-                  std::min(kRows, s.outputs_per_group - r0), std::min(kCols, out_size - c0), s.depth, out_size, out_size);
+        GemmInt16(w + r0 * s.depth, columns + c0, sums + r0 * out_size + c0, std::min(kRows, s.outputs_per_group - r0),
+                  std::min(kCols, out_size - c0), s.depth, out_size, out_size);
       }
     });
     finish(n, grp, sums);
   };
   if (pairs >= 2 * pool.num_threads()) {
     pool.ParallelFor(pairs, 1, [&](int64_t begin, int64_t end) {
-      std::vector<int16_t> columns;
-      for (int64_t pair = begin; pair < end; ++pair) run_pair(pair, columns, nullptr);
+      Scratch scratch;
+      for (int64_t pair = begin; pair < end; ++pair) run_pair(pair, scratch, nullptr);
     });
   } else {
-    std::vector<int16_t> columns;
-    for (int64_t pair = 0; pair < pairs; ++pair) run_pair(pair, columns, &pool);
+    Scratch scratch;
+    for (int64_t pair = 0; pair < pairs; ++pair) run_pair(pair, scratch, &pool);
   }
+}
+
+// A reorder between the plain and a blocked layout, built once per shape.
+struct LayoutReorder {
+  dnnl::reorder::primitive_desc pd;
+  dnnl::reorder primitive;
+};
+
+std::optional<LayoutReorder> MakeReorder(const dnnl::memory::desc& from, const dnnl::memory::desc& to) {
+  if (from == to) return std::nullopt;
+  dnnl::reorder::primitive_desc pd(DnnlEngine(), from, DnnlEngine(), to, DnnlAttr());
+  return LayoutReorder{pd, dnnl::reorder(pd)};
+}
+
+dnnl::memory::desc PlainDesc(const dnnl::memory::dims& dims, dnnl::memory::data_type type) {
+  dnnl::memory::dims strides(dims.size(), 1);
+  for (size_t i = dims.size(); i-- > 1;) strides[i - 1] = strides[i] * std::max<int64_t>(dims[i], 1);
+  return dnnl::memory::desc(dims, type, strides);
+}
+
+// oneDNN's int8 convolution for one (x shape, x type): x u8/s8 with a runtime zero point, s8 weights
+// without zero points, s32 sums. `primitive` is empty when oneDNN rejects the geometry.
+struct DnnlIntConv {
+  dnnl::convolution_forward::primitive_desc pd;
+  dnnl::convolution_forward primitive;
+  dnnl::memory::desc src_plain, weights_plain, dst_plain;
+  dnnl::memory packed_weights;  // set when w is a constant
+  std::optional<LayoutReorder> src_to_blocked, dst_to_plain;
+};
+
+DnnlIntConv BuildDnnlIntConv(const IntConvShapes& s, DataType x_type, const Tensor& constant_weights) {
+  using dnnl::memory;
+  const WindowGeometry& g = s.window;
+  memory::dims src{s.batch, s.in_channels}, dst{s.batch, s.out_channels}, weights;
+  src.insert(src.end(), g.input.begin(), g.input.end());
+  dst.insert(dst.end(), g.output.begin(), g.output.end());
+  if (s.group > 1) weights = {s.group, s.outputs_per_group, s.channels_per_group};
+  else weights = {s.out_channels, s.in_channels};
+  weights.insert(weights.end(), g.kernel.begin(), g.kernel.end());
+  memory::dims dilations;
+  for (int64_t d : g.dilations) dilations.push_back(d - 1);  // oneDNN counts the gaps
+  const memory::data_type src_type = x_type == DataType::kUInt8 ? memory::data_type::u8 : memory::data_type::s8;
+  DnnlIntConv conv;
+  conv.src_plain = PlainDesc(src, src_type);
+  conv.weights_plain = PlainDesc(weights, memory::data_type::s8);
+  conv.dst_plain = PlainDesc(dst, memory::data_type::s32);
+  auto any = [](const memory::dims& d, memory::data_type t) { return memory::desc(d, t, memory::format_tag::any); };
+  dnnl::primitive_attr attr = DnnlAttr();
+  attr.set_zero_points(DNNL_ARG_SRC, 0, {DNNL_RUNTIME_S32_VAL});
+  try {
+    dnnl::convolution_forward::desc desc(dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct,
+                                        any(src, src_type), any(weights, memory::data_type::s8), memory::desc(),
+                                        any(dst, memory::data_type::s32), ToDnnlDims(g.strides), dilations,
+                                        ToDnnlDims(g.pad_begin), ToDnnlDims(g.pad_end));
+    conv.pd = dnnl::convolution_forward::primitive_desc(desc, attr, DnnlEngine());
+  } catch (const dnnl::error&) {
+    return conv;
+  }
+  conv.primitive = dnnl::convolution_forward(conv.pd);
+  conv.src_to_blocked = MakeReorder(conv.src_plain, conv.pd.src_desc());
+  conv.dst_to_plain = MakeReorder(conv.pd.dst_desc(), conv.dst_plain);
+  if (constant_weights.defined()) {
+    dnnl::memory plain(conv.weights_plain, DnnlEngine(), const_cast<void*>(constant_weights.raw_data()));
+    conv.packed_weights = ReorderInto(plain, conv.pd.weights_desc());
+  }
+  return conv;
+}
+
+// Memory in layout `desc` backed by a buffer from the kernel's allocator (kept alive by `storage`).
+dnnl::memory Scratch(KernelContext& ctx, const dnnl::memory::desc& desc, Tensor& storage) {
+  storage = Tensor::Allocate(DataType::kUInt8, Shape{static_cast<int64_t>(desc.get_size())}, ctx.allocator());
+  return dnnl::memory(desc, DnnlEngine(), storage.raw_data());
+}
+
+// Writes the int32 sums [N, M, spatial] of `conv` to `sums`.
+void RunDnnlIntConv(KernelContext& ctx, const DnnlIntConv& conv, const Tensor& x, int32_t x_zero, const Tensor& w,
+                    int32_t* sums) {
+  const dnnl::engine& engine = DnnlEngine();
+  dnnl::memory src(conv.src_plain, engine, const_cast<void*>(x.raw_data()));
+  dnnl::memory dst(conv.dst_plain, engine, sums);
+  dnnl::memory weights = conv.packed_weights;
+  if (!weights) {
+    weights = dnnl::memory(conv.weights_plain, engine, const_cast<void*>(w.raw_data()));
+    weights = ReorderInto(weights, conv.pd.weights_desc());
+  }
+  dnnl::memory zero({{1}, dnnl::memory::data_type::s32, dnnl::memory::format_tag::x}, engine, &x_zero);
+  std::unordered_map<int, dnnl::memory> args{{DNNL_ARG_WEIGHTS, weights}, {DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_SRC, zero}};
+  Tensor src_storage, dst_storage;
+  args[DNNL_ARG_SRC] = src;
+  if (conv.src_to_blocked) {
+    args[DNNL_ARG_SRC] = Scratch(ctx, conv.pd.src_desc(), src_storage);
+    ExecuteDnnl(ctx, conv.src_to_blocked->primitive, conv.src_to_blocked->pd,
+                {{DNNL_ARG_FROM, src}, {DNNL_ARG_TO, args[DNNL_ARG_SRC]}});
+  }
+  args[DNNL_ARG_DST] = conv.dst_to_plain ? Scratch(ctx, conv.pd.dst_desc(), dst_storage) : dst;
+  ExecuteDnnl(ctx, conv.primitive, conv.pd, args);
+  if (conv.dst_to_plain)
+    ExecuteDnnl(ctx, conv.dst_to_plain->primitive, conv.dst_to_plain->pd,
+                {{DNNL_ARG_FROM, args[DNNL_ARG_DST]}, {DNNL_ARG_TO, dst}});
 }
 
 // Calls fn.template operator()<T>() for int8 or uint8.
@@ -183,10 +293,62 @@ std::vector<int32_t> ZeroPoint(const Node& node, const Tensor* zero_point, const
   return ReadZeroPoints(node, zero_point, what);
 }
 
-class ConvInteger : public Kernel {
+// What ConvInteger and QLinearConv share: geometry attributes, the constant weights and the choice
+// between oneDNN (int8 weights without zero points, the symmetric quantization that quantizers
+// produce) and the exact im2col path for everything else (uint8 weights, weight zero points).
+class IntegerConvBase : public Kernel {
+ protected:
+  IntegerConvBase(const KernelInfo& info, size_t weights_input)
+      : attrs_(ReadWindowAttributes(info.node())),
+        group_(info.node().GetInt("group", 1)),
+        constant_weights_(info.ConstantInput(weights_input) ? *info.ConstantInput(weights_input) : Tensor()) {}
+
+  // Writes the int32 sums of the convolution [N, M, spatial] to `sums` when `direct`, else calls
+  // finish(image, group, sums of that group's channels) per (image, group), possibly in parallel.
+  template <typename Finish>
+  void Sums(KernelContext& ctx, const IntConvShapes& s, const Tensor& x, int32_t x_zero, const Tensor& w,
+            const std::vector<int32_t>& w_zero, int32_t* direct, Finish&& finish) const {
+    const bool symmetric_int8 = w.type() == DataType::kInt8 &&
+                                std::all_of(w_zero.begin(), w_zero.end(), [](int32_t z) { return z == 0; });
+    if (symmetric_int8 && s.window.rank() <= 3) {
+      std::vector<int64_t> key{static_cast<int64_t>(x.type())};
+      AppendShapeKey(key, x.shape());
+      AppendShapeKey(key, w.shape());
+      std::shared_ptr<const DnnlIntConv> conv =
+          primitives_.Get(key, [&] { return BuildDnnlIntConv(s, x.type(), constant_weights_); });
+      if (conv->primitive) return DnnlSums(ctx, *conv, s, x, x_zero, w, direct, finish);
+    }
+    Visit8Bit(ctx.node(), x.type(), "x", [&]<typename TX>() {
+      Visit8Bit(ctx.node(), w.type(), "w", [&]<typename TW>() {
+        GemmConv(ctx.thread_pool(), s, x.Data<TX>(), x_zero, PackWeights(s, w.Data<TW>(), w_zero), direct, finish);
+      });
+    });
+  }
+
+  WindowAttributes attrs_;
+  int64_t group_;
+
+ private:
+  template <typename Finish>
+  static void DnnlSums(KernelContext& ctx, const DnnlIntConv& conv, const IntConvShapes& s, const Tensor& x,
+                       int32_t x_zero, const Tensor& w, int32_t* direct, Finish&& finish) {
+    Tensor storage;
+    if (!direct) storage = Tensor::Allocate(DataType::kInt32, s.output, ctx.allocator());
+    int32_t* sums = direct ? direct : storage.Data<int32_t>();
+    RunDnnlIntConv(ctx, conv, x, x_zero, w, sums);
+    const int64_t group_size = s.outputs_per_group * s.window.OutputSize();
+    ctx.thread_pool().ParallelFor(s.batch * s.group, 1, [&](int64_t begin, int64_t end) {
+      for (int64_t pair = begin; pair < end; ++pair) finish(pair / s.group, pair % s.group, sums + pair * group_size);
+    });
+  }
+
+  Tensor constant_weights_;  // shares the initializer's buffer; undefined when w is not constant
+  ShapeCache<DnnlIntConv> primitives_;
+};
+
+class ConvInteger : public IntegerConvBase {
  public:
-  explicit ConvInteger(const KernelInfo& info)
-      : attrs_(ReadWindowAttributes(info.node())), group_(info.node().GetInt("group", 1)) {}
+  explicit ConvInteger(const KernelInfo& info) : IntegerConvBase(info, 1) {}
 
   void Compute(KernelContext& ctx) const override {
     const Node& node = ctx.node();
@@ -197,27 +359,13 @@ class ConvInteger : public Kernel {
     const std::vector<int32_t> w_zero = ZeroPoint(node, ctx.OptionalInput(3), w, s.out_channels, "w_zero_point");
     Tensor& y = ctx.Output(0, DataType::kInt32, s.output);
     if (y.NumElements() == 0) return;
-    int32_t* out = y.Data<int32_t>();
-    const int64_t out_size = s.window.OutputSize();
-    Visit8Bit(node, x.type(), "x", [&]<typename TX>() {
-      Visit8Bit(node, w.type(), "w", [&]<typename TW>() {
-        IntegerConv(
-            ctx.thread_pool(), s, x.Data<TX>(), x_zero, PackWeights(s, w.Data<TW>(), w_zero),
-            [&](int64_t n, int64_t grp) { return out + (n * s.out_channels + grp * s.outputs_per_group) * out_size; },
-            [](int64_t, int64_t, const int32_t*) {});
-      });
-    });
+    Sums(ctx, s, x, x_zero, w, w_zero, y.Data<int32_t>(), [](int64_t, int64_t, const int32_t*) {});
   }
-
- private:
-  WindowAttributes attrs_;
-  int64_t group_;
 };
 
-class QLinearConv : public Kernel {
+class QLinearConv : public IntegerConvBase {
  public:
-  explicit QLinearConv(const KernelInfo& info)
-      : attrs_(ReadWindowAttributes(info.node())), group_(info.node().GetInt("group", 1)) {}
+  explicit QLinearConv(const KernelInfo& info) : IntegerConvBase(info, 3) {}
 
   void Compute(KernelContext& ctx) const override {
     const Node& node = ctx.node();
@@ -239,35 +387,22 @@ class QLinearConv : public Kernel {
     Tensor& y = ctx.Output(0, y_zp.type(), s.output);
     if (y.NumElements() == 0) return;
     const int32_t* b = bias ? bias->Data<int32_t>() : nullptr;
-    const int64_t out_size = s.window.OutputSize(), sums_size = s.outputs_per_group * out_size;
-    const bool parallel_pairs = s.batch * s.group >= 2 * ctx.thread_pool().num_threads();
-    Visit8Bit(node, x.type(), "x", [&]<typename TX>() {
-      Visit8Bit(node, w.type(), "w", [&]<typename TW>() {
-        Visit8Bit(node, y_zp.type(), "y", [&]<typename TY>() {
-          TY* out = y.Data<TY>();
-          // One sums buffer per thread: pairs in flight at once each have their own thread.
-          std::vector<std::vector<int32_t>> buffers(parallel_pairs ? static_cast<size_t>(s.batch * s.group) : 1);
-          auto sums_for = [&](int64_t n, int64_t grp) {
-            std::vector<int32_t>& buffer = buffers[parallel_pairs ? static_cast<size_t>(n * s.group + grp) : 0];
-            buffer.resize(static_cast<size_t>(sums_size));
-            return buffer.data();
-          };
-          auto finish = [&](int64_t n, int64_t grp, const int32_t* sums) {
-            for (int64_t r = 0; r < s.outputs_per_group; ++r) {
-              const int64_t oc = grp * s.outputs_per_group + r;
-              const int32_t offset = b ? b[oc] : 0;
-              const float multiplier = multipliers[static_cast<size_t>(oc)];
-              const int32_t* sum = sums + r * out_size;
-              TY* row = out + (n * s.out_channels + oc) * out_size;
-              for (int64_t i = 0; i < out_size; ++i)
-                row[i] = QuantizeValue<TY>(static_cast<float>(sum[i] + offset) * multiplier, y_zero);
-            }
-            if (parallel_pairs) std::vector<int32_t>().swap(buffers[static_cast<size_t>(n * s.group + grp)]);
-          };
-          IntegerConv(ctx.thread_pool(), s, x.Data<TX>(), x_zero, PackWeights(s, w.Data<TW>(), w_zero), sums_for,
-                      finish);
-        });
-      });
+    const int64_t out_size = s.window.OutputSize();
+    Visit8Bit(node, y_zp.type(), "y", [&]<typename TY>() {
+      TY* out = y.Data<TY>();
+      // (sum + B[oc]) * x_scale * w_scale[oc] / y_scale, rounded half to even, plus y_zero_point.
+      auto requantize = [&](int64_t n, int64_t grp, const int32_t* sums) {
+        for (int64_t r = 0; r < s.outputs_per_group; ++r) {
+          const int64_t oc = grp * s.outputs_per_group + r;
+          const int32_t offset = b ? b[oc] : 0;
+          const float multiplier = multipliers[static_cast<size_t>(oc)];
+          const int32_t* sum = sums + r * out_size;
+          TY* row = out + (n * s.out_channels + oc) * out_size;
+          for (int64_t i = 0; i < out_size; ++i)
+            row[i] = QuantizeValue<TY>(static_cast<float>(sum[i] + offset) * multiplier, y_zero);
+        }
+      };
+      Sums(ctx, s, x, x_zero, w, w_zero, nullptr, requantize);
     });
   }
 
@@ -281,9 +416,6 @@ class QLinearConv : public Kernel {
     for (size_t oc = 0; oc < result.size(); ++oc) result[oc] = x_scale * w_scales[w_scales.size() == 1 ? 0 : oc] / y_scale;
     return result;
   }
-
-  WindowAttributes attrs_;
-  int64_t group_;
 };
 
 }  // namespace

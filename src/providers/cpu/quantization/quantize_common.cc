@@ -50,7 +50,8 @@ bool CheckChannelParameter(const Node& node, const Shape& shape, int64_t channel
        " must be a scalar or a 1-D tensor with one value per ", channel_name, " (", channels, ")");
 }
 
-void GemmInt16(const int16_t* a, const int16_t* b, int32_t* c, int64_t rows, int64_t n, int64_t k, int64_t ldb,
+// Built for AVX-512BW and AVX2 too (the library's baseline is SSE2); the loader picks the best.
+__attribute__((target_clones("arch=skylake-avx512", "avx2", "default"))) void GemmInt16(const int16_t* a, const int16_t* b, int32_t* c, int64_t rows, int64_t n, int64_t k, int64_t ldb,
                int64_t ldc) {
   // Column tiles keep the touched part of B and the C row in cache while k advances.
   constexpr int64_t kTile = 256;

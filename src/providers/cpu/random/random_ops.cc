@@ -22,7 +22,8 @@ using BernoulliOutputTypes = TypeList<float, double, int8_t, int16_t, int32_t, i
 template <typename T, typename Draw>
 void Fill(const ThreadPool& pool, T* out, int64_t n, Draw draw) {
   auto run = [&](int64_t begin, int64_t end) {
-    for (int64_t i = begin; i < end; ++i) out[i] = Store<T>(static_cast<ComputeType<T>>(draw(static_cast<uint64_t>(i))));
+    for (int64_t i = begin; i < end; ++i)
+      out[i] = Store<T>(static_cast<ComputeType<T>>(draw(static_cast<uint64_t>(i))));
   };
   if (n <= kElementwiseParallelThreshold) {
     run(0, n);
@@ -91,9 +92,8 @@ class BernoulliKernel : public Kernel {
       DispatchType(type, BernoulliOutputTypes{}, ctx.node(), [&](auto out_tag) {
         using T = typename decltype(out_tag)::type;
         T* out = ctx.Output(0, type, p.shape()).template Data<T>();
-        Fill(ctx.thread_pool(), out, p.NumElements(), [&](uint64_t i) {
-          return rng.Uniform(i) < static_cast<double>(Load(probabilities[i])) ? 1.0 : 0.0;
-        });
+        Fill(ctx.thread_pool(), out, p.NumElements(),
+             [&](uint64_t i) { return rng.Uniform(i) < static_cast<double>(Load(probabilities[i])) ? 1.0 : 0.0; });
       });
     });
   }
@@ -138,7 +138,8 @@ class MultinomialKernel : public Kernel {
     if (type == DataType::kInt64) {
       std::copy(drawn.begin(), drawn.end(), out.Data<int64_t>());
     } else {
-      std::transform(drawn.begin(), drawn.end(), out.Data<int32_t>(), [](int64_t v) { return static_cast<int32_t>(v); });
+      std::transform(drawn.begin(), drawn.end(), out.Data<int32_t>(),
+                     [](int64_t v) { return static_cast<int32_t>(v); });
     }
   }
 

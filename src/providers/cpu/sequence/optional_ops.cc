@@ -36,7 +36,8 @@ class OptionalGetElementKernel : public Kernel {
   void Compute(KernelContext& ctx) const override {
     const Value* input = ctx.InputValue(0);
     if (input == nullptr)
-      Fail(ErrorCode::kInvalidArgument, ctx.node().Describe(), ": the optional input is empty; it has no element to get");
+      Fail(ErrorCode::kInvalidArgument, ctx.node().Describe(),
+           ": the optional input is empty; it has no element to get");
     ctx.SetOutput(0, *input);
   }
 };

@@ -85,7 +85,8 @@ class SequenceEraseKernel : public Kernel {
   explicit SequenceEraseKernel(const KernelInfo&) {}
   void Compute(KernelContext& ctx) const override {
     TensorSequence sequence = SequenceInput(ctx, 0);
-    if (sequence.empty()) Fail(ErrorCode::kInvalidArgument, ctx.node().Describe(), ": cannot erase from an empty sequence");
+    if (sequence.empty())
+      Fail(ErrorCode::kInvalidArgument, ctx.node().Describe(), ": cannot erase from an empty sequence");
     const int64_t size = static_cast<int64_t>(sequence.size());
     const size_t position = ctx.HasInput(1) ? ReadPosition(ctx, 1, size, 0) : sequence.size() - 1;
     sequence.erase(sequence.begin() + static_cast<std::ptrdiff_t>(position));
@@ -130,7 +131,8 @@ std::vector<int64_t> ChunkLengths(const KernelContext& ctx, int64_t dim) {
     total += length;
   }
   if (total != dim)
-    Fail(ErrorCode::kInvalidArgument, node.Describe(), ": split lengths sum to ", total, " but the axis has size ", dim);
+    Fail(ErrorCode::kInvalidArgument, node.Describe(), ": split lengths sum to ", total, " but the axis has size ",
+         dim);
   return given;
 }
 
@@ -197,9 +199,10 @@ class ConcatFromSequenceKernel : public Kernel {
       S* dst = StorageData<S>(out);
       int64_t column = 0;
       for (const Tensor& part : parts) {
-        const int64_t width = (part.NumElements() / std::max<int64_t>(outer, 1));
+        const int64_t width = part.NumElements() / std::max<int64_t>(outer, 1);  // part's [outer, width] rows
         const S* src = StorageData<S>(part);
-        for (int64_t o = 0; o < outer && width > 0; ++o) std::copy_n(src + o * width, width, dst + o * total * inner + column);
+        for (int64_t o = 0; o < outer && width > 0; ++o)
+          std::copy_n(src + o * width, width, dst + o * total * inner + column);
         column += width;
       }
     });
@@ -217,8 +220,9 @@ class SequenceMapKernel : public Kernel {
   explicit SequenceMapKernel(const KernelInfo& info) : body_(info.Subgraph("body")) {
     const Node& node = info.node();
     if (body_.graph().inputs.size() != node.inputs.size() || body_.graph().outputs.size() != node.outputs.size())
-      Fail(ErrorCode::kInvalidModel, node.Describe(), ": the body takes ", body_.graph().inputs.size(), " inputs and has ",
-           body_.graph().outputs.size(), " outputs; the node has ", node.inputs.size(), " and ", node.outputs.size());
+      Fail(ErrorCode::kInvalidModel, node.Describe(), ": the body takes ", body_.graph().inputs.size(),
+           " inputs and has ", body_.graph().outputs.size(), " outputs; the node has ", node.inputs.size(), " and ",
+           node.outputs.size());
   }
   void Compute(KernelContext& ctx) const override {
     const Node& node = ctx.node();

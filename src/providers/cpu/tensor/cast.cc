@@ -131,7 +131,8 @@ int64_t TypeFromEnumName(const Node& node, const std::string& name) {
       {"FLOAT16", DataType::kFloat16}, {"DOUBLE", DataType::kDouble}, {"UINT32", DataType::kUInt32},
       {"UINT64", DataType::kUInt64}, {"BFLOAT16", DataType::kBFloat16}};
   const auto it = kNames.find(name);
-  if (it == kNames.end()) Fail(ErrorCode::kNotImplemented, node.Describe(), ": casting to data type ", name, " is not supported");
+  if (it == kNames.end())
+    Fail(ErrorCode::kNotImplemented, node.Describe(), ": casting to data type ", name, " is not supported");
   return static_cast<int64_t>(it->second);
 }
 

@@ -92,16 +92,16 @@ class OptimizerKernel : public Kernel {
     const Node& node = ctx.node();
     const size_t groups = 2 + kStates;
     if (ctx.NumInputs() < 2 + groups || (ctx.NumInputs() - 2) % groups != 0)
-      Fail(ErrorCode::kInvalidArgument, node.Describe(), ": expected 2 + ", groups, " * n inputs, got ", ctx.NumInputs());
+      Fail(ErrorCode::kInvalidArgument, node.Describe(), ": expected 2 + ", groups, " * n inputs, got ",
+           ctx.NumInputs());
     const size_t n = (ctx.NumInputs() - 2) / groups;
     const Step step{ReadScalarAsDouble(node, ctx.Input(0), "R"),
                     static_cast<int64_t>(ReadScalarAsDouble(node, ctx.Input(1), "T"))};
     const Update update(node, step);
     for (size_t k = 0; k < n; ++k) {
       const Tensor& x = ctx.Input(2 + k);
-      DispatchType(x.type(), OptimizerTypes{}, node, [&](auto tag) {
-        UpdateTensor<typename decltype(tag)::type>(ctx, update, n, k);
-      });
+      DispatchType(x.type(), OptimizerTypes{}, node,
+                   [&](auto tag) { UpdateTensor<typename decltype(tag)::type>(ctx, update, n, k); });
     }
   }
 

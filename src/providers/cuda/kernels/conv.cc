@@ -189,10 +189,7 @@ class ConvKernel : public Kernel {
     cudnnHandle_t cudnn = lease.cudnn();
     const ConvAlgoSearch search = ep_.options().cudnn_conv_algo_search;
     if (search == ConvAlgoSearch::kDefault) {
-      plan.algorithm = CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM;
-      CheckCudnn(cudnnGetConvolutionForwardWorkspaceSize(cudnn, plan.x.handle, plan.w.handle, plan.conv.handle,
-                                                         plan.y.handle, plan.algorithm, &plan.workspace_bytes),
-                 where, ": cudnnGetConvolutionForwardWorkspaceSize");
+      UseDefaultAlgorithm(cudnn, where, plan);
       return;
     }
     cudnnConvolutionFwdAlgoPerf_t results[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
@@ -211,15 +208,25 @@ class ConvKernel : public Kernel {
                      workspace.SizeInBytes()),
                  where, ": cudnnFindConvolutionForwardAlgorithmEx");
     }
+    // float32 with use_tf32 = 0 must stay on FMA kernels; cuDNN also lists tensor-core variants.
+    const bool fma_only = x.type() == DataType::kFloat && !ep_.options().use_tf32;
     for (int i = 0; i < count; ++i) {
       if (results[i].status != CUDNN_STATUS_SUCCESS || results[i].memory > limit) continue;
+      if (fma_only && results[i].mathType != CUDNN_FMA_MATH) continue;
       plan.algorithm = results[i].algo;
       plan.workspace_bytes = results[i].memory;
       CheckCudnn(cudnnSetConvolutionMathType(plan.conv.handle, results[i].mathType), where,
                  ": cudnnSetConvolutionMathType");
       return;
     }
-    Fail(ErrorCode::kRuntime, where, ": cuDNN found no convolution algorithm within ", limit, " bytes of workspace");
+    UseDefaultAlgorithm(cudnn, where, plan);  // nothing suitable listed: the always-available algorithm
+  }
+
+  static void UseDefaultAlgorithm(cudnnHandle_t cudnn, const std::string& where, ConvPlan& plan) {
+    plan.algorithm = CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM;
+    CheckCudnn(cudnnGetConvolutionForwardWorkspaceSize(cudnn, plan.x.handle, plan.w.handle, plan.conv.handle,
+                                                       plan.y.handle, plan.algorithm, &plan.workspace_bytes),
+               where, ": cudnnGetConvolutionForwardWorkspaceSize");
   }
 
   // Scratch memory for the exhaustive search: as much as allowed, less when the device is short.

@@ -1,0 +1,251 @@
+// Side-by-side latency of Tessera and ONNX Runtime (CPU) on one model: same inputs, same thread count,
+// alternating rounds in one process tree.
+//
+//   node bench/compare_ort.mjs --model build/bench_models/resnet50/model.onnx --threads 2 --dim batch=1
+//
+// ONNX Runtime is the npm package onnxruntime-node (scripts/fetch_onnxruntime.sh installs it into
+// .deps/ort-node). Tessera runs as `build/tessera bench-server MODEL --threads N --input name=file.npy ...`,
+// which times its runs in-process and answers over stdin/stdout; ONNX Runtime is timed around
+// `await session.run(feeds)` here (so its numbers include the Node.js binding's small overhead).
+//
+// Procedure: both sessions are created, outputs are compared once (max abs diff), each side warms up, then
+// `--rounds` rounds run `--runs` iterations on each side (by default as many as fit in `--budget` seconds,
+// estimated from the warm-up), alternating which side goes first. Medians and
+// p10/p90 are over all timed iterations. The 1-minute load average is recorded before and after, since the
+// machine may be shared.
+import { spawn } from 'node:child_process';
+import { createInterface } from 'node:readline';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { fileURLToPath } from 'node:url';
+
+const repo = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const ortEntry = path.join(repo, '.deps/ort-node/node_modules/onnxruntime-node/dist/index.js');
+
+function parseArgs(argv) {
+  const args = { dims: {}, shapes: {}, threads: os.cpus().length, rounds: 10, runs: 0, budget: 60, warmup: 3, seed: 0,
+                 tessera: path.join(repo, 'build/tessera'), optLevel: 'all', label: '', json: '' };
+  const take = (i) => { if (i + 1 >= argv.length) throw new Error(`${argv[i]} needs a value`); return argv[i + 1]; };
+  for (let i = 0; i < argv.length; i += 2) {
+    const key = argv[i], value = take(i);
+    const [name, assigned] = value.split('=');
+    switch (key) {
+      case '--model': args.model = value; break;
+      case '--threads': args.threads = Number(value); break;
+      case '--rounds': args.rounds = Number(value); break;
+      case '--runs': args.runs = Number(value); break;
+      case '--budget': args.budget = Number(value); break;
+      case '--warmup': args.warmup = Number(value); break;
+      case '--seed': args.seed = Number(value); break;
+      case '--tessera': args.tessera = value; break;
+      case '--opt-level': args.optLevel = value; break;
+      case '--label': args.label = value; break;
+      case '--json': args.json = value; break;
+      case '--dim': args.dims[name] = Number(assigned); break;
+      case '--shape': args.shapes[name] = assigned.split('x').map(Number); break;
+      default: throw new Error(`unknown option ${key}`);
+    }
+  }
+  if (!args.model) throw new Error('usage: compare_ort.mjs --model MODEL [--threads N] [--dim SYMBOL=V]... ' +
+                                   '[--shape NAME=AxBx..]... [--rounds R] [--runs K | --budget SECONDS] [--warmup W] [--json FILE]');
+  args.label ||= path.basename(path.dirname(args.model)) || path.basename(args.model);
+  return args;
+}
+
+// ---- inputs ------------------------------------------------------------------------------------------
+
+function mulberry32(seed) {
+  let state = seed >>> 0;
+  return () => {
+    state = (state + 0x6d2b79f5) >>> 0;
+    let t = state;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+function concreteShape(meta, args) {
+  if (args.shapes[meta.name]) return args.shapes[meta.name];
+  return meta.shape.map((d) => (typeof d === 'number' && d >= 0 ? d : (args.dims[d] ?? 1)));
+}
+
+// Floats uniform in [-1, 1); integer inputs named *mask* are all ones, other integers uniform in [0, 100).
+function makeInput(ort, meta, shape, random) {
+  const count = shape.reduce((a, b) => a * b, 1);
+  if (meta.type === 'float32') {
+    const data = new Float32Array(count);
+    for (let i = 0; i < count; ++i) data[i] = random() * 2 - 1;
+    return new ort.Tensor('float32', data, shape);
+  }
+  if (meta.type === 'int64') {
+    const data = new BigInt64Array(count);
+    const isMask = /mask/i.test(meta.name);
+    for (let i = 0; i < count; ++i) data[i] = isMask ? 1n : BigInt(Math.floor(random() * 100));
+    return new ort.Tensor('int64', data, shape);
+  }
+  throw new Error(`input ${meta.name}: element type ${meta.type} is not supported by the bench`);
+}
+
+// ---- .npy ----------------------------------------------------------------------------------------------
+
+const npyDtypes = { float32: ['<f4', Float32Array], int64: ['<i8', BigInt64Array], float64: ['<f8', Float64Array],
+                    int32: ['<i4', Int32Array] };
+
+function writeNpy(file, tensor) {
+  const [descr] = npyDtypes[tensor.type];
+  let header = `{'descr': '${descr}', 'fortran_order': False, 'shape': (${tensor.dims.join(', ')}${tensor.dims.length === 1 ? ',' : ''}), }`;
+  header += ' '.repeat((64 - ((10 + header.length + 1) % 64)) % 64) + '\n';
+  const prefix = Buffer.alloc(10);
+  prefix.write('\x93NUMPY', 0, 'latin1');
+  prefix[6] = 1; prefix[7] = 0;
+  prefix.writeUInt16LE(header.length, 8);
+  const data = tensor.data;
+  fs.writeFileSync(file, Buffer.concat([prefix, Buffer.from(header, 'latin1'),
+                                        Buffer.from(data.buffer, data.byteOffset, data.byteLength)]));
+}
+
+function readNpy(file) {
+  const bytes = fs.readFileSync(file);
+  const major = bytes[6];
+  const headerLength = major === 1 ? bytes.readUInt16LE(8) : bytes.readUInt32LE(8);
+  const start = major === 1 ? 10 : 12;
+  const header = bytes.toString('latin1', start, start + headerLength);
+  const descr = /'descr':\s*'([^']+)'/.exec(header)[1];
+  const entry = Object.values(npyDtypes).find(([d]) => d === descr);
+  if (!entry) throw new Error(`${file}: dtype ${descr} is not supported by the bench`);
+  const body = bytes.subarray(start + headerLength);
+  const aligned = new Uint8Array(body.length);
+  aligned.set(body);
+  return new entry[1](aligned.buffer);
+}
+
+function maxAbsDiff(a, b) {
+  if (a.length !== b.length) return Infinity;
+  let worst = 0;
+  for (let i = 0; i < a.length; ++i) worst = Math.max(worst, Math.abs(Number(a[i]) - Number(b[i])));
+  return worst;
+}
+
+// ---- Tessera bench-server --------------------------------------------------------------------------------
+
+class TesseraServer {
+  constructor(args, inputFiles) {
+    const command = ['bench-server', args.model, '--threads', String(args.threads), '--opt-level', args.optLevel];
+    for (const [name, file] of Object.entries(inputFiles)) command.push('--input', `${name}=${file}`);
+    this.process = spawn(args.tessera, command, { stdio: ['pipe', 'pipe', 'inherit'] });
+    this.lines = createInterface({ input: this.process.stdout })[Symbol.asyncIterator]();
+    this.exited = new Promise((resolve) => this.process.on('exit', resolve));
+  }
+  async reply() {
+    const { value, done } = await this.lines.next();
+    if (done) throw new Error(`tessera bench-server exited (code ${await this.exited})`);
+    const message = JSON.parse(value);
+    if (message.error) throw new Error(`tessera bench-server: ${message.error}`);
+    return message;
+  }
+  async request(line) {
+    this.process.stdin.write(line + '\n');
+    return this.reply();
+  }
+  async close() {
+    this.process.stdin.end('quit\n');
+    await this.exited;
+  }
+}
+
+// ---- measurement -----------------------------------------------------------------------------------------
+
+async function timeOrt(session, feeds, count) {
+  const ms = [];
+  for (let i = 0; i < count; ++i) {
+    const start = performance.now();
+    await session.run(feeds);
+    ms.push(performance.now() - start);
+  }
+  return ms;
+}
+
+// Iterations per round so that the timed rounds take about `--budget` seconds in all (1 to 20).
+function runsForBudget(args, msPerPair) {
+  return Math.max(1, Math.min(20, Math.round((args.budget * 1000) / (args.rounds * msPerPair))));
+}
+
+function percentile(sorted, p) {
+  return sorted[Math.min(sorted.length - 1, Math.round(p * (sorted.length - 1)))];
+}
+
+function summarize(samples) {
+  const sorted = [...samples].sort((a, b) => a - b);
+  return { median: percentile(sorted, 0.5), p10: percentile(sorted, 0.1), p90: percentile(sorted, 0.9),
+           runs: sorted.length };
+}
+
+async function main() {
+  const args = parseArgs(process.argv.slice(2));
+  if (!fs.existsSync(ortEntry)) throw new Error(`${ortEntry} is missing: run bash scripts/fetch_onnxruntime.sh`);
+  const ort = (await import(ortEntry)).default;
+  const loadBefore = os.loadavg()[0];
+
+  const ortSession = await ort.InferenceSession.create(args.model, {
+    intraOpNumThreads: args.threads, interOpNumThreads: 1, graphOptimizationLevel: 'all', executionMode: 'sequential' });
+  const random = mulberry32(args.seed);
+  const feeds = {}, inputFiles = {}, shapes = {};
+  const workDir = fs.mkdtempSync(path.join(os.tmpdir(), 'tessera-bench-'));
+  for (const meta of ortSession.inputMetadata) {
+    shapes[meta.name] = concreteShape(meta, args);
+    feeds[meta.name] = makeInput(ort, meta, shapes[meta.name], random);
+    inputFiles[meta.name] = path.join(workDir, `${meta.name}.npy`);
+    writeNpy(inputFiles[meta.name], feeds[meta.name]);
+  }
+  const tessera = new TesseraServer(args, inputFiles);
+  try {
+    const ready = await tessera.reply();
+    const outputsDir = path.join(workDir, 'outputs');
+    await tessera.request(`outputs ${outputsDir}`);
+    const reference = await ortSession.run(feeds);
+    const diffs = {};
+    for (const name of ortSession.outputNames)
+      diffs[name] = maxAbsDiff(readNpy(path.join(outputsDir, `${name}.npy`)), reference[name].data);
+
+    const warmOrt = await timeOrt(ortSession, feeds, args.warmup);
+    const warmTessera = (await tessera.request(`run ${args.warmup}`)).ms;
+    args.runs ||= runsForBudget(args, summarize(warmOrt).median + summarize(warmTessera).median);
+    const tesseraMs = [], ortMs = [];
+    for (let round = 0; round < args.rounds; ++round) {
+      const runTessera = async () => tesseraMs.push(...(await tessera.request(`run ${args.runs}`)).ms);
+      const runOrt = async () => ortMs.push(...(await timeOrt(ortSession, feeds, args.runs)));
+      if (round % 2 === 0) { await runOrt(); await runTessera(); } else { await runTessera(); await runOrt(); }
+    }
+    const result = {
+      model: args.label, path: args.model, shapes, threads: args.threads, opt_level: args.optLevel,
+      rounds: args.rounds, runs_per_round: args.runs, tessera: summarize(tesseraMs), ort: summarize(ortMs),
+      max_abs_diff: diffs, load_before: loadBefore, load_after: os.loadavg()[0], tessera_load_ms: ready.load_ms,
+      ort_version: ort.env.versions.node,
+    };
+    result.ratio = result.tessera.median / result.ort.median;
+    report(result);
+    if (args.json) fs.appendFileSync(args.json, JSON.stringify(result) + '\n');
+  } finally {
+    await tessera.close();
+    fs.rmSync(workDir, { recursive: true, force: true });
+  }
+}
+
+function report(r) {
+  const f = (x) => x.toFixed(2);
+  const shapeText = Object.entries(r.shapes).map(([n, s]) => `${n}[${s.join('x')}]`).join(' ');
+  const diffText = Object.entries(r.max_abs_diff).map(([n, d]) => `${n} ${d.toExponential(2)}`).join(', ');
+  console.log(`${r.model} ${shapeText} threads=${r.threads} (${r.rounds} rounds x ${r.runs_per_round} runs)\n` +
+              `  tessera median ${f(r.tessera.median)} ms (p10 ${f(r.tessera.p10)}, p90 ${f(r.tessera.p90)})\n` +
+              `  ort     median ${f(r.ort.median)} ms (p10 ${f(r.ort.p10)}, p90 ${f(r.ort.p90)})\n` +
+              `  ratio tessera/ort ${r.ratio.toFixed(3)}; max abs diff: ${diffText}; ` +
+              `load ${r.load_before.toFixed(2)} -> ${r.load_after.toFixed(2)}`);
+}
+
+main().catch((error) => {
+  console.error(`compare_ort.mjs: ${error.message}`);
+  process.exit(1);
+});

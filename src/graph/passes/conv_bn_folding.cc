@@ -1,0 +1,93 @@
+#include "graph/passes/conv_bn_folding.h"
+
+#include <cmath>
+
+#include "graph/passes/graph_rewrite.h"
+
+namespace tessera {
+namespace {
+
+const Tensor* FloatConstant(const Graph& graph, const std::string& value) {
+  const Tensor* tensor = ConstantTensor(graph, value);
+  return tensor != nullptr && tensor->type() == DataType::kFloat ? tensor : nullptr;
+}
+
+bool IsInferenceBatchNorm(const Node& node) {
+  if (node.op_type != "BatchNormalization" || node.domain != "" || node.NumInputs() != 5) return false;
+  if (node.GetInt("training_mode", 0) != 0) return false;
+  for (size_t i = 1; i < node.outputs.size(); ++i)
+    if (!node.outputs[i].empty()) return false;
+  return true;
+}
+
+struct FoldedParameters {
+  Tensor weight, bias;
+};
+
+// The per-channel parameters of `bn` applied to the conv's weight and bias; nullopt when a parameter is
+// not a float constant of the conv's output-channel count.
+std::optional<FoldedParameters> Fold(const Graph& graph, const Node& conv, const Node& bn) {
+  const Tensor* weight = FloatConstant(graph, conv.inputs[1]);
+  const Tensor* conv_bias = conv.HasInput(2) ? FloatConstant(graph, conv.inputs[2]) : nullptr;
+  if (weight == nullptr || weight->shape().rank() < 1 || (conv.HasInput(2) && conv_bias == nullptr)) return std::nullopt;
+  const int64_t channels = weight->shape()[0];
+  const Tensor* params[4];
+  for (size_t i = 0; i < 4; ++i) {
+    params[i] = FloatConstant(graph, bn.inputs[i + 1]);
+    if (params[i] == nullptr || params[i]->NumElements() != channels) return std::nullopt;
+  }
+  if (conv_bias != nullptr && conv_bias->NumElements() != channels) return std::nullopt;
+  const float epsilon = bn.GetFloat("epsilon", 1e-5f);
+  const float* scale = params[0]->Data<float>();
+  const float* shift = params[1]->Data<float>();
+  const float* mean = params[2]->Data<float>();
+  const float* var = params[3]->Data<float>();
+
+  FoldedParameters folded{Tensor::Allocate(DataType::kFloat, weight->shape()),
+                          Tensor::Allocate(DataType::kFloat, Shape{channels})};
+  const int64_t per_channel = weight->shape().SizeFrom(1);
+  const float* w = weight->Data<float>();
+  float* new_w = folded.weight.Data<float>();
+  float* new_b = folded.bias.Data<float>();
+  for (int64_t c = 0; c < channels; ++c) {
+    const float factor = scale[c] / std::sqrt(var[c] + epsilon);
+    for (int64_t k = 0; k < per_channel; ++k) new_w[c * per_channel + k] = w[c * per_channel + k] * factor;
+    const float b = conv_bias != nullptr ? conv_bias->Data<float>()[c] : 0.0f;
+    new_b[c] = (b - mean[c]) * factor + shift[c];
+  }
+  return folded;
+}
+
+}  // namespace
+
+size_t FoldConvBatchNorm(Graph& graph) {
+  GraphIndex index(graph);
+  std::set<const Node*> doomed;
+  for (const auto& node : graph.nodes) {
+    Node& bn = *node;
+    if (!IsInferenceBatchNorm(bn)) continue;
+    Node* conv = index.Producer(bn.inputs[0]);
+    if (conv == nullptr || conv->op_type != "Conv" || conv->domain != "" || conv->NumInputs() < 2 ||
+        conv->outputs.size() != 1 || !index.OnlyReadBy(conv->outputs[0], bn))
+      continue;
+    std::optional<FoldedParameters> folded = Fold(graph, *conv, bn);
+    if (!folded) continue;
+    const std::string weight_name = FreshValueName(graph, conv->name + "_bn_folded_weight");
+    graph.initializers[weight_name] = folded->weight;
+    const std::string bias_name = FreshValueName(graph, conv->name + "_bn_folded_bias");
+    graph.initializers[bias_name] = folded->bias;
+    for (const std::string& name : {weight_name, bias_name})
+      graph.value_infos[name] = ValueInfo{name, ValueInfo::Kind::kTensor, DataType::kFloat, std::nullopt};
+    // The conv now writes the BN's output; the BN's readers all come after the conv in the order.
+    graph.value_infos.erase(conv->outputs[0]);
+    conv->inputs.resize(3);
+    conv->inputs[1] = weight_name;
+    conv->inputs[2] = bias_name;
+    conv->outputs[0] = bn.outputs[0];
+    doomed.insert(&bn);
+  }
+  RemoveNodes(graph, doomed);
+  return doomed.size();
+}
+
+}  // namespace tessera

@@ -1,0 +1,135 @@
+#include "graph/passes/graph_rewrite.h"
+
+#include <cmath>
+
+namespace tessera {
+
+GraphIndex::GraphIndex(const Graph& graph) : graph_(graph) {
+  for (const auto& node : graph.nodes) {
+    for (const std::string& out : node->outputs)
+      if (!out.empty()) producer_[out] = node.get();
+    for (const std::string& in : node->inputs)
+      if (!in.empty()) consumers_[in].push_back(node.get());
+    for (const auto& [key, attribute] : node->attributes) {
+      std::vector<const Graph*> subgraphs;
+      if (attribute.g) subgraphs.push_back(attribute.g.get());
+      for (const auto& g : attribute.graphs) subgraphs.push_back(g.get());
+      for (const Graph* subgraph : subgraphs)
+        for (const std::string& name : subgraph->OuterScopeReferences()) {
+          consumers_[name].push_back(node.get());
+          subgraph_reads_.insert(name);
+        }
+    }
+  }
+}
+
+Node* GraphIndex::Producer(const std::string& value) const {
+  auto it = producer_.find(value);
+  return it == producer_.end() ? nullptr : it->second;
+}
+
+const std::vector<Node*>& GraphIndex::Consumers(const std::string& value) const {
+  static const std::vector<Node*> kNone;
+  auto it = consumers_.find(value);
+  return it == consumers_.end() ? kNone : it->second;
+}
+
+bool GraphIndex::OnlyReadBy(const std::string& value, const Node& reader) const {
+  if (graph_.IsGraphOutput(value) || ReadBySubgraph(value)) return false;
+  const std::vector<Node*>& readers = Consumers(value);
+  if (readers.empty()) return false;
+  for (const Node* node : readers)
+    if (node != &reader) return false;
+  return true;
+}
+
+const Tensor* ConstantTensor(const Graph& graph, const std::string& value) {
+  auto it = graph.initializers.find(value);
+  return it == graph.initializers.end() ? nullptr : &it->second;
+}
+
+std::optional<double> ScalarConstant(const Graph& graph, const std::string& value) {
+  const Tensor* tensor = ConstantTensor(graph, value);
+  if (tensor == nullptr || tensor->NumElements() != 1) return std::nullopt;
+  switch (tensor->type()) {
+    case DataType::kFloat: return tensor->Data<float>()[0];
+    case DataType::kDouble: return tensor->Data<double>()[0];
+    case DataType::kInt64: return static_cast<double>(tensor->Data<int64_t>()[0]);
+    case DataType::kInt32: return tensor->Data<int32_t>()[0];
+    default: return std::nullopt;
+  }
+}
+
+bool IsScalarConstant(const Graph& graph, const std::string& value, double expected, double tolerance) {
+  const std::optional<double> scalar = ScalarConstant(graph, value);
+  return scalar && std::abs(*scalar - expected) <= tolerance * std::max(1.0, std::abs(expected));
+}
+
+std::optional<size_t> OtherThanScalar(const Graph& graph, const Node& node, double expected, double tolerance) {
+  if (node.inputs.size() != 2) return std::nullopt;
+  for (size_t i = 0; i < 2; ++i)
+    if (IsScalarConstant(graph, node.inputs[i], expected, tolerance)) return 1 - i;
+  return std::nullopt;
+}
+
+std::string FreshValueName(const Graph& graph, const std::string& base) {
+  std::set<std::string> used;
+  for (const auto& node : graph.nodes) used.insert(node->outputs.begin(), node->outputs.end());
+  auto taken = [&](const std::string& name) {
+    return used.count(name) || graph.initializers.count(name) || graph.value_infos.count(name) ||
+           graph.IsGraphInput(name);
+  };
+  if (!taken(base)) return base;
+  for (int suffix = 1;; ++suffix) {
+    std::string candidate = base + "_" + std::to_string(suffix);
+    if (!taken(candidate)) return candidate;
+  }
+}
+
+void RenameReads(Graph& graph, const std::string& from, const std::string& to) {
+  for (auto& node : graph.nodes)
+    for (std::string& in : node->inputs)
+      if (in == from) in = to;
+}
+
+void RemoveNodes(Graph& graph, const std::set<const Node*>& doomed) {
+  if (doomed.empty()) return;
+  std::vector<std::unique_ptr<Node>> kept;
+  for (auto& node : graph.nodes)
+    if (!doomed.count(node.get())) kept.push_back(std::move(node));
+  graph.nodes = std::move(kept);
+}
+
+Attribute IntAttribute(const std::string& name, int64_t value) {
+  Attribute attribute;
+  attribute.name = name;
+  attribute.type = Attribute::Type::kInt;
+  attribute.i = value;
+  return attribute;
+}
+
+Attribute FloatAttribute(const std::string& name, float value) {
+  Attribute attribute;
+  attribute.name = name;
+  attribute.type = Attribute::Type::kFloat;
+  attribute.f = value;
+  return attribute;
+}
+
+Attribute StringAttribute(const std::string& name, const std::string& value) {
+  Attribute attribute;
+  attribute.name = name;
+  attribute.type = Attribute::Type::kString;
+  attribute.s = value;
+  return attribute;
+}
+
+Attribute IntsAttribute(const std::string& name, std::vector<int64_t> values) {
+  Attribute attribute;
+  attribute.name = name;
+  attribute.type = Attribute::Type::kInts;
+  attribute.ints = std::move(values);
+  return attribute;
+}
+
+}  // namespace tessera

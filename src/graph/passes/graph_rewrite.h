@@ -1,0 +1,68 @@
+// Helpers shared by the pattern-rewriting passes: who produces and who reads each value, constant
+// lookups, and the edits a fusion makes (fresh names, rewiring readers, removing matched nodes).
+//
+// A pass typically builds one GraphIndex, collects matches (never letting two matches claim the same
+// node), rewrites the last node of each match in place -- it keeps its position, so topological order
+// holds as long as the fused node only reads values produced before the match's first node -- and then
+// removes the matched nodes with RemoveNodes.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "tessera/ep/graph.h"
+
+namespace tessera {
+
+// Whether the EP that would run `anchor` has a kernel for op_type in domain (OptimizerContext::can_fuse).
+using CanFuse = std::function<bool(const Node& anchor, const Graph& graph, const std::string& op_type,
+                                   const std::string& domain)>;
+
+class GraphIndex {
+ public:
+  explicit GraphIndex(const Graph& graph);
+  // The node writing `value`, or nullptr for graph inputs, initializers and outer-scope values.
+  Node* Producer(const std::string& value) const;
+  // Nodes reading `value` (a node reading it twice appears twice); nodes whose subgraphs read it as an
+  // outer-scope value count as readers.
+  const std::vector<Node*>& Consumers(const std::string& value) const;
+  // Whether `value` is an intermediate that only `reader` uses: not a graph output, read by nobody else.
+  bool OnlyReadBy(const std::string& value, const Node& reader) const;
+  // Whether `value` feeds a subgraph as an outer-scope value (renaming it would break the subgraph).
+  bool ReadBySubgraph(const std::string& value) const { return subgraph_reads_.count(value) != 0; }
+
+ private:
+  const Graph& graph_;
+  std::map<std::string, Node*> producer_;
+  std::map<std::string, std::vector<Node*>> consumers_;
+  std::set<std::string> subgraph_reads_;
+};
+
+// The constant tensor named `value` (an initializer), or nullptr.
+const Tensor* ConstantTensor(const Graph& graph, const std::string& value);
+// The single element of a one-element float/double/integer constant, as a double; nullopt otherwise.
+std::optional<double> ScalarConstant(const Graph& graph, const std::string& value);
+// Whether `value` is a one-element constant within a relative tolerance of `expected`.
+bool IsScalarConstant(const Graph& graph, const std::string& value, double expected, double tolerance = 1e-4);
+// For a two-input node with one scalar-constant input: the index (0 or 1) of the other input.
+std::optional<size_t> OtherThanScalar(const Graph& graph, const Node& node, double expected, double tolerance = 1e-4);
+
+// A name not yet used by any initializer, value info or node output of `graph`, built from `base`.
+std::string FreshValueName(const Graph& graph, const std::string& base);
+// Replaces every read of `from` by `to` in the nodes of `graph` (not in subgraphs; check ReadBySubgraph).
+void RenameReads(Graph& graph, const std::string& from, const std::string& to);
+// Removes the given nodes, keeping the order of the others.
+void RemoveNodes(Graph& graph, const std::set<const Node*>& doomed);
+Attribute IntAttribute(const std::string& name, int64_t value);
+Attribute FloatAttribute(const std::string& name, float value);
+Attribute StringAttribute(const std::string& name, const std::string& value);
+Attribute IntsAttribute(const std::string& name, std::vector<int64_t> values);
+
+// The fused node's opset for an op whose semantics are those of `minimum_opset` or later.
+inline int FusedOpset(const Node& anchor, int minimum_opset) { return std::max(anchor.opset, minimum_opset); }
+
+}  // namespace tessera

@@ -1,0 +1,16 @@
+// Removes redundant Transposes (level extended):
+//   Transpose(perm=p2)(Transpose(perm=p1)(x))  ->  Transpose(perm=c)(x), c[i] = p1[p2[i]]
+//   a Transpose whose (composed) perm is the identity  ->  nothing (its readers read x directly; an
+//   Identity node when its output is a graph output or read by a subgraph)
+// Only Transposes with an explicit perm are rewritten (without one the rank would have to be known), and
+// the first Transpose of a pair only when the second is its only reader.
+#pragma once
+
+#include "tessera/ep/graph.h"
+
+namespace tessera {
+
+// Returns the number of Transpose nodes removed or merged.
+size_t EliminateTransposes(Graph& graph);
+
+}  // namespace tessera
