@@ -35,7 +35,7 @@ finish() {
   echo "==== summary"
   printf '%s\n' "${SUMMARY[@]}"
   if [[ -f $LOG_DIR/cuda_tests.log ]]; then
-    grep -E '^\[  (PASSED|FAILED|SKIPPED) \]|tests? ran|^\[  FAILED  \] .*\.' "$LOG_DIR/cuda_tests.log" | sort | uniq | head -40
+    grep -E '^\[  (PASSED|FAILED|SKIPPED) \]|tests? ran' "$LOG_DIR/cuda_tests.log" | sort -u | head -40
   fi
   exit $STATUS
 }
@@ -50,13 +50,17 @@ step gpu_info gpu_info.txt bash -c 'nvidia-smi; nvcc --version; g++ --version | 
 # Warnings stay warnings here (CI builds with -Werror): a warning in code being edited elsewhere, or one only
 # the host's g++ 13 reports, must not keep the GPU tests from running.
 step configure configure.log cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DTESSERA_WERROR=OFF \
-  -DTESSERA_CUDA_ARCHITECTURES="$ARCHS" -DCUDNN_ROOT="$CUDNN_ROOT" -DCMAKE_CUDA_COMPILER=/usr/local/cuda/bin/nvcc || finish
+  -DTESSERA_CUDA_ARCHITECTURES="$ARCHS" -DCUDNN_ROOT="$CUDNN_ROOT" \
+  -DCMAKE_CUDA_COMPILER=/usr/local/cuda/bin/nvcc || finish
 if [[ ! -f build-gpu/build.ninja ]] || ! grep -q 'CUDA EP: building' "$LOG_DIR/configure.log"; then
   SUMMARY+=("configure: the CUDA EP is not part of the build (see configure.log)")
   STATUS=1
   finish
 fi
-step build build.log ninja -C build-gpu -j"$JOBS" tessera_tests tessera_cli tessera_cuda || { tail -40 "$LOG_DIR/build.log"; finish; }
+if ! step build build.log ninja -C build-gpu -j"$JOBS" tessera_tests tessera_cli tessera_cuda; then
+  tail -40 "$LOG_DIR/build.log"
+  finish
+fi
 step devices devices.txt build-gpu/tessera devices
 step cuda_tests cuda_tests.log build-gpu/tessera_tests --gtest_filter='Cuda*'
 # ResNet-50 (random weights) exported by PyTorch: CUDA EP outputs against PyTorch's, then latency.

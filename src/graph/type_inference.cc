@@ -3,6 +3,8 @@
 // (when it can be) before the node is visited.
 #include "graph/type_inference.h"
 
+#include <map>
+
 #include <climits>
 #include <cstdint>
 #include <string_view>
@@ -78,9 +80,22 @@ void InferConstantOfShape(Graph& graph, const Node& node) {
   SetAllOutputs(graph, node, value ? value->type() : DataType::kFloat);
 }
 
-void InferCast(Graph& graph, const Node& node) {
-  SetAllOutputs(graph, node, TypeAttribute(node, "to", DataType::kUndefined));
+// Cast-1 names its target type as a string ("FLOAT", "INT32", ...); later versions use the enum.
+DataType CastTarget(const Node& node) {
+  auto it = node.attributes.find("to");
+  if (it == node.attributes.end() || it->second.type != Attribute::Type::kString)
+    return TypeAttribute(node, "to", DataType::kUndefined);
+  static const std::map<std::string, DataType> kNames = {
+      {"FLOAT", DataType::kFloat},   {"UINT8", DataType::kUInt8},     {"INT8", DataType::kInt8},
+      {"UINT16", DataType::kUInt16}, {"INT16", DataType::kInt16},     {"INT32", DataType::kInt32},
+      {"INT64", DataType::kInt64},   {"STRING", DataType::kString},   {"BOOL", DataType::kBool},
+      {"FLOAT16", DataType::kFloat16}, {"DOUBLE", DataType::kDouble}, {"UINT32", DataType::kUInt32},
+      {"UINT64", DataType::kUInt64}, {"BFLOAT16", DataType::kBFloat16}};
+  auto name = kNames.find(it->second.s);
+  return name == kNames.end() ? DataType::kUndefined : name->second;
 }
+
+void InferCast(Graph& graph, const Node& node) { SetAllOutputs(graph, node, CastTarget(node)); }
 void InferCastLike(Graph& graph, const Node& node) { SetAllOutputs(graph, node, InputType(graph, node, 1)); }
 void InferInt64(Graph& graph, const Node& node) { SetAllOutputs(graph, node, DataType::kInt64); }
 void InferInt32(Graph& graph, const Node& node) { SetAllOutputs(graph, node, DataType::kInt32); }
@@ -115,8 +130,9 @@ void InferUnique(Graph& graph, const Node& node) {
   FirstTypedInput(graph, node);
 }
 
+// The mask is bool from opset 10; before, it has the data's type.
 void InferDropout(Graph& graph, const Node& node) {
-  SetOutput(graph, node, 1, DataType::kBool);
+  if (node.opset >= 10) SetOutput(graph, node, 1, DataType::kBool);
   FirstTypedInput(graph, node);
 }
 

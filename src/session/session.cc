@@ -108,7 +108,8 @@ struct Session::Impl {
   void SetUpServices();
   std::unique_ptr<SubgraphRunner> CompileSubgraph(const Graph& subgraph);
   std::vector<ExecutionProvider*> ProviderList() const;
-  std::vector<Value> Execute(RunRequest& request, const RunOptions& run_options) const;
+  // `synchronize_anyway` waits for the streams even when run_options.synchronize is false.
+  std::vector<Value> Execute(RunRequest& request, const RunOptions& run_options, bool synchronize_anyway = false) const;
   std::vector<Value> CollectInputs(const NamedValues& feeds) const;
   void CheckInput(const ValueInfo& info, const Value& value) const;
   size_t OutputIndex(const std::string& name) const;
@@ -396,10 +397,11 @@ std::vector<Value> Session::Impl::CollectInputs(const NamedValues& feeds) const 
   return values;
 }
 
-std::vector<Value> Session::Impl::Execute(RunRequest& request, const RunOptions& run_options) const {
+std::vector<Value> Session::Impl::Execute(RunRequest& request, const RunOptions& run_options,
+                                          bool synchronize_anyway) const {
   request.options = &run_options;
   request.threads = &threads;
-  request.synchronize = run_options.synchronize;
+  request.synchronize = run_options.synchronize || synchronize_anyway;
   if (!run_options.tag.empty()) Log(LogLevel::kVerbose, "run '", run_options.tag, "'");
   for (const auto& ep : eps)
     if (ep->capability_flags() & kEpRunHooks) ep->OnRunStart(services.stream_for(ep->memory_info()));
@@ -438,9 +440,9 @@ std::vector<Value> Session::Run(const NamedValues& feeds, const std::vector<std:
   for (const std::string& name : output_names) wanted.push_back(impl_->OutputIndex(name));
   if (output_names.empty())
     for (size_t i = 0; i < impl_->model->graph->outputs.size(); ++i) wanted.push_back(i);
-  RunOptions synchronous = options;
-  synchronous.synchronize = true;  // outputs are returned in host memory, so the run must finish
-  std::vector<Value> produced = impl_->Execute(request, synchronous);
+  // Outputs are returned in host memory, so the run must finish; `options` stays the caller's object
+  // so that a terminate flag set from another thread is seen.
+  std::vector<Value> produced = impl_->Execute(request, options, /*synchronize_anyway=*/true);
   std::vector<Value> result;
   for (size_t i : wanted) result.push_back(CopyValueTo(produced[i], MemoryInfo::Host(), impl_->services, true));
   return result;

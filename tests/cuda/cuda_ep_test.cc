@@ -232,23 +232,13 @@ TEST_F(CudaEpTest, ProviderOptionsAreValidatedNamingTheKey) {
   EXPECT_NE(message.find("cudnn_conv_algo_search"), std::string::npos) << message;
 }
 
-TEST_F(CudaEpTest, UserComputeStreamIsUsedWithoutBeingOwned) {
-  cudaStream_t user = nullptr;
-  ASSERT_EQ(cudaStreamCreateWithFlags(&user, cudaStreamNonBlocking), cudaSuccess);
-  const ProviderOptions options = {{"user_compute_stream", std::to_string(reinterpret_cast<uintptr_t>(user))}};
-  {
-    std::unique_ptr<ExecutionProvider> ep = CudaFactory().CreateEp(CudaDevice(), options);
-    std::unique_ptr<Stream> stream = ep->CreateStream();
-    EXPECT_EQ(stream->native_handle(), static_cast<void*>(user));
-  }
-  // The wrapper did not destroy the stream.
-  EXPECT_EQ(cudaStreamQuery(user), cudaSuccess);
-
+// Runs Relu through a session whose EP computes on `user`; synchronizing `user` alone makes the result
+// ready.
+void RunReluOnUserStream(cudaStream_t user, const ProviderOptions& options) {
   OpTester relu("Relu");
   const Tensor x = RandomTensor(DataType::kFloat, {64, 64}, 7);
   relu.Input("X", x).OutputName("Y");
   const std::string model = relu.SerializedModel();
-  {
   SessionOptions session_options;
   session_options.AddProvider(kCudaEpName, options);
   Session session(TestEnv(), model.data(), model.size(), session_options);
@@ -258,11 +248,23 @@ TEST_F(CudaEpTest, UserComputeStreamIsUsedWithoutBeingOwned) {
   RunOptions async;
   async.synchronize = false;
   session.Run(binding, async);
-  ASSERT_EQ(cudaStreamSynchronize(user), cudaSuccess);  // the caller's stream carries the work
+  ASSERT_EQ(cudaStreamSynchronize(user), cudaSuccess);
   std::vector<float> expected;
   for (float v : x.Span<float>()) expected.push_back(std::max(v, 0.0f));
   EXPECT_EQ(ToHost(binding.BoundOutputs()[0].tensor()).ToVector<float>(), expected);
-  }  // the session (and its wrapper of the stream) goes first
+}
+
+TEST_F(CudaEpTest, UserComputeStreamIsUsedWithoutBeingOwned) {
+  cudaStream_t user = nullptr;
+  ASSERT_EQ(cudaStreamCreateWithFlags(&user, cudaStreamNonBlocking), cudaSuccess);
+  const ProviderOptions options = {{"user_compute_stream", std::to_string(reinterpret_cast<uintptr_t>(user))}};
+  {
+    std::unique_ptr<ExecutionProvider> ep = CudaFactory().CreateEp(CudaDevice(), options);
+    std::unique_ptr<Stream> stream = ep->CreateStream();
+    EXPECT_EQ(stream->native_handle(), static_cast<void*>(user));
+  }
+  EXPECT_EQ(cudaStreamQuery(user), cudaSuccess);  // the wrapper did not destroy the stream
+  RunReluOnUserStream(user, options);
   EXPECT_EQ(cudaStreamDestroy(user), cudaSuccess);
 }
 

@@ -49,8 +49,8 @@ TEST_F(CudaKernelTest, ClipWithInputsAndWithAttributes) {
       .OutputName("Y");
   t.CompareWithCpu({"cuda"});
   OpTester only_max("Clip", 13);
-  only_max.Input("X", RandomTensor(kF32, {10}, 8, -3.0, 3.0)).OmittedInput().Input("max", Tensor::FromVector<float>({}, {0.0f}));
-  only_max.OutputName("Y");
+  only_max.Input("X", RandomTensor(kF32, {10}, 8, -3.0, 3.0)).OmittedInput();
+  only_max.Input("max", Tensor::FromVector<float>({}, {0.0f})).OutputName("Y");
   only_max.CompareWithCpu({"cuda"});
   OpTester legacy("Clip", 6);
   legacy.Attr("min", -0.25f).Attr("max", 0.5f).Input("X", RandomTensor(kF32, {17}, 9)).OutputName("Y");
@@ -275,7 +275,8 @@ TEST_F(CudaKernelTest, MatMulWithBatchBroadcastingAndVectors) {
     t.Input("A", a).Input("B", b).OutputName("Y");
     const std::vector<Tensor> expected = t.RunOn("cpu");
     const std::vector<Tensor> actual = RunOnCuda(t.SerializedModel(), {{"A", a}, {"B", b}}, {{"use_tf32", "0"}});
-    EXPECT_EQ(CompareTensors(expected[0], actual[0], 1e-4, 1e-4), "") << a_shape.ToString() << " x " << b_shape.ToString();
+    EXPECT_EQ(CompareTensors(expected[0], actual[0], 1e-4, 1e-4), "")
+        << a_shape.ToString() << " x " << b_shape.ToString();
   }
   CompareFloat16WithCpu(
       "MatMul", 13, {RandomTensor(kF16, {2, 8, 32}, 93), RandomTensor(kF16, {32, 16}, 94)},

@@ -317,19 +317,21 @@ TEST(ElementwiseTest, UnaryMathMatchesStandardLibrary) {
   CheckUnaryFloat("Exp", 13, large, [](double v) { return std::exp(v); });
 }
 
-// Exp and Tanh use branch-free float approximations; check them over the whole range at 1e-6.
-TEST(ElementwiseTest, ExpAndTanhAreAccurateOverTheFloatRange) {
+// Exp, Tanh and Erf use branch-free float approximations; check them over the whole range at 1e-6.
+TEST(ElementwiseTest, ExpTanhAndErfAreAccurateOverTheFloatRange) {
   std::vector<float> values;
   for (float v = -110.0f; v <= 95.0f; v += 0.0371f) values.push_back(v);
+  for (float v = -4.0f; v <= 4.0f; v += 0.00123f) values.push_back(v);
   for (float v : {0.0f, -0.0f, 1e-30f, -1e-7f, 3e-5f, 0.6249f, 0.6251f, 88.7f, 89.5f, -103.9f}) values.push_back(v);
   const float inf = std::numeric_limits<float>::infinity();
   for (float v : {inf, -inf, std::numeric_limits<float>::quiet_NaN()}) values.push_back(v);
   const Tensor x = Make<float>({static_cast<int64_t>(values.size())}, values);
-  for (const std::string op : {"Exp", "Tanh"}) {
+  for (const std::string op : {"Exp", "Tanh", "Erf"}) {
     Tensor expected = Tensor::Allocate(DataType::kFloat, x.shape());
     for (size_t i = 0; i < values.size(); ++i) {
       const double v = values[i];
-      expected.Data<float>()[i] = static_cast<float>(op == "Exp" ? std::exp(v) : std::tanh(v));
+      const double y = op == "Exp" ? std::exp(v) : (op == "Tanh" ? std::tanh(v) : std::erf(v));
+      expected.Data<float>()[i] = static_cast<float>(y);
     }
     OpTester t(op, 13);
     t.Input("X", x).Output("Y", expected).Tolerance(1e-38, 1e-6);

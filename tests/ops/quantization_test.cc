@@ -190,6 +190,32 @@ TEST(MatMulIntegerTest, BatchedWithPerRowAndColumnZeroPointsMatchesNaive) {
   }
 }
 
+// A 2-D int8 B without zero points and a per-tensor A zero point take oneDNN's int8 matmul.
+TEST(MatMulIntegerTest, SymmetricInt8WeightsMatchNaive) {
+  const int64_t batches = 2, m = 9, k = 70, n = 33;
+  uint32_t seed = 90;
+  for (DataType a_type : {DataType::kUInt8, DataType::kInt8}) {
+    for (bool constant_b : {false, true}) {
+      const Tensor a = RandomQ(a_type, {batches, m, k}, ++seed), b = RandomQ(DataType::kInt8, {k, n}, ++seed);
+      const int32_t a_zero = a_type == DataType::kUInt8 ? 120 : -3;
+      const Tensor a_zp = a_type == DataType::kUInt8 ? Make<uint8_t>({}, {120}) : Make<int8_t>({}, {-3});
+      const std::vector<int32_t> expected = NaiveIntMatMul(a, b, {a_zero}, {0}, batches, m, k, n, false);
+      OpTester t("MatMulInteger", 10);
+      t.Input("A", a).Input("B", b, constant_b).Input("a_zero_point", a_zp);
+      t.Output("Y", Make<int32_t>({batches, m, n}, expected)).Run();
+
+      std::vector<uint8_t> quantized(expected.size());
+      for (size_t i = 0; i < expected.size(); ++i)
+        quantized[i] = NaiveQuantize<uint8_t>(static_cast<float>(expected[i]) * (0.02f * 0.03f / 0.5f), 100);
+      OpTester q("QLinearMatMul", 10);
+      q.Input("a", a).Input("a_scale", Make<float>({}, {0.02f})).Input("a_zero_point", a_zp);
+      q.Input("b", b, constant_b).Input("b_scale", Make<float>({}, {0.03f})).Input("b_zero_point", Make<int8_t>({}, {0}));
+      q.Input("y_scale", Make<float>({}, {0.5f})).Input("y_zero_point", Make<uint8_t>({}, {100}));
+      q.Output("y", Make<uint8_t>({batches, m, n}, quantized)).Run();
+    }
+  }
+}
+
 TEST(MatMulIntegerTest, VectorOperandsAndOmittedZeroPoints) {
   OpTester t("MatMulInteger", 10);
   t.Input("A", Make<int8_t>({3}, {1, -2, 3})).Input("B", Make<int8_t>({3}, {4, 5, -6}));

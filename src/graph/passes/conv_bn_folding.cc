@@ -29,7 +29,8 @@ struct FoldedParameters {
 std::optional<FoldedParameters> Fold(const Graph& graph, const Node& conv, const Node& bn) {
   const Tensor* weight = FloatConstant(graph, conv.inputs[1]);
   const Tensor* conv_bias = conv.HasInput(2) ? FloatConstant(graph, conv.inputs[2]) : nullptr;
-  if (weight == nullptr || weight->shape().rank() < 1 || (conv.HasInput(2) && conv_bias == nullptr)) return std::nullopt;
+  if (weight == nullptr || weight->shape().rank() < 1 || (conv.HasInput(2) && conv_bias == nullptr))
+    return std::nullopt;
   const int64_t channels = weight->shape()[0];
   const Tensor* params[4];
   for (size_t i = 0; i < 4; ++i) {

@@ -72,7 +72,8 @@ std::optional<std::string> MatchTanhArgument(const Graph& graph, const GraphInde
                                              std::vector<Node*>& nodes) {
   Node* scale = index.Producer(scaled);
   std::optional<size_t> inner_index;
-  if (!Is(scale, "Mul") || !(inner_index = OtherThanScalar(graph, *scale, kSqrt2OverPi, kTolerance))) return std::nullopt;
+  if (!Is(scale, "Mul") || !(inner_index = OtherThanScalar(graph, *scale, kSqrt2OverPi, kTolerance)))
+    return std::nullopt;
   const std::string& inner = scale->inputs[*inner_index];
   Node* add = index.Producer(inner);
   if (!Is(add, "Add") || add->inputs.size() != 2 || !index.OnlyReadBy(inner, *scale)) return std::nullopt;

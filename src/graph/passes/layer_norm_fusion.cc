@@ -24,7 +24,9 @@ bool IsLastAxisMean(const Graph& graph, const Node& node) {
   return info != nullptr && info->shape && (*axes)[0] == static_cast<int64_t>(info->shape->size()) - 1;
 }
 
-bool Is(const Node* node, const char* op_type) { return node != nullptr && node->op_type == op_type && node->domain == ""; }
+bool Is(const Node* node, const char* op_type) {
+  return node != nullptr && node->op_type == op_type && node->domain == "";
+}
 
 // The single reader of `value` when it is `op_type` and the value is read by nothing else.
 Node* SoleReader(const GraphIndex& index, const std::string& value, const char* op_type) {
@@ -55,7 +57,10 @@ std::optional<LayerNormMatch> Match(const Graph& graph, const GraphIndex& index,
       !IsScalarConstant(graph, pow->inputs[1], 2.0) || div->inputs[0] != sub->outputs[0])
     return std::nullopt;
   Node* variance = SoleReader(index, pow->outputs[0], "ReduceMean");
-  if (variance == nullptr || !IsLastAxisMean(graph, *variance)) return std::nullopt;
+  // Pow(d, 2) has x's rank, so the variance reduces the last axis when it reduces the same axes as the mean.
+  if (variance == nullptr || variance->GetInt("keepdims", 1) != 1 ||
+      ReduceAxes(graph, *variance) != ReduceAxes(graph, mean))
+    return std::nullopt;
   Node* add_eps = SoleReader(index, variance->outputs[0], "Add");
   if (add_eps == nullptr) return std::nullopt;
   const size_t eps_index = add_eps->inputs[0] == variance->outputs[0] ? 1 : 0;

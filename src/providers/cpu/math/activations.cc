@@ -106,7 +106,7 @@ class GeluOp {
       const C k = static_cast<C>(std::numbers::sqrt2 * std::numbers::inv_sqrtpi);  // sqrt(2 / pi)
       return C(0.5) * x * (C(1) + Tanh(k * (x + C(0.044715) * x * x * x)));
     }
-    return C(0.5) * x * (C(1) + std::erf(x * static_cast<C>(1 / std::numbers::sqrt2)));
+    return C(0.5) * x * (C(1) + Erf(x * static_cast<C>(1 / std::numbers::sqrt2)));
   }
 
  private:

@@ -470,7 +470,7 @@ struct RoundOp {
 };
 struct ErfOp {
   template <typename C>
-  C operator()(C x) const { return std::erf(x); }
+  C operator()(C x) const { return Erf(x); }
 };
 struct SinOp {
   template <typename C>

@@ -2,8 +2,12 @@
 // int32 accumulation. Zero points (and, for QLinearMatMul, scales) are per tensor, per row of A / per
 // column of B ([M] / [N]), or per batch and row / column ([..., M, 1] / [..., 1, N]). QLinearMatMul
 // requantizes each sum as saturate(round_half_even(sum * a_scale * b_scale / y_scale) + y_zero_point).
+// A 2-D int8 B without zero points (symmetric weight quantization) with a per-tensor A zero point runs
+// on oneDNN's int8 matmul; everything else on an exact int16 GEMM of the zero-point-corrected operands.
+#include <algorithm>
 #include <tuple>
 
+#include "providers/cpu/common/dnnl_utils.h"
 #include "providers/cpu/cpu_kernels.h"
 #include "providers/cpu/quantization/quantize_common.h"
 
@@ -152,6 +156,54 @@ void IntegerMatMul(const ThreadPool& pool, const MatMulGeometry& g, const TA* a,
   });
 }
 
+// oneDNN's int8 matmul for A [rows x K] (u8/s8, one runtime zero point) times a 2-D B [K x N] (s8
+// without zero points) into s32 sums. `primitive` is empty when oneDNN rejects the problem.
+struct DnnlIntMatMul {
+  dnnl::matmul::primitive_desc pd;
+  dnnl::matmul primitive;
+  dnnl::memory::desc src_plain, weights_plain, dst_plain;
+  dnnl::memory packed_weights;  // set when B is a constant
+};
+
+DnnlIntMatMul BuildDnnlIntMatMul(int64_t rows, int64_t k, int64_t n, DataType a_type, const Tensor& constant_b) {
+  using dnnl::memory;
+  const memory::data_type src_type = a_type == DataType::kUInt8 ? memory::data_type::u8 : memory::data_type::s8;
+  DnnlIntMatMul mm;
+  mm.src_plain = memory::desc({rows, k}, src_type, memory::format_tag::ab);
+  mm.weights_plain = memory::desc({k, n}, memory::data_type::s8, memory::format_tag::ab);
+  mm.dst_plain = memory::desc({rows, n}, memory::data_type::s32, memory::format_tag::ab);
+  dnnl::primitive_attr attr = DnnlAttr();
+  attr.set_zero_points(DNNL_ARG_SRC, 0, {DNNL_RUNTIME_S32_VAL});
+  try {
+    const memory::desc weights_any({k, n}, memory::data_type::s8, memory::format_tag::any);
+    mm.pd = dnnl::matmul::primitive_desc(dnnl::matmul::desc(mm.src_plain, weights_any, mm.dst_plain), attr, DnnlEngine());
+  } catch (const dnnl::error&) {
+    return mm;
+  }
+  mm.primitive = dnnl::matmul(mm.pd);
+  if (constant_b.defined()) {
+    dnnl::memory plain(mm.weights_plain, DnnlEngine(), const_cast<void*>(constant_b.raw_data()));
+    mm.packed_weights = ReorderInto(plain, mm.pd.weights_desc());
+  }
+  return mm;
+}
+
+void RunDnnlIntMatMul(KernelContext& ctx, const DnnlIntMatMul& mm, const Tensor& a, int32_t a_zero, const Tensor& b,
+                      int32_t* sums) {
+  const dnnl::engine& engine = DnnlEngine();
+  dnnl::memory weights = mm.packed_weights;
+  if (!weights) {
+    weights = dnnl::memory(mm.weights_plain, engine, const_cast<void*>(b.raw_data()));
+    if (mm.pd.weights_desc() != mm.weights_plain) weights = ReorderInto(weights, mm.pd.weights_desc());
+  }
+  dnnl::memory zero({{1}, dnnl::memory::data_type::s32, dnnl::memory::format_tag::x}, engine, &a_zero);
+  ExecuteDnnl(ctx, mm.primitive, mm.pd,
+              {{DNNL_ARG_SRC, dnnl::memory(mm.src_plain, engine, const_cast<void*>(a.raw_data()))},
+               {DNNL_ARG_WEIGHTS, weights},
+               {DNNL_ARG_DST, dnnl::memory(mm.dst_plain, engine, sums)},
+               {DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_SRC, zero}});
+}
+
 // Calls fn.template operator()<T>() for int8 or uint8.
 template <typename Fn>
 void Visit8Bit(const Node& node, DataType type, const char* what, Fn&& fn) {
@@ -173,9 +225,64 @@ LineParameter<int32_t> ZeroPointParameter(const Node& node, const Tensor* zero_p
                            line_axis_from_end, what);
 }
 
-class MatMulInteger : public Kernel {
+// What MatMulInteger and QLinearMatMul share: the constant B and the choice between oneDNN (2-D int8
+// B without zero points, as symmetric weight quantization produces, and a per-tensor A zero point)
+// and the exact int16 path for everything else.
+class IntegerMatMulBase : public Kernel {
+ protected:
+  IntegerMatMulBase(const KernelInfo& info, size_t b_input)
+      : constant_b_(info.ConstantInput(b_input) ? *info.ConstantInput(b_input) : Tensor()) {}
+
+  // Sums of every output row block: written to `direct` ([batches x M x N]) when set, else passed to
+  // sink(out_batch, first_row, rows, sums [rows x N]).
+  template <typename Sink>
+  void Sums(KernelContext& ctx, const MatMulGeometry& g, const Tensor& a, const Tensor& b,
+            const LineParameter<int32_t>& a_zero, const LineParameter<int32_t>& b_zero, int32_t* direct,
+            Sink&& sink) const {
+    const bool symmetric_b = b.type() == DataType::kInt8 && b.shape().rank() == 2 &&
+                             std::all_of(b_zero.values.begin(), b_zero.values.end(), [](int32_t z) { return z == 0; });
+    if (symmetric_b && a.shape().rank() >= 2 && g.k > 0 && a_zero.stride == 0 && a_zero.batch_stride == 0) {
+      const int64_t rows = static_cast<int64_t>(g.a_batch.size()) * g.m;
+      const std::vector<int64_t> key{static_cast<int64_t>(a.type()), rows, g.k, g.n};
+      std::shared_ptr<const DnnlIntMatMul> mm =
+          primitives_.Get(key, [&] { return BuildDnnlIntMatMul(rows, g.k, g.n, a.type(), constant_b_); });
+      if (mm->primitive) return DnnlSums(ctx, *mm, g, a, a_zero.values[0], b, direct, sink);
+    }
+    Visit8Bit(ctx.node(), a.type(), "A", [&]<typename TA>() {
+      Visit8Bit(ctx.node(), b.type(), "B", [&]<typename TB>() {
+        IntegerMatMul(ctx.thread_pool(), g, a.Data<TA>(), b.Data<TB>(), a_zero, b_zero, direct, sink);
+      });
+    });
+  }
+
+ private:
+  template <typename Sink>
+  static void DnnlSums(KernelContext& ctx, const DnnlIntMatMul& mm, const MatMulGeometry& g, const Tensor& a,
+                       int32_t a_zero, const Tensor& b, int32_t* direct, Sink&& sink) {
+    const auto batches = static_cast<int64_t>(g.a_batch.size());
+    Tensor storage;
+    if (!direct) storage = Tensor::Allocate(DataType::kInt32, Shape{batches, g.m, g.n}, ctx.allocator());
+    int32_t* sums = direct ? direct : storage.Data<int32_t>();
+    RunDnnlIntMatMul(ctx, mm, a, a_zero, b, sums);
+    if (direct) return;
+    constexpr int64_t kRowBlock = 16;
+    const int64_t blocks = (g.m + kRowBlock - 1) / kRowBlock;
+    ctx.thread_pool().ParallelFor(batches * blocks, std::max<int64_t>(1, 16384 / (kRowBlock * std::max<int64_t>(1, g.n))),
+                                  [&](int64_t begin, int64_t end) {
+      for (int64_t task = begin; task < end; ++task) {
+        const int64_t batch = task / blocks, first = (task % blocks) * kRowBlock;
+        sink(batch, first, std::min(kRowBlock, g.m - first), sums + (batch * g.m + first) * g.n);
+      }
+    });
+  }
+
+  Tensor constant_b_;  // shares the initializer's buffer; undefined when B is not constant
+  ShapeCache<DnnlIntMatMul> primitives_;
+};
+
+class MatMulInteger : public IntegerMatMulBase {
  public:
-  explicit MatMulInteger(const KernelInfo&) {}
+  explicit MatMulInteger(const KernelInfo& info) : IntegerMatMulBase(info, 1) {}
 
   void Compute(KernelContext& ctx) const override {
     const Node& node = ctx.node();
@@ -190,18 +297,13 @@ class MatMulInteger : public Kernel {
     const auto b_zero = ZeroPointParameter(node, b_zp, b.shape(), g.n, 1, "b_zero_point");
     Tensor& y = ctx.Output(0, DataType::kInt32, g.output);
     if (y.NumElements() == 0) return;
-    Visit8Bit(node, a.type(), "A", [&]<typename TA>() {
-      Visit8Bit(node, b.type(), "B", [&]<typename TB>() {
-        IntegerMatMul(ctx.thread_pool(), g, a.Data<TA>(), b.Data<TB>(), a_zero, b_zero, y.Data<int32_t>(),
-                      [](int64_t, int64_t, int64_t, const int32_t*) {});
-      });
-    });
+    Sums(ctx, g, a, b, a_zero, b_zero, y.Data<int32_t>(), [](int64_t, int64_t, int64_t, const int32_t*) {});
   }
 };
 
-class QLinearMatMul : public Kernel {
+class QLinearMatMul : public IntegerMatMulBase {
  public:
-  explicit QLinearMatMul(const KernelInfo&) {}
+  explicit QLinearMatMul(const KernelInfo& info) : IntegerMatMulBase(info, 3) {}
 
   void Compute(KernelContext& ctx) const override {
     const Node& node = ctx.node();
@@ -223,25 +325,22 @@ class QLinearMatMul : public Kernel {
     const float y_zero = static_cast<float>(ReadZeroPoints(node, &y_zp, "y_zero_point")[0]);
     Tensor& y = ctx.Output(0, y_zp.type(), g.output);
     if (y.NumElements() == 0) return;
-    Visit8Bit(node, a.type(), "a", [&]<typename TA>() {
-      Visit8Bit(node, b.type(), "b", [&]<typename TB>() {
-        Visit8Bit(node, y_zp.type(), "y", [&]<typename TY>() {
-          TY* out = y.Data<TY>();
-          auto requantize = [&](int64_t batch, int64_t first, int64_t rows, const int32_t* sums) {
-            const int64_t a_batch = g.a_batch[static_cast<size_t>(batch)], b_batch = g.b_batch[static_cast<size_t>(batch)];
-            for (int64_t r = 0; r < rows; ++r) {
-              const float a_s = a_scale.at(a_batch, first + r);
-              const int32_t* sum = sums + r * g.n;
-              TY* row = out + (batch * g.m + first + r) * g.n;
-              for (int64_t j = 0; j < g.n; ++j) {
-                const float multiplier = a_s * b_scale.at(b_batch, j) / y_scale;
-                row[j] = QuantizeValue<TY>(static_cast<float>(sum[j]) * multiplier, y_zero);
-              }
-            }
-          };
-          IntegerMatMul(ctx.thread_pool(), g, a.Data<TA>(), b.Data<TB>(), a_zero, b_zero, nullptr, requantize);
-        });
-      });
+    Visit8Bit(node, y_zp.type(), "y", [&]<typename TY>() {
+      TY* out = y.Data<TY>();
+      // sum * a_scale * b_scale / y_scale, rounded half to even, plus y_zero_point.
+      auto requantize = [&](int64_t batch, int64_t first, int64_t rows, const int32_t* sums) {
+        const int64_t a_batch = g.a_batch[static_cast<size_t>(batch)], b_batch = g.b_batch[static_cast<size_t>(batch)];
+        for (int64_t r = 0; r < rows; ++r) {
+          const float a_s = a_scale.at(a_batch, first + r);
+          const int32_t* sum = sums + r * g.n;
+          TY* row = out + (batch * g.m + first + r) * g.n;
+          for (int64_t j = 0; j < g.n; ++j) {
+            const float multiplier = a_s * b_scale.at(b_batch, j) / y_scale;
+            row[j] = QuantizeValue<TY>(static_cast<float>(sum[j]) * multiplier, y_zero);
+          }
+        }
+      };
+      Sums(ctx, g, a, b, a_zero, b_zero, nullptr, requantize);
     });
   }
 };

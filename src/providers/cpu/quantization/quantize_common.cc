@@ -50,8 +50,9 @@ bool CheckChannelParameter(const Node& node, const Shape& shape, int64_t channel
        " must be a scalar or a 1-D tensor with one value per ", channel_name, " (", channels, ")");
 }
 
-// Built for AVX-512BW and AVX2 too (the library's baseline is SSE2); the loader picks the best.
-__attribute__((target_clones("arch=skylake-avx512", "avx2", "default"))) void GemmInt16(const int16_t* a, const int16_t* b, int32_t* c, int64_t rows, int64_t n, int64_t k, int64_t ldb,
+// Built for AVX-512 and AVX2 too (the library's baseline is SSE2); the loader picks the best clone.
+__attribute__((target_clones("arch=skylake-avx512", "avx2", "default")))
+void GemmInt16(const int16_t* a, const int16_t* b, int32_t* c, int64_t rows, int64_t n, int64_t k, int64_t ldb,
                int64_t ldc) {
   // Column tiles keep the touched part of B and the C row in cache while k advances.
   constexpr int64_t kTile = 256;
@@ -64,7 +65,9 @@ __attribute__((target_clones("arch=skylake-avx512", "avx2", "default"))) void Ge
       for (int64_t kk = 0; kk < k; ++kk) {
         const int32_t av = a_row[kk];
         const int16_t* __restrict b_row = b + kk * ldb + n0;
-        for (int64_t j = 0; j < width; ++j) c_row[j] += av * b_row[j];
+        // Unsigned adds: the 32-bit accumulation wraps (as the spec allows) instead of being undefined.
+        for (int64_t j = 0; j < width; ++j)
+          c_row[j] = static_cast<int32_t>(static_cast<uint32_t>(c_row[j]) + static_cast<uint32_t>(av * b_row[j]));
       }
     }
   }

@@ -45,8 +45,9 @@ bool CheckChannelParameter(const Node& node, const Shape& shape, int64_t channel
                            const char* channel_name);
 
 // C[rows x n] = A[rows x k] * B[k x n] with int32 accumulation; A is dense row-major, B and C rows
-// are ldb and ldc elements apart. int16 operands hold zero-point-corrected 8-bit values, so products
-// fit and sums over k < 2^15 never overflow. The inner loop runs along n, which the compiler vectorizes.
+// are ldb and ldc elements apart. The int16 operands hold zero-point-corrected 8-bit values (|v| <= 255),
+// so products fit in int32; sums wrap modulo 2^32 only past ~33000 terms, as the ONNX specs allow.
+// The inner loop runs along n, which the compiler vectorizes.
 void GemmInt16(const int16_t* a, const int16_t* b, int32_t* c, int64_t rows, int64_t n, int64_t k, int64_t ldb,
                int64_t ldc);
 

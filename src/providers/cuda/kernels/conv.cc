@@ -70,7 +70,9 @@ void SetTensor(TensorDescriptor& d, cudnnDataType_t type, const std::vector<int>
 class ConvKernel : public Kernel {
  public:
   explicit ConvKernel(const KernelInfo& info)
-      : ep_(CudaEpOf(info)), attributes_(cpu::ReadWindowAttributes(info.node())), group_(info.node().GetInt("group", 1)) {}
+      : ep_(CudaEpOf(info)),
+        attributes_(cpu::ReadWindowAttributes(info.node())),
+        group_(info.node().GetInt("group", 1)) {}
 
   void Compute(KernelContext& ctx) const override {
     DeviceGuard guard(ep_.ordinal());
@@ -134,7 +136,8 @@ class ConvKernel : public Kernel {
   // or, with cudnn_conv1d_pad_to_nc1d, before the data axis ([N,C,1,D]).
   void PadTo2d(ConvGeometry& g) const {
     const bool unit_first = ep_.options().cudnn_conv1d_pad_to_nc1d;
-    for (std::vector<int>* dims : {&g.x_dims, &g.w_dims, &g.y_dims}) dims->insert(dims->begin() + (unit_first ? 2 : 3), 1);
+    for (std::vector<int>* dims : {&g.x_dims, &g.w_dims, &g.y_dims})
+      dims->insert(dims->begin() + (unit_first ? 2 : 3), 1);
     g.pads.insert(g.pads.begin() + (unit_first ? 0 : 1), 0);
     g.strides.insert(g.strides.begin() + (unit_first ? 0 : 1), 1);
     g.dilations.insert(g.dilations.begin() + (unit_first ? 0 : 1), 1);

@@ -33,7 +33,9 @@ const std::map<std::string, std::function<bool(const Node&)>>& Predicates() {
       {"MaxPool", [](const Node& n) { return OutputCount(n) == 1 && IsPool2d(n); }},
       {"AveragePool", [](const Node& n) { return IsPool2d(n); }},
       {"BatchNormalization",
-       [](const Node& n) { return OutputCount(n) == 1 && n.GetInt("training_mode", 0) == 0 && n.GetInt("spatial", 1) == 1; }},
+       [](const Node& n) {
+         return OutputCount(n) == 1 && n.GetInt("training_mode", 0) == 0 && n.GetInt("spatial", 1) == 1;
+       }},
   };
   return predicates;
 }
