@@ -26,15 +26,19 @@ Q NaiveQuantize(float scaled, int32_t zero_point) {
 std::vector<int32_t> Ints(const Tensor& t) {
   std::vector<int32_t> out(static_cast<size_t>(t.NumElements()));
   for (size_t i = 0; i < out.size(); ++i) {
-    if (t.type() == DataType::kUInt8) out[i] = t.Data<uint8_t>()[i];
-    else if (t.type() == DataType::kInt8) out[i] = t.Data<int8_t>()[i];
-    else out[i] = t.Data<int32_t>()[i];
+    if (t.type() == DataType::kUInt8)
+      out[i] = t.Data<uint8_t>()[i];
+    else if (t.type() == DataType::kInt8)
+      out[i] = t.Data<int8_t>()[i];
+    else
+      out[i] = t.Data<int32_t>()[i];
   }
   return out;
 }
 
 Tensor RandomQ(DataType type, const Shape& shape, uint32_t seed) {
-  return type == DataType::kUInt8 ? RandomTensor(type, shape, seed, 0, 255) : RandomTensor(type, shape, seed, -128, 127);
+  return type == DataType::kUInt8 ? RandomTensor(type, shape, seed, 0, 255)
+                                  : RandomTensor(type, shape, seed, -128, 127);
 }
 
 TEST(QuantizeLinearTest, RoundsHalfToEvenAndSaturates) {
@@ -161,7 +165,8 @@ std::vector<int32_t> NaiveIntMatMul(const Tensor& a, const Tensor& b, const std:
         int32_t sum = 0;
         for (int64_t p = 0; p < k; ++p) {
           const int32_t x = av[static_cast<size_t>((bt * m + i) * k + p)] - a_zero[a_zero.size() == 1 ? 0 : i];
-          const int32_t y = bv[static_cast<size_t>(((b_batched ? bt : 0) * k + p) * n + j)] - b_zero[b_zero.size() == 1 ? 0 : j];
+          const int32_t y =
+              bv[static_cast<size_t>(((b_batched ? bt : 0) * k + p) * n + j)] - b_zero[b_zero.size() == 1 ? 0 : j];
           sum += x * y;
         }
         out[static_cast<size_t>((bt * m + i) * n + j)] = sum;
@@ -209,7 +214,9 @@ TEST(MatMulIntegerTest, SymmetricInt8WeightsMatchNaive) {
         quantized[i] = NaiveQuantize<uint8_t>(static_cast<float>(expected[i]) * (0.02f * 0.03f / 0.5f), 100);
       OpTester q("QLinearMatMul", 10);
       q.Input("a", a).Input("a_scale", Make<float>({}, {0.02f})).Input("a_zero_point", a_zp);
-      q.Input("b", b, constant_b).Input("b_scale", Make<float>({}, {0.03f})).Input("b_zero_point", Make<int8_t>({}, {0}));
+      q.Input("b", b, constant_b)
+          .Input("b_scale", Make<float>({}, {0.03f}))
+          .Input("b_zero_point", Make<int8_t>({}, {0}));
       q.Input("y_scale", Make<float>({}, {0.5f})).Input("y_zero_point", Make<uint8_t>({}, {100}));
       q.Output("y", Make<uint8_t>({batches, m, n}, quantized)).Run();
     }
@@ -286,7 +293,8 @@ std::pair<Shape, std::vector<int32_t>> NaiveIntConv(const IntConvCase& c, const 
                                   pl = e * st[2] - pd[2] + l * dl[2];
                     if (pi < 0 || pi >= in[0] || pj < 0 || pj >= in[1] || pl < 0 || pl >= in[2]) continue;
                     const int64_t ic = (o / mpg) * cpg + ch;
-                    const int32_t xi = xv[static_cast<size_t>((((n * cin + ic) * in[0] + pi) * in[1] + pj) * in[2] + pl)];
+                    const int32_t xi =
+                        xv[static_cast<size_t>((((n * cin + ic) * in[0] + pi) * in[1] + pj) * in[2] + pl)];
                     const int32_t wi = wv[static_cast<size_t>((((o * cpg + ch) * k[0] + i) * k[1] + j) * k[2] + l)];
                     sum += (xi - x_zero) * (wi - w_zero[w_zero.size() == 1 ? 0 : o]);
                   }
@@ -305,11 +313,11 @@ void AddGeometry(OpTester& t, const IntConvCase& c) {
 
 std::vector<IntConvCase> ConvCases() {
   return {
-      {{1, 3, 9}, {4, 3, 3}, 1, 2, 1, 1},                // 1-D, stride 2
-      {{2, 4, 7, 6}, {6, 2, 3, 3}, 2, 1, 2, 2},          // 2-D, groups, dilation, padding
-      {{1, 8, 5, 5}, {8, 1, 3, 3}, 8, 1, 1, 1},          // depthwise: (image, group) pairs run in parallel
-      {{1, 16, 20, 20}, {40, 16, 1, 1}, 1, 1, 1, 0},     // pointwise, several GEMM tiles
-      {{1, 2, 4, 5, 3}, {3, 2, 2, 3, 2}, 1, 1, 1, 1},    // 3-D
+      {{1, 3, 9}, {4, 3, 3}, 1, 2, 1, 1},              // 1-D, stride 2
+      {{2, 4, 7, 6}, {6, 2, 3, 3}, 2, 1, 2, 2},        // 2-D, groups, dilation, padding
+      {{1, 8, 5, 5}, {8, 1, 3, 3}, 8, 1, 1, 1},        // depthwise: (image, group) pairs run in parallel
+      {{1, 16, 20, 20}, {40, 16, 1, 1}, 1, 1, 1, 0},   // pointwise, several GEMM tiles
+      {{1, 2, 4, 5, 3}, {3, 2, 2, 3, 2}, 1, 1, 1, 1},  // 3-D
   };
 }
 
@@ -367,7 +375,8 @@ void CheckQLinearConv(DataType w_type, uint32_t seed) {
     SCOPED_TRACE("x " + c.x.ToString() + " w " + c.w.ToString() + " " + DataTypeName(w_type));
     const int64_t m = c.w[0];
     const Tensor x = RandomQ(DataType::kInt8, c.x, ++seed), w = RandomQ(w_type, c.w, ++seed);
-    const Tensor w_zp = w_type == DataType::kUInt8 ? RandomQ(w_type, {m}, ++seed) : Make<int8_t>({m}, std::vector<int8_t>(m, 0));
+    const Tensor w_zp =
+        w_type == DataType::kUInt8 ? RandomQ(w_type, {m}, ++seed) : Make<int8_t>({m}, std::vector<int8_t>(m, 0));
     const Tensor w_scale = RandomTensor(DataType::kFloat, {m}, ++seed, 0.001, 0.01);
     const Tensor bias = RandomTensor(DataType::kInt32, {m}, ++seed, -5000, 5000);
     const float x_scale = 0.02f, y_scale = 0.05f;

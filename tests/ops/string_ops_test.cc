@@ -52,22 +52,40 @@ TEST(StringNormalizerTest, CaseInsensitiveStopwordsThenUpper) {
 
 TEST(StringNormalizerTest, CaseSensitiveStopwordsThenLower) {
   const Tensor x = Strings({1, 3}, {"Monday", "monday", "TUESDAY"});
-  RunWithStringLists(Normalizer("LOWER", 1, x).OutputName("y"), {{"stopwords", {"monday"}}}, x, Strings({1, 2}, {"monday", "tuesday"}));
+  RunWithStringLists(Normalizer("LOWER", 1, x).OutputName("y"), {{"stopwords", {"monday"}}}, x,
+                     Strings({1, 2}, {"monday", "tuesday"}));
 }
 
 TEST(StringNormalizerTest, AllDroppedGivesOneEmptyString) {
   const Tensor one_d = Strings({2}, {"a", "A"});
   RunWithStringLists(Normalizer("NONE", 0, one_d).OutputName("y"), {{"stopwords", {"a"}}}, one_d, Strings({1}, {""}));
   const Tensor two_d = Strings({1, 2}, {"a", "A"});
-  RunWithStringLists(Normalizer("NONE", 0, two_d).OutputName("y"), {{"stopwords", {"a"}}}, two_d, Strings({1, 1}, {""}));
+  RunWithStringLists(Normalizer("NONE", 0, two_d).OutputName("y"), {{"stopwords", {"a"}}}, two_d,
+                     Strings({1, 1}, {""}));
 }
 
 TEST(StringNormalizerTest, NoStopwordsAndUtf8CaseMapping) {
-  const Tensor x = Strings({3}, {"\xC3\x80\xC3\xA9", "Stra\xC3\x9F" "e", "\xFF" "aB"});  // "Àé", "Straße", bad UTF-8
+  const Tensor x = Strings({3}, {"\xC3\x80\xC3\xA9",
+                                 "Stra\xC3\x9F"
+                                 "e",
+                                 "\xFF"
+                                 "aB"});  // "Àé", "Straße", bad UTF-8
   OpTester lower = Normalizer("LOWER", 0, x);
-  lower.Output("y", Strings({3}, {"\xC3\xA0\xC3\xA9", "stra\xC3\x9F" "e", "\xFF" "ab"})).Run();
+  lower
+      .Output("y", Strings({3}, {"\xC3\xA0\xC3\xA9",
+                                 "stra\xC3\x9F"
+                                 "e",
+                                 "\xFF"
+                                 "ab"}))
+      .Run();
   OpTester upper = Normalizer("UPPER", 0, x);
-  upper.Output("y", Strings({3}, {"\xC3\x80\xC3\x89", "STRA\xC3\x9F" "E", "\xFF" "AB"})).Run();
+  upper
+      .Output("y", Strings({3}, {"\xC3\x80\xC3\x89",
+                                 "STRA\xC3\x9F"
+                                 "E",
+                                 "\xFF"
+                                 "AB"}))
+      .Run();
   OpTester none = Normalizer("NONE", 0, x);
   none.Output("y", x).Run();
 }

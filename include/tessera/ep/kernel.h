@@ -49,7 +49,8 @@ class SubgraphRunner {
   virtual ~SubgraphRunner() = default;
   virtual const Graph& graph() const = 0;
   // Runs the subgraph with `inputs` bound to its formal inputs in order. Outer-scope values are read
-  // from `parent` (the calling kernel's context). Returns the subgraph's outputs in order.
+  // from `parent` (the calling kernel's context). Returns the subgraph's outputs in order, in the
+  // calling kernel's memory space (copied there when the body ran elsewhere), complete on return.
   virtual std::vector<Value> Run(KernelContext& parent, std::vector<Value> inputs) const = 0;
 };
 
@@ -74,7 +75,7 @@ class KernelContext {
   virtual ~KernelContext() = default;
   virtual const Node& node() const = 0;
   virtual size_t NumInputs() const = 0;
-  // nullptr when input i is omitted (optional input) or i >= NumInputs().
+  // nullptr when input i is omitted, is an empty optional, or i >= NumInputs().
   virtual const Value* InputValue(size_t i) const = 0;
   virtual size_t NumOutputs() const = 0;
   // Allocates output i in the kernel's output memory (or returns the caller's preallocated tensor

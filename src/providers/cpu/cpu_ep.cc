@@ -51,6 +51,9 @@ const KernelRegistry& CpuKernelRegistry() {
     cpu::RegisterIntegerConvKernels(r);
     cpu::RegisterIntegerMatMulKernels(r);
     cpu::RegisterStringKernels(r);
+    cpu::RegisterRnnKernels(r);
+    cpu::RegisterGruKernels(r);
+    cpu::RegisterLstmKernels(r);
     return r;
   }();
   return registry;

@@ -48,5 +48,8 @@ void RegisterQuantizeKernels(KernelRegistry& registry);        // quantization/q
 void RegisterIntegerConvKernels(KernelRegistry& registry);     // quantization/integer_conv.cc
 void RegisterIntegerMatMulKernels(KernelRegistry& registry);   // quantization/integer_matmul.cc
 void RegisterStringKernels(KernelRegistry& registry);          // text/string_ops.cc
+void RegisterRnnKernels(KernelRegistry& registry);             // rnn/rnn.cc
+void RegisterGruKernels(KernelRegistry& registry);             // rnn/gru.cc
+void RegisterLstmKernels(KernelRegistry& registry);            // rnn/lstm.cc
 
 }  // namespace tessera::cpu

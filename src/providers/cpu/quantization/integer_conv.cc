@@ -38,7 +38,8 @@ IntConvShapes ResolveShapes(const Node& node, const WindowAttributes& attrs, int
   if (group < 1 || s.in_channels != w[1] * group || s.out_channels % group != 0)
     Fail(ErrorCode::kInvalidArgument, node.Describe(), ": channel mismatch: x ", x.ToString(), ", w ", w.ToString(),
          ", group ", group, " (need C == w[1] * group and w[0] divisible by group)");
-  const std::vector<int64_t> spatial(x.dims().begin() + 2, x.dims().end()), kernel(w.dims().begin() + 2, w.dims().end());
+  const std::vector<int64_t> spatial(x.dims().begin() + 2, x.dims().end()),
+      kernel(w.dims().begin() + 2, w.dims().end());
   if (!attrs.kernel_shape.empty() && attrs.kernel_shape != kernel)
     Fail(ErrorCode::kInvalidArgument, node.Describe(), ": kernel_shape ", Shape(attrs.kernel_shape).ToString(),
          " does not match w ", w.ToString());
@@ -64,7 +65,8 @@ Im2ColPlan PlanIm2Col(const WindowGeometry& g) {
   Im2ColPlan plan;
   plan.coords.resize(g.rank());
   plan.line_stride.assign(g.rank(), 1);
-  for (size_t d = g.rank() - 1; d-- > 0;) plan.line_stride[d] = plan.line_stride[d + 1] * (d + 2 < g.rank() ? g.input[d + 1] : 1);
+  for (size_t d = g.rank() - 1; d-- > 0;)
+    plan.line_stride[d] = plan.line_stride[d + 1] * (d + 2 < g.rank() ? g.input[d + 1] : 1);
   for (size_t d = 0; d < g.rank(); ++d) {
     plan.coords[d].resize(static_cast<size_t>(g.kernel[d] * g.output[d]));
     for (int64_t t = 0; t < g.kernel[d]; ++t)
@@ -147,9 +149,11 @@ void GemmConv(const ThreadPool& pool, const IntConvShapes& s, const TX* x, int32
     const TX* x_group = x + (n * s.in_channels + grp * s.channels_per_group) * g.InputSize();
     scratch.columns.resize(static_cast<size_t>(s.depth * out_size));
     int16_t* columns = scratch.columns.data();
-    ForRange(inner, s.depth, std::max<int64_t>(1, 4096 / std::max<int64_t>(1, out_size)), [&](int64_t begin, int64_t end) {
-      for (int64_t row = begin; row < end; ++row) Im2ColRow(g, plan, x_group, x_zero, row, columns + row * out_size);
-    });
+    ForRange(inner, s.depth, std::max<int64_t>(1, 4096 / std::max<int64_t>(1, out_size)),
+             [&](int64_t begin, int64_t end) {
+               for (int64_t row = begin; row < end; ++row)
+                 Im2ColRow(g, plan, x_group, x_zero, row, columns + row * out_size);
+             });
     if (!direct) scratch.sums.resize(static_cast<size_t>(s.outputs_per_group * out_size));
     int32_t* sums = direct ? direct + (n * s.out_channels + grp * s.outputs_per_group) * out_size : scratch.sums.data();
     const int16_t* w = weights.data() + grp * s.outputs_per_group * s.depth;
@@ -209,8 +213,10 @@ DnnlIntConv BuildDnnlIntConv(const IntConvShapes& s, DataType x_type, const Tens
   memory::dims src{s.batch, s.in_channels}, dst{s.batch, s.out_channels}, weights;
   src.insert(src.end(), g.input.begin(), g.input.end());
   dst.insert(dst.end(), g.output.begin(), g.output.end());
-  if (s.group > 1) weights = {s.group, s.outputs_per_group, s.channels_per_group};
-  else weights = {s.out_channels, s.in_channels};
+  if (s.group > 1)
+    weights = {s.group, s.outputs_per_group, s.channels_per_group};
+  else
+    weights = {s.out_channels, s.in_channels};
   weights.insert(weights.end(), g.kernel.begin(), g.kernel.end());
   memory::dims dilations;
   for (int64_t d : g.dilations) dilations.push_back(d - 1);  // oneDNN counts the gaps
@@ -224,9 +230,9 @@ DnnlIntConv BuildDnnlIntConv(const IntConvShapes& s, DataType x_type, const Tens
   attr.set_zero_points(DNNL_ARG_SRC, 0, {DNNL_RUNTIME_S32_VAL});
   try {
     dnnl::convolution_forward::desc desc(dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct,
-                                        any(src, src_type), any(weights, memory::data_type::s8), memory::desc(),
-                                        any(dst, memory::data_type::s32), ToDnnlDims(g.strides), dilations,
-                                        ToDnnlDims(g.pad_begin), ToDnnlDims(g.pad_end));
+                                         any(src, src_type), any(weights, memory::data_type::s8), memory::desc(),
+                                         any(dst, memory::data_type::s32), ToDnnlDims(g.strides), dilations,
+                                         ToDnnlDims(g.pad_begin), ToDnnlDims(g.pad_end));
     conv.pd = dnnl::convolution_forward::primitive_desc(desc, attr, DnnlEngine());
   } catch (const dnnl::error&) {
     return conv;
@@ -259,7 +265,8 @@ void RunDnnlIntConv(KernelContext& ctx, const DnnlIntConv& conv, const Tensor& x
     weights = ReorderInto(weights, conv.pd.weights_desc());
   }
   dnnl::memory zero({{1}, dnnl::memory::data_type::s32, dnnl::memory::format_tag::x}, engine, &x_zero);
-  std::unordered_map<int, dnnl::memory> args{{DNNL_ARG_WEIGHTS, weights}, {DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_SRC, zero}};
+  std::unordered_map<int, dnnl::memory> args{{DNNL_ARG_WEIGHTS, weights},
+                                             {DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_SRC, zero}};
   Tensor src_storage, dst_storage;
   args[DNNL_ARG_SRC] = src;
   if (conv.src_to_blocked) {
@@ -308,8 +315,8 @@ class IntegerConvBase : public Kernel {
   template <typename Finish>
   void Sums(KernelContext& ctx, const IntConvShapes& s, const Tensor& x, int32_t x_zero, const Tensor& w,
             const std::vector<int32_t>& w_zero, int32_t* direct, Finish&& finish) const {
-    const bool symmetric_int8 = w.type() == DataType::kInt8 &&
-                                std::all_of(w_zero.begin(), w_zero.end(), [](int32_t z) { return z == 0; });
+    const bool symmetric_int8 =
+        w.type() == DataType::kInt8 && std::all_of(w_zero.begin(), w_zero.end(), [](int32_t z) { return z == 0; });
     if (symmetric_int8 && s.window.rank() <= 3) {
       std::vector<int64_t> key{static_cast<int64_t>(x.type())};
       AppendShapeKey(key, x.shape());
@@ -381,7 +388,8 @@ class QLinearConv : public IntegerConvBase {
     CheckChannelParameter(node, ctx.Input(6).shape(), 1, "y_scale", "tensor");
     CheckChannelParameter(node, y_zp.shape(), 1, "y_zero_point", "tensor");
     if (bias && (bias->shape().rank() != 1 || bias->shape()[0] != s.out_channels))
-      Fail(ErrorCode::kInvalidArgument, node.Describe(), ": B ", bias->shape().ToString(), " must be [", s.out_channels, "]");
+      Fail(ErrorCode::kInvalidArgument, node.Describe(), ": B ", bias->shape().ToString(), " must be [", s.out_channels,
+           "]");
     const std::vector<float> multipliers = Multipliers(node, ctx, s.out_channels);
     const float y_zero = static_cast<float>(ReadZeroPoints(node, &y_zp, "y_zero_point")[0]);
     Tensor& y = ctx.Output(0, y_zp.type(), s.output);
@@ -413,7 +421,8 @@ class QLinearConv : public IntegerConvBase {
     const float y_scale = ReadScales(node, ctx.Input(6), "y_scale")[0];
     const std::vector<float> w_scales = ReadScales(node, ctx.Input(4), "w_scale");
     std::vector<float> result(static_cast<size_t>(channels));
-    for (size_t oc = 0; oc < result.size(); ++oc) result[oc] = x_scale * w_scales[w_scales.size() == 1 ? 0 : oc] / y_scale;
+    for (size_t oc = 0; oc < result.size(); ++oc)
+      result[oc] = x_scale * w_scales[w_scales.size() == 1 ? 0 : oc] / y_scale;
     return result;
   }
 };
@@ -431,8 +440,8 @@ void RegisterIntegerConvKernels(KernelRegistry& registry) {
   KernelDef qlinear;
   qlinear.op_type = "QLinearConv";
   qlinear.since_version = 10;
-  qlinear.input_types = {{0, q8}, {1, f32}, {2, q8}, {3, q8}, {4, f32}, {5, q8}, {6, f32}, {7, q8},
-                         {8, {DataType::kInt32}}};
+  qlinear.input_types = {
+      {0, q8}, {1, f32}, {2, q8}, {3, q8}, {4, f32}, {5, q8}, {6, f32}, {7, q8}, {8, {DataType::kInt32}}};
   registry.Register<QLinearConv>(std::move(qlinear));
 }
 

@@ -40,8 +40,8 @@ int64_t BroadcastIndex(const std::vector<int64_t>& out_dims, const std::vector<i
 
 MatMulGeometry ResolveMatMul(const Node& node, const Shape& a, const Shape& b) {
   if (a.rank() == 0 || b.rank() == 0)
-    Fail(ErrorCode::kInvalidArgument, node.Describe(), ": operands must have rank >= 1, got A ", a.ToString(), " and B ",
-         b.ToString());
+    Fail(ErrorCode::kInvalidArgument, node.Describe(), ": operands must have rank >= 1, got A ", a.ToString(),
+         " and B ", b.ToString());
   MatMulGeometry g;
   std::vector<int64_t> a_dims = a.dims(), b_dims = b.dims();
   if (a.rank() == 1) a_dims.insert(a_dims.begin(), 1);
@@ -52,7 +52,8 @@ MatMulGeometry ResolveMatMul(const Node& node, const Shape& a, const Shape& b) {
   if (b_dims[b_dims.size() - 2] != g.k)
     Fail(ErrorCode::kInvalidArgument, node.Describe(), ": inner dimensions differ: A ", a.ToString(), ", B ",
          b.ToString());
-  const std::vector<int64_t> a_batch_dims(a_dims.begin(), a_dims.end() - 2), b_batch_dims(b_dims.begin(), b_dims.end() - 2);
+  const std::vector<int64_t> a_batch_dims(a_dims.begin(), a_dims.end() - 2),
+      b_batch_dims(b_dims.begin(), b_dims.end() - 2);
   std::vector<int64_t> out_batch(std::max(a_batch_dims.size(), b_batch_dims.size()), 1);
   for (size_t i = 0; i < out_batch.size(); ++i) {
     const int64_t da = i < a_batch_dims.size() ? a_batch_dims[a_batch_dims.size() - 1 - i] : 1;
@@ -105,9 +106,9 @@ LineParameter<V> MakeLineParameter(const Node& node, std::vector<V> values, cons
       return p;
     }
   }
-  Fail(ErrorCode::kInvalidArgument, node.Describe(), ": ", what, " ", shape.ToString(), " must be a scalar, a 1-D tensor of ",
-       lines, " values or per batch and ", line_axis_from_end == 2 ? "row" : "column", " for operand ",
-       operand.ToString());
+  Fail(ErrorCode::kInvalidArgument, node.Describe(), ": ", what, " ", shape.ToString(),
+       " must be a scalar, a 1-D tensor of ", lines, " values or per batch and ",
+       line_axis_from_end == 2 ? "row" : "column", " for operand ", operand.ToString());
 }
 
 // B minus its zero points as int16, one [K x N] matrix per batch of B.
@@ -115,14 +116,15 @@ template <typename TB>
 std::vector<int16_t> PackB(const ThreadPool& pool, const MatMulGeometry& g, const TB* b,
                            const LineParameter<int32_t>& b_zero) {
   std::vector<int16_t> packed(static_cast<size_t>(g.b_batches * g.k * g.n));
-  pool.ParallelFor(g.b_batches * g.k, std::max<int64_t>(1, 16384 / std::max<int64_t>(1, g.n)), [&](int64_t begin, int64_t end) {
-    for (int64_t row = begin; row < end; ++row) {
-      const int64_t batch = row / g.k;
-      const TB* in = b + row * g.n;
-      int16_t* out = packed.data() + row * g.n;
-      for (int64_t j = 0; j < g.n; ++j) out[j] = static_cast<int16_t>(in[j] - b_zero.at(batch, j));
-    }
-  });
+  pool.ParallelFor(g.b_batches * g.k, std::max<int64_t>(1, 16384 / std::max<int64_t>(1, g.n)),
+                   [&](int64_t begin, int64_t end) {
+                     for (int64_t row = begin; row < end; ++row) {
+                       const int64_t batch = row / g.k;
+                       const TB* in = b + row * g.n;
+                       int16_t* out = packed.data() + row * g.n;
+                       for (int64_t j = 0; j < g.n; ++j) out[j] = static_cast<int16_t>(in[j] - b_zero.at(batch, j));
+                     }
+                   });
   return packed;
 }
 
@@ -146,7 +148,8 @@ void IntegerMatMul(const ThreadPool& pool, const MatMulGeometry& g, const TA* a,
       for (int64_t r = 0; r < rows; ++r) {
         const TA* in = a + (a_batch * g.m + first + r) * g.k;
         const int32_t zero = a_zero.at(a_batch, first + r);
-        for (int64_t kk = 0; kk < g.k; ++kk) a_rows[static_cast<size_t>(r * g.k + kk)] = static_cast<int16_t>(in[kk] - zero);
+        for (int64_t kk = 0; kk < g.k; ++kk)
+          a_rows[static_cast<size_t>(r * g.k + kk)] = static_cast<int16_t>(in[kk] - zero);
       }
       const int16_t* b_matrix = packed_b.data() + g.b_batch[static_cast<size_t>(batch)] * g.k * g.n;
       int32_t* out = direct ? direct + (batch * g.m + first) * g.n : sums.data();
@@ -176,7 +179,8 @@ DnnlIntMatMul BuildDnnlIntMatMul(int64_t rows, int64_t k, int64_t n, DataType a_
   attr.set_zero_points(DNNL_ARG_SRC, 0, {DNNL_RUNTIME_S32_VAL});
   try {
     const memory::desc weights_any({k, n}, memory::data_type::s8, memory::format_tag::any);
-    mm.pd = dnnl::matmul::primitive_desc(dnnl::matmul::desc(mm.src_plain, weights_any, mm.dst_plain), attr, DnnlEngine());
+    mm.pd =
+        dnnl::matmul::primitive_desc(dnnl::matmul::desc(mm.src_plain, weights_any, mm.dst_plain), attr, DnnlEngine());
   } catch (const dnnl::error&) {
     return mm;
   }
@@ -267,13 +271,14 @@ class IntegerMatMulBase : public Kernel {
     if (direct) return;
     constexpr int64_t kRowBlock = 16;
     const int64_t blocks = (g.m + kRowBlock - 1) / kRowBlock;
-    ctx.thread_pool().ParallelFor(batches * blocks, std::max<int64_t>(1, 16384 / (kRowBlock * std::max<int64_t>(1, g.n))),
-                                  [&](int64_t begin, int64_t end) {
-      for (int64_t task = begin; task < end; ++task) {
-        const int64_t batch = task / blocks, first = (task % blocks) * kRowBlock;
-        sink(batch, first, std::min(kRowBlock, g.m - first), sums + (batch * g.m + first) * g.n);
-      }
-    });
+    ctx.thread_pool().ParallelFor(
+        batches * blocks, std::max<int64_t>(1, 16384 / (kRowBlock * std::max<int64_t>(1, g.n))),
+        [&](int64_t begin, int64_t end) {
+          for (int64_t task = begin; task < end; ++task) {
+            const int64_t batch = task / blocks, first = (task % blocks) * kRowBlock;
+            sink(batch, first, std::min(kRowBlock, g.m - first), sums + (batch * g.m + first) * g.n);
+          }
+        });
   }
 
   Tensor constant_b_;  // shares the initializer's buffer; undefined when B is not constant

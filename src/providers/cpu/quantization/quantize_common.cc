@@ -30,11 +30,21 @@ std::vector<int32_t> ReadZeroPoints(const Node& node, const Tensor* t, const cha
     for (size_t i = 0; i < out.size(); ++i) out[i] = static_cast<int32_t>(data[i]);
   };
   switch (t->type()) {
-    case DataType::kInt8: widen(t->Data<int8_t>()); break;
-    case DataType::kUInt8: widen(t->Data<uint8_t>()); break;
-    case DataType::kInt16: widen(t->Data<int16_t>()); break;
-    case DataType::kUInt16: widen(t->Data<uint16_t>()); break;
-    case DataType::kInt32: widen(t->Data<int32_t>()); break;
+    case DataType::kInt8:
+      widen(t->Data<int8_t>());
+      break;
+    case DataType::kUInt8:
+      widen(t->Data<uint8_t>());
+      break;
+    case DataType::kInt16:
+      widen(t->Data<int16_t>());
+      break;
+    case DataType::kUInt16:
+      widen(t->Data<uint16_t>());
+      break;
+    case DataType::kInt32:
+      widen(t->Data<int32_t>());
+      break;
     default:
       Fail(ErrorCode::kInvalidArgument, node.Describe(), ": ", what, " has unsupported type ", DataTypeName(t->type()));
   }
@@ -51,9 +61,8 @@ bool CheckChannelParameter(const Node& node, const Shape& shape, int64_t channel
 }
 
 // Built for AVX-512 and AVX2 too (the library's baseline is SSE2); the loader picks the best clone.
-__attribute__((target_clones("arch=skylake-avx512", "avx2", "default")))
-void GemmInt16(const int16_t* a, const int16_t* b, int32_t* c, int64_t rows, int64_t n, int64_t k, int64_t ldb,
-               int64_t ldc) {
+__attribute__((target_clones("arch=skylake-avx512", "avx2", "default"))) void GemmInt16(
+    const int16_t* a, const int16_t* b, int32_t* c, int64_t rows, int64_t n, int64_t k, int64_t ldb, int64_t ldc) {
   // Column tiles keep the touched part of B and the C row in cache while k advances.
   constexpr int64_t kTile = 256;
   for (int64_t n0 = 0; n0 < n; n0 += kTile) {
@@ -74,8 +83,10 @@ void GemmInt16(const int16_t* a, const int16_t* b, int32_t* c, int64_t rows, int
 }
 
 void ForRange(const ThreadPool* pool, int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& fn) {
-  if (pool) pool->ParallelFor(n, grain, fn);
-  else if (n > 0) fn(0, n);
+  if (pool)
+    pool->ParallelFor(n, grain, fn);
+  else if (n > 0)
+    fn(0, n);
 }
 
 }  // namespace tessera::cpu

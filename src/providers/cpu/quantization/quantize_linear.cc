@@ -15,28 +15,37 @@ namespace {
 
 template <typename T>
 float ToFloatValue(T v) {
-  if constexpr (std::is_same_v<T, Float16> || std::is_same_v<T, BFloat16>) return ToFloat(v);
-  else return static_cast<float>(v);
+  if constexpr (std::is_same_v<T, Float16> || std::is_same_v<T, BFloat16>)
+    return ToFloat(v);
+  else
+    return static_cast<float>(v);
 }
 
 template <typename T>
 T FromFloatValue(float v) {
-  if constexpr (std::is_same_v<T, Float16>) return ToFloat16(v);
-  else if constexpr (std::is_same_v<T, BFloat16>) return ToBFloat16(v);
-  else return v;
+  if constexpr (std::is_same_v<T, Float16>)
+    return ToFloat16(v);
+  else if constexpr (std::is_same_v<T, BFloat16>)
+    return ToBFloat16(v);
+  else
+    return v;
 }
 
 // Calls fn.template operator()<T>() for a float, float16, bfloat16 or int32 (when allowed) type.
 template <typename Fn>
 void VisitRealType(const Node& node, DataType type, bool allow_int32, const char* what, Fn&& fn) {
   switch (type) {
-    case DataType::kFloat: return fn.template operator()<float>();
-    case DataType::kFloat16: return fn.template operator()<Float16>();
-    case DataType::kBFloat16: return fn.template operator()<BFloat16>();
+    case DataType::kFloat:
+      return fn.template operator()<float>();
+    case DataType::kFloat16:
+      return fn.template operator()<Float16>();
+    case DataType::kBFloat16:
+      return fn.template operator()<BFloat16>();
     case DataType::kInt32:
       if (allow_int32) return fn.template operator()<int32_t>();
       break;
-    default: break;
+    default:
+      break;
   }
   Fail(ErrorCode::kNotImplemented, node.Describe(), ": ", what, " of type ", DataTypeName(type), " is not supported");
 }
@@ -45,14 +54,19 @@ void VisitRealType(const Node& node, DataType type, bool allow_int32, const char
 template <typename Fn>
 void VisitQuantizedType(const Node& node, DataType type, bool allow_int32, const char* what, Fn&& fn) {
   switch (type) {
-    case DataType::kInt8: return fn.template operator()<int8_t>();
-    case DataType::kUInt8: return fn.template operator()<uint8_t>();
-    case DataType::kInt16: return fn.template operator()<int16_t>();
-    case DataType::kUInt16: return fn.template operator()<uint16_t>();
+    case DataType::kInt8:
+      return fn.template operator()<int8_t>();
+    case DataType::kUInt8:
+      return fn.template operator()<uint8_t>();
+    case DataType::kInt16:
+      return fn.template operator()<int16_t>();
+    case DataType::kUInt16:
+      return fn.template operator()<uint16_t>();
     case DataType::kInt32:
       if (allow_int32) return fn.template operator()<int32_t>();
       break;
-    default: break;
+    default:
+      break;
   }
   Fail(ErrorCode::kNotImplemented, node.Describe(), ": ", what, " of type ", DataTypeName(type), " is not supported");
 }
@@ -76,8 +90,8 @@ ParamLayout ResolveLayout(const Node& node, const Shape& x, const Tensor& scale,
                           int64_t axis_attr, int64_t block_size) {
   if (zero_point && zero_point->shape() != scale.shape() &&
       !(zero_point->NumElements() == 1 && scale.NumElements() == 1))
-    Fail(ErrorCode::kInvalidArgument, node.Describe(), ": zero point ", zero_point->shape().ToString(),
-         " and scale ", scale.shape().ToString(), " must have the same shape");
+    Fail(ErrorCode::kInvalidArgument, node.Describe(), ": zero point ", zero_point->shape().ToString(), " and scale ",
+         scale.shape().ToString(), " must have the same shape");
   ParamLayout layout;
   const Shape& s = scale.shape();
   if (block_size <= 0 && s.rank() <= 1 && s.NumElements() == 1) {
@@ -133,8 +147,10 @@ void QuantizeRows(const ThreadPool& pool, const ParamLayout& layout, const X* x,
 // (x - zero_point) as float; 8/16-bit values subtract in int32, int32 values in int64.
 template <typename Q>
 float Centered(Q x, int32_t zero_point) {
-  if constexpr (std::is_same_v<Q, int32_t>) return static_cast<float>(static_cast<int64_t>(x) - zero_point);
-  else return static_cast<float>(static_cast<int32_t>(x) - zero_point);
+  if constexpr (std::is_same_v<Q, int32_t>)
+    return static_cast<float>(static_cast<int64_t>(x) - zero_point);
+  else
+    return static_cast<float>(static_cast<int32_t>(x) - zero_point);
 }
 
 template <typename Q, typename Y>
@@ -287,11 +303,12 @@ void RegisterQuantizeKernels(KernelRegistry& registry) {
   using D = DataType;
   const std::vector<D> q8{D::kInt8, D::kUInt8}, q16{D::kInt8, D::kUInt8, D::kInt16, D::kUInt16};
   const std::vector<D> reals{D::kFloat, D::kFloat16, D::kBFloat16};
-  registry.Register<QuantizeLinear>(Def("QuantizeLinear", 10, 18, {{0, {D::kFloat, D::kInt32}}, {1, {D::kFloat}}, {2, q8}}));
+  registry.Register<QuantizeLinear>(
+      Def("QuantizeLinear", 10, 18, {{0, {D::kFloat, D::kInt32}}, {1, {D::kFloat}}, {2, q8}}));
   registry.Register<QuantizeLinear>(
       Def("QuantizeLinear", 19, 20, {{0, {D::kFloat, D::kFloat16, D::kBFloat16, D::kInt32}}, {1, reals}, {2, q8}}));
-  registry.Register<QuantizeLinear>(
-      Def("QuantizeLinear", 21, INT_MAX, {{0, {D::kFloat, D::kFloat16, D::kBFloat16, D::kInt32}}, {1, reals}, {2, q16}}));
+  registry.Register<QuantizeLinear>(Def(
+      "QuantizeLinear", 21, INT_MAX, {{0, {D::kFloat, D::kFloat16, D::kBFloat16, D::kInt32}}, {1, reals}, {2, q16}}));
 
   std::vector<D> dq8 = q8, dq16 = q16;
   dq8.push_back(D::kInt32);

@@ -11,6 +11,7 @@
 //   functions without a value left use the defaults of the matching ONNX operator.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -107,11 +108,45 @@ class GateGemm {
   };
   ShapeCache<Primitive> primitives_;
 };
+template <>
+void GateGemm::Run<float>(KernelContext&, const float*, int64_t, int64_t, const float*, int64_t, const float*,
+                          float*) const;
+template <>
+void GateGemm::Run<double>(KernelContext&, const double*, int64_t, int64_t, const double*, int64_t, const double*,
+                           double*) const;
 
 // Helpers for the kernels' per-direction work.
 template <typename T>
 const T* OptionalData(const Tensor* t) {
   return t ? t->Data<T>() : nullptr;
+}
+
+// Uninitialized scratch of n elements from the kernel's allocator (the arena reuses it across runs).
+template <typename T>
+Tensor Scratch(KernelContext& ctx, int64_t n) {
+  return Tensor::Allocate(DataTypeOf<T>(), Shape{n}, ctx.allocator());
+}
+
+// Y's data when the node wants Y (zero where an entry's sequence is shorter than seq_length), else nullptr.
+template <typename T>
+T* AllocateSequenceOutput(KernelContext& ctx, const RecurrentShape& shape, const std::vector<int64_t>& lengths);
+// Y_h's / Y_c's data when the node wants output `index`, else nullptr.
+template <typename T>
+T* AllocateStateOutput(KernelContext& ctx, size_t index, const RecurrentShape& shape);
+
+// The input projection of one direction for every step at once: X · W_d^T + InputBias(...), one row of
+// gates * hidden values per row of X (in X's own order, see RecurrentShape::XRow).
+template <typename T>
+Tensor ProjectInput(KernelContext& ctx, const GateGemm& gemm, const RecurrentShape& shape, int64_t direction,
+                    int64_t foldable_gates);
+
+// Calls fn(b) for every batch entry, in parallel when the per-entry `work` (elements touched) adds up.
+template <typename Fn>
+void ForEachBatchEntry(const KernelContext& ctx, int64_t batch, int64_t work, const Fn& fn) {
+  ctx.thread_pool().ParallelFor(batch, std::max<int64_t>(1, 32768 / std::max<int64_t>(1, work)),
+                                [&](int64_t begin, int64_t end) {
+                                  for (int64_t b = begin; b < end; ++b) fn(b);
+                                });
 }
 
 // The bias added to the projected input of one direction: Wb + Rb per gate for gates whose recurrent bias

@@ -66,14 +66,17 @@ class CaseConverter {
   std::string Convert(const std::string& s, bool upper) const {
     const auto& facet = std::use_facet<std::ctype<wchar_t>>(locale_);
     if (std::optional<std::wstring> wide = DecodeUtf8(s)) {
-      if (upper) facet.toupper(wide->data(), wide->data() + wide->size());
-      else facet.tolower(wide->data(), wide->data() + wide->size());
+      if (upper)
+        facet.toupper(wide->data(), wide->data() + wide->size());
+      else
+        facet.tolower(wide->data(), wide->data() + wide->size());
       return EncodeUtf8(*wide);
     }
     std::string out = s;
     for (char& c : out)
-      if (static_cast<unsigned char>(c) < 0x80) c = static_cast<char>(upper ? std::toupper(c, std::locale::classic())
-                                                                           : std::tolower(c, std::locale::classic()));
+      if (static_cast<unsigned char>(c) < 0x80)
+        c = static_cast<char>(upper ? std::toupper(c, std::locale::classic())
+                                    : std::tolower(c, std::locale::classic()));
     return out;
   }
 
@@ -170,9 +173,12 @@ class TfIdfVectorizer : public Kernel {
     const int64_t rows = shape.rank() == 2 ? shape[0] : 1, width = shape.rank() == 0 ? 1 : shape.dims().back();
     Tensor& y = ctx.Output(0, DataType::kFloat, shape.rank() == 2 ? Shape{rows, output_size_} : Shape{output_size_});
     float* out = y.Data<float>();
-    if (x.type() == DataType::kString) CountRows(ctx, x.Data<std::string>(), rows, width, out);
-    else if (x.type() == DataType::kInt32) CountRows(ctx, x.Data<int32_t>(), rows, width, out);
-    else CountRows(ctx, x.Data<int64_t>(), rows, width, out);
+    if (x.type() == DataType::kString)
+      CountRows(ctx, x.Data<std::string>(), rows, width, out);
+    else if (x.type() == DataType::kInt32)
+      CountRows(ctx, x.Data<int32_t>(), rows, width, out);
+    else
+      CountRows(ctx, x.Data<int64_t>(), rows, width, out);
   }
 
  private:
@@ -188,15 +194,16 @@ class TfIdfVectorizer : public Kernel {
 
   template <typename T>
   void CountRows(KernelContext& ctx, const T* x, int64_t rows, int64_t width, float* out) const {
-    ctx.thread_pool().ParallelFor(rows, std::max<int64_t>(1, 4096 / std::max<int64_t>(1, width)), [&](int64_t begin, int64_t end) {
-      std::vector<int64_t> counts(static_cast<size_t>(output_size_));
-      std::string key;
-      for (int64_t row = begin; row < end; ++row) {
-        std::fill(counts.begin(), counts.end(), 0);
-        CountRow(x + row * width, width, key, counts);
-        WriteRow(counts, out + row * output_size_);
-      }
-    });
+    ctx.thread_pool().ParallelFor(rows, std::max<int64_t>(1, 4096 / std::max<int64_t>(1, width)),
+                                  [&](int64_t begin, int64_t end) {
+                                    std::vector<int64_t> counts(static_cast<size_t>(output_size_));
+                                    std::string key;
+                                    for (int64_t row = begin; row < end; ++row) {
+                                      std::fill(counts.begin(), counts.end(), 0);
+                                      CountRow(x + row * width, width, key, counts);
+                                      WriteRow(counts, out + row * output_size_);
+                                    }
+                                  });
   }
 
   // Maps every pool n-gram's key to its output column.
@@ -218,8 +225,10 @@ class TfIdfVectorizer : public Kernel {
       for (int64_t start = begin; start < end; start += n, ++ngram) {
         std::string key;
         for (int64_t t = start; t < start + n; ++t) {
-          if (strings_) AppendToken(pool_strings[static_cast<size_t>(t)], key);
-          else AppendToken(pool_ints[static_cast<size_t>(t)], key);
+          if (strings_)
+            AppendToken(pool_strings[static_cast<size_t>(t)], key);
+          else
+            AppendToken(pool_ints[static_cast<size_t>(t)], key);
         }
         if (ngram >= ngram_indexes_.size())
           Fail(ErrorCode::kInvalidModel, node.Describe(), ": the pool has more n-grams than ngram_indexes (",
@@ -238,8 +247,10 @@ class TfIdfVectorizer : public Kernel {
       for (int64_t start = 0; start < width; ++start) {
         key.clear();
         for (int64_t n = 1; n <= top && start + (n - 1) * step < width; ++n) {
-          if constexpr (std::is_same_v<T, std::string>) AppendToken(tokens[start + (n - 1) * step], key);
-          else AppendToken(static_cast<int64_t>(tokens[start + (n - 1) * step]), key);
+          if constexpr (std::is_same_v<T, std::string>)
+            AppendToken(tokens[start + (n - 1) * step], key);
+          else
+            AppendToken(static_cast<int64_t>(tokens[start + (n - 1) * step]), key);
           if (n < min_gram_ || (n == 1 && skip > 0)) continue;
           auto it = pool_.find(key);
           if (it != pool_.end()) ++counts[it->second];
