@@ -28,7 +28,8 @@ model_path() {
   local name=$1
   [ "$name" = default ] && { echo .models/default.onnx; return; }
   [ -f "build/models_full/$name/model.onnx" ] && { echo "build/models_full/$name/model.onnx"; return; }
-  [ -f "$MODELS_DIR/$name/model.onnx" ] || /usr/bin/python3 scripts/export_models.py --only "$name" --out "$MODELS_DIR" >&2
+  [ -f "$MODELS_DIR/$name/model.onnx" ] ||
+    /usr/bin/python3 scripts/export_models.py --only "$name" --out "$MODELS_DIR" >&2
   echo "$MODELS_DIR/$name/model.onnx"
 }
 

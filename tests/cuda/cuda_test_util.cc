@@ -2,6 +2,10 @@
 
 #include <cuda_runtime_api.h>
 
+#include <stdexcept>
+
+#include "unit/session/graph_builder.h"
+
 namespace tessera::test {
 
 namespace {
@@ -63,6 +67,70 @@ std::vector<Tensor> RunOnCuda(const std::string& model, const Session::NamedValu
   std::vector<Tensor> outputs;
   for (const Value& v : session.Run(feeds)) outputs.push_back(v.tensor());
   return outputs;
+}
+
+void ExpectAllOnCuda(const std::string& model, const ProviderOptions& provider_options) {
+  SessionOptions options;
+  options.AddProvider(kCudaEpName, provider_options);
+  Session session = MakeSession(model, options, TestEnv());
+  for (const PartitionEntry& e : session.Partition()) {
+    if (!e.is_copy) {
+      EXPECT_EQ(e.ep, kCudaEpName) << e.op_type << " " << e.node_name;
+    }
+  }
+}
+
+std::string SmallConvNetModel() {
+  GraphBuilder builder;
+  auto init = [&](const std::string& name, const Shape& shape, uint32_t seed, double lo = -0.5, double hi = 0.5) {
+    const Tensor t = RandomTensor(DataType::kFloat, shape, seed, lo, hi);
+    builder.FloatInitializer(name, shape.dims(), t.ToVector<float>());
+  };
+  init("w1", {8, 3, 3, 3}, 1);
+  init("b1", {8}, 2);
+  init("scale", {8}, 3, 0.5, 1.5);
+  init("bias", {8}, 4);
+  init("mean", {8}, 5);
+  init("var", {8}, 6, 0.5, 1.5);
+  init("w2", {8, 8, 3, 3}, 7);
+  init("fc_w", {10, 8}, 8);
+  init("fc_b", {10}, 9);
+  builder.Input("x", {1, 3, 16, 16})
+      .Node("Conv", {"x", "w1", "b1"}, {"c1"}, "conv1")
+      .Node("BatchNormalization", {"c1", "scale", "bias", "mean", "var"}, {"n1"}, "bn1")
+      .Node("Relu", {"n1"}, {"r1"})
+      .Node("MaxPool", {"r1"}, {"p1"}, "pool")
+      .Node("Conv", {"p1", "w2"}, {"c2"}, "conv2")
+      .Node("Add", {"c2", "p1"}, {"s"})
+      .Node("Relu", {"s"}, {"r2"})
+      .Node("GlobalAveragePool", {"r2"}, {"g"})
+      .Node("Flatten", {"g"}, {"f"})
+      .Node("Gemm", {"f", "fc_w", "fc_b"}, {"logits"}, "fc")
+      .Node("Softmax", {"logits"}, {"prob"})
+      .Output("prob");
+  onnx::ModelProto proto;
+  if (!proto.ParseFromString(builder.Serialize())) throw std::runtime_error("cannot parse the built model");
+  for (auto& node : *proto.mutable_graph()->mutable_node()) {
+    auto ints = [&](const char* name, std::vector<int64_t> values) {
+      auto* a = node.add_attribute();
+      a->set_name(name);
+      a->set_type(onnx::AttributeProto::INTS);
+      for (int64_t v : values) a->add_ints(v);
+    };
+    if (node.op_type() == "Conv") ints("pads", {1, 1, 1, 1});
+    if (node.op_type() == "MaxPool") {
+      ints("kernel_shape", {3, 3});
+      ints("strides", {2, 2});
+      ints("pads", {1, 1, 1, 1});
+    }
+    if (node.op_type() == "Gemm") {
+      auto* a = node.add_attribute();
+      a->set_name("transB");
+      a->set_type(onnx::AttributeProto::INT);
+      a->set_i(1);
+    }
+  }
+  return proto.SerializeAsString();
 }
 
 Tensor Float16ToFloat(const Tensor& half) {

@@ -33,6 +33,13 @@ Tensor ToHost(const Tensor& any);
 std::vector<Tensor> RunOnCuda(const std::string& model, const Session::NamedValues& feeds,
                               const ProviderOptions& provider_options = {});
 
+// Checks that every node of `model` runs on the CUDA EP (none falls back to the CPU; feeds may be copied).
+void ExpectAllOnCuda(const std::string& model, const ProviderOptions& provider_options = {});
+
+// A miniature ResNet: conv-bn-relu, maxpool, conv + identity shortcut, relu, global pool, flatten, gemm,
+// softmax; input "x" [1,3,16,16], output "prob" [1,10].
+std::string SmallConvNetModel();
+
 // A float32 tensor with exactly the values of a float16 one.
 Tensor Float16ToFloat(const Tensor& half);
 

@@ -35,6 +35,14 @@ Node* SoleReader(const GraphIndex& index, const std::string& value, const char* 
   return readers[0];
 }
 
+// A float vector of one value per feature (the last axis). A single value is rejected: Mul/Add would
+// broadcast it, LayerNormalization's scale and bias must match the normalized axis.
+bool IsPerFeatureConstant(const Graph& graph, const std::string& value) {
+  const Tensor* tensor = ConstantTensor(graph, value);
+  return tensor != nullptr && tensor->type() == DataType::kFloat && tensor->shape().rank() == 1 &&
+         tensor->NumElements() > 1;
+}
+
 struct LayerNormMatch {
   std::vector<Node*> nodes;  // the pattern in order; the last one is rewritten
   std::string x, scale, bias;
@@ -72,11 +80,11 @@ std::optional<LayerNormMatch> Match(const Graph& graph, const GraphIndex& index,
   if (mul == nullptr) return std::nullopt;
   LayerNormMatch match{{&mean, sub, pow, variance, add_eps, sqrt, div, mul}, x, "", "", static_cast<float>(*epsilon)};
   match.scale = mul->inputs[0] == div->outputs[0] ? mul->inputs[1] : mul->inputs[0];
-  if (ConstantTensor(graph, match.scale) == nullptr) return std::nullopt;
+  if (!IsPerFeatureConstant(graph, match.scale)) return std::nullopt;
   Node* add_bias = SoleReader(index, mul->outputs[0], "Add");
   if (add_bias != nullptr) {
     const std::string& bias = add_bias->inputs[0] == mul->outputs[0] ? add_bias->inputs[1] : add_bias->inputs[0];
-    if (const Tensor* tensor = ConstantTensor(graph, bias); tensor != nullptr && tensor->shape().rank() <= 1) {
+    if (IsPerFeatureConstant(graph, bias)) {
       match.bias = bias;
       match.nodes.push_back(add_bias);
     }

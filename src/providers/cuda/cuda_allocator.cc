@@ -15,8 +15,13 @@ void* CudaAllocator::Allocate(size_t bytes) {
   const size_t size = std::max<size_t>(bytes, 1);  // Allocate(0) must still return a unique pointer
   DeviceGuard guard(ordinal_);
   void* p = nullptr;
+  // An arena may grow while this thread captures a CUDA graph. The allocation is not part of the graph
+  // (the session keeps the captured buffers alive), so it is made in relaxed mode, which capture allows.
+  cudaStreamCaptureMode mode = cudaStreamCaptureModeRelaxed;
+  cudaThreadExchangeStreamCaptureMode(&mode);
   const cudaError_t status =
       pinned_ ? cudaHostAlloc(&p, size, cudaHostAllocPortable) : cudaMalloc(&p, size);
+  cudaThreadExchangeStreamCaptureMode(&mode);
   if (status != cudaSuccess) {
     cudaGetLastError();
     Fail(ErrorCode::kOutOfMemory, info_.ToString(), ": cannot allocate ", bytes, " bytes on GPU ", ordinal_, " (",

@@ -25,7 +25,8 @@ CudaExecutionProvider::CudaExecutionProvider(int ordinal, const CudaProviderOpti
       device_memory_(DeviceMemoryInfo(ordinal)),
       device_allocator_(CreateCudaArena(ordinal, false, options.gpu_mem_limit, options.arena_extend_strategy)),
       pinned_allocator_(CreateCudaArena(ordinal, true, 0, options.arena_extend_strategy)),
-      handles_(ordinal) {
+      handles_(ordinal, device_allocator_),
+      graphs_(ordinal) {
   RegisterCudaKernels(kernels_);
 }
 
@@ -37,6 +38,16 @@ std::unique_ptr<Stream> CudaExecutionProvider::CreateStream() {
   if (options_.user_compute_stream != nullptr)
     return std::make_unique<CudaStream>(ordinal_, static_cast<cudaStream_t>(options_.user_compute_stream));
   return std::make_unique<CudaStream>(ordinal_);
+}
+
+void CudaExecutionProvider::BeginCapture(Stream& stream, int key) {
+  graphs_.Begin(NativeStream(&stream, "BeginCapture"), key);
+}
+
+void CudaExecutionProvider::EndCapture(Stream& stream, int key) { graphs_.End(NativeStream(&stream, "EndCapture"), key); }
+
+void CudaExecutionProvider::ReplayGraph(Stream& stream, int key) {
+  graphs_.Replay(NativeStream(&stream, "ReplayGraph"), key);
 }
 
 std::vector<size_t> CudaExecutionProvider::GetCapability(const Graph& graph, const std::set<size_t>& unassigned) const {

@@ -4,6 +4,7 @@
 #include <memory>
 #include <string>
 
+#include "providers/cuda/cuda_graph.h"
 #include "providers/cuda/cuda_handles.h"
 #include "providers/cuda/cuda_provider_options.h"
 #include "providers/cuda/cuda_transfer.h"
@@ -26,6 +27,13 @@ class CudaExecutionProvider : public ExecutionProvider {
   // Nodes with a CUDA kernel whose attributes the kernel supports (see NodeIsSupported).
   std::vector<size_t> GetCapability(const Graph& graph, const std::set<size_t>& unassigned) const override;
 
+  // CUDA graphs (enable_cuda_graph): the session captures whole runs on its stream and replays them.
+  uint32_t capability_flags() const override { return kEpGraphCapture; }
+  bool graph_capture_enabled() const override { return options_.enable_cuda_graph; }
+  void BeginCapture(Stream& stream, int key) override;
+  void EndCapture(Stream& stream, int key) override;
+  void ReplayGraph(Stream& stream, int key) override;
+
   int ordinal() const { return ordinal_; }
   const CudaProviderOptions& options() const { return options_; }
   LibraryHandles& handles() const { return handles_; }
@@ -40,6 +48,7 @@ class CudaExecutionProvider : public ExecutionProvider {
   AllocatorPtr pinned_allocator_;
   CudaDataTransfer transfer_;
   mutable LibraryHandles handles_;
+  CudaGraphSet graphs_;
 };
 
 }  // namespace tessera::cuda

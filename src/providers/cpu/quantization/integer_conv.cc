@@ -406,8 +406,7 @@ class QLinearConv : public IntegerConvBase {
           const float multiplier = multipliers[static_cast<size_t>(oc)];
           const int32_t* sum = sums + r * out_size;
           TY* row = out + (n * s.out_channels + oc) * out_size;
-          for (int64_t i = 0; i < out_size; ++i)
-            row[i] = QuantizeValue<TY>(static_cast<float>(sum[i] + offset) * multiplier, y_zero);
+          RequantizeSpan(sum, out_size, offset, multiplier, y_zero, row);
         }
       };
       Sums(ctx, s, x, x_zero, w, w_zero, nullptr, requantize);

@@ -339,6 +339,10 @@ class QLinearMatMul : public IntegerMatMulBase {
           const float a_s = a_scale.at(a_batch, first + r);
           const int32_t* sum = sums + r * g.n;
           TY* row = out + (batch * g.m + first + r) * g.n;
+          if (b_scale.stride == 0) {
+            RequantizeSpan(sum, g.n, 0, a_s * b_scale.at(b_batch, 0) / y_scale, y_zero, row);
+            continue;
+          }
           for (int64_t j = 0; j < g.n; ++j) {
             const float multiplier = a_s * b_scale.at(b_batch, j) / y_scale;
             row[j] = QuantizeValue<TY>(static_cast<float>(sum[j]) * multiplier, y_zero);

@@ -60,9 +60,47 @@ bool CheckChannelParameter(const Node& node, const Shape& shape, int64_t channel
        " must be a scalar or a 1-D tensor with one value per ", channel_name, " (", channels, ")");
 }
 
-// Built for AVX-512 and AVX2 too (the library's baseline is SSE2); the loader picks the best clone.
-__attribute__((target_clones("arch=skylake-avx512", "avx2", "default"))) void GemmInt16(
-    const int16_t* a, const int16_t* b, int32_t* c, int64_t rows, int64_t n, int64_t k, int64_t ldb, int64_t ldc) {
+namespace {
+
+template <typename Q>
+inline void QuantizeLoop(const float* x, int64_t n, float scale, float zero_point, Q* y) {
+  for (int64_t i = 0; i < n; ++i) y[i] = QuantizeValue<Q>(x[i] / scale, zero_point);
+}
+
+template <typename Q>
+inline void RequantizeLoop(const int32_t* sums, int64_t n, int32_t offset, float multiplier, float zero_point, Q* y) {
+  for (int64_t i = 0; i < n; ++i)
+    y[i] = QuantizeValue<Q>(static_cast<float>(sums[i] + offset) * multiplier, zero_point);
+}
+
+}  // namespace
+
+// Each function marked so is also built for AVX-512 and AVX2; the loader picks the best clone for the CPU.
+#define TESSERA_SIMD_CLONES __attribute__((target_clones("arch=skylake-avx512", "avx2", "default")))
+
+TESSERA_SIMD_CLONES void QuantizeSpan(const float* x, int64_t n, float scale, float zero_point, int8_t* y) {
+  QuantizeLoop(x, n, scale, zero_point, y);
+}
+TESSERA_SIMD_CLONES void QuantizeSpan(const float* x, int64_t n, float scale, float zero_point, uint8_t* y) {
+  QuantizeLoop(x, n, scale, zero_point, y);
+}
+TESSERA_SIMD_CLONES void QuantizeSpan(const float* x, int64_t n, float scale, float zero_point, int16_t* y) {
+  QuantizeLoop(x, n, scale, zero_point, y);
+}
+TESSERA_SIMD_CLONES void QuantizeSpan(const float* x, int64_t n, float scale, float zero_point, uint16_t* y) {
+  QuantizeLoop(x, n, scale, zero_point, y);
+}
+TESSERA_SIMD_CLONES void RequantizeSpan(const int32_t* sums, int64_t n, int32_t offset, float multiplier,
+                                        float zero_point, int8_t* y) {
+  RequantizeLoop(sums, n, offset, multiplier, zero_point, y);
+}
+TESSERA_SIMD_CLONES void RequantizeSpan(const int32_t* sums, int64_t n, int32_t offset, float multiplier,
+                                        float zero_point, uint8_t* y) {
+  RequantizeLoop(sums, n, offset, multiplier, zero_point, y);
+}
+
+TESSERA_SIMD_CLONES void GemmInt16(const int16_t* a, const int16_t* b, int32_t* c, int64_t rows, int64_t n, int64_t k,
+                                   int64_t ldb, int64_t ldc) {
   // Column tiles keep the touched part of B and the C row in cache while k advances.
   constexpr int64_t kTile = 256;
   for (int64_t n0 = 0; n0 < n; n0 += kTile) {
@@ -88,5 +126,7 @@ void ForRange(const ThreadPool* pool, int64_t n, int64_t grain, const std::funct
   else if (n > 0)
     fn(0, n);
 }
+
+#undef TESSERA_SIMD_CLONES
 
 }  // namespace tessera::cpu

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <functional>
 #include <limits>
@@ -14,25 +15,26 @@
 
 namespace tessera::cpu {
 
-// Rounds half to even for |v| <= 2^22 without a library call, so loops vectorize: adding 1.5 * 2^23
-// leaves no fraction bits and the FPU's default round-to-nearest-even mode does the rounding.
-inline float RoundHalfToEven(float v) {
-  constexpr float kMagic = 12582912.0f;
-  return (v + kMagic) - kMagic;
-}
-
-// round(scaled) + zero_point saturated to Q's range (Q is an 8- or 16-bit integer). Clamping `scaled`
-// first keeps RoundHalfToEven in its exact range without changing any saturated result; NaN maps to
-// Q's minimum.
+// round(scaled) + zero_point saturated to Q's range (an 8- or 16-bit integer). nearbyint rounds half to
+// even in the default floating-point environment, which Tessera never changes. NaN maps to Q's minimum.
 template <typename Q>
 inline Q QuantizeValue(float scaled, float zero_point) {
-  constexpr float kLimit = 4194304.0f;  // 2^22
   constexpr float kMin = static_cast<float>(std::numeric_limits<Q>::min());
   constexpr float kMax = static_cast<float>(std::numeric_limits<Q>::max());
-  const float clamped = std::max(-kLimit, std::min(scaled, kLimit));
-  const float shifted = RoundHalfToEven(clamped) + zero_point;
-  return static_cast<Q>(std::max(kMin, std::min(shifted, kMax)));
+  const float shifted = std::nearbyint(scaled) + zero_point;
+  return static_cast<Q>(static_cast<int32_t>(std::max(kMin, std::min(shifted, kMax))));
 }
+
+// Vectorized loops over QuantizeValue (built for AVX-512 and AVX2 as well, where nearbyint is one
+// instruction; the library's baseline is SSE2).
+// y[i] = QuantizeValue(x[i] / scale, zero_point):
+void QuantizeSpan(const float* x, int64_t n, float scale, float zero_point, int8_t* y);
+void QuantizeSpan(const float* x, int64_t n, float scale, float zero_point, uint8_t* y);
+void QuantizeSpan(const float* x, int64_t n, float scale, float zero_point, int16_t* y);
+void QuantizeSpan(const float* x, int64_t n, float scale, float zero_point, uint16_t* y);
+// y[i] = QuantizeValue((sums[i] + offset) * multiplier, zero_point):
+void RequantizeSpan(const int32_t* sums, int64_t n, int32_t offset, float multiplier, float zero_point, int8_t* y);
+void RequantizeSpan(const int32_t* sums, int64_t n, int32_t offset, float multiplier, float zero_point, uint8_t* y);
 
 // Scales (float, float16 or bfloat16 tensors) converted to float; throws naming `what` for other types.
 std::vector<float> ReadScales(const Node& node, const Tensor& t, const char* what);

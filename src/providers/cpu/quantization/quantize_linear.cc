@@ -50,9 +50,9 @@ void VisitRealType(const Node& node, DataType type, bool allow_int32, const char
   Fail(ErrorCode::kNotImplemented, node.Describe(), ": ", what, " of type ", DataTypeName(type), " is not supported");
 }
 
-// Calls fn.template operator()<Q>() for a quantized integer type (int32 only where allowed).
-template <typename Fn>
-void VisitQuantizedType(const Node& node, DataType type, bool allow_int32, const char* what, Fn&& fn) {
+// Calls fn.template operator()<Q>() for a quantized integer type (and int32 when kWithInt32).
+template <bool kWithInt32, typename Fn>
+void VisitQuantizedType(const Node& node, DataType type, const char* what, Fn&& fn) {
   switch (type) {
     case DataType::kInt8:
       return fn.template operator()<int8_t>();
@@ -63,7 +63,7 @@ void VisitQuantizedType(const Node& node, DataType type, bool allow_int32, const
     case DataType::kUInt16:
       return fn.template operator()<uint16_t>();
     case DataType::kInt32:
-      if (allow_int32) return fn.template operator()<int32_t>();
+      if constexpr (kWithInt32) return fn.template operator()<int32_t>();
       break;
     default:
       break;
@@ -117,29 +117,38 @@ ParamLayout ResolveLayout(const Node& node, const Shape& x, const Tensor& scale,
   return layout;
 }
 
-// Runs row_fn(row, param_offset, params_per_element) over the rows of `layout` in parallel.
-template <typename RowFn>
-void ForEachRow(const ThreadPool& pool, const ParamLayout& layout, RowFn&& row_fn) {
-  const int64_t rows = layout.outer * layout.axis_dim;
-  const int64_t grain = std::max<int64_t>(1, 32768 / std::max<int64_t>(1, layout.inner));
-  pool.ParallelFor(rows, grain, [&](int64_t begin, int64_t end) {
-    for (int64_t row = begin; row < end; ++row) row_fn(row, layout.RowParam(row), layout.block > 0);
+// Runs span_fn(row, first, count, param_offset, per_element) over pieces of at most 16384 elements of
+// every row of `layout`, in parallel; param_offset is the row's first parameter (see RowParam).
+template <typename SpanFn>
+void ForEachSpan(const ThreadPool& pool, const ParamLayout& layout, SpanFn&& span_fn) {
+  constexpr int64_t kSpan = 16384;
+  const int64_t rows = layout.outer * layout.axis_dim, pieces = (layout.inner + kSpan - 1) / kSpan;
+  const int64_t grain = std::max<int64_t>(1, 32768 / std::max<int64_t>(1, std::min(kSpan, layout.inner)));
+  pool.ParallelFor(rows * pieces, grain, [&](int64_t begin, int64_t end) {
+    for (int64_t task = begin; task < end; ++task) {
+      const int64_t row = task / pieces, first = (task % pieces) * kSpan;
+      span_fn(row, first, std::min(kSpan, layout.inner - first), layout.RowParam(row), layout.block > 0);
+    }
   });
 }
 
 template <typename X, typename Q>
 void QuantizeRows(const ThreadPool& pool, const ParamLayout& layout, const X* x, const std::vector<float>& scales,
                   const std::vector<float>& zero_points, Q* y) {
-  ForEachRow(pool, layout, [&](int64_t row, int64_t p, bool per_element) {
-    const X* in = x + row * layout.inner;
-    Q* out = y + row * layout.inner;
+  ForEachSpan(pool, layout, [&](int64_t row, int64_t first, int64_t count, int64_t p, bool per_element) {
+    const X* in = x + row * layout.inner + first;
+    Q* out = y + row * layout.inner + first;
     if (per_element) {
-      const float* s = scales.data() + p;
-      const float* z = zero_points.data() + p;
-      for (int64_t i = 0; i < layout.inner; ++i) out[i] = QuantizeValue<Q>(ToFloatValue(in[i]) / s[i], z[i]);
+      const float* s = scales.data() + p + first;
+      const float* z = zero_points.data() + p + first;
+      for (int64_t i = 0; i < count; ++i) out[i] = QuantizeValue<Q>(ToFloatValue(in[i]) / s[i], z[i]);
+      return;
+    }
+    const float s = scales[static_cast<size_t>(p)], z = zero_points[static_cast<size_t>(p)];
+    if constexpr (std::is_same_v<X, float>) {
+      QuantizeSpan(in, count, s, z, out);
     } else {
-      const float s = scales[static_cast<size_t>(p)], z = zero_points[static_cast<size_t>(p)];
-      for (int64_t i = 0; i < layout.inner; ++i) out[i] = QuantizeValue<Q>(ToFloatValue(in[i]) / s, z);
+      for (int64_t i = 0; i < count; ++i) out[i] = QuantizeValue<Q>(ToFloatValue(in[i]) / s, z);
     }
   });
 }
@@ -156,17 +165,17 @@ float Centered(Q x, int32_t zero_point) {
 template <typename Q, typename Y>
 void DequantizeRows(const ThreadPool& pool, const ParamLayout& layout, const Q* x, const std::vector<float>& scales,
                     const std::vector<int32_t>& zero_points, Y* y) {
-  ForEachRow(pool, layout, [&](int64_t row, int64_t p, bool per_element) {
-    const Q* in = x + row * layout.inner;
-    Y* out = y + row * layout.inner;
+  ForEachSpan(pool, layout, [&](int64_t row, int64_t first, int64_t count, int64_t p, bool per_element) {
+    const Q* in = x + row * layout.inner + first;
+    Y* out = y + row * layout.inner + first;
     if (per_element) {
-      const float* s = scales.data() + p;
-      const int32_t* z = zero_points.data() + p;
-      for (int64_t i = 0; i < layout.inner; ++i) out[i] = FromFloatValue<Y>(Centered(in[i], z[i]) * s[i]);
+      const float* s = scales.data() + p + first;
+      const int32_t* z = zero_points.data() + p + first;
+      for (int64_t i = 0; i < count; ++i) out[i] = FromFloatValue<Y>(Centered(in[i], z[i]) * s[i]);
     } else {
       const float s = scales[static_cast<size_t>(p)];
       const int32_t z = zero_points[static_cast<size_t>(p)];
-      for (int64_t i = 0; i < layout.inner; ++i) out[i] = FromFloatValue<Y>(Centered(in[i], z) * s);
+      for (int64_t i = 0; i < count; ++i) out[i] = FromFloatValue<Y>(Centered(in[i], z) * s);
     }
   });
 }
@@ -197,7 +206,7 @@ class QuantizeLinear : public Kernel {
     Tensor& y = ctx.Output(0, out_type, x.shape());
     if (x.NumElements() == 0) return;
     VisitRealType(node, x.type(), true, "x", [&]<typename X>() {
-      VisitQuantizedType(node, out_type, false, "y", [&]<typename Q>() {
+      VisitQuantizedType<false>(node, out_type, "y", [&]<typename Q>() {
         QuantizeRows(ctx.thread_pool(), layout, x.Data<X>(), scales, zero_points, y.Data<Q>());
       });
     });
@@ -234,7 +243,7 @@ class DequantizeLinear : public Kernel {
     const std::vector<int32_t> zero_points = ZeroPointsFor(node, zero_point, scales.size());
     Tensor& y = ctx.Output(0, scale.type(), x.shape());
     if (x.NumElements() == 0) return;
-    VisitQuantizedType(node, x.type(), true, "x", [&]<typename Q>() {
+    VisitQuantizedType<true>(node, x.type(), "x", [&]<typename Q>() {
       VisitRealType(node, scale.type(), false, "x_scale", [&]<typename Y>() {
         DequantizeRows(ctx.thread_pool(), layout, x.Data<Q>(), scales, zero_points, y.Data<Y>());
       });

@@ -69,7 +69,10 @@ std::vector<Activation> ParseActivations(const Node& node, const std::vector<std
   if (names.empty()) names = default_names;
   // One list may serve both directions; a unidirectional node may carry a bidirectional list (RNN's schema
   // default has two entries), of which it uses the first half.
-  if (names.size() == per_direction && num_directions == 2) names.insert(names.end(), names.begin(), names.end());
+  if (names.size() == per_direction && num_directions == 2) {
+    const std::vector<std::string> forward = names;
+    names.insert(names.end(), forward.begin(), forward.end());
+  }
   if (names.size() != per_direction * num_directions && names.size() != per_direction * 2)
     Fail(ErrorCode::kInvalidModel, node.Describe(), ": 'activations' has ", names.size(), " entries, expected ",
          per_direction * num_directions);

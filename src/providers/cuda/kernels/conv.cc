@@ -87,12 +87,11 @@ class ConvKernel : public Kernel {
     if (y.NumElements() == 0) return;
     const cudaStream_t stream = StreamOf(ctx);
     const ConvPlan& plan = PlanFor(ctx, geometry, x, w, y, stream);
-    Tensor workspace = Tensor::Allocate(DataType::kUInt8, Shape{static_cast<int64_t>(plan.workspace_bytes)},
-                                        ctx.allocator());
     const float one = 1.0f, zero = 0.0f;
     LibraryHandles::Lease lease = ep_.handles().Acquire(stream);
+    void* workspace = lease.workspace(plan.workspace_bytes);
     CheckCudnn(cudnnConvolutionForward(lease.cudnn(), &one, plan.x.handle, x.raw_data(), plan.w.handle, w.raw_data(),
-                                       plan.conv.handle, plan.algorithm, workspace.raw_data(), plan.workspace_bytes,
+                                       plan.conv.handle, plan.algorithm, workspace, plan.workspace_bytes,
                                        &zero, plan.y.handle, y.raw_data()),
                ctx.node().Describe(), ": cudnnConvolutionForward");
     if (bias != nullptr)

@@ -32,6 +32,8 @@ const std::map<std::string, std::function<bool(const Node&)>>& Predicates() {
       {"Conv", [](const Node& n) { return HasSymmetricPads(n) && n.GetInts("kernel_shape").size() <= 3; }},
       {"MaxPool", [](const Node& n) { return OutputCount(n) == 1 && IsPool2d(n); }},
       {"AveragePool", [](const Node& n) { return IsPool2d(n); }},
+      {"Cast", CastTargetIsSupported},
+      {"LayerNormalization", [](const Node& n) { return OutputCount(n) == 1; }},
       {"BatchNormalization",
        [](const Node& n) {
          return OutputCount(n) == 1 && n.GetInt("training_mode", 0) == 0 && n.GetInt("spatial", 1) == 1;
@@ -51,6 +53,9 @@ void RegisterCudaKernels(KernelRegistry& registry) {
   RegisterShapeKernels(registry);
   RegisterSoftmaxKernels(registry);
   RegisterTensorKernels(registry);
+  RegisterLogicKernels(registry);
+  RegisterIndexingKernels(registry);
+  RegisterReductionKernels(registry);
 }
 
 bool NodeIsSupported(const Node& node) {

@@ -8,17 +8,22 @@ namespace tessera::cuda {
 
 void RegisterElementwiseKernels(KernelRegistry& registry);  // Add Sub Mul Div Relu Sigmoid Tanh Clip
 void RegisterConvKernels(KernelRegistry& registry);         // Conv (cuDNN)
-void RegisterNormalizationKernels(KernelRegistry& registry);  // BatchNormalization (inference)
+void RegisterNormalizationKernels(KernelRegistry& registry);  // BatchNormalization (inference), LayerNormalization
 void RegisterPoolKernels(KernelRegistry& registry);         // MaxPool AveragePool GlobalAveragePool
 void RegisterGemmKernels(KernelRegistry& registry);         // Gemm MatMul (cuBLAS)
 void RegisterShapeKernels(KernelRegistry& registry);        // Reshape Flatten Identity Squeeze Unsqueeze
 void RegisterSoftmaxKernels(KernelRegistry& registry);      // Softmax LogSoftmax
 void RegisterTensorKernels(KernelRegistry& registry);       // Concat Transpose
+void RegisterLogicKernels(KernelRegistry& registry);        // comparisons, And Or Xor Not, Where, Cast
+void RegisterIndexingKernels(KernelRegistry& registry);     // Gather Slice Expand Shape ConstantOfShape
+void RegisterReductionKernels(KernelRegistry& registry);    // ReduceSum ReduceMean ReduceMax ReduceMin
 
 void RegisterCudaKernels(KernelRegistry& registry);
 
 // Whether the CUDA kernel for `node` handles its attributes (e.g. MaxPool without the Indices output,
 // Conv with symmetric padding); nodes it rejects stay for the next EP (normally the CPU).
 bool NodeIsSupported(const Node& node);
+// Whether Cast's `to` is a type the CUDA Cast produces.
+bool CastTargetIsSupported(const Node& node);
 
 }  // namespace tessera::cuda

@@ -37,4 +37,48 @@ cudaError_t DispatchFloat(launch::ElementType type, Fn&& fn) {
 
 inline cudaError_t LaunchStatus() { return cudaGetLastError(); }
 
+// Calls fn(W{}) with W the unsigned integer of `element_size` bytes (1, 2, 4 or 8), for kernels that
+// only move elements.
+template <typename Fn>
+cudaError_t DispatchWord(int element_size, Fn&& fn) {
+  switch (element_size) {
+    case 1: return fn(uint8_t{});
+    case 2: return fn(uint16_t{});
+    case 4: return fn(uint32_t{});
+    case 8: return fn(uint64_t{});
+    default: return cudaErrorInvalidValue;
+  }
+}
+
+// Calls fn(T{}) with T the C++ type of `type` (__half for kHalf).
+template <typename Fn>
+cudaError_t DispatchScalar(launch::ScalarType type, Fn&& fn) {
+  switch (type) {
+    case launch::ScalarType::kFloat: return fn(float{});
+    case launch::ScalarType::kHalf: return fn(__half{});
+    case launch::ScalarType::kDouble: return fn(double{});
+    case launch::ScalarType::kInt8: return fn(int8_t{});
+    case launch::ScalarType::kUInt8: return fn(uint8_t{});
+    case launch::ScalarType::kInt16: return fn(int16_t{});
+    case launch::ScalarType::kInt32: return fn(int32_t{});
+    case launch::ScalarType::kInt64: return fn(int64_t{});
+    case launch::ScalarType::kBool: return fn(bool{});
+  }
+  return cudaErrorInvalidValue;
+}
+
+// Offset of output element i in an operand with `strides` (0 along broadcast dims) over `dims`.
+__device__ __forceinline__ int64_t OperandOffset(int64_t i, int rank, const int64_t* dims, const int64_t* strides) {
+  int64_t offset = 0;
+  for (int d = rank - 1; d >= 0; --d) {
+    offset += (i % dims[d]) * strides[d];
+    i /= dims[d];
+  }
+  return offset;
+}
+
+// Grid-stride loop bounds.
+__device__ __forceinline__ int64_t FirstIndex() { return blockIdx.x * int64_t{blockDim.x} + threadIdx.x; }
+__device__ __forceinline__ int64_t IndexStride() { return int64_t{gridDim.x} * blockDim.x; }
+
 }  // namespace tessera::cuda::device

@@ -21,6 +21,9 @@ struct MulF {
 struct DivF {
   __device__ float operator()(float a, float b) const { return a / b; }
 };
+struct PowF {
+  __device__ float operator()(float a, float b) const { return powf(a, b); }
+};
 
 template <typename T, typename Op>
 __global__ void SameShapeBinary(const T* a, const T* b, T* out, int64_t n) {
@@ -69,6 +72,54 @@ struct SigmoidF {
 struct TanhF {
   __device__ float operator()(float x) const { return tanhf(x); }
 };
+struct ErfF {
+  __device__ float operator()(float x) const { return erff(x); }
+};
+struct SqrtF {
+  __device__ float operator()(float x) const { return sqrtf(x); }
+};
+struct NegF {
+  __device__ float operator()(float x) const { return -x; }
+};
+struct ExpF {
+  __device__ float operator()(float x) const { return expf(x); }
+};
+struct LogF {
+  __device__ float operator()(float x) const { return logf(x); }
+};
+struct AbsF {
+  __device__ float operator()(float x) const { return fabsf(x); }
+};
+struct ReciprocalF {
+  __device__ float operator()(float x) const { return 1.0f / x; }
+};
+struct FloorF {
+  __device__ float operator()(float x) const { return floorf(x); }
+};
+struct CeilF {
+  __device__ float operator()(float x) const { return ceilf(x); }
+};
+// Gelu, exact: x * Phi(x) with the normal CDF through erf.
+struct GeluF {
+  __device__ float operator()(float x) const { return 0.5f * x * (1.0f + erff(x * 0.70710678118654752f)); }
+};
+// Gelu, tanh approximation (approximate = "tanh").
+struct GeluTanhF {
+  __device__ float operator()(float x) const {
+    const float inner = 0.79788456080286536f * (x + 0.044715f * x * x * x);
+    return 0.5f * x * (1.0f + tanhf(inner));
+  }
+};
+struct IdentityF {
+  __device__ float operator()(float x) const { return x; }
+};
+struct SquareF {
+  __device__ float operator()(float x) const { return x * x; }
+};
+struct PowScalarF {
+  float exponent;
+  __device__ float operator()(float x) const { return powf(x, exponent); }
+};
 struct ClipF {
   float lo, hi;
   __device__ float operator()(float x) const { return fminf(fmaxf(x, lo), hi); }
@@ -111,6 +162,7 @@ cudaError_t Binary(BinaryOp op, ElementType type, const void* a, const void* b, 
     case BinaryOp::kSub: return LaunchBinary<SubF>(type, a, b, out, n, index, stream);
     case BinaryOp::kMul: return LaunchBinary<MulF>(type, a, b, out, n, index, stream);
     case BinaryOp::kDiv: return LaunchBinary<DivF>(type, a, b, out, n, index, stream);
+    case BinaryOp::kPow: return LaunchBinary<PowF>(type, a, b, out, n, index, stream);
   }
   return cudaErrorInvalidValue;
 }
@@ -120,8 +172,26 @@ cudaError_t Unary(UnaryOp op, ElementType type, const void* x, void* y, int64_t 
     case UnaryOp::kRelu: return LaunchUnary(type, x, y, n, ReluF{}, stream);
     case UnaryOp::kSigmoid: return LaunchUnary(type, x, y, n, SigmoidF{}, stream);
     case UnaryOp::kTanh: return LaunchUnary(type, x, y, n, TanhF{}, stream);
+    case UnaryOp::kErf: return LaunchUnary(type, x, y, n, ErfF{}, stream);
+    case UnaryOp::kSqrt: return LaunchUnary(type, x, y, n, SqrtF{}, stream);
+    case UnaryOp::kNeg: return LaunchUnary(type, x, y, n, NegF{}, stream);
+    case UnaryOp::kExp: return LaunchUnary(type, x, y, n, ExpF{}, stream);
+    case UnaryOp::kLog: return LaunchUnary(type, x, y, n, LogF{}, stream);
+    case UnaryOp::kAbs: return LaunchUnary(type, x, y, n, AbsF{}, stream);
+    case UnaryOp::kReciprocal: return LaunchUnary(type, x, y, n, ReciprocalF{}, stream);
+    case UnaryOp::kGelu: return LaunchUnary(type, x, y, n, GeluF{}, stream);
+    case UnaryOp::kGeluTanh: return LaunchUnary(type, x, y, n, GeluTanhF{}, stream);
+    case UnaryOp::kFloor: return LaunchUnary(type, x, y, n, FloorF{}, stream);
+    case UnaryOp::kCeil: return LaunchUnary(type, x, y, n, CeilF{}, stream);
   }
   return cudaErrorInvalidValue;
+}
+
+cudaError_t PowScalar(ElementType type, const void* x, void* y, int64_t n, float exponent, cudaStream_t stream) {
+  if (exponent == 2.0f) return LaunchUnary(type, x, y, n, SquareF{}, stream);
+  if (exponent == 0.5f) return LaunchUnary(type, x, y, n, SqrtF{}, stream);
+  if (exponent == 1.0f) return LaunchUnary(type, x, y, n, IdentityF{}, stream);
+  return LaunchUnary(type, x, y, n, PowScalarF{exponent}, stream);
 }
 
 cudaError_t Clip(ElementType type, const void* x, void* y, int64_t n, float lo, float hi, cudaStream_t stream) {

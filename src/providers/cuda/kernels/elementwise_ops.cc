@@ -1,4 +1,5 @@
-// Elementwise kernels: Add, Sub, Mul, Div (numpy broadcasting), Relu, Sigmoid, Tanh, Clip.
+// Elementwise kernels: Add, Sub, Mul, Div (numpy broadcasting), activations and unary math (Relu, Sigmoid,
+// Tanh, Erf, Gelu, Sqrt, Neg, Exp, Log, Abs, Reciprocal, Floor, Ceil), Clip, Pow.
 #include <climits>
 #include <limits>
 
@@ -44,7 +45,10 @@ class BinaryKernel : public Kernel {
 
 class UnaryKernel : public Kernel {
  public:
-  UnaryKernel(const KernelInfo& info, launch::UnaryOp op) : ep_(CudaEpOf(info)), op_(op) {}
+  UnaryKernel(const KernelInfo& info, launch::UnaryOp op) : ep_(CudaEpOf(info)), op_(op) {
+    if (op == launch::UnaryOp::kGelu && info.node().GetString("approximate", "none") == "tanh")
+      op_ = launch::UnaryOp::kGeluTanh;
+  }
 
   void Compute(KernelContext& ctx) const override {
     DeviceGuard guard(ep_.ordinal());
@@ -96,13 +100,37 @@ class ClipKernel : public Kernel {
   float attribute_min_, attribute_max_;
 };
 
+// Pow: a float base and a scalar exponent of any numeric type, read on the host (the models' Pow nodes
+// square or take roots); a tensor exponent is not supported by the CUDA kernel.
+class PowKernel : public Kernel {
+ public:
+  explicit PowKernel(const KernelInfo& info) : ep_(CudaEpOf(info)) {}
+
+  void Compute(KernelContext& ctx) const override {
+    DeviceGuard guard(ep_.ordinal());
+    const Tensor& x = ctx.Input(0);
+    const Tensor& exponent = ctx.Input(1);
+    if (exponent.NumElements() != 1)
+      Fail(ErrorCode::kNotImplemented, ctx.node().Describe(), ": the CUDA Pow needs a scalar exponent, got ",
+           exponent.shape().ToString());
+    Tensor& y = ctx.Output(0, x.type(), cpu::BroadcastShapes(ctx.node(), x.shape(), exponent.shape()));
+    if (y.NumElements() == 0) return;
+    CheckLaunch(ctx, launch::PowScalar(FloatElementType(ctx, x.type()), x.raw_data(), y.raw_data(), y.NumElements(),
+                                       static_cast<float>(ScalarAsDouble(ctx, exponent)), StreamOf(ctx)),
+                "Pow launch");
+  }
+
+ private:
+  const CudaExecutionProvider& ep_;
+};
+
 void RegisterBinary(KernelRegistry& registry, const char* op, launch::BinaryOp kind) {
   registry.Register(MakeDef(op, 7, INT_MAX, FloatTypes()),
                     [kind](const KernelInfo& info) { return std::make_unique<BinaryKernel>(info, kind); });
 }
 
-void RegisterUnary(KernelRegistry& registry, const char* op, launch::UnaryOp kind) {
-  registry.Register(MakeDef(op, 6, INT_MAX, FloatTypes()),
+void RegisterUnary(KernelRegistry& registry, const char* op, launch::UnaryOp kind, int since = 6) {
+  registry.Register(MakeDef(op, since, INT_MAX, FloatTypes()),
                     [kind](const KernelInfo& info) { return std::make_unique<UnaryKernel>(info, kind); });
 }
 
@@ -116,6 +144,19 @@ void RegisterElementwiseKernels(KernelRegistry& registry) {
   RegisterUnary(registry, "Relu", launch::UnaryOp::kRelu);
   RegisterUnary(registry, "Sigmoid", launch::UnaryOp::kSigmoid);
   RegisterUnary(registry, "Tanh", launch::UnaryOp::kTanh);
+  RegisterUnary(registry, "Erf", launch::UnaryOp::kErf, 9);
+  RegisterUnary(registry, "Gelu", launch::UnaryOp::kGelu, 20);
+  RegisterUnary(registry, "Sqrt", launch::UnaryOp::kSqrt);
+  RegisterUnary(registry, "Neg", launch::UnaryOp::kNeg);
+  RegisterUnary(registry, "Exp", launch::UnaryOp::kExp);
+  RegisterUnary(registry, "Log", launch::UnaryOp::kLog);
+  RegisterUnary(registry, "Abs", launch::UnaryOp::kAbs);
+  RegisterUnary(registry, "Reciprocal", launch::UnaryOp::kReciprocal);
+  RegisterUnary(registry, "Floor", launch::UnaryOp::kFloor);
+  RegisterUnary(registry, "Ceil", launch::UnaryOp::kCeil);
+  KernelDef pow = MakeDef("Pow", 7, INT_MAX, FloatTypes());
+  pow.host_inputs = {1};
+  registry.Register<PowKernel>(std::move(pow));
   KernelDef clip = MakeDef("Clip", 6, INT_MAX, FloatTypes());
   clip.host_inputs = {1, 2};
   registry.Register<ClipKernel>(std::move(clip));

@@ -53,6 +53,55 @@ launch::ElementType FloatElementType(const KernelContext& ctx, DataType type) {
        DataTypeName(type));
 }
 
+launch::ScalarType ScalarTypeOf(const KernelContext& ctx, DataType type) {
+  switch (type) {
+    case DataType::kFloat: return launch::ScalarType::kFloat;
+    case DataType::kFloat16: return launch::ScalarType::kHalf;
+    case DataType::kDouble: return launch::ScalarType::kDouble;
+    case DataType::kInt8: return launch::ScalarType::kInt8;
+    case DataType::kUInt8: return launch::ScalarType::kUInt8;
+    case DataType::kInt16: return launch::ScalarType::kInt16;
+    case DataType::kInt32: return launch::ScalarType::kInt32;
+    case DataType::kInt64: return launch::ScalarType::kInt64;
+    case DataType::kBool: return launch::ScalarType::kBool;
+    default: break;
+  }
+  Fail(ErrorCode::kInvalidArgument, ctx.node().Describe(), ": the CUDA kernel does not handle ", DataTypeName(type));
+}
+
+std::vector<DataType> ScalarTypes() {
+  return {DataType::kFloat, DataType::kFloat16, DataType::kDouble, DataType::kInt8, DataType::kUInt8,
+          DataType::kInt16, DataType::kInt32,   DataType::kInt64,  DataType::kBool};
+}
+
+double ScalarAsDouble(const KernelContext& ctx, const Tensor& t) {
+  if (t.NumElements() != 1)
+    Fail(ErrorCode::kInvalidArgument, ctx.node().Describe(), ": expected one value, got ", t.shape().ToString());
+  switch (t.type()) {
+    case DataType::kFloat: return t.Data<float>()[0];
+    case DataType::kFloat16: return ToFloat(t.Data<Float16>()[0]);
+    case DataType::kDouble: return t.Data<double>()[0];
+    case DataType::kInt32: return t.Data<int32_t>()[0];
+    case DataType::kInt64: return static_cast<double>(t.Data<int64_t>()[0]);
+    case DataType::kInt8: return t.Data<int8_t>()[0];
+    case DataType::kUInt8: return t.Data<uint8_t>()[0];
+    default: break;
+  }
+  Fail(ErrorCode::kInvalidArgument, ctx.node().Describe(), ": cannot read a ", DataTypeName(t.type()),
+       " value as a number");
+}
+
+std::vector<int64_t> HostInt64s(const KernelContext& ctx, const Tensor& t, const char* what) {
+  if (t.type() == DataType::kInt64) return t.ToVector<int64_t>();
+  if (t.type() == DataType::kInt32) {
+    std::vector<int64_t> values;
+    for (int32_t v : t.Span<int32_t>()) values.push_back(v);
+    return values;
+  }
+  Fail(ErrorCode::kInvalidArgument, ctx.node().Describe(), ": ", what, " must be int64 or int32, got ",
+       DataTypeName(t.type()));
+}
+
 void CheckLaunch(const KernelContext& ctx, cudaError_t status, const char* what) {
   CheckCuda(status, ctx.node().Describe(), ": ", what);
 }

@@ -29,6 +29,16 @@ cudaStream_t StreamOf(const KernelContext& ctx);
 // float or half; throws kInvalidArgument naming the node for any other type.
 launch::ElementType FloatElementType(const KernelContext& ctx, DataType type);
 
+// The launch type of any numeric or bool element type; throws kInvalidArgument naming the node otherwise.
+launch::ScalarType ScalarTypeOf(const KernelContext& ctx, DataType type);
+// Numeric and bool element types the typed kernels (Cast, comparisons) handle.
+std::vector<DataType> ScalarTypes();
+
+// The single value of a host tensor of any numeric type, as a double (shape inputs, Pow exponents).
+double ScalarAsDouble(const KernelContext& ctx, const Tensor& t);
+// A host int64 (or int32) tensor's values; throws kInvalidArgument naming the node and `what` otherwise.
+std::vector<int64_t> HostInt64s(const KernelContext& ctx, const Tensor& t, const char* what);
+
 // Throws kRuntime naming the node when a launch failed.
 void CheckLaunch(const KernelContext& ctx, cudaError_t status, const char* what);
 

@@ -12,6 +12,8 @@
 namespace tessera::cuda::launch {
 
 enum class ElementType { kFloat, kHalf };
+// Element types of the kernels that are not float-only (Cast, comparisons).
+enum class ScalarType { kFloat, kHalf, kDouble, kInt8, kUInt8, kInt16, kInt32, kInt64, kBool };
 
 inline constexpr int kMaxRank = 8;
 
@@ -25,19 +27,69 @@ struct BroadcastIndex {
 };
 
 // ---- elementwise (elementwise.cu) ---------------------------------------------------------------
-enum class BinaryOp { kAdd, kSub, kMul, kDiv };
+enum class BinaryOp { kAdd, kSub, kMul, kDiv, kPow };
 // out[i] = a[i] op b[i] over `n` elements. `index` is null when a, b and out have the same shape;
 // otherwise it maps out positions to a and b offsets.
 cudaError_t Binary(BinaryOp op, ElementType type, const void* a, const void* b, void* out, int64_t n,
                    const BroadcastIndex* index, cudaStream_t stream);
 
-enum class UnaryOp { kRelu, kSigmoid, kTanh };
+enum class UnaryOp {
+  kRelu, kSigmoid, kTanh, kErf, kSqrt, kNeg, kExp, kLog, kAbs, kReciprocal, kGelu, kGeluTanh, kFloor, kCeil
+};
 cudaError_t Unary(UnaryOp op, ElementType type, const void* x, void* y, int64_t n, cudaStream_t stream);
+// y = x ^ exponent (x * x for 2, sqrt for 0.5).
+cudaError_t PowScalar(ElementType type, const void* x, void* y, int64_t n, float exponent, cudaStream_t stream);
 // y = min(max(x, lo), hi).
 cudaError_t Clip(ElementType type, const void* x, void* y, int64_t n, float lo, float hi, cudaStream_t stream);
 // out[i] = a[offset of i] (a_strides of `index`): materializes a broadcast.
 cudaError_t BroadcastTo(ElementType type, const void* a, void* out, int64_t n, const BroadcastIndex& index,
                         cudaStream_t stream);
+
+// ---- comparisons, logic, selection (logic.cu) -----------------------------------------------------
+enum class CompareOp { kEqual, kLess, kLessOrEqual, kGreater, kGreaterOrEqual };
+// out[i] = a[i] op b[i] as bool; `index` as for Binary.
+cudaError_t Compare(CompareOp op, ScalarType type, const void* a, const void* b, bool* out, int64_t n,
+                    const BroadcastIndex* index, cudaStream_t stream);
+enum class LogicalOp { kAnd, kOr, kXor };
+cudaError_t Logical(LogicalOp op, const bool* a, const bool* b, bool* out, int64_t n, const BroadcastIndex* index,
+                    cudaStream_t stream);
+cudaError_t Not(const bool* x, bool* y, int64_t n, cudaStream_t stream);
+// out[i] = condition[c] ? x[a] : y[b] with the offsets of `index` (a: x, b: y) and `condition_strides`.
+struct WhereIndex {
+  BroadcastIndex values;
+  int64_t condition_strides[kMaxRank] = {};
+};
+cudaError_t Where(int element_size, const bool* condition, const void* x, const void* y, void* out, int64_t n,
+                  const WhereIndex& index, cudaStream_t stream);
+
+// ---- Cast (cast.cu) -----------------------------------------------------------------------------
+// y[i] = x[i] converted: floats to integers truncate, anything to bool is x != 0.
+cudaError_t Cast(ScalarType from, ScalarType to, const void* x, void* y, int64_t n, cudaStream_t stream);
+
+// ---- indexing (indexing.cu) ---------------------------------------------------------------------
+// data viewed as [outer, axis_dim, inner]: out[o, j, i] = data[o, indices[j], i] for j < index_count.
+// Negative indices count from the back; indices out of [-axis_dim, axis_dim) are clamped (the device
+// cannot report them without a host synchronization).
+cudaError_t Gather(int element_size, const void* data, const void* indices, bool indices_are_int64, void* out,
+                   int64_t outer, int64_t axis_dim, int64_t inner, int64_t index_count, cudaStream_t stream);
+// out[0..n) = the `element_size`-byte value at `value` (host memory, copied into the launch).
+cudaError_t Fill(int element_size, void* out, int64_t n, const void* value, cudaStream_t stream);
+
+// ---- reductions (reduction.cu) ------------------------------------------------------------------
+enum class ReduceOp { kSum, kMean, kMax, kMin };
+// x viewed as [outer, length, inner]: y[o, i] = reduce over l of x[o, l, i] (inner = 1: rows).
+cudaError_t ReduceMiddle(ReduceOp op, ElementType type, const void* x, void* y, int64_t outer, int64_t length,
+                         int64_t inner, cudaStream_t stream);
+// Any set of axes: one output per combination of kept coordinates (row-major over kept_dims), reducing
+// over every combination of reduced coordinates; strides are the input's element strides.
+struct ReduceGeometry {
+  int kept_rank = 0, reduced_rank = 0;
+  int64_t kept_dims[kMaxRank] = {}, kept_strides[kMaxRank] = {};
+  int64_t reduced_dims[kMaxRank] = {}, reduced_strides[kMaxRank] = {};
+  int64_t outputs = 0, reduced = 0;
+};
+cudaError_t ReduceGeneral(ReduceOp op, ElementType type, const void* x, void* y, const ReduceGeometry& geometry,
+                          cudaStream_t stream);
 
 // ---- normalization (normalization.cu) -----------------------------------------------------------
 // BatchNormalization in inference mode over x[batch, channels, spatial]:
@@ -46,6 +98,11 @@ cudaError_t BroadcastTo(ElementType type, const void* a, void* out, int64_t n, c
 cudaError_t BatchNormInference(ElementType type, ElementType param_type, const void* x, const void* scale,
                                const void* bias, const void* mean, const void* var, float epsilon, void* y,
                                int64_t batch, int64_t channels, int64_t spatial, cudaStream_t stream);
+
+// LayerNormalization over rows: y = (x - mean) / sqrt(var + epsilon) * scale + bias for each of `rows`
+// contiguous rows of `length` values; scale and bias (nullable) hold `length` values of `param_type`.
+cudaError_t LayerNorm(ElementType type, ElementType param_type, const void* x, const void* scale, const void* bias,
+                      float epsilon, void* y, int64_t rows, int64_t length, cudaStream_t stream);
 
 // ---- pooling (pool.cu) --------------------------------------------------------------------------
 struct Pool2dGeometry {

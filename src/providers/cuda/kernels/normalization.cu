@@ -19,7 +19,57 @@ __global__ void BatchNormKernel(const T* x, const P* scale, const P* bias, const
   }
 }
 
+constexpr int kWarp = 32;
+
+// Sum of `value` over the block (blockDim.x a multiple of 32, at most 1024); every thread gets it.
+__device__ float BlockSum(float value, float* partial) {
+  for (int offset = kWarp / 2; offset > 0; offset /= 2) value += __shfl_xor_sync(0xffffffffu, value, offset);
+  if (threadIdx.x % kWarp == 0) partial[threadIdx.x / kWarp] = value;
+  __syncthreads();
+  float total = 0.0f;
+  for (unsigned w = 0; w < blockDim.x / kWarp; ++w) total += partial[w];
+  __syncthreads();  // partial is reused by the next call
+  return total;
+}
+
+// One block per row: the mean, then the variance around it (two passes, numerically robust), then the
+// output; the row is re-read from L1/L2, which for transformer widths is far cheaper than DRAM.
+template <typename T, typename P>
+__global__ void LayerNormKernel(const T* x, const P* scale, const P* bias, float epsilon, T* y, int64_t length) {
+  __shared__ float partial[kWarp];
+  const T* in = x + blockIdx.x * length;
+  T* out = y + blockIdx.x * length;
+  float sum = 0.0f;
+  for (int64_t j = threadIdx.x; j < length; j += blockDim.x) sum += ToFloat(in[j]);
+  const float mean = BlockSum(sum, partial) / static_cast<float>(length);
+  float squares = 0.0f;
+  for (int64_t j = threadIdx.x; j < length; j += blockDim.x) {
+    const float d = ToFloat(in[j]) - mean;
+    squares += d * d;
+  }
+  const float inv_std = rsqrtf(BlockSum(squares, partial) / static_cast<float>(length) + epsilon);
+  for (int64_t j = threadIdx.x; j < length; j += blockDim.x) {
+    const float shift = bias != nullptr ? ToFloat(bias[j]) : 0.0f;
+    out[j] = FromFloat<T>((ToFloat(in[j]) - mean) * inv_std * ToFloat(scale[j]) + shift);
+  }
+}
+
 }  // namespace
+
+cudaError_t LayerNorm(ElementType type, ElementType param_type, const void* x, const void* scale, const void* bias,
+                      float epsilon, void* y, int64_t rows, int64_t length, cudaStream_t stream) {
+  const unsigned threads = length <= 256 ? 64 : length <= 1024 ? 128 : 256;
+  return device::DispatchFloat(type, [&](auto x_tag) {
+    using T = decltype(x_tag);
+    return device::DispatchFloat(param_type, [&](auto p_tag) {
+      using P = decltype(p_tag);
+      LayerNormKernel<T, P><<<static_cast<unsigned>(rows), threads, 0, stream>>>(
+          static_cast<const T*>(x), static_cast<const P*>(scale), static_cast<const P*>(bias), epsilon,
+          static_cast<T*>(y), length);
+      return device::LaunchStatus();
+    });
+  });
+}
 
 cudaError_t BatchNormInference(ElementType type, ElementType param_type, const void* x, const void* scale,
                                const void* bias, const void* mean, const void* var, float epsilon, void* y,

@@ -1,0 +1,37 @@
+// CUDA graphs of whole session runs (enable_cuda_graph): one executable graph per graph key.
+//
+// Begin starts a capture of the run's stream in thread-local mode (only the capturing thread is held to
+// capture-safe calls); End finishes it and instantiates the graph under its key, replacing and destroying
+// any graph captured before under that key; Replay launches it on a stream. The session keeps every
+// buffer the recorded kernels touch alive, so a graph stays valid until it is replaced or the EP is
+// destroyed (which destroys all of them).
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <map>
+#include <mutex>
+
+namespace tessera::cuda {
+
+class CudaGraphSet {
+ public:
+  explicit CudaGraphSet(int ordinal) : ordinal_(ordinal) {}
+  ~CudaGraphSet();
+  CudaGraphSet(const CudaGraphSet&) = delete;
+  CudaGraphSet& operator=(const CudaGraphSet&) = delete;
+
+  void Begin(cudaStream_t stream, int key);
+  // Throws Error(kRuntime) naming the key when the capture was invalidated (a kernel made a call that
+  // cannot be captured) or the graph cannot be instantiated; the stream is out of capture mode either way.
+  void End(cudaStream_t stream, int key);
+  // Throws Error(kInvalidArgument) when nothing was captured under `key`.
+  void Replay(cudaStream_t stream, int key) const;
+
+ private:
+  int ordinal_;
+  mutable std::mutex mutex_;
+  std::map<int, cudaGraphExec_t> graphs_;
+};
+
+}  // namespace tessera::cuda

@@ -1,0 +1,59 @@
+// Gather along one axis and constant fills, for any element size.
+#include <cstring>
+
+#include "providers/cuda/kernels/device_common.cuh"
+
+namespace tessera::cuda::launch {
+
+namespace {
+
+template <typename W, typename Index>
+__global__ void GatherKernel(const W* data, const Index* indices, W* out, int64_t outer, int64_t axis_dim,
+                             int64_t inner, int64_t index_count) {
+  const int64_t n = outer * index_count * inner;
+  for (int64_t i = device::FirstIndex(); i < n; i += device::IndexStride()) {
+    const int64_t in_row = i % inner;
+    const int64_t j = (i / inner) % index_count;
+    const int64_t o = i / (inner * index_count);
+    int64_t index = static_cast<int64_t>(indices[j]);
+    if (index < 0) index += axis_dim;
+    index = index < 0 ? 0 : (index >= axis_dim ? axis_dim - 1 : index);
+    out[i] = data[(o * axis_dim + index) * inner + in_row];
+  }
+}
+
+template <typename W>
+__global__ void FillKernel(W* out, int64_t n, W value) {
+  for (int64_t i = device::FirstIndex(); i < n; i += device::IndexStride()) out[i] = value;
+}
+
+}  // namespace
+
+cudaError_t Gather(int element_size, const void* data, const void* indices, bool indices_are_int64, void* out,
+                   int64_t outer, int64_t axis_dim, int64_t inner, int64_t index_count, cudaStream_t stream) {
+  const int64_t n = outer * index_count * inner;
+  return device::DispatchWord(element_size, [&](auto tag) {
+    using W = decltype(tag);
+    const W* in = static_cast<const W*>(data);
+    W* result = static_cast<W*>(out);
+    if (indices_are_int64)
+      GatherKernel<W, int64_t><<<device::BlocksFor(n), device::kThreads, 0, stream>>>(
+          in, static_cast<const int64_t*>(indices), result, outer, axis_dim, inner, index_count);
+    else
+      GatherKernel<W, int32_t><<<device::BlocksFor(n), device::kThreads, 0, stream>>>(
+          in, static_cast<const int32_t*>(indices), result, outer, axis_dim, inner, index_count);
+    return device::LaunchStatus();
+  });
+}
+
+cudaError_t Fill(int element_size, void* out, int64_t n, const void* value, cudaStream_t stream) {
+  return device::DispatchWord(element_size, [&](auto tag) {
+    using W = decltype(tag);
+    W word;
+    std::memcpy(&word, value, sizeof(W));
+    FillKernel<W><<<device::BlocksFor(n), device::kThreads, 0, stream>>>(static_cast<W*>(out), n, word);
+    return device::LaunchStatus();
+  });
+}
+
+}  // namespace tessera::cuda::launch

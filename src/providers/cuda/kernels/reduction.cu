@@ -1,0 +1,124 @@
+// ReduceSum / ReduceMean / ReduceMax / ReduceMin device kernels, accumulating in float.
+//
+// Rows (the reduced axes last): one warp per row, or one block per row for long rows. Middle axes
+// ([outer, length, inner] with inner > 1): one thread per output, reading consecutive inner positions
+// across the warp (coalesced). Any other axis set: one thread per output walking the reduced coordinates.
+#include <cfloat>
+
+#include "providers/cuda/kernels/device_common.cuh"
+
+namespace tessera::cuda::launch {
+
+namespace {
+
+using device::FirstIndex;
+using device::FromFloat;
+using device::IndexStride;
+using device::ToFloat;
+
+constexpr int kWarp = 32;
+constexpr int64_t kBlockRowLength = 4096;  // rows at least this long get a whole block
+
+struct Accumulator {
+  ReduceOp op;
+  __device__ float Initial() const {
+    return op == ReduceOp::kMax ? -INFINITY : op == ReduceOp::kMin ? INFINITY : 0.0f;
+  }
+  __device__ float Combine(float a, float b) const {
+    return op == ReduceOp::kMax ? fmaxf(a, b) : op == ReduceOp::kMin ? fminf(a, b) : a + b;
+  }
+  __device__ float Finish(float value, int64_t count) const {
+    return op == ReduceOp::kMean ? value / static_cast<float>(count) : value;
+  }
+};
+
+__device__ __forceinline__ float WarpCombine(const Accumulator& acc, float value) {
+  for (int offset = kWarp / 2; offset > 0; offset /= 2) value = acc.Combine(value, __shfl_xor_sync(0xffffffffu, value, offset));
+  return value;
+}
+
+template <typename T>
+__global__ void WarpRowsKernel(Accumulator acc, const T* x, T* y, int64_t rows, int64_t length) {
+  const int64_t warps_per_block = blockDim.x / kWarp;
+  const int lane = threadIdx.x % kWarp;
+  for (int64_t row = blockIdx.x * warps_per_block + threadIdx.x / kWarp; row < rows; row += gridDim.x * warps_per_block) {
+    const T* in = x + row * length;
+    float value = acc.Initial();
+    for (int64_t j = lane; j < length; j += kWarp) value = acc.Combine(value, ToFloat(in[j]));
+    value = WarpCombine(acc, value);
+    if (lane == 0) y[row] = FromFloat<T>(acc.Finish(value, length));
+  }
+}
+
+template <typename T>
+__global__ void BlockRowsKernel(Accumulator acc, const T* x, T* y, int64_t length) {
+  __shared__ float partial[device::kThreads / kWarp];
+  const T* in = x + blockIdx.x * length;
+  float value = acc.Initial();
+  for (int64_t j = threadIdx.x; j < length; j += blockDim.x) value = acc.Combine(value, ToFloat(in[j]));
+  value = WarpCombine(acc, value);
+  if (threadIdx.x % kWarp == 0) partial[threadIdx.x / kWarp] = value;
+  __syncthreads();
+  if (threadIdx.x < kWarp) {
+    value = threadIdx.x < blockDim.x / kWarp ? partial[threadIdx.x] : acc.Initial();
+    value = WarpCombine(acc, value);
+    if (threadIdx.x == 0) y[blockIdx.x] = FromFloat<T>(acc.Finish(value, length));
+  }
+}
+
+template <typename T>
+__global__ void ColumnsKernel(Accumulator acc, const T* x, T* y, int64_t outer, int64_t length, int64_t inner) {
+  for (int64_t i = FirstIndex(); i < outer * inner; i += IndexStride()) {
+    const T* in = x + (i / inner) * length * inner + i % inner;
+    float value = acc.Initial();
+    for (int64_t j = 0; j < length; ++j) value = acc.Combine(value, ToFloat(in[j * inner]));
+    y[i] = FromFloat<T>(acc.Finish(value, length));
+  }
+}
+
+template <typename T>
+__global__ void GeneralKernel(Accumulator acc, const T* x, T* y, ReduceGeometry g) {
+  for (int64_t i = FirstIndex(); i < g.outputs; i += IndexStride()) {
+    const int64_t base = device::OperandOffset(i, g.kept_rank, g.kept_dims, g.kept_strides);
+    float value = acc.Initial();
+    for (int64_t r = 0; r < g.reduced; ++r)
+      value = acc.Combine(value, ToFloat(x[base + device::OperandOffset(r, g.reduced_rank, g.reduced_dims,
+                                                                          g.reduced_strides)]));
+    y[i] = FromFloat<T>(acc.Finish(value, g.reduced));
+  }
+}
+
+}  // namespace
+
+cudaError_t ReduceMiddle(ReduceOp op, ElementType type, const void* x, void* y, int64_t outer, int64_t length,
+                         int64_t inner, cudaStream_t stream) {
+  const Accumulator acc{op};
+  return device::DispatchFloat(type, [&](auto tag) {
+    using T = decltype(tag);
+    const T* in = static_cast<const T*>(x);
+    T* out = static_cast<T*>(y);
+    if (inner > 1) {
+      ColumnsKernel<T><<<device::BlocksFor(outer * inner), device::kThreads, 0, stream>>>(acc, in, out, outer, length,
+                                                                                         inner);
+    } else if (length >= kBlockRowLength) {
+      BlockRowsKernel<T><<<static_cast<unsigned>(outer), device::kThreads, 0, stream>>>(acc, in, out, length);
+    } else {
+      WarpRowsKernel<T><<<device::BlocksFor(outer * kWarp), device::kThreads, 0, stream>>>(acc, in, out, outer,
+                                                                                          length);
+    }
+    return device::LaunchStatus();
+  });
+}
+
+cudaError_t ReduceGeneral(ReduceOp op, ElementType type, const void* x, void* y, const ReduceGeometry& geometry,
+                          cudaStream_t stream) {
+  const Accumulator acc{op};
+  return device::DispatchFloat(type, [&](auto tag) {
+    using T = decltype(tag);
+    GeneralKernel<T><<<device::BlocksFor(geometry.outputs), device::kThreads, 0, stream>>>(
+        acc, static_cast<const T*>(x), static_cast<T*>(y), geometry);
+    return device::LaunchStatus();
+  });
+}
+
+}  // namespace tessera::cuda::launch
