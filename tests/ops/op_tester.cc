@@ -334,6 +334,12 @@ OpTester& OpTester::Attr(const std::string& name, const std::vector<float>& valu
   return *this;
 }
 
+OpTester& OpTester::Attr(const std::string& name, const std::vector<std::string>& values) {
+  onnx::AttributeProto& attribute = impl_->NewAttribute(name, onnx::AttributeProto::STRINGS);
+  for (const std::string& v : values) attribute.add_strings(v);
+  return *this;
+}
+
 OpTester& OpTester::Attr(const std::string& name, const Tensor& value) {
   *impl_->NewAttribute(name, onnx::AttributeProto::TENSOR).mutable_t() = ToTensorProto("", value);
   return *this;

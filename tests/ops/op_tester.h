@@ -30,6 +30,7 @@ class OpTester {
   OpTester& Attr(const std::string& name, const std::string& value);
   OpTester& Attr(const std::string& name, const std::vector<int64_t>& values);
   OpTester& Attr(const std::string& name, const std::vector<float>& values);
+  OpTester& Attr(const std::string& name, const std::vector<std::string>& values);
   OpTester& Attr(const std::string& name, const Tensor& value);
 
   // A graph input (or a constant initializer when `constant` is true).

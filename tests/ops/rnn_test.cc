@@ -92,7 +92,7 @@ double Activate(const NamedActivation& a, double x, double clip) {
 std::vector<NamedActivation> ResolveActivations(const RecurrentCase& c) {
   std::vector<std::string> names = c.activations;
   if (names.empty()) {
-    names = c.op == "RNN" ? std::vector<std::string>{"Tanh"}
+    names = c.op == "RNN"   ? std::vector<std::string>{"Tanh"}
             : c.op == "GRU" ? std::vector<std::string>{"Sigmoid", "Tanh"}
                             : std::vector<std::string>{"Sigmoid", "Tanh", "Tanh"};
     if (c.directions() == 2) {
@@ -101,8 +101,8 @@ std::vector<NamedActivation> ResolveActivations(const RecurrentCase& c) {
     }
   }
   const std::map<std::string, std::pair<double, double>> defaults = {
-      {"Affine", {1, 0}}, {"LeakyRelu", {0.01, 0}}, {"ThresholdedRelu", {1, 0}}, {"ScaledTanh", {1, 1}},
-      {"HardSigmoid", {0.2, 0.5}}, {"Elu", {1, 0}}};
+      {"Affine", {1, 0}},     {"LeakyRelu", {0.01, 0}},    {"ThresholdedRelu", {1, 0}},
+      {"ScaledTanh", {1, 1}}, {"HardSigmoid", {0.2, 0.5}}, {"Elu", {1, 0}}};
   size_t next_alpha = 0, next_beta = 0;
   std::vector<NamedActivation> resolved;
   for (const std::string& name : names) {
@@ -147,8 +147,10 @@ StepFn MakeStep(const RecurrentCase& c, const RecurrentInputs& in) {
   const int64_t h = c.hidden, g = c.gates(), k = c.input;
   auto w = std::make_shared<std::vector<double>>(ToDoubles(in.w));
   auto r = std::make_shared<std::vector<double>>(ToDoubles(in.r));
-  auto b = std::make_shared<std::vector<double>>(in.b.defined() ? ToDoubles(in.b) : std::vector<double>(c.directions() * 2 * g * h));
-  auto p = std::make_shared<std::vector<double>>(in.p.defined() ? ToDoubles(in.p) : std::vector<double>(c.directions() * 3 * h));
+  auto b = std::make_shared<std::vector<double>>(in.b.defined() ? ToDoubles(in.b)
+                                                                : std::vector<double>(c.directions() * 2 * g * h));
+  auto p = std::make_shared<std::vector<double>>(in.p.defined() ? ToDoubles(in.p)
+                                                                : std::vector<double>(c.directions() * 3 * h));
   auto acts = std::make_shared<std::vector<NamedActivation>>(ResolveActivations(c));
   const size_t per_direction = static_cast<size_t>(c.op == "RNN" ? 1 : c.op == "GRU" ? 2 : 3);
   return [=](int64_t d, const double* x, std::vector<double>& hid, std::vector<double>& cell) {
@@ -244,10 +246,14 @@ std::pair<GraphProtoBuilder, Session::NamedValues> BuildModel(const RecurrentCas
   const bool batch_major = c.layout == 1;
   auto state_layout = [&](const Tensor& t) { return batch_major && t.defined() ? Permute(t, {1, 0, 2}) : t; };
   const int elem = c.type == DataType::kFloat ? kOnnxFloat : kOnnxDouble;
-  const std::vector<std::pair<std::string, Tensor>> inputs = {
-      {"X", batch_major ? Permute(in.x, {1, 0, 2}) : in.x}, {"W", in.w}, {"R", in.r}, {"B", in.b},
-      {"sequence_lens", in.lengths}, {"initial_h", state_layout(in.h0)}, {"initial_c", state_layout(in.c0)},
-      {"P", in.p}};
+  const std::vector<std::pair<std::string, Tensor>> inputs = {{"X", batch_major ? Permute(in.x, {1, 0, 2}) : in.x},
+                                                              {"W", in.w},
+                                                              {"R", in.r},
+                                                              {"B", in.b},
+                                                              {"sequence_lens", in.lengths},
+                                                              {"initial_h", state_layout(in.h0)},
+                                                              {"initial_c", state_layout(in.c0)},
+                                                              {"P", in.p}};
   GraphProtoBuilder graph("rnn");
   Session::NamedValues feeds;
   std::vector<std::string> names;
@@ -309,37 +315,54 @@ std::string FailureOf(const RecurrentCase& c) {
   return "";
 }
 
-TEST(RnnOpTest, ForwardWithoutBiasOpset7) {
-  RunCase({.op = "RNN", .opset = 7, .bias = false});
-}
+TEST(RnnOpTest, ForwardWithoutBiasOpset7) { RunCase({.op = "RNN", .opset = 7, .bias = false}); }
 
 TEST(RnnOpTest, BidirectionalWithStateAndShortSequences) {
-  RunCase({.op = "RNN", .seq = 5, .batch = 4, .direction = "bidirectional", .initial_h = true,
-           .lengths = {5, 3, 0, 1}});
+  RunCase(
+      {.op = "RNN", .seq = 5, .batch = 4, .direction = "bidirectional", .initial_h = true, .lengths = {5, 3, 0, 1}});
 }
 
 TEST(RnnOpTest, ReverseLeakyReluWithClipBatchMajor) {
-  RunCase({.op = "RNN", .direction = "reverse", .initial_h = true, .lengths = {2, 4, 3}, .layout = 1,
-           .activations = {"LeakyRelu"}, .alphas = {0.3f}, .clip = 0.7f});
+  RunCase({.op = "RNN",
+           .direction = "reverse",
+           .initial_h = true,
+           .lengths = {2, 4, 3},
+           .layout = 1,
+           .activations = {"LeakyRelu"},
+           .alphas = {0.3f},
+           .clip = 0.7f});
 }
 
 TEST(RnnOpTest, DoubleBidirectionalWithTwoActivations) {
-  RunCase({.op = "RNN", .type = DataType::kDouble, .direction = "bidirectional", .initial_h = true,
+  RunCase({.op = "RNN",
+           .type = DataType::kDouble,
+           .direction = "bidirectional",
+           .initial_h = true,
            .activations = {"Softsign", "Relu"}});
 }
 
-TEST(GruOpTest, ForwardDefaultsOpset3) {
-  RunCase({.op = "GRU", .opset = 3, .initial_h = true});
-}
+TEST(GruOpTest, ForwardDefaultsOpset3) { RunCase({.op = "GRU", .opset = 3, .initial_h = true}); }
 
 TEST(GruOpTest, BidirectionalLinearBeforeResetShortSequencesBatchMajor) {
-  RunCase({.op = "GRU", .seq = 5, .batch = 4, .direction = "bidirectional", .initial_h = true,
-           .lengths = {1, 5, 0, 3}, .layout = 1, .linear_before_reset = true});
+  RunCase({.op = "GRU",
+           .seq = 5,
+           .batch = 4,
+           .direction = "bidirectional",
+           .initial_h = true,
+           .lengths = {1, 5, 0, 3},
+           .layout = 1,
+           .linear_before_reset = true});
 }
 
 TEST(GruOpTest, ReverseCustomActivationsWithClip) {
-  RunCase({.op = "GRU", .direction = "reverse", .initial_h = true, .lengths = {3, 4, 2},
-           .activations = {"HardSigmoid", "Softsign"}, .alphas = {0.3f}, .betas = {0.4f}, .clip = 0.9f});
+  RunCase({.op = "GRU",
+           .direction = "reverse",
+           .initial_h = true,
+           .lengths = {3, 4, 2},
+           .activations = {"HardSigmoid", "Softsign"},
+           .alphas = {0.3f},
+           .betas = {0.4f},
+           .clip = 0.9f});
 }
 
 TEST(GruOpTest, DoubleBidirectionalWithoutBias) {
@@ -355,21 +378,38 @@ TEST(LstmOpTest, ForwardPeepholesWithInitialState) {
 }
 
 TEST(LstmOpTest, BidirectionalInputForgetClipShortSequencesBatchMajor) {
-  RunCase({.op = "LSTM", .seq = 5, .batch = 4, .direction = "bidirectional", .initial_h = true, .initial_c = true,
-           .peepholes = true, .lengths = {4, 0, 5, 2}, .layout = 1, .clip = 0.8f, .input_forget = true});
+  RunCase({.op = "LSTM",
+           .seq = 5,
+           .batch = 4,
+           .direction = "bidirectional",
+           .initial_h = true,
+           .initial_c = true,
+           .peepholes = true,
+           .lengths = {4, 0, 5, 2},
+           .layout = 1,
+           .clip = 0.8f,
+           .input_forget = true});
 }
 
 TEST(LstmOpTest, ParameterizedActivationsPerDirection) {
   // alpha/beta are consumed in order by the functions that take them: Affine(a0, b0), ScaledTanh(a1, b1),
   // Elu(a2), HardSigmoid(a3, b2), ThresholdedRelu(default alpha).
-  RunCase({.op = "LSTM", .direction = "bidirectional", .initial_c = true,
+  RunCase({.op = "LSTM",
+           .direction = "bidirectional",
+           .initial_c = true,
            .activations = {"Affine", "ScaledTanh", "Elu", "HardSigmoid", "Softplus", "ThresholdedRelu"},
-           .alphas = {0.5f, 1.5f, 0.7f, 0.25f}, .betas = {0.1f, 0.8f, 0.45f}});
+           .alphas = {0.5f, 1.5f, 0.7f, 0.25f},
+           .betas = {0.1f, 0.8f, 0.45f}});
 }
 
 TEST(LstmOpTest, ReverseOpset1Double) {
-  RunCase({.op = "LSTM", .opset = 1, .type = DataType::kDouble, .direction = "reverse", .initial_h = true,
-           .peepholes = true, .lengths = {1, 4, 3}});
+  RunCase({.op = "LSTM",
+           .opset = 1,
+           .type = DataType::kDouble,
+           .direction = "reverse",
+           .initial_h = true,
+           .peepholes = true,
+           .lengths = {1, 4, 3}});
 }
 
 TEST(LstmOpTest, LargerHiddenForward) {
@@ -377,8 +417,9 @@ TEST(LstmOpTest, LargerHiddenForward) {
 }
 
 TEST(RecurrentOpTest, RejectsBadShapesAndAttributes) {
-  EXPECT_NE(FailureOf({.op = "LSTM", .activations = {"Sigmoid", "Tanh", "Swish"}}).find("unsupported activation 'Swish'"),
-            std::string::npos);
+  EXPECT_NE(
+      FailureOf({.op = "LSTM", .activations = {"Sigmoid", "Tanh", "Swish"}}).find("unsupported activation 'Swish'"),
+      std::string::npos);
   EXPECT_NE(FailureOf({.op = "GRU", .activations = {"Sigmoid", "Tanh", "Tanh"}}).find("'activations' has 3 entries"),
             std::string::npos);
   EXPECT_NE(FailureOf({.op = "RNN", .lengths = {1, 9, 2}}).find("sequence_lens[1] = 9"), std::string::npos);

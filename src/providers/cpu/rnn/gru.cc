@@ -8,6 +8,8 @@
 // The input projection of all steps is one product. Each step multiplies the state by R^T: all three blocks at
 // once with linear_before_reset, else z and r first and then (rt (.) Ht-1) by Rh^T.
 // Shared semantics (sequence_lens, clip, activations, layout): see rnn_common.h.
+#include <algorithm>
+
 #include "providers/cpu/cpu_kernels.h"
 #include "providers/cpu/rnn/rnn_common.h"
 
@@ -19,10 +21,10 @@ using namespace rnn;
 // Per-direction constants of one run.
 template <typename T>
 struct GruDirection {
-  const T* x_proj;             // [rows of X, 3h]: Xt · W^T + folded biases
-  const T* r;                  // R of the direction [3h, h]
-  std::vector<T> rh_bias;      // Rbh (zeros without B); used with linear_before_reset only
-  const Activation* f;         // f, g
+  const T* x_proj;         // [rows of X, 3h]: Xt · W^T + folded biases
+  const T* r;              // R of the direction [3h, h]
+  std::vector<T> rh_bias;  // Rbh (zeros without B); used with linear_before_reset only
+  const Activation* f;     // f, g
   bool reverse;
 };
 
@@ -34,8 +36,10 @@ class Gru : public Kernel {
 
   void Compute(KernelContext& ctx) const override {
     switch (ctx.Input(0).type()) {
-      case DataType::kFloat: return ComputeTyped<float>(ctx);
-      case DataType::kDouble: return ComputeTyped<double>(ctx);
+      case DataType::kFloat:
+        return ComputeTyped<float>(ctx);
+      case DataType::kDouble:
+        return ComputeTyped<double>(ctx);
       default:
         Fail(ErrorCode::kNotImplemented, ctx.node().Describe(), ": element type ", DataTypeName(ctx.Input(0).type()));
     }
@@ -94,7 +98,7 @@ class Gru : public Kernel {
   void StepLinearBeforeReset(KernelContext& ctx, const RecurrentShape& shape, const std::vector<int64_t>& lengths,
                              const GruDirection<T>& dir, int64_t step, T* hidden, T* scratch) const {
     const int64_t h = shape.hidden, batch = shape.batch;
-    T* rec = scratch;                   // [batch, 3h]
+    T* rec = scratch;                    // [batch, 3h]
     T* gates = scratch + batch * 3 * h;  // [batch, 2h]
     gemm_.Run(ctx, hidden, batch, h, dir.r, 3 * h, static_cast<const T*>(nullptr), rec);
     ForEachBatchEntry(ctx, batch, 6 * h, [&](int64_t b) {
@@ -116,8 +120,8 @@ class Gru : public Kernel {
   void StepResetBeforeLinear(KernelContext& ctx, const RecurrentShape& shape, const std::vector<int64_t>& lengths,
                              const GruDirection<T>& dir, int64_t step, T* hidden, T* scratch) const {
     const int64_t h = shape.hidden, batch = shape.batch;
-    T* rec = scratch;                        // [batch, 2h]: Ht-1 · [Rz; Rr]^T
-    T* gates = scratch + batch * 2 * h;      // [batch, 2h]: z, r
+    T* rec = scratch;                         // [batch, 2h]: Ht-1 · [Rz; Rr]^T
+    T* gates = scratch + batch * 2 * h;       // [batch, 2h]: z, r
     T* reset_hidden = gates + batch * 2 * h;  // [batch, h]: rt (.) Ht-1
     T* candidate = reset_hidden + batch * h;  // [batch, h]
     gemm_.Run(ctx, hidden, batch, h, dir.r, 2 * h, static_cast<const T*>(nullptr), rec);

@@ -8,6 +8,8 @@
 //   Ht = ot (.) h(Ct)
 // The input projection of all steps is one product; each step multiplies the state by R^T (all four blocks).
 // Shared semantics (sequence_lens, clip, activations, layout): see rnn_common.h.
+#include <algorithm>
+
 #include "providers/cpu/cpu_kernels.h"
 #include "providers/cpu/rnn/rnn_common.h"
 
@@ -19,10 +21,10 @@ using namespace rnn;
 // Per-direction constants of one run.
 template <typename T>
 struct LstmDirection {
-  const T* x_proj;         // [rows of X, 4h]: Xt · W^T + Wb + Rb
-  const T* r;              // R of the direction [4h, h]
-  const T* peepholes;      // P of the direction [3h] (i, o, f), or nullptr
-  const Activation* f;     // f, g, h
+  const T* x_proj;      // [rows of X, 4h]: Xt · W^T + Wb + Rb
+  const T* r;           // R of the direction [4h, h]
+  const T* peepholes;   // P of the direction [3h] (i, o, f), or nullptr
+  const Activation* f;  // f, g, h
   bool reverse;
 };
 
@@ -34,8 +36,10 @@ class Lstm : public Kernel {
 
   void Compute(KernelContext& ctx) const override {
     switch (ctx.Input(0).type()) {
-      case DataType::kFloat: return ComputeTyped<float>(ctx);
-      case DataType::kDouble: return ComputeTyped<double>(ctx);
+      case DataType::kFloat:
+        return ComputeTyped<float>(ctx);
+      case DataType::kDouble:
+        return ComputeTyped<double>(ctx);
       default:
         Fail(ErrorCode::kNotImplemented, ctx.node().Describe(), ": element type ", DataTypeName(ctx.Input(0).type()));
     }

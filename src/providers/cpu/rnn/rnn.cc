@@ -2,6 +2,8 @@
 //   Ht = f(Xt · Wi^T + Ht-1 · Ri^T + Wbi + Rbi)        (default f = Tanh)
 // The input projection of all steps is one product; each step then multiplies the state by R^T.
 // Shared semantics (sequence_lens, clip, activations, layout): see rnn_common.h.
+#include <algorithm>
+
 #include "providers/cpu/cpu_kernels.h"
 #include "providers/cpu/rnn/rnn_common.h"
 
@@ -16,8 +18,10 @@ class Rnn : public Kernel {
 
   void Compute(KernelContext& ctx) const override {
     switch (ctx.Input(0).type()) {
-      case DataType::kFloat: return ComputeTyped<float>(ctx);
-      case DataType::kDouble: return ComputeTyped<double>(ctx);
+      case DataType::kFloat:
+        return ComputeTyped<float>(ctx);
+      case DataType::kDouble:
+        return ComputeTyped<double>(ctx);
       default:
         Fail(ErrorCode::kNotImplemented, ctx.node().Describe(), ": element type ", DataTypeName(ctx.Input(0).type()));
     }

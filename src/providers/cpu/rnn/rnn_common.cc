@@ -104,15 +104,20 @@ template <typename T>
 void ApplyActivationToSum(const Activation& f, float clip, const T* a, const T* b, T* out, int64_t n) {
   const T alpha = static_cast<T>(f.alpha), beta = static_cast<T>(f.beta);
   switch (f.kind) {
-    case ActivationKind::kRelu: return Map(a, b, out, n, clip, [](T x) { return Select(x > T(0), x, T(0)); });
-    case ActivationKind::kTanh: return Map(a, b, out, n, clip, [](T x) { return Tanh(x); });
-    case ActivationKind::kSigmoid: return Map(a, b, out, n, clip, [](T x) { return T(1) / (T(1) + Exp(-x)); });
-    case ActivationKind::kAffine: return Map(a, b, out, n, clip, [=](T x) { return alpha * x + beta; });
+    case ActivationKind::kRelu:
+      return Map(a, b, out, n, clip, [](T x) { return Select(x > T(0), x, T(0)); });
+    case ActivationKind::kTanh:
+      return Map(a, b, out, n, clip, [](T x) { return Tanh(x); });
+    case ActivationKind::kSigmoid:
+      return Map(a, b, out, n, clip, [](T x) { return T(1) / (T(1) + Exp(-x)); });
+    case ActivationKind::kAffine:
+      return Map(a, b, out, n, clip, [=](T x) { return alpha * x + beta; });
     case ActivationKind::kLeakyRelu:
       return Map(a, b, out, n, clip, [=](T x) { return Select(x >= T(0), x, alpha * x); });
     case ActivationKind::kThresholdedRelu:
       return Map(a, b, out, n, clip, [=](T x) { return Select(x >= alpha, x, T(0)); });
-    case ActivationKind::kScaledTanh: return Map(a, b, out, n, clip, [=](T x) { return alpha * Tanh(beta * x); });
+    case ActivationKind::kScaledTanh:
+      return Map(a, b, out, n, clip, [=](T x) { return alpha * Tanh(beta * x); });
     case ActivationKind::kHardSigmoid:
       return Map(a, b, out, n, clip, [=](T x) {
         const T y = alpha * x + beta;
@@ -120,8 +125,10 @@ void ApplyActivationToSum(const Activation& f, float clip, const T* a, const T* 
       });
     case ActivationKind::kElu:
       return Map(a, b, out, n, clip, [=](T x) { return Select(x >= T(0), x, alpha * (Exp(x) - T(1))); });
-    case ActivationKind::kSoftsign: return Map(a, b, out, n, clip, [](T x) { return x / (T(1) + std::fabs(x)); });
-    case ActivationKind::kSoftplus: return Map(a, b, out, n, clip, [](T x) { return Softplus(x); });
+    case ActivationKind::kSoftsign:
+      return Map(a, b, out, n, clip, [](T x) { return x / (T(1) + std::fabs(x)); });
+    case ActivationKind::kSoftplus:
+      return Map(a, b, out, n, clip, [](T x) { return Softplus(x); });
   }
 }
 
@@ -134,7 +141,6 @@ RecurrentAttributes ParseRecurrentAttributes(const Node& node, const std::vector
   RecurrentAttributes a;
   const std::string direction = node.GetString("direction", "forward");
   if (direction == "bidirectional") {
-    a.bidirectional = true;
     a.num_directions = 2;
   } else if (direction == "reverse") {
     a.reverse = true;
@@ -156,7 +162,8 @@ RecurrentAttributes ParseRecurrentAttributes(const Node& node, const std::vector
 }
 
 Shape RecurrentShape::YShape() const {
-  return layout == 0 ? Shape{seq_length, num_directions, batch, hidden} : Shape{batch, seq_length, num_directions, hidden};
+  return layout == 0 ? Shape{seq_length, num_directions, batch, hidden}
+                     : Shape{batch, seq_length, num_directions, hidden};
 }
 
 Shape RecurrentShape::StateShape() const {
@@ -261,19 +268,20 @@ namespace {
 template <typename T>
 void ReferenceGateGemm(const ThreadPool& pool, const T* a, int64_t rows, int64_t depth, const T* w, int64_t cols,
                        const T* bias, T* out) {
-  pool.ParallelFor(rows * cols, std::max<int64_t>(1, 16384 / std::max<int64_t>(1, depth)), [&](int64_t begin, int64_t end) {
-    for (int64_t index = begin; index < end; ++index) {
-      const int64_t i = index / cols, j = index % cols;
-      const T* a_row = a + i * depth;
-      const T* w_row = w + j * depth;
-      T partial[4] = {T(0), T(0), T(0), T(0)};
-      int64_t k = 0;
-      for (; k + 4 <= depth; k += 4)
-        for (int q = 0; q < 4; ++q) partial[q] += a_row[k + q] * w_row[k + q];
-      for (; k < depth; ++k) partial[0] += a_row[k] * w_row[k];
-      out[index] = (partial[0] + partial[1]) + (partial[2] + partial[3]) + (bias ? bias[j] : T(0));
-    }
-  });
+  pool.ParallelFor(rows * cols, std::max<int64_t>(1, 16384 / std::max<int64_t>(1, depth)),
+                   [&](int64_t begin, int64_t end) {
+                     for (int64_t index = begin; index < end; ++index) {
+                       const int64_t i = index / cols, j = index % cols;
+                       const T* a_row = a + i * depth;
+                       const T* w_row = w + j * depth;
+                       T partial[4] = {T(0), T(0), T(0), T(0)};
+                       int64_t k = 0;
+                       for (; k + 4 <= depth; k += 4)
+                         for (int q = 0; q < 4; ++q) partial[q] += a_row[k + q] * w_row[k + q];
+                       for (; k < depth; ++k) partial[0] += a_row[k] * w_row[k];
+                       out[index] = (partial[0] + partial[1]) + (partial[2] + partial[3]) + (bias ? bias[j] : T(0));
+                     }
+                   });
 }
 
 }  // namespace
@@ -286,8 +294,8 @@ void GateGemm::Run<double>(KernelContext& ctx, const double* a, int64_t rows, in
 
 // W [cols, depth] row-major read as the [depth, cols] weights of a matmul through strides: no transposed copy.
 template <>
-void GateGemm::Run<float>(KernelContext& ctx, const float* a, int64_t rows, int64_t depth, const float* w,
-                          int64_t cols, const float* bias, float* out) const {
+void GateGemm::Run<float>(KernelContext& ctx, const float* a, int64_t rows, int64_t depth, const float* w, int64_t cols,
+                          const float* bias, float* out) const {
   if (rows == 0 || cols == 0) return;
   if (depth == 0) return ReferenceGateGemm(ctx.thread_pool(), a, rows, depth, w, cols, bias, out);
   std::shared_ptr<const Primitive> p = primitives_.Get({rows, depth, cols, bias ? 1 : 0}, [&] {
@@ -336,21 +344,22 @@ Tensor ProjectInput(KernelContext& ctx, const GateGemm& gemm, const RecurrentSha
                     int64_t foldable_gates) {
   const int64_t rows = shape.seq_length * shape.batch, cols = shape.gates * shape.hidden;
   const T* b = OptionalData<T>(ctx.OptionalInput(3));
-  const std::vector<T> bias = InputBias(b ? b + direction * 2 * cols : nullptr, shape.gates, shape.hidden, foldable_gates);
+  const std::vector<T> bias =
+      InputBias(b ? b + direction * 2 * cols : nullptr, shape.gates, shape.hidden, foldable_gates);
   Tensor projected = Scratch<T>(ctx, rows * cols);
   const T* w = ctx.Input(1).Data<T>() + direction * cols * shape.input_size;
   gemm.Run(ctx, ctx.Input(0).Data<T>(), rows, shape.input_size, w, cols, bias.data(), projected.Data<T>());
   return projected;
 }
 
-#define TESSERA_RNN_INSTANTIATE(T)                                                                              \
-  template void ApplyActivation<T>(const Activation&, float, T*, int64_t);                                      \
-  template void ApplyActivationToSum<T>(const Activation&, float, const T*, const T*, T*, int64_t);             \
-  template std::vector<T> InputBias<T>(const T*, int64_t, int64_t, int64_t);                                    \
-  template void LoadState<T>(const RecurrentShape&, const T*, int64_t, T*);                                     \
-  template void StoreState<T>(const RecurrentShape&, const std::vector<int64_t>&, const T*, int64_t, T*);      \
-  template T* AllocateSequenceOutput<T>(KernelContext&, const RecurrentShape&, const std::vector<int64_t>&);    \
-  template T* AllocateStateOutput<T>(KernelContext&, size_t, const RecurrentShape&);                            \
+#define TESSERA_RNN_INSTANTIATE(T)                                                                           \
+  template void ApplyActivation<T>(const Activation&, float, T*, int64_t);                                   \
+  template void ApplyActivationToSum<T>(const Activation&, float, const T*, const T*, T*, int64_t);          \
+  template std::vector<T> InputBias<T>(const T*, int64_t, int64_t, int64_t);                                 \
+  template void LoadState<T>(const RecurrentShape&, const T*, int64_t, T*);                                  \
+  template void StoreState<T>(const RecurrentShape&, const std::vector<int64_t>&, const T*, int64_t, T*);    \
+  template T* AllocateSequenceOutput<T>(KernelContext&, const RecurrentShape&, const std::vector<int64_t>&); \
+  template T* AllocateStateOutput<T>(KernelContext&, size_t, const RecurrentShape&);                         \
   template Tensor ProjectInput<T>(KernelContext&, const GateGemm&, const RecurrentShape&, int64_t, int64_t);
 TESSERA_RNN_INSTANTIATE(float)
 TESSERA_RNN_INSTANTIATE(double)

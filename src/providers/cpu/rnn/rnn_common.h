@@ -22,7 +22,16 @@
 namespace tessera::cpu::rnn {
 
 enum class ActivationKind {
-  kRelu, kTanh, kSigmoid, kAffine, kLeakyRelu, kThresholdedRelu, kScaledTanh, kHardSigmoid, kElu, kSoftsign,
+  kRelu,
+  kTanh,
+  kSigmoid,
+  kAffine,
+  kLeakyRelu,
+  kThresholdedRelu,
+  kScaledTanh,
+  kHardSigmoid,
+  kElu,
+  kSoftsign,
   kSoftplus
 };
 
@@ -41,9 +50,8 @@ template <typename T>
 void ApplyActivationToSum(const Activation& f, float clip, const T* a, const T* b, T* values, int64_t n);
 
 struct RecurrentAttributes {
-  bool bidirectional = false;
   bool reverse = false;  // for the single direction of a unidirectional node
-  int64_t num_directions = 1;
+  int64_t num_directions = 1;  // 2 when bidirectional
   int64_t hidden_size = -1;  // -1 when the attribute is absent (taken from R's shape)
   float clip = 0;            // <= 0: no clipping
   int64_t layout = 0;
@@ -66,7 +74,8 @@ struct RecurrentShape {
   // Row of X [seq, batch, input] (layout 0) or [batch, seq, input] (layout 1) for step t of entry b.
   int64_t XRow(int64_t t, int64_t b) const { return layout == 0 ? t * batch + b : b * seq_length + t; }
   int64_t YOffset(int64_t t, int64_t direction, int64_t b) const {
-    return (layout == 0 ? (t * num_directions + direction) * batch + b : (b * seq_length + t) * num_directions + direction) *
+    return (layout == 0 ? (t * num_directions + direction) * batch + b
+                        : (b * seq_length + t) * num_directions + direction) *
            hidden;
   }
   int64_t StateOffset(int64_t direction, int64_t b) const {

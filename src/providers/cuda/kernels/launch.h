@@ -100,9 +100,11 @@ cudaError_t BatchNormInference(ElementType type, ElementType param_type, const v
                                int64_t batch, int64_t channels, int64_t spatial, cudaStream_t stream);
 
 // LayerNormalization over rows: y = (x - mean) / sqrt(var + epsilon) * scale + bias for each of `rows`
-// contiguous rows of `length` values; scale and bias (nullable) hold `length` values of `param_type`.
-cudaError_t LayerNorm(ElementType type, ElementType param_type, const void* x, const void* scale, const void* bias,
-                      float epsilon, void* y, int64_t rows, int64_t length, cudaStream_t stream);
+// contiguous rows of `length` values; scale (`scale_type`) and bias (`bias_type`, nullable) hold `length`
+// values each (exporters may mix float32 and float16 among X, scale and bias).
+cudaError_t LayerNorm(ElementType type, ElementType scale_type, ElementType bias_type, const void* x,
+                      const void* scale, const void* bias, float epsilon, void* y, int64_t rows, int64_t length,
+                      cudaStream_t stream);
 
 // ---- pooling (pool.cu) --------------------------------------------------------------------------
 struct Pool2dGeometry {

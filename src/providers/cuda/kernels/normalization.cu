@@ -34,8 +34,8 @@ __device__ float BlockSum(float value, float* partial) {
 
 // One block per row: the mean, then the variance around it (two passes, numerically robust), then the
 // output; the row is re-read from L1/L2, which for transformer widths is far cheaper than DRAM.
-template <typename T, typename P>
-__global__ void LayerNormKernel(const T* x, const P* scale, const P* bias, float epsilon, T* y, int64_t length) {
+template <typename T, typename P, typename Q>
+__global__ void LayerNormKernel(const T* x, const P* scale, const Q* bias, float epsilon, T* y, int64_t length) {
   __shared__ float partial[kWarp];
   const T* in = x + blockIdx.x * length;
   T* out = y + blockIdx.x * length;
@@ -56,17 +56,21 @@ __global__ void LayerNormKernel(const T* x, const P* scale, const P* bias, float
 
 }  // namespace
 
-cudaError_t LayerNorm(ElementType type, ElementType param_type, const void* x, const void* scale, const void* bias,
-                      float epsilon, void* y, int64_t rows, int64_t length, cudaStream_t stream) {
+cudaError_t LayerNorm(ElementType type, ElementType scale_type, ElementType bias_type, const void* x,
+                      const void* scale, const void* bias, float epsilon, void* y, int64_t rows, int64_t length,
+                      cudaStream_t stream) {
   const unsigned threads = length <= 256 ? 64 : length <= 1024 ? 128 : 256;
   return device::DispatchFloat(type, [&](auto x_tag) {
     using T = decltype(x_tag);
-    return device::DispatchFloat(param_type, [&](auto p_tag) {
+    return device::DispatchFloat(scale_type, [&](auto p_tag) {
       using P = decltype(p_tag);
-      LayerNormKernel<T, P><<<static_cast<unsigned>(rows), threads, 0, stream>>>(
-          static_cast<const T*>(x), static_cast<const P*>(scale), static_cast<const P*>(bias), epsilon,
-          static_cast<T*>(y), length);
-      return device::LaunchStatus();
+      return device::DispatchFloat(bias_type, [&](auto q_tag) {
+        using Q = decltype(q_tag);
+        LayerNormKernel<T, P, Q><<<static_cast<unsigned>(rows), threads, 0, stream>>>(
+            static_cast<const T*>(x), static_cast<const P*>(scale), static_cast<const Q*>(bias), epsilon,
+            static_cast<T*>(y), length);
+        return device::LaunchStatus();
+      });
     });
   });
 }

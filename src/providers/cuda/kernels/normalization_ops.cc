@@ -1,5 +1,5 @@
 // BatchNormalization in inference mode (one output; training_mode = 0) and LayerNormalization (output Y
-// only; scale and bias of the normalized size, float32 or float16 independently of X).
+// only; scale and bias of the normalized size, each float32 or float16 independently of X).
 #include <climits>
 
 #include "providers/cuda/kernels/cuda_kernels.h"
@@ -60,13 +60,14 @@ class LayerNormKernel : public Kernel {
     const size_t axis =
         static_cast<size_t>(NormalizeAxis(axis_, static_cast<int64_t>(x.shape().rank()), "LayerNormalization axis"));
     const int64_t length = x.shape().SizeFrom(axis);
-    if (scale.NumElements() != length || (bias != nullptr && (bias->NumElements() != length || bias->type() != scale.type())))
+    if (scale.NumElements() != length || (bias != nullptr && bias->NumElements() != length))
       Fail(ErrorCode::kNotImplemented, ctx.node().Describe(), ": the CUDA LayerNormalization needs Scale and B with ",
-           length, " values of one type, got ", scale.Describe(), bias ? ", " + bias->Describe() : std::string());
+           length, " values, got ", scale.Describe(), bias ? ", " + bias->Describe() : std::string());
     Tensor& y = ctx.Output(0, x.type(), x.shape());
     if (y.NumElements() == 0) return;
     CheckLaunch(ctx,
-                launch::LayerNorm(FloatElementType(ctx, x.type()), FloatElementType(ctx, scale.type()), x.raw_data(),
+                launch::LayerNorm(FloatElementType(ctx, x.type()), FloatElementType(ctx, scale.type()),
+                                  FloatElementType(ctx, bias ? bias->type() : scale.type()), x.raw_data(),
                                   scale.raw_data(), bias ? bias->raw_data() : nullptr, epsilon_, y.raw_data(),
                                   x.shape().SizeTo(axis), length, StreamOf(ctx)),
                 "LayerNormalization launch");
