@@ -6,9 +6,12 @@
 # Needs .deps/debs (from `bash scripts/gpu_host/setup_prefix.sh download` on the dev machine), CUDA at
 # /usr/local/cuda and cuDNN 9 (CUDNN_ROOT, default: the PyTorch venv's nvidia/cudnn). Steps: unpack the
 # .debs into a prefix, configure build-gpu for TESSERA_CUDA_ARCHITECTURES (default 90), build with -j16,
-# record the GPU, run `tessera devices`, the Cuda* tests, compute-sanitizer over the IO-binding tests, and
-# (RUN_RESNET50=1, the default, where python3 has torch) ResNet-50 against PyTorch plus its latency.
-# Prints a summary last; exits non-zero when a step fails.
+# record the GPU, run `tessera devices` and the Cuda* tests; then (where python3 has torch) export issue 3's
+# bench models (scripts/gpu_host/export_models.py: ResNet-50 and BERT-base, fp32 and fp16), check them
+# against PyTorch (CudaModelsTest), list nodes off the GPU and bench them (host tensors / IO binding / IO
+# binding + CUDA graph); RUN_RESNET50=1 (default) also checks the dynamo-exported ResNet-50; last,
+# compute-sanitizer over the IO-binding and graph tests. Prints a summary last; exits non-zero when a step
+# fails. BENCH_MODELS (default "resnet50 resnet50_fp16 bert_base_s128 bert_base_s128_fp16") picks the benches.
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 
@@ -63,7 +66,26 @@ if ! step build build.log ninja -C build-gpu -j"$JOBS" tessera_tests tessera_cli
 fi
 step devices devices.txt build-gpu/tessera devices
 step cuda_tests cuda_tests.log build-gpu/tessera_tests --gtest_filter='Cuda*'
-# ResNet-50 (random weights) exported by PyTorch: CUDA EP outputs against PyTorch's, then latency.
+# Issue 3's bench models: export, accuracy against PyTorch (float64), placement, latency.
+BENCH_DIR=/tmp/tessera-bench
+bench_models() {
+  for name in ${BENCH_MODELS:-resnet50 resnet50_fp16 bert_base_s128 bert_base_s128_fp16}; do
+    [[ -f $BENCH_DIR/$name.onnx ]] || continue
+    echo "==== $name"
+    build-gpu/tessera partition "$BENCH_DIR/$name.onnx" --ep cuda | grep -v CUDAExecutionProvider | head -20
+    build-gpu/tessera bench "$BENCH_DIR/$name.onnx" --ep cuda --runs 300 --warmup 30 --time-budget 24
+  done
+}
+if python3 -c 'import torch, torchvision, transformers' 2>/dev/null; then
+  step export_bench export_bench.log python3 scripts/gpu_host/export_models.py "$BENCH_DIR"
+  step models_vs_pytorch models_vs_pytorch.log env TESSERA_BENCH_MODELS="$BENCH_DIR" \
+    build-gpu/tessera_tests --gtest_filter='CudaModelsTest*'
+  grep -E '^MODEL|off the GPU|FAILED|error' "$LOG_DIR/models_vs_pytorch.log" | head -30
+  step bench bench.log bench_models
+  grep -E '^====|^ *(host tensors|io binding)|not measured' "$LOG_DIR/bench.log"
+fi
+# ResNet-50 (random weights) exported by PyTorch's dynamo exporter (ReduceMean average pool): CUDA EP
+# outputs against PyTorch's, then latency.
 resnet50_check() {
   local models=/tmp/tessera-models out=/tmp/tessera-resnet50-out
   python3 scripts/export_models.py --only resnet50 --out "$models" || return 1
@@ -82,15 +104,15 @@ for ref in sorted(pathlib.Path(sys.argv[1]).glob("*.npy")):
 sys.exit(0 if worst < 1e-2 else 1)
 PY
   build-gpu/tessera partition "$dir/model.onnx" --ep cuda | grep -v CUDAExecutionProvider | head -20
-  build-gpu/tessera bench "$dir/model.onnx" --ep cuda --runs 200 --warmup 20 --time-budget 30
+  build-gpu/tessera bench "$dir/model.onnx" --ep cuda --runs 200 --warmup 20 --time-budget 15
 }
 if [[ ${RUN_RESNET50:-1} == 1 ]] && python3 -c 'import torch' 2>/dev/null; then
-  step resnet50 resnet50.log resnet50_check
-  tail -30 "$LOG_DIR/resnet50.log"
+  step resnet50_dynamo resnet50.log resnet50_check
+  tail -12 "$LOG_DIR/resnet50.log"
 fi
 if command -v compute-sanitizer >/dev/null; then
-  step sanitizer_io_binding sanitizer.log timeout 150 compute-sanitizer --tool memcheck --error-exitcode 3 \
-    build-gpu/tessera_tests --gtest_filter='CudaSessionTest.IoBinding*:CudaSessionTest.Async*:CudaEpTest.Copies*'
+  step sanitizer sanitizer.log timeout 150 compute-sanitizer --tool memcheck --error-exitcode 3 \
+    build-gpu/tessera_tests --gtest_filter='CudaSessionTest.IoBinding*:CudaSessionTest.Async*:CudaEpTest.Copies*:CudaGraphTest.*'
 fi
 cat "$LOG_DIR/devices.txt"
 finish
