@@ -139,12 +139,13 @@ void MeasureCudaGraph(Environment& env, const std::filesystem::path& model, cons
     std::cout << "io binding + cuda graph: not measured: name the CUDA EP first with --ep cuda\n";
     return;
   }
-  options.providers.front().options["enable_cuda_graph"] = "1";
+  // insert_or_assign with std::string operands: gcc 12 -O3 reports a false -Wrestrict for operator[] = "literal"
+  options.providers.front().options.insert_or_assign(std::string("enable_cuda_graph"), std::string("1"));
   try {
     Session session(env, model, options);
     IoBinding binding = BindOnce(env, session, feeds);
     RunOptions run_options;
-    run_options.config["gpu_graph_id"] = "0";
+    run_options.config.insert_or_assign(std::string("gpu_graph_id"), std::string("0"));
     results.push_back(Measure("io binding + cuda graph", settings, [&] { session.Run(binding, run_options); }));
   } catch (const Error& e) {
     std::cout << "io binding + cuda graph: not measured: " << e.what() << "\n";

@@ -73,7 +73,7 @@ bench_models() {
     [[ -f $BENCH_DIR/$name.onnx ]] || continue
     echo "==== $name"
     build-gpu/tessera partition "$BENCH_DIR/$name.onnx" --ep cuda | grep -v CUDAExecutionProvider | head -20
-    build-gpu/tessera bench "$BENCH_DIR/$name.onnx" --ep cuda --runs 300 --warmup 30 --time-budget 24
+    build-gpu/tessera bench "$BENCH_DIR/$name.onnx" --ep cuda --runs 300 --warmup 30 --time-budget 18
   done
 }
 if python3 -c 'import torch, torchvision, transformers' 2>/dev/null; then
@@ -111,7 +111,7 @@ if [[ ${RUN_RESNET50:-1} == 1 ]] && python3 -c 'import torch' 2>/dev/null; then
   tail -12 "$LOG_DIR/resnet50.log"
 fi
 if command -v compute-sanitizer >/dev/null; then
-  step sanitizer sanitizer.log timeout 150 compute-sanitizer --tool memcheck --error-exitcode 3 \
+  step sanitizer sanitizer.log timeout 100 compute-sanitizer --tool memcheck --error-exitcode 3 \
     build-gpu/tessera_tests --gtest_filter='CudaSessionTest.IoBinding*:CudaSessionTest.Async*:CudaEpTest.Copies*:CudaGraphTest.*'
 fi
 cat "$LOG_DIR/devices.txt"

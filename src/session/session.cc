@@ -9,6 +9,7 @@
 #include "exec/plan_builder.h"
 #include "graph/model_loader.h"
 #include "graph/partitioner.h"
+#include "graph/passes/gradient_expansion.h"
 #include "graph/passes/graph_optimizer.h"
 #include "graph/type_inference.h"
 #include "providers/cpu/cpu_ep.h"
@@ -257,6 +258,7 @@ void Session::Impl::Initialize() {
   if (options.log_level < LogThreshold()) SetLogThreshold(options.log_level);
   Graph& graph = *model->graph;
   InferElementTypes(graph);
+  if (ExpandGradients(graph) > 0) InferElementTypes(graph);
   CreateProviders();
   SetUpServices();
   Optimize();

@@ -27,12 +27,73 @@ TEST(NormalizationOpTest, BatchNormInference) {
   }
 }
 
-TEST(NormalizationOpTest, BatchNormTrainingRejected) {
+// X [2, 2, 2]: channel 0 holds {1, 3, 3, 5} (mean 3, var 2), channel 1 {0, 2, 2, 4} (mean 2, var 2); with
+// epsilon 2 both normalize by sqrt(2 + 2) = 2.
+OpTester& BatchNormTrainingCase(OpTester& t) {
+  t.Attr("epsilon", 2.0f).Attr("momentum", 0.5f);
+  t.Input("X", Tensor::FromVector<float>(Shape{2, 2, 2}, {1, 3, 0, 2, 3, 5, 2, 4}));
+  t.Input("scale", Tensor::FromVector<float>(Shape{2}, {1, 2})).Input("B", Tensor::FromVector<float>(Shape{2}, {0, 1}));
+  t.Input("mean", Tensor::FromVector<float>(Shape{2}, {1, 0}));
+  t.Input("var", Tensor::FromVector<float>(Shape{2}, {1, 2}));
+  t.Output("Y", Tensor::FromVector<float>(Shape{2, 2, 2}, {-1, 0, -1, 1, 0, 1, 1, 3}));
+  // running = input * momentum + batch * (1 - momentum)
+  t.Output("running_mean", Tensor::FromVector<float>(Shape{2}, {2, 1}));
+  t.Output("running_var", Tensor::FromVector<float>(Shape{2}, {1.5f, 2}));
+  return t;
+}
+
+TEST(NormalizationOpTest, BatchNormTrainingMode) {
+  for (int opset : {14, 15}) {
+    OpTester t("BatchNormalization", opset);
+    t.Attr("training_mode", int64_t{1});
+    BatchNormTrainingCase(t).Run();
+  }
+}
+
+TEST(NormalizationOpTest, BatchNormLegacyTrainingOutputs) {
+  OpTester t("BatchNormalization", 9);
+  BatchNormTrainingCase(t);
+  t.Output("saved_mean", Tensor::FromVector<float>(Shape{2}, {3, 2}));
+  t.Output("saved_var", Tensor::FromVector<float>(Shape{2}, {2, 2}));
+  t.Run();
+}
+
+TEST(NormalizationOpTest, BatchNormTrainingModeMatchesReference) {
+  const Shape xs{3, 4, 5, 6};
+  Tensor x = RandomTensor(DataType::kFloat, xs, 11, -3, 3), scale = RandomTensor(DataType::kFloat, {4}, 12);
+  Tensor bias = RandomTensor(DataType::kFloat, {4}, 13), mean = RandomTensor(DataType::kFloat, {4}, 14);
+  Tensor var = RandomTensor(DataType::kFloat, {4}, 15, 0.1, 2.0);
+  Tensor y = Tensor::Allocate(DataType::kFloat, xs), running_mean = Tensor::Allocate(DataType::kFloat, {4}),
+         running_var = Tensor::Allocate(DataType::kFloat, {4});
+  for (int64_t c = 0; c < 4; ++c) {
+    double sum = 0, sum_sq = 0;
+    for (int64_t n = 0; n < 3; ++n)
+      for (int64_t i = 0; i < 30; ++i) sum += x.Data<float>()[(n * 4 + c) * 30 + i];
+    const double m = sum / 90;
+    for (int64_t n = 0; n < 3; ++n)
+      for (int64_t i = 0; i < 30; ++i) sum_sq += std::pow(x.Data<float>()[(n * 4 + c) * 30 + i] - m, 2);
+    const double v = sum_sq / 90;
+    for (int64_t n = 0; n < 3; ++n)
+      for (int64_t i = 0; i < 30; ++i) {
+        const int64_t k = (n * 4 + c) * 30 + i;
+        const double normalized = (x.Data<float>()[k] - m) / std::sqrt(v + 1e-5);
+        y.Data<float>()[k] = float(normalized * scale.Data<float>()[c] + bias.Data<float>()[c]);
+      }
+    running_mean.Data<float>()[c] = float(mean.Data<float>()[c] * 0.9 + m * 0.1);
+    running_var.Data<float>()[c] = float(var.Data<float>()[c] * 0.9 + v * 0.1);
+  }
   OpTester t("BatchNormalization", 15);
   t.Attr("training_mode", int64_t{1});
+  t.Input("X", x).Input("scale", scale).Input("B", bias).Input("mean", mean).Input("var", var);
+  t.Output("Y", y).Output("running_mean", running_mean).Output("running_var", running_var);
+  t.Run();
+}
+
+TEST(NormalizationOpTest, BatchNormStatisticsOutputsNeedTrainingMode) {
+  OpTester t("BatchNormalization", 15);
   t.Input("X", RandomTensor(DataType::kFloat, {1, 2, 2}, 1));
   for (const char* name : {"scale", "B", "mean", "var"}) t.Input(name, RandomTensor(DataType::kFloat, {2}, 2, 0.1, 1));
-  t.OutputName("Y").ExpectFailure("training");
+  t.OutputName("Y").OutputName("running_mean").OutputName("running_var").ExpectFailure("training_mode=1");
   t.Run({"cpu"});
 }
 

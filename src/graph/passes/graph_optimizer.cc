@@ -1,5 +1,6 @@
 #include "graph/passes/graph_optimizer.h"
 
+#include "graph/passes/conv_activation_fusion.h"
 #include "graph/passes/conv_bn_folding.h"
 #include "graph/passes/dead_node_elimination.h"
 #include "graph/passes/gelu_fusion.h"
@@ -28,6 +29,11 @@ void RunExtended(Graph& graph, const OptimizerContext& context, std::vector<Pass
   results.push_back({"dead_node_elimination", EliminateDeadNodes(graph)});
 }
 
+// Fusions into ai.tessera ops, after the standard ones (a folded BatchNorm leaves a Conv to fuse).
+void RunAll(Graph& graph, const OptimizerContext& context, std::vector<PassResult>& results) {
+  results.push_back({"conv_activation_fusion", FuseConvActivation(graph, context.can_fuse)});
+}
+
 }  // namespace
 
 std::vector<PassResult> OptimizeGraph(Graph& graph, OptimizationLevel level, const OptimizerContext& context) {
@@ -35,6 +41,7 @@ std::vector<PassResult> OptimizeGraph(Graph& graph, OptimizationLevel level, con
   if (level == OptimizationLevel::kNone) return results;
   RunBasic(graph, context, results);
   if (level >= OptimizationLevel::kExtended) RunExtended(graph, context, results);
+  if (level >= OptimizationLevel::kAll) RunAll(graph, context, results);
   return results;
 }
 

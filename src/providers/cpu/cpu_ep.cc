@@ -27,6 +27,7 @@ const KernelRegistry& CpuKernelRegistry() {
     cpu::RegisterMeanVarianceNormalizationKernels(r);
     cpu::RegisterRandomKernels(r);
     cpu::RegisterTrainingKernels(r);
+    cpu::RegisterReduceToShapeKernels(r);
     cpu::RegisterResizeKernels(r);
     cpu::RegisterConvTransposeKernels(r);
     cpu::RegisterIfKernels(r);

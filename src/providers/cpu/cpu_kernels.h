@@ -24,6 +24,7 @@ void RegisterDropoutKernels(KernelRegistry& registry);         // nn/dropout.cc
 void RegisterMeanVarianceNormalizationKernels(KernelRegistry& registry);  // nn/mvn.cc
 void RegisterRandomKernels(KernelRegistry& registry);          // random/random_ops.cc
 void RegisterTrainingKernels(KernelRegistry& registry);        // training/optimizers.cc (ai.onnx.preview.training)
+void RegisterReduceToShapeKernels(KernelRegistry& registry);   // training/reduce_to_shape.cc (ai.tessera)
 void RegisterResizeKernels(KernelRegistry& registry);          // tensor/resize.cc
 void RegisterConvTransposeKernels(KernelRegistry& registry);   // nn/conv_transpose.cc
 void RegisterIfKernels(KernelRegistry& registry);              // controlflow/if.cc

@@ -2,6 +2,9 @@
 
 #include <omp.h>
 
+#include <algorithm>
+#include <cmath>
+
 namespace tessera::cpu {
 
 const dnnl::engine& DnnlEngine() {
@@ -49,5 +52,110 @@ void AppendShapeKey(std::vector<int64_t>& key, const Shape& shape) {
   key.push_back(static_cast<int64_t>(shape.rank()));
   key.insert(key.end(), shape.dims().begin(), shape.dims().end());
 }
+
+namespace {
+
+struct ActivationSpec {
+  const char* name;
+  FusedActivation::Kind kind;
+  size_t param_count;
+  float default_alpha, default_beta;
+};
+
+constexpr ActivationSpec kActivations[] = {
+    {"Relu", FusedActivation::Kind::kRelu, 0, 0, 0},
+    {"LeakyRelu", FusedActivation::Kind::kLeakyRelu, 1, 0.01f, 0},
+    {"Clip", FusedActivation::Kind::kClip, 2, -3.402823466e+38f, 3.402823466e+38f},
+    {"Sigmoid", FusedActivation::Kind::kSigmoid, 0, 0, 0},
+    {"HardSigmoid", FusedActivation::Kind::kHardSigmoid, 2, 0.2f, 0.5f},
+    {"HardSwish", FusedActivation::Kind::kHardSwish, 0, 0, 0},
+    {"Tanh", FusedActivation::Kind::kTanh, 0, 0, 0},
+    {"Gelu", FusedActivation::Kind::kGelu, 0, 0, 0},
+    {"GeluTanh", FusedActivation::Kind::kGeluTanh, 0, 0, 0},
+};
+
+template <typename T>
+inline T Activate(const FusedActivation& a, T x) {
+  using K = FusedActivation::Kind;
+  const T alpha = a.alpha, beta = a.beta;
+  switch (a.kind) {
+    case K::kNone: return x;
+    case K::kRelu: return x > T(0) ? x : T(0);
+    case K::kLeakyRelu: return x >= T(0) ? x : alpha * x;
+    case K::kClip: return std::min(std::max(x, alpha), beta);
+    case K::kSigmoid: return T(1) / (T(1) + std::exp(-x));
+    case K::kHardSigmoid: return std::min(T(1), std::max(T(0), alpha * x + beta));
+    case K::kHardSwish: return x * std::min(T(1), std::max(T(0), x / T(6) + T(0.5)));
+    case K::kTanh: return std::tanh(x);
+    case K::kGelu: return T(0.5) * x * (T(1) + std::erf(x / std::sqrt(T(2))));
+    case K::kGeluTanh:
+      return T(0.5) * x * (T(1) + std::tanh(std::sqrt(T(2) / T(M_PI)) * (x + T(0.044715) * x * x * x)));
+  }
+  return x;
+}
+
+template <typename T, FusedActivation::Kind kKind>
+void ApplyKind(const FusedActivation& a, T* data, int64_t count) {
+  const FusedActivation fixed{kKind, a.alpha, a.beta};  // the switch in Activate folds away per loop
+  for (int64_t i = 0; i < count; ++i) data[i] = Activate(fixed, data[i]);
+}
+
+template <typename T>
+void ApplyActivationTo(const FusedActivation& a, T* data, int64_t count) {
+  using K = FusedActivation::Kind;
+  switch (a.kind) {
+    case K::kNone: return;
+    case K::kRelu: return ApplyKind<T, K::kRelu>(a, data, count);
+    case K::kLeakyRelu: return ApplyKind<T, K::kLeakyRelu>(a, data, count);
+    case K::kClip: return ApplyKind<T, K::kClip>(a, data, count);
+    case K::kSigmoid: return ApplyKind<T, K::kSigmoid>(a, data, count);
+    case K::kHardSigmoid: return ApplyKind<T, K::kHardSigmoid>(a, data, count);
+    case K::kHardSwish: return ApplyKind<T, K::kHardSwish>(a, data, count);
+    case K::kTanh: return ApplyKind<T, K::kTanh>(a, data, count);
+    case K::kGelu: return ApplyKind<T, K::kGelu>(a, data, count);
+    case K::kGeluTanh: return ApplyKind<T, K::kGeluTanh>(a, data, count);
+  }
+}
+
+}  // namespace
+
+FusedActivation ReadFusedActivation(const Node& node) {
+  const std::string name = node.GetString("activation", "");
+  if (name.empty()) return {};
+  const std::vector<float> params = node.GetFloats("activation_params", {});
+  for (const ActivationSpec& spec : kActivations) {
+    if (name != spec.name) continue;
+    if (!params.empty() && params.size() != spec.param_count)
+      Fail(ErrorCode::kInvalidArgument, node.Describe(), ": activation ", name, " takes ", spec.param_count,
+           " activation_params, got ", params.size());
+    FusedActivation a{spec.kind, spec.default_alpha, spec.default_beta};
+    if (params.size() > 0) a.alpha = params[0];
+    if (params.size() > 1) a.beta = params[1];
+    return a;
+  }
+  Fail(ErrorCode::kInvalidArgument, node.Describe(), ": unsupported activation '", name, "'");
+}
+
+void AppendActivation(dnnl::post_ops& ops, const FusedActivation& a) {
+  using K = FusedActivation::Kind;
+  using dnnl::algorithm;
+  switch (a.kind) {
+    case K::kNone: return;
+    case K::kRelu: return ops.append_eltwise(1.0f, algorithm::eltwise_relu, 0.0f, 0.0f);
+    case K::kLeakyRelu: return ops.append_eltwise(1.0f, algorithm::eltwise_relu, a.alpha, 0.0f);
+    case K::kClip: return ops.append_eltwise(1.0f, algorithm::eltwise_clip, a.alpha, a.beta);
+    case K::kSigmoid: return ops.append_eltwise(1.0f, algorithm::eltwise_logistic, 0.0f, 0.0f);
+    case K::kHardSigmoid:  // oneDNN 2.6 has no hardsigmoid: alpha * x + beta, then clip to [0, 1]
+      ops.append_eltwise(1.0f, algorithm::eltwise_linear, a.alpha, a.beta);
+      return ops.append_eltwise(1.0f, algorithm::eltwise_clip, 0.0f, 1.0f);
+    case K::kHardSwish: return ops.append_eltwise(1.0f, algorithm::eltwise_hardswish, 0.0f, 0.0f);
+    case K::kTanh: return ops.append_eltwise(1.0f, algorithm::eltwise_tanh, 0.0f, 0.0f);
+    case K::kGelu: return ops.append_eltwise(1.0f, algorithm::eltwise_gelu_erf, 0.0f, 0.0f);
+    case K::kGeluTanh: return ops.append_eltwise(1.0f, algorithm::eltwise_gelu_tanh, 0.0f, 0.0f);
+  }
+}
+
+void ApplyActivation(const FusedActivation& a, float* data, int64_t count) { ApplyActivationTo(a, data, count); }
+void ApplyActivation(const FusedActivation& a, double* data, int64_t count) { ApplyActivationTo(a, data, count); }
 
 }  // namespace tessera::cpu

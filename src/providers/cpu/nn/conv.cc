@@ -9,6 +9,10 @@
 //   1x1, C=64,  2 threads        0.16                     0.25
 // So spatial kernels let oneDNN pick the activation layout (reordering in and out inside the kernel)
 // and 1x1 kernels keep plain NCHW. Through a Session, 3x3 C=256 runs in 5.25 ms on 8 threads.
+//
+// ai.tessera::FusedConv(X, W, B?, Z?) is Conv followed by `Y += Z` (a residual of Y's shape, or one that
+// broadcasts to it) and then `activation` (see FusedActivation); both run as oneDNN post-ops (sum, eltwise),
+// so the conv output is written once. The graph pass conv_activation_fusion produces it.
 #include <algorithm>
 #include <optional>
 
@@ -107,14 +111,42 @@ std::optional<LayoutReorder> MakeReorder(const dnnl::memory::desc& from, const d
 }
 
 // A oneDNN convolution for one (X shape, W shape); `packed_weights` is set when W is a constant and
-// the reorders are set when the primitive wants blocked activations.
+// the reorders are set when the primitive wants blocked activations (dst_to_blocked brings the residual
+// into the blocked dst when there is a sum post-op).
 struct DnnlConv {
   dnnl::convolution_forward::primitive_desc pd;
   dnnl::convolution_forward primitive;
   dnnl::memory::desc src_plain, weights_plain, dst_plain;
   dnnl::memory packed_weights;
-  std::optional<LayoutReorder> src_to_blocked, dst_to_plain;
+  std::optional<LayoutReorder> src_to_blocked, dst_to_plain, dst_to_blocked;
 };
+
+// Adds `z` (unidirectionally broadcast to `y_shape`) to `y`; throws when it does not broadcast.
+template <typename T>
+void AddResidual(const Node& node, const Shape& y_shape, T* y, const Shape& z_shape, const T* z) {
+  const size_t rank = y_shape.rank();
+  if (z_shape.rank() > rank)
+    Fail(ErrorCode::kInvalidArgument, node.Describe(), ": Z ", z_shape.ToString(), " does not broadcast to Y ",
+         y_shape.ToString());
+  std::vector<int64_t> z_strides(rank, 0);
+  for (int64_t d = static_cast<int64_t>(rank) - 1, stride = 1, zd = static_cast<int64_t>(z_shape.rank()) - 1; zd >= 0;
+       --d, --zd) {
+    if (z_shape[zd] != 1 && z_shape[zd] != y_shape[d])
+      Fail(ErrorCode::kInvalidArgument, node.Describe(), ": Z ", z_shape.ToString(), " does not broadcast to Y ",
+           y_shape.ToString());
+    z_strides[d] = z_shape[zd] == 1 ? 0 : stride;
+    stride *= z_shape[zd];
+  }
+  const int64_t count = y_shape.NumElements();
+  for (int64_t i = 0; i < count; ++i) {
+    int64_t offset = 0;
+    for (int64_t r = i, d = static_cast<int64_t>(rank) - 1; d >= 0; --d) {
+      offset += (r % y_shape[d]) * z_strides[d];
+      r /= y_shape[d];
+    }
+    y[i] += z[offset];
+  }
+}
 
 class Conv : public Kernel {
  public:
@@ -122,25 +154,45 @@ class Conv : public Kernel {
       : attrs_(ReadWindowAttributes(info.node())),
         group_(info.node().GetInt("group", 1)),
         has_bias_(info.node().HasInput(2)),
+        activation_(info.node().domain.empty() ? FusedActivation{} : ReadFusedActivation(info.node())),
         constant_weights_(info.ConstantInput(1) ? *info.ConstantInput(1) : Tensor()) {}
 
   void Compute(KernelContext& ctx) const override {
     const Tensor& x = ctx.Input(0);
     const Tensor& w = ctx.Input(1);
     const Tensor* bias = ctx.OptionalInput(2);
+    const Tensor* residual = ctx.node().domain.empty() ? nullptr : ctx.OptionalInput(3);
     const ConvShapes s = ResolveConvShapes(ctx.node(), attrs_, group_, x.shape(), w.shape(), bias);
     Tensor& y = ctx.Output(0, x.type(), s.output);
     if (y.NumElements() == 0) return;
+    if (residual && residual->type() != x.type())
+      Fail(ErrorCode::kInvalidArgument, ctx.node().Describe(), ": Z is ", DataTypeName(residual->type()),
+           " but X is ", DataTypeName(x.type()));
+    // A residual of Y's own shape is summed inside the primitive; a broadcasting one is added afterwards.
+    const bool sum_in_primitive = residual && residual->shape() == s.output;
     if (x.type() == DataType::kFloat && UseDnnl(s, x)) {
-      std::shared_ptr<const DnnlConv> conv = primitives_.Get(CacheKey(x, w), [&] { return Build(s); });
-      if (conv->primitive) return RunDnnl(ctx, *conv, x, w, bias, y);
+      std::vector<int64_t> key = CacheKey(x, w);
+      key.push_back(sum_in_primitive);
+      // oneDNN 2.6's gemm-based 1x1 convolution runs eltwise post-ops about 4x slower than the conv itself
+      // (MobileNetV2, Clip): those convs apply the activation afterwards in a vectorized loop.
+      const bool fuse_activation = (!residual || sum_in_primitive) && s.window.KernelSize() != 1;
+      std::shared_ptr<const DnnlConv> conv =
+          primitives_.Get(key, [&] { return Build(s, sum_in_primitive, fuse_activation); });
+      if (conv->primitive) {
+        RunDnnl(ctx, *conv, x, w, bias, sum_in_primitive ? residual : nullptr, y);
+        if (!fuse_activation) Finish(ctx, sum_in_primitive ? nullptr : residual, y.Data<float>(), y);
+        return;
+      }
     }
-    if (x.type() == DataType::kFloat)
+    if (x.type() == DataType::kFloat) {
       ReferenceConv(s, x.Data<float>(), w.Data<float>(), bias ? bias->Data<float>() : nullptr, y.Data<float>(),
                     ctx.thread_pool());
-    else
+      Finish(ctx, residual, y.Data<float>(), y);
+    } else {
       ReferenceConv(s, x.Data<double>(), w.Data<double>(), bias ? bias->Data<double>() : nullptr, y.Data<double>(),
                     ctx.thread_pool());
+      Finish(ctx, residual, y.Data<double>(), y);
+    }
   }
 
  private:
@@ -155,8 +207,19 @@ class Conv : public Kernel {
     return key;
   }
 
-  // Builds the primitive for `s`; returns an entry without a primitive when oneDNN rejects the geometry.
-  DnnlConv Build(const ConvShapes& s) const {
+  // The residual and activation for paths that did not fuse them into the primitive.
+  template <typename T>
+  void Finish(KernelContext& ctx, const Tensor* residual, T* y_data, const Tensor& y) const {
+    if (residual) AddResidual(ctx.node(), y.shape(), y_data, residual->shape(), residual->Data<T>());
+    if (activation_.kind == FusedActivation::Kind::kNone) return;
+    ctx.thread_pool().ParallelFor(y.NumElements(), 16384, [&](int64_t begin, int64_t end) {
+      ApplyActivation(activation_, y_data + begin, end - begin);
+    });
+  }
+
+  // Builds the primitive for `s` with a sum post-op when `sum_residual` and the activation as eltwise
+  // post-ops when `fuse_activation`; returns an entry without a primitive when oneDNN rejects the geometry.
+  DnnlConv Build(const ConvShapes& s, bool sum_residual, bool fuse_activation) const {
     using dnnl::memory;
     const WindowGeometry& g = s.window;
     memory::dims src{s.batch, s.in_channels}, dst{s.batch, s.out_channels}, weights;
@@ -173,19 +236,25 @@ class Conv : public Kernel {
     conv.dst_plain = PlainF32Desc(dst);
     conv.weights_plain = PlainF32Desc(weights);
     auto any = [](const memory::dims& d) { return memory::desc(d, memory::data_type::f32, memory::format_tag::any); };
+    dnnl::post_ops ops;
+    if (sum_residual) ops.append_sum(1.0f);
+    if (fuse_activation) AppendActivation(ops, activation_);
+    dnnl::primitive_attr attr;
+    attr.set_post_ops(ops);
     try {
       const memory::desc bias = has_bias_ ? PlainF32Desc({s.out_channels}) : memory::desc();
       dnnl::convolution_forward::desc desc(dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct,
                                           pointwise ? conv.src_plain : any(src), any(weights), bias,
                                           pointwise ? conv.dst_plain : any(dst), ToDnnlDims(g.strides), dilations,
                                           ToDnnlDims(g.pad_begin), ToDnnlDims(g.pad_end));
-      conv.pd = dnnl::convolution_forward::primitive_desc(desc, DnnlAttr(), DnnlEngine());
+      conv.pd = dnnl::convolution_forward::primitive_desc(desc, DnnlAttr(attr), DnnlEngine());
     } catch (const dnnl::error&) {
       return conv;
     }
     conv.primitive = dnnl::convolution_forward(conv.pd);
     conv.src_to_blocked = MakeReorder(conv.src_plain, conv.pd.src_desc());
     conv.dst_to_plain = MakeReorder(conv.pd.dst_desc(), conv.dst_plain);
+    if (sum_residual) conv.dst_to_blocked = MakeReorder(conv.dst_plain, conv.pd.dst_desc());
     if (constant_weights_.defined()) {
       dnnl::memory plain(conv.weights_plain, DnnlEngine(), const_cast<void*>(constant_weights_.raw_data()));
       conv.packed_weights = ReorderInto(plain, conv.pd.weights_desc());
@@ -193,8 +262,9 @@ class Conv : public Kernel {
     return conv;
   }
 
+  // `residual` (Y's shape) is set exactly when the primitive has a sum post-op.
   static void RunDnnl(KernelContext& ctx, const DnnlConv& conv, const Tensor& x, const Tensor& w, const Tensor* bias,
-                      Tensor& y) {
+                      const Tensor* residual, Tensor& y) {
     const dnnl::engine& engine = DnnlEngine();
     dnnl::memory src(conv.src_plain, engine, const_cast<float*>(x.Data<float>()));
     dnnl::memory dst(conv.dst_plain, engine, y.Data<float>());
@@ -213,6 +283,14 @@ class Conv : public Kernel {
                   {{DNNL_ARG_FROM, src}, {DNNL_ARG_TO, args[DNNL_ARG_SRC]}});
     }
     args[DNNL_ARG_DST] = conv.dst_to_plain ? Scratch(ctx, conv.pd.dst_desc(), dst_storage) : dst;
+    if (residual) {
+      dnnl::memory z(conv.dst_plain, engine, const_cast<float*>(residual->Data<float>()));
+      if (conv.dst_to_blocked)
+        ExecuteDnnl(ctx, conv.dst_to_blocked->primitive, conv.dst_to_blocked->pd,
+                    {{DNNL_ARG_FROM, z}, {DNNL_ARG_TO, args[DNNL_ARG_DST]}});
+      else
+        std::copy_n(residual->Data<float>(), residual->NumElements(), y.Data<float>());
+    }
     ExecuteDnnl(ctx, conv.primitive, conv.pd, args);
     if (conv.dst_to_plain)
       ExecuteDnnl(ctx, conv.dst_to_plain->primitive, conv.dst_to_plain->pd,
@@ -228,6 +306,7 @@ class Conv : public Kernel {
   WindowAttributes attrs_;
   int64_t group_;
   bool has_bias_;  // fixed per node, so the cached primitives either all take a bias or none does
+  FusedActivation activation_;  // FusedConv only
   Tensor constant_weights_;  // shares the initializer's buffer; undefined when W is not constant
   ShapeCache<DnnlConv> primitives_;
 };
@@ -238,6 +317,10 @@ void RegisterConvKernels(KernelRegistry& registry) {
   KernelDef def;
   def.op_type = "Conv";
   def.input_types = {{0, {DataType::kFloat, DataType::kDouble}}};
+  registry.Register<Conv>(def);
+  def.op_type = "FusedConv";
+  def.domain = "ai.tessera";
+  def.input_types = {{0, {DataType::kFloat, DataType::kDouble}}, {3, {DataType::kFloat, DataType::kDouble}}};
   registry.Register<Conv>(std::move(def));
 }
 

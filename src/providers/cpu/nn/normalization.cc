@@ -1,4 +1,4 @@
-// Normalization: BatchNormalization (inference only), LayerNormalization (opset 17) and
+// Normalization: BatchNormalization (inference and training mode), LayerNormalization (opset 17) and
 // InstanceNormalization. Statistics accumulate in double; the per-element work is a fused
 // multiply-add over contiguous rows so the compiler vectorizes it.
 #include <cmath>
@@ -36,16 +36,63 @@ void ScaleShiftRows(const T* x, T* y, int64_t rows, int64_t width, const std::ve
   });
 }
 
+// Per-parameter mean and population variance of X viewed as [batch, params, width], over batch and width.
+template <typename T>
+void BatchStatistics(const T* x, int64_t batch, int64_t params, int64_t width, std::vector<double>& mean,
+                     std::vector<double>& var, const ThreadPool& pool) {
+  mean.assign(params, 0.0);
+  var.assign(params, 0.0);
+  const double count = static_cast<double>(batch * width);
+  if (count == 0) return;
+  pool.ParallelFor(params, 1, [&](int64_t begin, int64_t end) {
+    for (int64_t p = begin; p < end; ++p) {
+      double sum = 0;
+      for (int64_t n = 0; n < batch; ++n) {
+        const T* row = x + (n * params + p) * width;
+        for (int64_t i = 0; i < width; ++i) sum += static_cast<double>(row[i]);
+      }
+      const double m = sum / count;
+      double sum_sq = 0;
+      for (int64_t n = 0; n < batch; ++n) {
+        const T* row = x + (n * params + p) * width;
+        for (int64_t i = 0; i < width; ++i) {
+          const double d = static_cast<double>(row[i]) - m;
+          sum_sq += d * d;
+        }
+      }
+      mean[p] = m;
+      var[p] = sum_sq / count;
+    }
+  });
+}
+
+// Writes `values` to output `index` (when the node has it) as a [params] tensor of `type`.
+void WriteStatistic(KernelContext& ctx, size_t index, DataType type, const std::vector<double>& values) {
+  if (!HasOutput(ctx.node(), index)) return;
+  Tensor& out = ctx.Output(index, type, Shape{static_cast<int64_t>(values.size())});
+  for (size_t i = 0; i < values.size(); ++i) {
+    if (type == DataType::kDouble) out.Data<double>()[i] = values[i];
+    else out.Data<float>()[i] = static_cast<float>(values[i]);
+  }
+}
+
+// Inference normalizes with input_mean/input_var. Training mode (opset >= 14: training_mode=1; before:
+// any statistics output requested) normalizes with the batch statistics over every axis but the channel
+// and outputs running_mean = input_mean * momentum + batch_mean * (1 - momentum) (running_var likewise,
+// population variance); opsets < 14 also output saved_mean and saved_var, the batch mean and variance.
 class BatchNormalization : public Kernel {
  public:
   explicit BatchNormalization(const KernelInfo& info)
-      : epsilon_(info.node().GetFloat("epsilon", 1e-5f)), spatial_(info.node().GetInt("spatial", 1) != 0) {
+      : epsilon_(info.node().GetFloat("epsilon", 1e-5f)),
+        momentum_(info.node().GetFloat("momentum", 0.9f)),
+        spatial_(info.node().GetInt("spatial", 1) != 0) {
     const Node& node = info.node();
-    if (node.GetInt("training_mode", 0) != 0 || HasOutput(node, 1) || HasOutput(node, 2) || HasOutput(node, 3) ||
-        HasOutput(node, 4))
-      Fail(ErrorCode::kNotImplemented, node.Describe(),
-           ": training mode (training_mode=1 or running/saved statistics outputs) is not supported; "
-           "only inference is");
+    bool any_statistics_output = false;
+    for (size_t i = 1; i <= 4; ++i) any_statistics_output = any_statistics_output || HasOutput(node, i);
+    training_ = node.opset >= 14 ? node.GetInt("training_mode", 0) != 0 : any_statistics_output;
+    if (!training_ && any_statistics_output)
+      Fail(ErrorCode::kInvalidModel, node.Describe(),
+           ": running_mean/running_var outputs are only valid with training_mode=1");
   }
 
   void Compute(KernelContext& ctx) const override {
@@ -55,22 +102,32 @@ class BatchNormalization : public Kernel {
       Fail(ErrorCode::kInvalidArgument, ctx.node().Describe(), ": X ", xs.ToString(), " must be [N, C, ...]");
     const int64_t channels = xs[1], spatial = xs.SizeFrom(2);
     // spatial=0 (opset < 9) gives every element of a sample its own statistics.
-    const int64_t params = spatial_ ? channels : channels * spatial;
-    std::vector<double> scale, shift;
+    const int64_t params = spatial_ ? channels : channels * spatial, width = spatial_ ? spatial : 1;
     for (size_t i = 1; i <= 4; ++i) {
       const Tensor& p = ctx.Input(i);
       if (p.NumElements() != params)
         Fail(ErrorCode::kInvalidArgument, ctx.node().Describe(), ": input ", i, " has shape ", p.shape().ToString(),
              " but X ", xs.ToString(), " needs ", params, " values");
     }
-    const std::vector<double> gamma = ToDoubles(ctx.Input(1)), beta = ToDoubles(ctx.Input(2)),
-                              mean = ToDoubles(ctx.Input(3)), var = ToDoubles(ctx.Input(4));
+    std::vector<double> mean, var;
+    if (training_) {
+      if (x.type() == DataType::kFloat)
+        BatchStatistics(x.Data<float>(), xs[0], params, width, mean, var, ctx.thread_pool());
+      else
+        BatchStatistics(x.Data<double>(), xs[0], params, width, mean, var, ctx.thread_pool());
+      WriteRunningStatistics(ctx, mean, var);
+    } else {
+      mean = ToDoubles(ctx.Input(3));
+      var = ToDoubles(ctx.Input(4));
+    }
+    const std::vector<double> gamma = ToDoubles(ctx.Input(1)), beta = ToDoubles(ctx.Input(2));
+    std::vector<double> scale, shift;
     for (int64_t c = 0; c < params; ++c) {
       scale.push_back(gamma[c] / std::sqrt(var[c] + static_cast<double>(epsilon_)));
       shift.push_back(beta[c] - mean[c] * scale.back());
     }
     Tensor& y = ctx.Output(0, x.type(), xs);
-    const int64_t rows = spatial_ ? xs[0] * channels : xs[0] * params, width = spatial_ ? spatial : 1;
+    const int64_t rows = xs[0] * params;
     if (x.type() == DataType::kFloat)
       ScaleShiftRows(x.Data<float>(), y.Data<float>(), rows, width, scale, shift, ctx.thread_pool());
     else
@@ -78,8 +135,25 @@ class BatchNormalization : public Kernel {
   }
 
  private:
+  void WriteRunningStatistics(KernelContext& ctx, const std::vector<double>& mean,
+                              const std::vector<double>& var) const {
+    const std::vector<double> input_mean = ToDoubles(ctx.Input(3)), input_var = ToDoubles(ctx.Input(4));
+    const double momentum = momentum_;
+    std::vector<double> running_mean(mean.size()), running_var(var.size());
+    for (size_t c = 0; c < mean.size(); ++c) {
+      running_mean[c] = input_mean[c] * momentum + mean[c] * (1 - momentum);
+      running_var[c] = input_var[c] * momentum + var[c] * (1 - momentum);
+    }
+    WriteStatistic(ctx, 1, ctx.Input(3).type(), running_mean);
+    WriteStatistic(ctx, 2, ctx.Input(4).type(), running_var);
+    WriteStatistic(ctx, 3, ctx.Input(3).type(), mean);
+    WriteStatistic(ctx, 4, ctx.Input(4).type(), var);
+  }
+
   float epsilon_;
+  float momentum_;
   bool spatial_;
+  bool training_ = false;
 };
 
 // Mean and 1/sqrt(var + epsilon) of a contiguous run of `n` values.

@@ -54,6 +54,9 @@ enum class LogicalOp { kAnd, kOr, kXor };
 cudaError_t Logical(LogicalOp op, const bool* a, const bool* b, bool* out, int64_t n, const BroadcastIndex* index,
                     cudaStream_t stream);
 cudaError_t Not(const bool* x, bool* y, int64_t n, cudaStream_t stream);
+// y[i] = isnan(x[i]) when `nan`, else whether x[i] is +inf (when `positive`) or -inf (when `negative`).
+cudaError_t ClassifyFloats(ElementType type, const void* x, bool* y, int64_t n, bool nan, bool positive, bool negative,
+                           cudaStream_t stream);
 // out[i] = condition[c] ? x[a] : y[b] with the offsets of `index` (a: x, b: y) and `condition_strides`.
 struct WhereIndex {
   BroadcastIndex values;

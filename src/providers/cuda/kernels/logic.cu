@@ -1,4 +1,5 @@
-// Comparisons (bool results, any numeric type), logical operators and Where, all with numpy broadcasting.
+// Comparisons (bool results, any numeric type), logical operators, IsNaN / IsInf and Where, with numpy
+// broadcasting.
 #include "providers/cuda/kernels/device_common.cuh"
 
 namespace tessera::cuda::launch {
@@ -47,6 +48,14 @@ __global__ void NotKernel(const bool* x, bool* y, int64_t n) {
   for (int64_t i = FirstIndex(); i < n; i += IndexStride()) y[i] = !x[i];
 }
 
+template <typename T>
+__global__ void ClassifyKernel(const T* x, bool* y, int64_t n, bool nan, bool positive, bool negative) {
+  for (int64_t i = FirstIndex(); i < n; i += IndexStride()) {
+    const float v = device::ToFloat(x[i]);
+    y[i] = nan ? isnan(v) : ((positive && v == INFINITY) || (negative && v == -INFINITY));
+  }
+}
+
 template <typename W>
 __global__ void WhereKernel(const bool* condition, const W* x, const W* y, W* out, int64_t n, WhereIndex index) {
   const BroadcastIndex& v = index.values;
@@ -81,6 +90,16 @@ cudaError_t Logical(LogicalOp op, const bool* a, const bool* b, bool* out, int64
 cudaError_t Not(const bool* x, bool* y, int64_t n, cudaStream_t stream) {
   NotKernel<<<device::BlocksFor(n), device::kThreads, 0, stream>>>(x, y, n);
   return device::LaunchStatus();
+}
+
+cudaError_t ClassifyFloats(ElementType type, const void* x, bool* y, int64_t n, bool nan, bool positive, bool negative,
+                           cudaStream_t stream) {
+  return device::DispatchFloat(type, [&](auto tag) {
+    using T = decltype(tag);
+    ClassifyKernel<T><<<device::BlocksFor(n), device::kThreads, 0, stream>>>(static_cast<const T*>(x), y, n, nan,
+                                                                             positive, negative);
+    return device::LaunchStatus();
+  });
 }
 
 cudaError_t Where(int element_size, const bool* condition, const void* x, const void* y, void* out, int64_t n,

@@ -1,5 +1,5 @@
-// Comparisons (Equal, Less, LessOrEqual, Greater, GreaterOrEqual), logic (And, Or, Xor, Not), Where and
-// Cast, for numeric and bool element types, with numpy broadcasting.
+// Comparisons (Equal, Less, LessOrEqual, Greater, GreaterOrEqual), logic (And, Or, Xor, Not), IsNaN, IsInf,
+// Where and Cast, for numeric and bool element types, with numpy broadcasting.
 #include <climits>
 
 #include "providers/cpu/common/broadcast.h"
@@ -34,7 +34,7 @@ class CompareKernel : public Kernel {
     if (out.NumElements() == 0) return;
     launch::BroadcastIndex storage;
     CheckLaunch(ctx,
-                launch::Compare(op_, ScalarTypeOf(ctx, a.type()), a.raw_data(), b.raw_data(), out.Data<bool>(),
+                launch::Compare(op_, ScalarTypeOf(ctx, a.type()), a.raw_data(), b.raw_data(), static_cast<bool*>(out.raw_data()),
                                 out.NumElements(), IndexFor(ctx, shape, a.shape(), b.shape(), storage), StreamOf(ctx)),
                 "comparison launch");
   }
@@ -57,7 +57,7 @@ class LogicalKernel : public Kernel {
     if (out.NumElements() == 0) return;
     launch::BroadcastIndex storage;
     CheckLaunch(ctx,
-                launch::Logical(op_, a.Data<bool>(), b.Data<bool>(), out.Data<bool>(), out.NumElements(),
+                launch::Logical(op_, static_cast<const bool*>(a.raw_data()), static_cast<const bool*>(b.raw_data()), static_cast<bool*>(out.raw_data()), out.NumElements(),
                                 IndexFor(ctx, shape, a.shape(), b.shape(), storage), StreamOf(ctx)),
                 "logical launch");
   }
@@ -76,11 +76,36 @@ class NotKernel : public Kernel {
     const Tensor& x = ctx.Input(0);
     Tensor& y = ctx.Output(0, DataType::kBool, x.shape());
     if (y.NumElements() == 0) return;
-    CheckLaunch(ctx, launch::Not(x.Data<bool>(), y.Data<bool>(), y.NumElements(), StreamOf(ctx)), "Not launch");
+    CheckLaunch(ctx, launch::Not(static_cast<const bool*>(x.raw_data()), static_cast<bool*>(y.raw_data()), y.NumElements(), StreamOf(ctx)), "Not launch");
   }
 
  private:
   const CudaExecutionProvider& ep_;
+};
+
+// IsNaN, and IsInf with detect_positive / detect_negative.
+class FloatClassKernel : public Kernel {
+ public:
+  FloatClassKernel(const KernelInfo& info, bool nan)
+      : ep_(CudaEpOf(info)),
+        nan_(nan),
+        positive_(info.node().GetInt("detect_positive", 1) != 0),
+        negative_(info.node().GetInt("detect_negative", 1) != 0) {}
+
+  void Compute(KernelContext& ctx) const override {
+    DeviceGuard guard(ep_.ordinal());
+    const Tensor& x = ctx.Input(0);
+    Tensor& y = ctx.Output(0, DataType::kBool, x.shape());
+    if (y.NumElements() == 0) return;
+    CheckLaunch(ctx,
+                launch::ClassifyFloats(FloatElementType(ctx, x.type()), x.raw_data(), static_cast<bool*>(y.raw_data()),
+                                       y.NumElements(), nan_, positive_, negative_, StreamOf(ctx)),
+                "IsNaN/IsInf launch");
+  }
+
+ private:
+  const CudaExecutionProvider& ep_;
+  bool nan_, positive_, negative_;
 };
 
 class WhereKernel : public Kernel {
@@ -104,7 +129,7 @@ class WhereKernel : public Kernel {
     const launch::BroadcastIndex for_condition = MakeBroadcastIndex(ctx, shape, condition.shape(), Shape{});
     std::copy(std::begin(for_condition.a_strides), std::end(for_condition.a_strides), index.condition_strides);
     CheckLaunch(ctx,
-                launch::Where(static_cast<int>(SizeOf(x.type())), condition.Data<bool>(), x.raw_data(), y.raw_data(),
+                launch::Where(static_cast<int>(SizeOf(x.type())), static_cast<const bool*>(condition.raw_data()), x.raw_data(), y.raw_data(),
                               out.raw_data(), out.NumElements(), index, StreamOf(ctx)),
                 "Where launch");
   }
@@ -161,6 +186,9 @@ void RegisterLogicKernels(KernelRegistry& registry) {
   RegisterLogical(registry, "Or", launch::LogicalOp::kOr);
   RegisterLogical(registry, "Xor", launch::LogicalOp::kXor);
   registry.Register<NotKernel>(MakeDef("Not", 1, INT_MAX, {DataType::kBool}));
+  for (const bool nan : {true, false})
+    registry.Register(MakeDef(nan ? "IsNaN" : "IsInf", nan ? 9 : 10, INT_MAX, FloatTypes()),
+                      [nan](const KernelInfo& info) { return std::make_unique<FloatClassKernel>(info, nan); });
   KernelDef where = MakeDef("Where", 9, INT_MAX, {DataType::kBool});
   where.input_types[1] = AllDeviceTypes();
   registry.Register<WhereKernel>(std::move(where));

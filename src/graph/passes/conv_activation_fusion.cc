@@ -1,0 +1,123 @@
+#include "graph/passes/conv_activation_fusion.h"
+
+#include <limits>
+
+namespace tessera {
+namespace {
+
+bool IsDefaultDomain(const Node* node, const char* op_type) {
+  return node != nullptr && node->op_type == op_type && node->domain.empty() && node->outputs.size() == 1;
+}
+
+// The only reader of `value` when nothing else (no other node, graph output or subgraph) reads it.
+Node* SoleReader(const GraphIndex& index, const std::string& value) {
+  const std::vector<Node*>& readers = index.Consumers(value);
+  if (readers.empty() || !index.OnlyReadBy(value, *readers[0])) return nullptr;
+  return readers[0];
+}
+
+struct Activation {
+  std::string name;
+  std::vector<float> params;
+};
+
+// Clip's limits: attributes before opset 11, optional constant inputs since (nullopt when not constant).
+std::optional<std::vector<float>> ClipLimits(const Graph& graph, const Node& clip) {
+  float lo = std::numeric_limits<float>::lowest(), hi = std::numeric_limits<float>::max();
+  if (clip.opset < 11) return std::vector<float>{clip.GetFloat("min", lo), clip.GetFloat("max", hi)};
+  float* limits[] = {&lo, &hi};
+  for (size_t i = 1; i <= 2; ++i) {
+    if (!clip.HasInput(i)) continue;
+    std::optional<double> value = ScalarConstant(graph, clip.inputs[i]);
+    if (!value) return std::nullopt;
+    *limits[i - 1] = static_cast<float>(*value);
+  }
+  return std::vector<float>{lo, hi};
+}
+
+// The activation `node` computes from its first input, or nullopt when it is not a fusable one.
+std::optional<Activation> AsActivation(const Graph& graph, const Node* node) {
+  if (node == nullptr || !node->domain.empty() || node->outputs.size() != 1) return std::nullopt;
+  const std::string& op = node->op_type;
+  if (op == "Relu" || op == "Sigmoid" || op == "Tanh" || op == "HardSwish") return Activation{op, {}};
+  if (op == "LeakyRelu") return Activation{op, {node->GetFloat("alpha", 0.01f)}};
+  if (op == "HardSigmoid") return Activation{op, {node->GetFloat("alpha", 0.2f), node->GetFloat("beta", 0.5f)}};
+  if (op == "Clip")
+    if (std::optional<std::vector<float>> limits = ClipLimits(graph, *node)) return Activation{op, *limits};
+  return std::nullopt;
+}
+
+struct ConvMatch {
+  Node* conv = nullptr;
+  std::vector<Node*> followers;  // Add and/or activation, in order; the last one is rewritten
+  std::string residual;
+  std::optional<Activation> activation;
+};
+
+std::optional<ConvMatch> Match(const Graph& graph, const GraphIndex& index, Node& conv) {
+  if (!IsDefaultDomain(&conv, "Conv") || conv.NumInputs() < 2 || conv.inputs.size() > 3) return std::nullopt;
+  ConvMatch match;
+  match.conv = &conv;
+  std::string value = conv.outputs[0];
+  Node* next = SoleReader(index, value);
+  if (IsDefaultDomain(next, "Add") && next->inputs.size() == 2 && next->inputs[0] != next->inputs[1]) {
+    match.residual = next->inputs[0] == value ? next->inputs[1] : next->inputs[0];
+    match.followers.push_back(next);
+    value = next->outputs[0];
+    next = SoleReader(index, value);
+  }
+  if ((match.activation = AsActivation(graph, next))) match.followers.push_back(next);
+  if (match.followers.empty()) return std::nullopt;
+  return match;
+}
+
+}  // namespace
+
+size_t FuseConvActivation(Graph& graph, const CanFuse& can_fuse) {
+  GraphIndex index(graph);
+  std::set<const Node*> doomed, claimed;  // claimed: every node of an earlier match, the rewritten one included
+  size_t fused = 0;
+  for (const auto& node : graph.nodes) {
+    std::optional<ConvMatch> match = Match(graph, index, *node);
+    if (!match || !can_fuse(*node, graph, "FusedConv", "ai.tessera")) continue;
+    bool taken = false;
+    for (const Node* follower : match->followers) taken = taken || claimed.count(follower);
+    if (taken) continue;
+    claimed.insert(match->followers.begin(), match->followers.end());
+    Node& conv = *match->conv;
+    Node* last = match->followers.back();
+    Node fused_node;
+    fused_node.name = conv.name + "_fused";
+    fused_node.op_type = "FusedConv";
+    fused_node.domain = "ai.tessera";
+    fused_node.opset = 1;
+    fused_node.inputs = conv.inputs;
+    if (!match->residual.empty()) {
+      fused_node.inputs.resize(3);
+      fused_node.inputs.push_back(match->residual);
+    }
+    fused_node.outputs = {last->outputs[0]};
+    fused_node.attributes = conv.attributes;
+    if (match->activation) {
+      fused_node.attributes["activation"] = StringAttribute("activation", match->activation->name);
+      Attribute params;
+      params.name = "activation_params";
+      params.type = Attribute::Type::kFloats;
+      params.floats = match->activation->params;
+      fused_node.attributes["activation_params"] = std::move(params);
+    }
+    for (const Node* follower : match->followers)
+      if (follower != last) graph.value_infos.erase(follower->outputs[0]);
+    graph.value_infos.erase(conv.outputs[0]);
+    doomed.insert(&conv);
+    for (const Node* follower : match->followers)
+      if (follower != last) doomed.insert(follower);
+    *last = std::move(fused_node);
+    ++fused;
+  }
+  if (fused > 0) graph.opsets.emplace("ai.tessera", 1);
+  RemoveNodes(graph, doomed);
+  return fused;
+}
+
+}  // namespace tessera

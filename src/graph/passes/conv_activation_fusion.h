@@ -1,0 +1,21 @@
+// Fuses a Conv with what follows it into ai.tessera::FusedConv (level all):
+//
+//   Conv -> Act                 ->  FusedConv(X, W, B, activation=Act)
+//   Conv -> Add(other) [-> Act] ->  FusedConv(X, W, B, Z=other, activation=Act)
+//
+// Act is one of Relu, LeakyRelu, Clip (limits from attributes before opset 11, from constant inputs since),
+// Sigmoid, HardSigmoid, HardSwish, Tanh; its parameters go to `activation_params` (LeakyRelu [alpha],
+// Clip [min, max], HardSigmoid [alpha, beta]). Every intermediate must be read only inside the pattern, and
+// the EP that would run the Conv must have a FusedConv kernel (`can_fuse`). Z is added before the activation;
+// the kernel requires Z to broadcast to the Conv output's shape (always true for residual connections).
+// The fused node replaces the pattern's last node, in its position, so everything it reads is produced before.
+#pragma once
+
+#include "graph/passes/graph_rewrite.h"
+
+namespace tessera {
+
+// Returns the number of FusedConv nodes created.
+size_t FuseConvActivation(Graph& graph, const CanFuse& can_fuse);
+
+}  // namespace tessera

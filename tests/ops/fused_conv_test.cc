@@ -1,0 +1,105 @@
+// ai.tessera::FusedConv against Conv (on the CPU EP) followed by the residual add and the activation
+// computed here, on the oneDNN paths (3x3 with blocked layout, 1x1 plain), the broadcast-residual path and
+// the double reference path.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "ops/op_tester.h"
+
+namespace tessera::test {
+namespace {
+
+struct FusedConvCase {
+  Shape x, w;
+  std::vector<int64_t> pads;
+  std::string activation;
+  std::vector<float> params;
+  std::optional<Shape> z;  // residual shape, none when absent
+  DataType type = DataType::kFloat;
+};
+
+double Activate(const std::string& name, const std::vector<float>& p, double x) {
+  if (name == "Relu") return std::max(x, 0.0);
+  if (name == "LeakyRelu") return x >= 0 ? x : p[0] * x;
+  if (name == "Clip") return std::min<double>(std::max<double>(x, p[0]), p[1]);
+  if (name == "Sigmoid") return 1.0 / (1.0 + std::exp(-x));
+  if (name == "HardSigmoid") return std::min(1.0, std::max(0.0, p[0] * x + p[1]));
+  if (name == "HardSwish") return x * std::min(1.0, std::max(0.0, x / 6.0 + 0.5));
+  if (name == "Tanh") return std::tanh(x);
+  return x;
+}
+
+template <typename T>
+Tensor Expected(const FusedConvCase& c, const Tensor& x, const Tensor& w, const Tensor& b, const Tensor* z) {
+  OpTester conv("Conv", 17);
+  if (!c.pads.empty()) conv.Attr("pads", c.pads);
+  conv.Input("X", x).Input("W", w, true).Input("B", b, true).OutputName("Y");
+  Tensor y = conv.RunOn("cpu")[0];
+  T* data = y.Data<T>();
+  const int64_t per_channel = y.shape().SizeFrom(2), channels = y.shape()[1];
+  for (int64_t i = 0; i < y.NumElements(); ++i) {
+    double v = data[i];
+    if (z) v += z->shape().rank() == 3 ? z->Data<T>()[(i / per_channel) % channels] : z->Data<T>()[i];
+    data[i] = static_cast<T>(Activate(c.activation, c.params, v));
+  }
+  return y;
+}
+
+void Check(const FusedConvCase& c) {
+  const Tensor x = RandomTensor(c.type, c.x, 1);
+  const Tensor w = RandomTensor(c.type, c.w, 2);
+  const Tensor b = RandomTensor(c.type, Shape{c.w[0]}, 3);
+  const Tensor z = c.z ? RandomTensor(c.type, *c.z, 4, -2.0, 2.0) : Tensor();
+  const Tensor expected = c.type == DataType::kFloat ? Expected<float>(c, x, w, b, c.z ? &z : nullptr)
+                                                     : Expected<double>(c, x, w, b, c.z ? &z : nullptr);
+  OpTester t("FusedConv", 1, "ai.tessera");
+  if (!c.pads.empty()) t.Attr("pads", c.pads);
+  if (!c.activation.empty()) t.Attr("activation", c.activation);
+  if (!c.params.empty()) t.Attr("activation_params", c.params);
+  t.Input("X", x).Input("W", w, true).Input("B", b, true);
+  if (c.z) t.Input("Z", z);
+  t.Output("Y", expected).Tolerance(1e-4, 1e-4).Run();
+}
+
+TEST(FusedConvTest, SpatialKernelWithResidualAndRelu) {
+  Check({Shape{1, 8, 9, 9}, Shape{16, 8, 3, 3}, {1, 1, 1, 1}, "Relu", {}, Shape{1, 16, 9, 9}});
+}
+
+TEST(FusedConvTest, PointwiseKernelWithClip) {
+  Check({Shape{2, 16, 7, 7}, Shape{24, 16, 1, 1}, {}, "Clip", {0.0f, 0.5f}, std::nullopt});
+}
+
+TEST(FusedConvTest, PointwiseKernelWithResidualOnly) {
+  Check({Shape{1, 16, 7, 7}, Shape{16, 16, 1, 1}, {}, "", {}, Shape{1, 16, 7, 7}});
+}
+
+TEST(FusedConvTest, BroadcastResidualWithLeakyRelu) {
+  Check({Shape{1, 4, 6, 6}, Shape{8, 4, 3, 3}, {1, 1, 1, 1}, "LeakyRelu", {0.2f}, Shape{8, 1, 1}});
+}
+
+TEST(FusedConvTest, EveryActivationOnSpatialKernel) {
+  for (const auto& [name, params] : std::vector<std::pair<std::string, std::vector<float>>>{
+           {"Sigmoid", {}}, {"HardSigmoid", {0.3f, 0.4f}}, {"HardSwish", {}}, {"Tanh", {}}, {"Clip", {-0.5f, 0.5f}}}) {
+    SCOPED_TRACE(name);
+    Check({Shape{1, 4, 6, 6}, Shape{8, 4, 3, 3}, {1, 1, 1, 1}, name, params, std::nullopt});
+  }
+}
+
+TEST(FusedConvTest, DoubleRunsTheReferencePath) {
+  Check({Shape{1, 3, 5, 5}, Shape{4, 3, 3, 3}, {1, 1, 1, 1}, "HardSigmoid", {0.2f, 0.5f}, Shape{1, 4, 5, 5},
+         DataType::kDouble});
+}
+
+TEST(FusedConvTest, RejectsUnknownActivation) {
+  OpTester t("FusedConv", 1, "ai.tessera");
+  t.Attr("activation", std::string("Softplus"));
+  t.Input("X", RandomTensor(DataType::kFloat, Shape{1, 2, 4, 4}, 1))
+      .Input("W", RandomTensor(DataType::kFloat, Shape{2, 2, 3, 3}, 2), true)
+      .OutputName("Y")
+      .ExpectFailure("unsupported activation 'Softplus'")
+      .Run({"cpu"});
+}
+
+}  // namespace
+}  // namespace tessera::test

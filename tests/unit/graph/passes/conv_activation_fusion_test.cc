@@ -1,0 +1,79 @@
+#include <gtest/gtest.h>
+
+#include "pass_test_graph.h"
+
+namespace tessera::test {
+namespace {
+
+// x[1,4,6,6] -> Conv(W[4,4,3,3], B, pads 1) -> c
+PassTestGraph ConvGraph(int opset = 17) {
+  PassTestGraph g(opset);
+  g.Input("x", {1, 4, 6, 6}).Output("y");
+  g.Floats("W", {4, 4, 3, 3}, PassTestGraph::Random(144, -1, 1, 7)).Floats("B", {4}, {0.5f, -0.25f, 0.0f, 1.0f});
+  SetInts(g.Node("Conv", {"x", "W", "B"}, {"c"}), "pads", {1, 1, 1, 1});
+  return g;
+}
+
+TEST(ConvActivationFusionTest, FusesConvRelu) {
+  PassTestGraph g = ConvGraph();
+  g.Node("Relu", {"c"}, {"y"});
+  EXPECT_EQ(OpsAt(g, OptimizationLevel::kExtended), (std::vector<std::string>{"Conv", "Relu"}));
+  EXPECT_EQ(OpsAt(g, OptimizationLevel::kAll), (std::vector<std::string>{"FusedConv"}));
+  ExpectSameOutputs(g, OptimizationLevel::kAll, 1e-4f);
+}
+
+TEST(ConvActivationFusionTest, FusesClipWithConstantLimits) {
+  PassTestGraph g = ConvGraph();
+  g.Scalar("lo", 0.0f).Scalar("hi", 0.75f);
+  g.Node("Clip", {"c", "lo", "hi"}, {"y"});
+  EXPECT_EQ(OpsAt(g, OptimizationLevel::kAll), (std::vector<std::string>{"FusedConv"}));
+  ExpectSameOutputs(g, OptimizationLevel::kAll, 1e-4f);
+}
+
+TEST(ConvActivationFusionTest, FusesClipWithAttributeLimitsBeforeOpset11) {
+  PassTestGraph g = ConvGraph(10);
+  auto& clip = g.Node("Clip", {"c"}, {"y"});
+  SetFloat(clip, "min", -0.5f);
+  SetFloat(clip, "max", 0.5f);
+  EXPECT_EQ(OpsAt(g, OptimizationLevel::kAll), (std::vector<std::string>{"FusedConv"}));
+  ExpectSameOutputs(g, OptimizationLevel::kAll, 1e-4f);
+}
+
+TEST(ConvActivationFusionTest, FusesResidualAddAndRelu) {
+  PassTestGraph g = ConvGraph();
+  g.Node("Add", {"x", "c"}, {"sum"});
+  g.Node("Relu", {"sum"}, {"y"});
+  EXPECT_EQ(OpsAt(g, OptimizationLevel::kAll), (std::vector<std::string>{"FusedConv"}));
+  ExpectSameOutputs(g, OptimizationLevel::kAll, 1e-4f);
+}
+
+TEST(ConvActivationFusionTest, TwoConvsIntoOneAddFuseOnce) {
+  PassTestGraph g = ConvGraph();
+  g.Floats("W2", {4, 4, 1, 1}, PassTestGraph::Random(16, -1, 1, 8));
+  g.Node("Conv", {"x", "W2"}, {"d"});
+  g.Node("Add", {"c", "d"}, {"sum"});
+  g.Node("Relu", {"sum"}, {"y"});
+  const std::vector<std::string> ops = OpsAt(g, OptimizationLevel::kAll);
+  EXPECT_EQ(Count(ops, "FusedConv"), 1u);
+  EXPECT_EQ(Count(ops, "Conv"), 1u);
+  EXPECT_EQ(ops.size(), 2u);
+  ExpectSameOutputs(g, OptimizationLevel::kAll, 1e-4f);
+}
+
+TEST(ConvActivationFusionTest, KeepsActivationWhenConvOutputHasOtherReaders) {
+  PassTestGraph g = ConvGraph();
+  g.Node("Relu", {"c"}, {"y"});
+  g.Output("c");
+  EXPECT_EQ(OpsAt(g, OptimizationLevel::kAll), (std::vector<std::string>{"Conv", "Relu"}));
+  ExpectSameOutputs(g, OptimizationLevel::kAll);
+}
+
+TEST(ConvActivationFusionTest, KeepsClipWithRuntimeLimits) {
+  PassTestGraph g = ConvGraph();
+  g.Input("hi", {});
+  g.Node("Clip", {"c", "", "hi"}, {"y"});
+  EXPECT_EQ(OpsAt(g, OptimizationLevel::kAll), (std::vector<std::string>{"Conv", "Clip"}));
+}
+
+}  // namespace
+}  // namespace tessera::test
