@@ -69,6 +69,7 @@ step cuda_tests cuda_tests.log build-gpu/tessera_tests --gtest_filter='Cuda*'
 # Issue 3's bench models: export, accuracy against PyTorch (float64), placement, latency.
 BENCH_DIR=/tmp/tessera-bench
 bench_models() {
+  local name
   for name in ${BENCH_MODELS:-resnet50 resnet50_fp16 bert_base_s128 bert_base_s128_fp16}; do
     [[ -f $BENCH_DIR/$name.onnx ]] || continue
     echo "==== $name"

@@ -2,7 +2,11 @@
 // Gelu, Pow, LayerNormalization, reductions, comparisons and logic, Where, Cast, Gather, Slice, Expand,
 // Shape, ConstantOfShape, and MatMul with batch broadcasting. Each case also checks that the node really
 // runs on the CUDA EP (a missing kernel would otherwise pass by falling back to the CPU).
+#include <cmath>
+#include <limits>
+
 #include "cuda/cuda_test_util.h"
+#include "unit/session/graph_builder.h"
 
 namespace tessera::test {
 namespace {
@@ -157,6 +161,66 @@ TEST_F(CudaOpsTest, ComparisonsAndLogic) {
   OpTester negation("Not", 1);
   negation.Input("X", RandomTensor(DataType::kBool, {17}, 22)).OutputName("Y");
   CompareOnCuda(negation);
+}
+
+TEST_F(CudaOpsTest, IsNaNAndIsInf) {
+  const float inf = std::numeric_limits<float>::infinity();
+  const Tensor x = Tensor::FromVector<float>({6}, {1.0f, NAN, inf, -inf, -2.0f, NAN});
+  OpTester nan("IsNaN", 13);
+  nan.Input("X", x).OutputName("Y");
+  CompareOnCuda(nan);
+  OpTester positive("IsInf", 10);
+  positive.Attr("detect_negative", int64_t{0}).Input("X", x).OutputName("Y");
+  CompareOnCuda(positive);
+}
+
+// Shape computations on Shape's output stay on the CPU (Shape itself runs on the CUDA EP from the input's
+// shape alone), and the model still runs: Reshape reads the computed shape on the host.
+TEST_F(CudaOpsTest, ShapeComputationsStayOnTheHost) {
+  GraphBuilder builder;
+  builder.Input("x", {2, 3, 4})
+      .Node("Relu", {"x"}, {"r"})
+      .Node("Shape", {"r"}, {"s"})
+      .Node("Gather", {"s", "index"}, {"g"})
+      .Node("Concat", {"g", "minus_one"}, {"target"})
+      .Node("Reshape", {"r", "target"}, {"y"})
+      .Output("y");
+  onnx::ModelProto proto;
+  ASSERT_TRUE(proto.ParseFromString(builder.Serialize()));
+  auto add_ints = [&](const std::string& name, const std::vector<int64_t>& values) {
+    onnx::TensorProto* t = proto.mutable_graph()->add_initializer();
+    t->set_name(name);
+    t->set_data_type(static_cast<int>(kI64));
+    t->add_dims(static_cast<int64_t>(values.size()));
+    for (int64_t v : values) t->add_int64_data(v);
+  };
+  add_ints("index", {0});
+  add_ints("minus_one", {-1});
+  for (auto& node : *proto.mutable_graph()->mutable_node()) {
+    if (node.op_type() != "Concat") continue;
+    auto* axis = node.add_attribute();
+    axis->set_name("axis");
+    axis->set_type(onnx::AttributeProto::INT);
+    axis->set_i(0);
+  }
+  const std::string model = proto.SerializeAsString();
+  SessionOptions options;
+  options.AddProvider(kCudaEpName);
+  options.optimization_level = OptimizationLevel::kNone;  // keep the chain (the optimizer could fold it)
+  Session session = MakeSession(model, options, TestEnv());
+  std::map<std::string, std::string> placement;
+  for (const PartitionEntry& e : session.Partition())
+    if (!e.is_copy) placement[e.op_type] = e.ep;
+  EXPECT_EQ(placement["Shape"], kCudaEpName);
+  EXPECT_EQ(placement["Gather"], "CPUExecutionProvider");
+  EXPECT_EQ(placement["Concat"], "CPUExecutionProvider");
+  EXPECT_EQ(placement["Reshape"], kCudaEpName);
+  const Tensor x = RandomTensor(kF32, {2, 3, 4}, 40);
+  const Tensor y = session.Run({{"x", x}})[0].tensor();
+  EXPECT_EQ(y.shape(), Shape({2, 12}));
+  std::vector<float> expected;
+  for (float v : x.Span<float>()) expected.push_back(std::max(v, 0.0f));
+  EXPECT_EQ(y.ToVector<float>(), expected);
 }
 
 TEST_F(CudaOpsTest, WhereWithBroadcasting) {

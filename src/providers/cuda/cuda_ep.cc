@@ -16,6 +16,33 @@ int CheckedOrdinal(int ordinal, const CudaProviderOptions& options) {
   return ordinal;
 }
 
+// Nodes that compute shapes: every node other than Shape whose inputs are all outputs of Shape (or of such
+// nodes) or initializers, at least one of them not an initializer. Their values are small int64 tensors
+// the host reads (Reshape's shape, Slice's bounds, ...); on the GPU they would be copied to the device and
+// back, so they are left to the CPU. Shape itself runs here: it reads only its input's shape. (Shapes the
+// optimizer knows statically are folded before partitioning.) ConstantOfShape makes data, so it stays.
+std::set<size_t> ShapeComputations(const Graph& graph) {
+  std::set<std::string> shape_values;
+  std::set<size_t> nodes;
+  for (size_t i = 0; i < graph.nodes.size(); ++i) {
+    const Node& node = *graph.nodes[i];
+    bool derived = node.op_type == "Shape", from_shape = false;
+    if (!derived && node.op_type != "ConstantOfShape") {
+      derived = true;
+      for (const std::string& input : node.inputs) {
+        if (input.empty() || graph.IsInitializer(input)) continue;
+        const bool is_shape = shape_values.count(input) != 0;
+        derived = derived && is_shape;
+        from_shape = from_shape || is_shape;
+      }
+      derived = derived && from_shape;
+      if (derived) nodes.insert(i);
+    }
+    if (derived) shape_values.insert(node.outputs.begin(), node.outputs.end());
+  }
+  return nodes;
+}
+
 }  // namespace
 
 CudaExecutionProvider::CudaExecutionProvider(int ordinal, const CudaProviderOptions& options)
@@ -51,9 +78,10 @@ void CudaExecutionProvider::ReplayGraph(Stream& stream, int key) {
 }
 
 std::vector<size_t> CudaExecutionProvider::GetCapability(const Graph& graph, const std::set<size_t>& unassigned) const {
+  const std::set<size_t> shape_computations = ShapeComputations(graph);
   std::vector<size_t> taken;
   for (size_t i : ExecutionProvider::GetCapability(graph, unassigned))
-    if (NodeIsSupported(*graph.nodes[i])) taken.push_back(i);
+    if (NodeIsSupported(*graph.nodes[i]) && shape_computations.count(i) == 0) taken.push_back(i);
   return taken;
 }
 

@@ -183,6 +183,13 @@ Shape OperandShape(const Node& node, const Shape& a, const Shape& b) {
   return node.opset < 7 ? LegacyBroadcastOperandShape(node, a, b) : b;
 }
 
+// Runs the op's operand check when it has one (in its own template so that clang does not look the
+// member up for ops without it).
+template <typename T, typename Op>
+void ValidateOperand(const Op& op, const Node& node, const Tensor& b) {
+  if constexpr (HasValidate<Op, T>) op.template Validate<T>(node, b);
+}
+
 // C = op(A, B) with broadcasting; C has A's type, or bool for comparisons.
 template <typename Op, typename Types>
 class BinaryKernel : public Kernel {
@@ -197,7 +204,7 @@ class BinaryKernel : public Kernel {
     const Shape out_shape = BroadcastShapes(ctx.node(), a.shape(), b_shape);
     DispatchType(a.type(), Types{}, ctx.node(), [&](auto tag) {
       using T = typename decltype(tag)::type;
-      if constexpr (HasValidate<Op, T>) op_.template Validate<T>(ctx.node(), b);
+      ValidateOperand<T>(op_, ctx.node(), b);
       const auto op = LiftBinary<T>(op_);
       using R = std::invoke_result_t<decltype(op), T, T>;
       Tensor& c = ctx.Output(0, DataTypeOf<R>(), out_shape);

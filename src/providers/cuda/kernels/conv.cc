@@ -38,7 +38,7 @@ using FilterDescriptor = Descriptor<cudnnFilterDescriptor_t, cudnnDestroyFilterD
 using ConvDescriptor = Descriptor<cudnnConvolutionDescriptor_t, cudnnDestroyConvolutionDescriptor>;
 
 struct ConvPlan {
-  TensorDescriptor x, y, bias;
+  TensorDescriptor x, y;
   FilterDescriptor w;
   ConvDescriptor conv;
   cudnnConvolutionFwdAlgo_t algorithm = CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM;
@@ -47,7 +47,7 @@ struct ConvPlan {
 
 // The node's geometry resolved for one input shape, in cuDNN's terms (1-D padded to 2-D).
 struct ConvGeometry {
-  std::vector<int> x_dims, w_dims, y_dims, bias_dims, pads, strides, dilations;
+  std::vector<int> x_dims, w_dims, y_dims, pads, strides, dilations;
   Shape y_shape;
   int64_t group = 1;
 };
@@ -95,9 +95,10 @@ class ConvKernel : public Kernel {
                                        &zero, plan.y.handle, y.raw_data()),
                ctx.node().Describe(), ": cudnnConvolutionForward");
     if (bias != nullptr)
-      CheckCudnn(cudnnAddTensor(lease.cudnn(), &one, plan.bias.handle, bias->raw_data(), &one, plan.y.handle,
-                                y.raw_data()),
-                 ctx.node().Describe(), ": cudnnAddTensor (bias)");
+      CheckLaunch(ctx,
+                  launch::AddChannelBias(FloatElementType(ctx, x.type()), y.raw_data(), bias->raw_data(),
+                                         geometry.y_shape[0], geometry.y_shape[1], geometry.y_shape.SizeFrom(2), stream),
+                  "bias launch");
   }
 
  private:
@@ -126,8 +127,6 @@ class ConvKernel : public Kernel {
     g.strides = ToInts(window.strides);
     g.dilations = ToInts(window.dilations);
     if (spatial.size() == 1) PadTo2d(g);
-    g.bias_dims.assign(g.y_dims.size(), 1);
-    g.bias_dims[1] = g.y_dims[1];
     return g;
   }
 
@@ -159,7 +158,6 @@ class ConvKernel : public Kernel {
     const cudnnDataType_t data = type == DataType::kFloat16 ? CUDNN_DATA_HALF : CUDNN_DATA_FLOAT;
     SetTensor(plan.x, data, g.x_dims);
     SetTensor(plan.y, data, g.y_dims);
-    SetTensor(plan.bias, data, g.bias_dims);
     CheckCudnn(cudnnCreateFilterDescriptor(&plan.w.handle), "cudnnCreateFilterDescriptor");
     CheckCudnn(cudnnSetFilterNdDescriptor(plan.w.handle, data, CUDNN_TENSOR_NCHW, static_cast<int>(g.w_dims.size()),
                                           g.w_dims.data()),

@@ -47,6 +47,26 @@ __global__ void BroadcastBinary(const T* a, const T* b, T* out, int64_t n, Broad
   }
 }
 
+template <typename T, typename Op>
+__global__ void RowBinary(const T* a, const T* row, T* out, int64_t n, int64_t row_length, bool row_first) {
+  Op op;
+  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n; i += int64_t{gridDim.x} * blockDim.x) {
+    const float x = ToFloat(a[i]), r = ToFloat(row[i % row_length]);
+    out[i] = FromFloat<T>(row_first ? op(r, x) : op(x, r));
+  }
+}
+
+template <typename Op>
+cudaError_t LaunchRowBinary(ElementType type, const void* a, const void* row, void* out, int64_t n, int64_t row_length,
+                            bool row_first, cudaStream_t stream) {
+  return device::DispatchFloat(type, [&](auto tag) {
+    using T = decltype(tag);
+    RowBinary<T, Op><<<device::BlocksFor(n), kThreads, 0, stream>>>(
+        static_cast<const T*>(a), static_cast<const T*>(row), static_cast<T*>(out), n, row_length, row_first);
+    return device::LaunchStatus();
+  });
+}
+
 template <typename Op>
 cudaError_t LaunchBinary(ElementType type, const void* a, const void* b, void* out, int64_t n,
                          const BroadcastIndex* index, cudaStream_t stream) {
@@ -153,7 +173,32 @@ __global__ void BroadcastCopy(const T* a, T* out, int64_t n, BroadcastIndex inde
   }
 }
 
+// One block row per (batch, channel) plane: the bias is loaded once and the plane streamed.
+template <typename T>
+__global__ void ChannelBiasKernel(T* y, const T* bias, int64_t planes, int64_t channels, int64_t spatial) {
+  for (int64_t plane = blockIdx.y; plane < planes; plane += gridDim.y) {
+    const float b = ToFloat(bias[plane % channels]);
+    T* row = y + plane * spatial;
+    for (int64_t s = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; s < spatial; s += int64_t{gridDim.x} * blockDim.x)
+      row[s] = FromFloat<T>(ToFloat(row[s]) + b);
+  }
+}
+
 }  // namespace
+
+cudaError_t AddChannelBias(ElementType type, void* y, const void* bias, int64_t batch, int64_t channels, int64_t spatial,
+                           cudaStream_t stream) {
+  const int64_t planes = batch * channels;
+  const int64_t row_blocks = (spatial + kThreads - 1) / kThreads;
+  const dim3 grid(static_cast<unsigned>(row_blocks < 64 ? row_blocks : 64),
+                  static_cast<unsigned>(planes < 65535 ? planes : 65535));
+  return device::DispatchFloat(type, [&](auto tag) {
+    using T = decltype(tag);
+    ChannelBiasKernel<T><<<grid, kThreads, 0, stream>>>(static_cast<T*>(y), static_cast<const T*>(bias), planes,
+                                                        channels, spatial);
+    return device::LaunchStatus();
+  });
+}
 
 cudaError_t Binary(BinaryOp op, ElementType type, const void* a, const void* b, void* out, int64_t n,
                    const BroadcastIndex* index, cudaStream_t stream) {
@@ -163,6 +208,18 @@ cudaError_t Binary(BinaryOp op, ElementType type, const void* a, const void* b, 
     case BinaryOp::kMul: return LaunchBinary<MulF>(type, a, b, out, n, index, stream);
     case BinaryOp::kDiv: return LaunchBinary<DivF>(type, a, b, out, n, index, stream);
     case BinaryOp::kPow: return LaunchBinary<PowF>(type, a, b, out, n, index, stream);
+  }
+  return cudaErrorInvalidValue;
+}
+
+cudaError_t BinaryRow(BinaryOp op, ElementType type, const void* a, const void* row, void* out, int64_t n,
+                      int64_t row_length, bool row_first, cudaStream_t stream) {
+  switch (op) {
+    case BinaryOp::kAdd: return LaunchRowBinary<AddF>(type, a, row, out, n, row_length, row_first, stream);
+    case BinaryOp::kSub: return LaunchRowBinary<SubF>(type, a, row, out, n, row_length, row_first, stream);
+    case BinaryOp::kMul: return LaunchRowBinary<MulF>(type, a, row, out, n, row_length, row_first, stream);
+    case BinaryOp::kDiv: return LaunchRowBinary<DivF>(type, a, row, out, n, row_length, row_first, stream);
+    case BinaryOp::kPow: return LaunchRowBinary<PowF>(type, a, row, out, n, row_length, row_first, stream);
   }
   return cudaErrorInvalidValue;
 }

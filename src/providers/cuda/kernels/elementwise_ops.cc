@@ -32,6 +32,15 @@ class BinaryKernel : public Kernel {
                   "elementwise launch");
       return;
     }
+    const bool b_is_row = a.shape() == out_shape && IsTrailingRow(b.shape(), out_shape);
+    if (b_is_row || (b.shape() == out_shape && IsTrailingRow(a.shape(), out_shape))) {
+      const Tensor& full = b_is_row ? a : b;
+      const Tensor& row = b_is_row ? b : a;
+      CheckLaunch(ctx, launch::BinaryRow(op_, type, full.raw_data(), row.raw_data(), out.raw_data(), out.NumElements(),
+                                         row.NumElements(), !b_is_row, StreamOf(ctx)),
+                  "row broadcast launch");
+      return;
+    }
     const launch::BroadcastIndex index = MakeBroadcastIndex(ctx, out_shape, a.shape(), b.shape());
     CheckLaunch(ctx, launch::Binary(op_, type, a.raw_data(), b.raw_data(), out.raw_data(), out.NumElements(), &index,
                                     StreamOf(ctx)),
@@ -39,6 +48,17 @@ class BinaryKernel : public Kernel {
   }
 
  private:
+  // Whether `operand` is `out`'s last dimensions (leading 1s allowed): it repeats every NumElements().
+  static bool IsTrailingRow(const Shape& operand, const Shape& out) {
+    size_t skip = 0;
+    while (skip < operand.rank() && operand[skip] == 1) ++skip;
+    const size_t kept = operand.rank() - skip;
+    if (kept > out.rank() || operand.NumElements() == 0) return false;
+    for (size_t k = 0; k < kept; ++k)
+      if (operand[skip + k] != out[out.rank() - kept + k]) return false;
+    return true;
+  }
+
   const CudaExecutionProvider& ep_;
   launch::BinaryOp op_;
 };

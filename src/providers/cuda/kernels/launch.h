@@ -33,6 +33,11 @@ enum class BinaryOp { kAdd, kSub, kMul, kDiv, kPow };
 cudaError_t Binary(BinaryOp op, ElementType type, const void* a, const void* b, void* out, int64_t n,
                    const BroadcastIndex* index, cudaStream_t stream);
 
+// out[i] = a[i] op row[i % row_length] (or row[i % row_length] op a[i] when `row_first`): the common
+// broadcast of a bias or scale vector over the last dimensions, without per-element index arithmetic.
+cudaError_t BinaryRow(BinaryOp op, ElementType type, const void* a, const void* row, void* out, int64_t n,
+                      int64_t row_length, bool row_first, cudaStream_t stream);
+
 enum class UnaryOp {
   kRelu, kSigmoid, kTanh, kErf, kSqrt, kNeg, kExp, kLog, kAbs, kReciprocal, kGelu, kGeluTanh, kFloor, kCeil
 };
@@ -93,6 +98,10 @@ struct ReduceGeometry {
 };
 cudaError_t ReduceGeneral(ReduceOp op, ElementType type, const void* x, void* y, const ReduceGeometry& geometry,
                           cudaStream_t stream);
+
+// y[b, c, s] += bias[c] over y[batch, channels, spatial] (Conv's bias), in place.
+cudaError_t AddChannelBias(ElementType type, void* y, const void* bias, int64_t batch, int64_t channels, int64_t spatial,
+                           cudaStream_t stream);
 
 // ---- normalization (normalization.cu) -----------------------------------------------------------
 // BatchNormalization in inference mode over x[batch, channels, spatial]:
