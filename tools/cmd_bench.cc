@@ -23,7 +23,8 @@ constexpr const char* kBenchUsage =
     "                     [--input NAME=FILE.npy]... [--dim SYMBOL=VALUE]... [--shape NAME=D1xD2...]...\n"
     "                     [--ep NAME]... [--plugin NAME=PATH]...\n"
     "Measures Run(feeds) with host tensors and Run(IoBinding) with inputs bound once and outputs bound to the\n"
-    "EP's memory; on the CUDA EP also Run(IoBinding) replaying a CUDA graph. MODEL defaults to .models/default.onnx (PP-OCRv4 detection, input x 1x3x640x640).\n";
+    "EP's memory; on the CUDA EP also Run(IoBinding) replaying a CUDA graph. MODEL defaults to\n"
+    ".models/default.onnx (PP-OCRv4 detection, input x 1x3x640x640).\n";
 constexpr const char* kDefaultModel = ".models/default.onnx";
 // The default model's image input is [N,3,H,W] with every dimension symbolic; see docs/MODELS.md.
 const ShapeChoices kDefaultModelShapes = {{}, {{"x", Shape{1, 3, 640, 640}}}};

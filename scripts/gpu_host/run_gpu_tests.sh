@@ -113,7 +113,8 @@ if [[ ${RUN_RESNET50:-1} == 1 ]] && python3 -c 'import torch' 2>/dev/null; then
 fi
 if command -v compute-sanitizer >/dev/null; then
   step sanitizer sanitizer.log timeout 100 compute-sanitizer --tool memcheck --error-exitcode 3 \
-    build-gpu/tessera_tests --gtest_filter='CudaSessionTest.IoBinding*:CudaSessionTest.Async*:CudaEpTest.Copies*:CudaGraphTest.*'
+    build-gpu/tessera_tests \
+    --gtest_filter='CudaSessionTest.IoBinding*:CudaSessionTest.Async*:CudaEpTest.Copies*:CudaGraphTest.*'
 fi
 cat "$LOG_DIR/devices.txt"
 finish

@@ -21,7 +21,8 @@ namespace fs = std::filesystem;
 Tensor ReadSimpleNpy(const fs::path& path) {
   std::ifstream file(path, std::ios::binary);
   std::string bytes((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
-  if (bytes.size() < 10 || bytes.compare(0, 6, "\x93NUMPY") != 0) throw std::runtime_error("not a .npy: " + path.string());
+  if (bytes.size() < 10 || bytes.compare(0, 6, "\x93NUMPY") != 0)
+    throw std::runtime_error("not a .npy: " + path.string());
   const bool v1 = bytes[6] == 1;
   const size_t header_length = v1 ? static_cast<uint8_t>(bytes[8]) | (static_cast<uint8_t>(bytes[9]) << 8)
                                   : static_cast<size_t>(*reinterpret_cast<const uint32_t*>(&bytes[8]));

@@ -71,7 +71,9 @@ void CudaExecutionProvider::BeginCapture(Stream& stream, int key) {
   graphs_.Begin(NativeStream(&stream, "BeginCapture"), key);
 }
 
-void CudaExecutionProvider::EndCapture(Stream& stream, int key) { graphs_.End(NativeStream(&stream, "EndCapture"), key); }
+void CudaExecutionProvider::EndCapture(Stream& stream, int key) {
+  graphs_.End(NativeStream(&stream, "EndCapture"), key);
+}
 
 void CudaExecutionProvider::ReplayGraph(Stream& stream, int key) {
   graphs_.Replay(NativeStream(&stream, "ReplayGraph"), key);

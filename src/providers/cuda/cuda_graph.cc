@@ -11,8 +11,8 @@ CudaGraphSet::~CudaGraphSet() {
 
 void CudaGraphSet::Begin(cudaStream_t stream, int key) {
   DeviceGuard guard(ordinal_);
-  CheckCuda(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal), kEpName, ": cannot start capturing graph ",
-            key, " on GPU ", ordinal_);
+  CheckCuda(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal), kEpName,
+            ": cannot start capturing graph ", key, " on GPU ", ordinal_);
 }
 
 void CudaGraphSet::End(cudaStream_t stream, int key) {

@@ -32,7 +32,8 @@ cublasHandle_t LibraryHandles::Lease::cublas() const {
   if (owner_->cublas_ == nullptr) {
     DeviceGuard guard(owner_->ordinal_);
     CheckCublas(cublasCreate(&owner_->cublas_), "cublasCreate on GPU ", owner_->ordinal_);
-    owner_->cublas_workspace_ = Tensor::Allocate(DataType::kUInt8, Shape{kCublasWorkspaceBytes}, owner_->device_memory_);
+    owner_->cublas_workspace_ =
+        Tensor::Allocate(DataType::kUInt8, Shape{kCublasWorkspaceBytes}, owner_->device_memory_);
   }
   // cublasSetStream resets the workspace to cuBLAS's own pool, so the workspace is set after it.
   CheckCublas(cublasSetStream(owner_->cublas_, stream_), "cublasSetStream");

@@ -39,7 +39,8 @@ void CheckCublas(cublasStatus_t status, const Parts&... parts) {
 class LibraryHandles {
  public:
   // `device_memory` is the EP's device arena; workspaces come from it (and count against gpu_mem_limit).
-  LibraryHandles(int ordinal, AllocatorPtr device_memory) : ordinal_(ordinal), device_memory_(std::move(device_memory)) {}
+  LibraryHandles(int ordinal, AllocatorPtr device_memory)
+      : ordinal_(ordinal), device_memory_(std::move(device_memory)) {}
   ~LibraryHandles();
   LibraryHandles(const LibraryHandles&) = delete;
   LibraryHandles& operator=(const LibraryHandles&) = delete;

@@ -95,10 +95,11 @@ class ConvKernel : public Kernel {
                                        &zero, plan.y.handle, y.raw_data()),
                ctx.node().Describe(), ": cudnnConvolutionForward");
     if (bias != nullptr)
-      CheckLaunch(ctx,
-                  launch::AddChannelBias(FloatElementType(ctx, x.type()), y.raw_data(), bias->raw_data(),
-                                         geometry.y_shape[0], geometry.y_shape[1], geometry.y_shape.SizeFrom(2), stream),
-                  "bias launch");
+      CheckLaunch(
+          ctx,
+          launch::AddChannelBias(FloatElementType(ctx, x.type()), y.raw_data(), bias->raw_data(), geometry.y_shape[0],
+                                 geometry.y_shape[1], geometry.y_shape.SizeFrom(2), stream),
+          "bias launch");
   }
 
  private:

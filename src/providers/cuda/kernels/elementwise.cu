@@ -186,8 +186,8 @@ __global__ void ChannelBiasKernel(T* y, const T* bias, int64_t planes, int64_t c
 
 }  // namespace
 
-cudaError_t AddChannelBias(ElementType type, void* y, const void* bias, int64_t batch, int64_t channels, int64_t spatial,
-                           cudaStream_t stream) {
+cudaError_t AddChannelBias(ElementType type, void* y, const void* bias, int64_t batch, int64_t channels,
+                           int64_t spatial, cudaStream_t stream) {
   const int64_t planes = batch * channels;
   const int64_t row_blocks = (spatial + kThreads - 1) / kThreads;
   const dim3 grid(static_cast<unsigned>(row_blocks < 64 ? row_blocks : 64),

@@ -100,8 +100,8 @@ cudaError_t ReduceGeneral(ReduceOp op, ElementType type, const void* x, void* y,
                           cudaStream_t stream);
 
 // y[b, c, s] += bias[c] over y[batch, channels, spatial] (Conv's bias), in place.
-cudaError_t AddChannelBias(ElementType type, void* y, const void* bias, int64_t batch, int64_t channels, int64_t spatial,
-                           cudaStream_t stream);
+cudaError_t AddChannelBias(ElementType type, void* y, const void* bias, int64_t batch, int64_t channels,
+                           int64_t spatial, cudaStream_t stream);
 
 // ---- normalization (normalization.cu) -----------------------------------------------------------
 // BatchNormalization in inference mode over x[batch, channels, spatial]:

@@ -34,8 +34,9 @@ class CompareKernel : public Kernel {
     if (out.NumElements() == 0) return;
     launch::BroadcastIndex storage;
     CheckLaunch(ctx,
-                launch::Compare(op_, ScalarTypeOf(ctx, a.type()), a.raw_data(), b.raw_data(), static_cast<bool*>(out.raw_data()),
-                                out.NumElements(), IndexFor(ctx, shape, a.shape(), b.shape(), storage), StreamOf(ctx)),
+                launch::Compare(op_, ScalarTypeOf(ctx, a.type()), a.raw_data(), b.raw_data(),
+                                static_cast<bool*>(out.raw_data()), out.NumElements(),
+                                IndexFor(ctx, shape, a.shape(), b.shape(), storage), StreamOf(ctx)),
                 "comparison launch");
   }
 
@@ -57,7 +58,8 @@ class LogicalKernel : public Kernel {
     if (out.NumElements() == 0) return;
     launch::BroadcastIndex storage;
     CheckLaunch(ctx,
-                launch::Logical(op_, static_cast<const bool*>(a.raw_data()), static_cast<const bool*>(b.raw_data()), static_cast<bool*>(out.raw_data()), out.NumElements(),
+                launch::Logical(op_, static_cast<const bool*>(a.raw_data()), static_cast<const bool*>(b.raw_data()),
+                                static_cast<bool*>(out.raw_data()), out.NumElements(),
                                 IndexFor(ctx, shape, a.shape(), b.shape(), storage), StreamOf(ctx)),
                 "logical launch");
   }
@@ -76,7 +78,10 @@ class NotKernel : public Kernel {
     const Tensor& x = ctx.Input(0);
     Tensor& y = ctx.Output(0, DataType::kBool, x.shape());
     if (y.NumElements() == 0) return;
-    CheckLaunch(ctx, launch::Not(static_cast<const bool*>(x.raw_data()), static_cast<bool*>(y.raw_data()), y.NumElements(), StreamOf(ctx)), "Not launch");
+    CheckLaunch(ctx,
+                launch::Not(static_cast<const bool*>(x.raw_data()), static_cast<bool*>(y.raw_data()), y.NumElements(),
+                            StreamOf(ctx)),
+                "Not launch");
   }
 
  private:
@@ -129,8 +134,8 @@ class WhereKernel : public Kernel {
     const launch::BroadcastIndex for_condition = MakeBroadcastIndex(ctx, shape, condition.shape(), Shape{});
     std::copy(std::begin(for_condition.a_strides), std::end(for_condition.a_strides), index.condition_strides);
     CheckLaunch(ctx,
-                launch::Where(static_cast<int>(SizeOf(x.type())), static_cast<const bool*>(condition.raw_data()), x.raw_data(), y.raw_data(),
-                              out.raw_data(), out.NumElements(), index, StreamOf(ctx)),
+                launch::Where(static_cast<int>(SizeOf(x.type())), static_cast<const bool*>(condition.raw_data()),
+                              x.raw_data(), y.raw_data(), out.raw_data(), out.NumElements(), index, StreamOf(ctx)),
                 "Where launch");
   }
 

@@ -33,7 +33,8 @@ struct Accumulator {
 };
 
 __device__ __forceinline__ float WarpCombine(const Accumulator& acc, float value) {
-  for (int offset = kWarp / 2; offset > 0; offset /= 2) value = acc.Combine(value, __shfl_xor_sync(0xffffffffu, value, offset));
+  for (int offset = kWarp / 2; offset > 0; offset /= 2)
+    value = acc.Combine(value, __shfl_xor_sync(0xffffffffu, value, offset));
   return value;
 }
 
@@ -41,7 +42,8 @@ template <typename T>
 __global__ void WarpRowsKernel(Accumulator acc, const T* x, T* y, int64_t rows, int64_t length) {
   const int64_t warps_per_block = blockDim.x / kWarp;
   const int lane = threadIdx.x % kWarp;
-  for (int64_t row = blockIdx.x * warps_per_block + threadIdx.x / kWarp; row < rows; row += gridDim.x * warps_per_block) {
+  for (int64_t row = blockIdx.x * warps_per_block + threadIdx.x / kWarp; row < rows;
+       row += gridDim.x * warps_per_block) {
     const T* in = x + row * length;
     float value = acc.Initial();
     for (int64_t j = lane; j < length; j += kWarp) value = acc.Combine(value, ToFloat(in[j]));
