@@ -44,7 +44,11 @@ class StepContext : public KernelContext {
         return target.tensor();
       }
     }
-    target = Value(Tensor::Allocate(type, shape, step_.allocator));
+    // Host outputs (KernelDef::host_outputs) of a device kernel live in host memory, not the EP's.
+    const bool elsewhere = slot >= 0 && frame_.plan.slots[slot].location != step_.allocator->Info();
+    const AllocatorPtr& allocator =
+        elsewhere ? frame_.services.allocator_for(frame_.plan.slots[slot].location) : step_.allocator;
+    target = Value(Tensor::Allocate(type, shape, allocator));
     return target.tensor();
   }
 
