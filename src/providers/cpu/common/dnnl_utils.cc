@@ -158,4 +158,27 @@ void AppendActivation(dnnl::post_ops& ops, const FusedActivation& a) {
 void ApplyActivation(const FusedActivation& a, float* data, int64_t count) { ApplyActivationTo(a, data, count); }
 void ApplyActivation(const FusedActivation& a, double* data, int64_t count) { ApplyActivationTo(a, data, count); }
 
+std::optional<LayoutReorder> MakeReorder(const dnnl::memory::desc& from, const dnnl::memory::desc& to) {
+  if (from == to) return std::nullopt;
+  dnnl::reorder::primitive_desc pd(DnnlEngine(), from, DnnlEngine(), to, DnnlAttr());
+  return LayoutReorder{pd, dnnl::reorder(pd)};
+}
+
+dnnl::memory ScratchMemory(KernelContext& ctx, const dnnl::memory::desc& desc, Tensor& storage) {
+  storage = Tensor::Allocate(DataType::kUInt8, Shape{static_cast<int64_t>(desc.get_size())}, ctx.allocator());
+  return dnnl::memory(desc, DnnlEngine(), storage.raw_data());
+}
+
+void RunReorder(KernelContext& ctx, const LayoutReorder& reorder, const dnnl::memory& from, const dnnl::memory& to) {
+  ExecuteDnnl(ctx, reorder.primitive, reorder.pd, {{DNNL_ARG_FROM, from}, {DNNL_ARG_TO, to}});
+}
+
+dnnl::memory InLayout(KernelContext& ctx, const std::optional<LayoutReorder>& reorder, const dnnl::memory& from,
+                      Tensor& storage) {
+  if (!reorder) return from;
+  dnnl::memory to = ScratchMemory(ctx, reorder->pd.dst_desc(), storage);
+  RunReorder(ctx, *reorder, from, to);
+  return to;
+}
+
 }  // namespace tessera::cpu

@@ -7,6 +7,8 @@
 
 #include <oneapi/dnnl/dnnl.hpp>
 
+#include <optional>
+
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -35,6 +37,22 @@ void ExecuteDnnl(KernelContext& ctx, const dnnl::primitive& primitive, const dnn
 
 // Copies `from` into a new memory object in layout `to_desc` (owned by the returned memory).
 dnnl::memory ReorderInto(const dnnl::memory& from, const dnnl::memory::desc& to_desc);
+
+// A reorder between a plain and a blocked layout, built once per shape and cached with its primitive.
+struct LayoutReorder {
+  dnnl::reorder::primitive_desc pd;
+  dnnl::reorder primitive;
+};
+// The reorder from `from` to `to`, or nullopt when the layouts are the same.
+std::optional<LayoutReorder> MakeReorder(const dnnl::memory::desc& from, const dnnl::memory::desc& to);
+// Memory in layout `desc` backed by a buffer from the kernel's allocator (kept alive by `storage`).
+dnnl::memory ScratchMemory(KernelContext& ctx, const dnnl::memory::desc& desc, Tensor& storage);
+// Runs `reorder` from `from` into `to`.
+void RunReorder(KernelContext& ctx, const LayoutReorder& reorder, const dnnl::memory& from, const dnnl::memory& to);
+// `from` in the reorder's destination layout: reordered into scratch memory (kept alive by `storage`), or
+// `from` itself when there is no reorder.
+dnnl::memory InLayout(KernelContext& ctx, const std::optional<LayoutReorder>& reorder, const dnnl::memory& from,
+                      Tensor& storage);
 
 // A bounded, thread-safe map from a shape key to an immutable entry built on first use.
 // Entries are shared_ptrs so a caller keeps using one even if another thread evicts it.

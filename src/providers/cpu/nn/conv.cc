@@ -98,17 +98,6 @@ void ReferenceConv(const ConvShapes& s, const T* x, const T* w, const T* bias, T
   });
 }
 
-// A reorder between the plain and a blocked activation layout, built once per shape.
-struct LayoutReorder {
-  dnnl::reorder::primitive_desc pd;
-  dnnl::reorder primitive;
-};
-
-std::optional<LayoutReorder> MakeReorder(const dnnl::memory::desc& from, const dnnl::memory::desc& to) {
-  if (from == to) return std::nullopt;
-  dnnl::reorder::primitive_desc pd(DnnlEngine(), from, DnnlEngine(), to, DnnlAttr());
-  return LayoutReorder{pd, dnnl::reorder(pd)};
-}
 
 // A oneDNN convolution for one (X shape, W shape); `packed_weights` is set when W is a constant and
 // the reorders are set when the primitive wants blocked activations (dst_to_blocked brings the residual
@@ -276,31 +265,17 @@ class Conv : public Kernel {
     std::unordered_map<int, dnnl::memory> args{{DNNL_ARG_WEIGHTS, weights}};
     if (bias) args[DNNL_ARG_BIAS] = dnnl::memory(conv.pd.bias_desc(), engine, const_cast<float*>(bias->Data<float>()));
     Tensor src_storage, dst_storage;
-    args[DNNL_ARG_SRC] = src;
-    if (conv.src_to_blocked) {
-      args[DNNL_ARG_SRC] = Scratch(ctx, conv.pd.src_desc(), src_storage);
-      ExecuteDnnl(ctx, conv.src_to_blocked->primitive, conv.src_to_blocked->pd,
-                  {{DNNL_ARG_FROM, src}, {DNNL_ARG_TO, args[DNNL_ARG_SRC]}});
-    }
-    args[DNNL_ARG_DST] = conv.dst_to_plain ? Scratch(ctx, conv.pd.dst_desc(), dst_storage) : dst;
+    args[DNNL_ARG_SRC] = InLayout(ctx, conv.src_to_blocked, src, src_storage);
+    args[DNNL_ARG_DST] = conv.dst_to_plain ? ScratchMemory(ctx, conv.pd.dst_desc(), dst_storage) : dst;
     if (residual) {
       dnnl::memory z(conv.dst_plain, engine, const_cast<float*>(residual->Data<float>()));
       if (conv.dst_to_blocked)
-        ExecuteDnnl(ctx, conv.dst_to_blocked->primitive, conv.dst_to_blocked->pd,
-                    {{DNNL_ARG_FROM, z}, {DNNL_ARG_TO, args[DNNL_ARG_DST]}});
+        RunReorder(ctx, *conv.dst_to_blocked, z, args[DNNL_ARG_DST]);
       else
         std::copy_n(residual->Data<float>(), residual->NumElements(), y.Data<float>());
     }
     ExecuteDnnl(ctx, conv.primitive, conv.pd, args);
-    if (conv.dst_to_plain)
-      ExecuteDnnl(ctx, conv.dst_to_plain->primitive, conv.dst_to_plain->pd,
-                  {{DNNL_ARG_FROM, args[DNNL_ARG_DST]}, {DNNL_ARG_TO, dst}});
-  }
-
-  // Memory in layout `desc` backed by a buffer from the kernel's allocator (kept alive by `storage`).
-  static dnnl::memory Scratch(KernelContext& ctx, const dnnl::memory::desc& desc, Tensor& storage) {
-    storage = Tensor::Allocate(DataType::kUInt8, Shape{static_cast<int64_t>(desc.get_size())}, ctx.allocator());
-    return dnnl::memory(desc, DnnlEngine(), storage.raw_data());
+    if (conv.dst_to_plain) RunReorder(ctx, *conv.dst_to_plain, args[DNNL_ARG_DST], dst);
   }
 
   WindowAttributes attrs_;

@@ -192,17 +192,6 @@ void ReferenceConvTranspose(const ConvTransposeShapes& s, const T* x, const T* w
   });
 }
 
-// A reorder between the plain and a blocked activation layout, built once per shape.
-struct LayoutReorder {
-  dnnl::reorder::primitive_desc pd;
-  dnnl::reorder primitive;
-};
-
-std::optional<LayoutReorder> MakeReorder(const dnnl::memory::desc& from, const dnnl::memory::desc& to) {
-  if (from == to) return std::nullopt;
-  dnnl::reorder::primitive_desc pd(DnnlEngine(), from, DnnlEngine(), to, DnnlAttr());
-  return LayoutReorder{pd, dnnl::reorder(pd)};
-}
 
 // ONNX's W ([C_in][C_out / group][kernel...]) described with oneDNN's logical weight dims
 // ({[group,] C_out / group, C_in / group, kernel...}) through strides, so no copy is needed to read it.
@@ -320,23 +309,10 @@ class ConvTranspose : public Kernel {
     if (bias)
       args[DNNL_ARG_BIAS] = dnnl::memory(deconv.pd.bias_desc(), engine, const_cast<float*>(bias->Data<float>()));
     Tensor src_storage, dst_storage;
-    args[DNNL_ARG_SRC] = src;
-    if (deconv.src_to_blocked) {
-      args[DNNL_ARG_SRC] = Scratch(ctx, deconv.pd.src_desc(), src_storage);
-      ExecuteDnnl(ctx, deconv.src_to_blocked->primitive, deconv.src_to_blocked->pd,
-                  {{DNNL_ARG_FROM, src}, {DNNL_ARG_TO, args[DNNL_ARG_SRC]}});
-    }
-    args[DNNL_ARG_DST] = deconv.dst_to_plain ? Scratch(ctx, deconv.pd.dst_desc(), dst_storage) : dst;
+    args[DNNL_ARG_SRC] = InLayout(ctx, deconv.src_to_blocked, src, src_storage);
+    args[DNNL_ARG_DST] = deconv.dst_to_plain ? ScratchMemory(ctx, deconv.pd.dst_desc(), dst_storage) : dst;
     ExecuteDnnl(ctx, deconv.primitive, deconv.pd, args);
-    if (deconv.dst_to_plain)
-      ExecuteDnnl(ctx, deconv.dst_to_plain->primitive, deconv.dst_to_plain->pd,
-                  {{DNNL_ARG_FROM, args[DNNL_ARG_DST]}, {DNNL_ARG_TO, dst}});
-  }
-
-  // Memory in layout `desc` backed by a buffer from the kernel's allocator (kept alive by `storage`).
-  static dnnl::memory Scratch(KernelContext& ctx, const dnnl::memory::desc& desc, Tensor& storage) {
-    storage = Tensor::Allocate(DataType::kUInt8, Shape{static_cast<int64_t>(desc.get_size())}, ctx.allocator());
-    return dnnl::memory(desc, DnnlEngine(), storage.raw_data());
+    if (deconv.dst_to_plain) RunReorder(ctx, *deconv.dst_to_plain, args[DNNL_ARG_DST], dst);
   }
 
   ConvTransposeAttributes attrs_;

@@ -179,17 +179,6 @@ void GemmConv(const ThreadPool& pool, const IntConvShapes& s, const TX* x, int32
   }
 }
 
-// A reorder between the plain and a blocked layout, built once per shape.
-struct LayoutReorder {
-  dnnl::reorder::primitive_desc pd;
-  dnnl::reorder primitive;
-};
-
-std::optional<LayoutReorder> MakeReorder(const dnnl::memory::desc& from, const dnnl::memory::desc& to) {
-  if (from == to) return std::nullopt;
-  dnnl::reorder::primitive_desc pd(DnnlEngine(), from, DnnlEngine(), to, DnnlAttr());
-  return LayoutReorder{pd, dnnl::reorder(pd)};
-}
 
 dnnl::memory::desc PlainDesc(const dnnl::memory::dims& dims, dnnl::memory::data_type type) {
   dnnl::memory::dims strides(dims.size(), 1);
@@ -247,12 +236,6 @@ DnnlIntConv BuildDnnlIntConv(const IntConvShapes& s, DataType x_type, const Tens
   return conv;
 }
 
-// Memory in layout `desc` backed by a buffer from the kernel's allocator (kept alive by `storage`).
-dnnl::memory Scratch(KernelContext& ctx, const dnnl::memory::desc& desc, Tensor& storage) {
-  storage = Tensor::Allocate(DataType::kUInt8, Shape{static_cast<int64_t>(desc.get_size())}, ctx.allocator());
-  return dnnl::memory(desc, DnnlEngine(), storage.raw_data());
-}
-
 // Writes the int32 sums [N, M, spatial] of `conv` to `sums`.
 void RunDnnlIntConv(KernelContext& ctx, const DnnlIntConv& conv, const Tensor& x, int32_t x_zero, const Tensor& w,
                     int32_t* sums) {
@@ -268,17 +251,10 @@ void RunDnnlIntConv(KernelContext& ctx, const DnnlIntConv& conv, const Tensor& x
   std::unordered_map<int, dnnl::memory> args{{DNNL_ARG_WEIGHTS, weights},
                                              {DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_SRC, zero}};
   Tensor src_storage, dst_storage;
-  args[DNNL_ARG_SRC] = src;
-  if (conv.src_to_blocked) {
-    args[DNNL_ARG_SRC] = Scratch(ctx, conv.pd.src_desc(), src_storage);
-    ExecuteDnnl(ctx, conv.src_to_blocked->primitive, conv.src_to_blocked->pd,
-                {{DNNL_ARG_FROM, src}, {DNNL_ARG_TO, args[DNNL_ARG_SRC]}});
-  }
-  args[DNNL_ARG_DST] = conv.dst_to_plain ? Scratch(ctx, conv.pd.dst_desc(), dst_storage) : dst;
+  args[DNNL_ARG_SRC] = InLayout(ctx, conv.src_to_blocked, src, src_storage);
+  args[DNNL_ARG_DST] = conv.dst_to_plain ? ScratchMemory(ctx, conv.pd.dst_desc(), dst_storage) : dst;
   ExecuteDnnl(ctx, conv.primitive, conv.pd, args);
-  if (conv.dst_to_plain)
-    ExecuteDnnl(ctx, conv.dst_to_plain->primitive, conv.dst_to_plain->pd,
-                {{DNNL_ARG_FROM, args[DNNL_ARG_DST]}, {DNNL_ARG_TO, dst}});
+  if (conv.dst_to_plain) RunReorder(ctx, *conv.dst_to_plain, args[DNNL_ARG_DST], dst);
 }
 
 // Calls fn.template operator()<T>() for int8 or uint8.
