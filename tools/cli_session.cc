@@ -9,7 +9,8 @@
 
 namespace tessera::cli {
 
-const std::set<std::string> kSessionValueOptions = {"--ep", "--policy", "--plugin", "--threads", "--opt-level"};
+const std::set<std::string> kSessionValueOptions = {"--ep",      "--ep-option", "--policy",
+                                                    "--plugin",  "--threads",   "--opt-level"};
 const std::set<std::string> kSessionFlags = {"--verbose"};
 
 namespace {
@@ -123,6 +124,11 @@ SessionOptions MakeSessionOptions(const Environment& env, const ParsedArgs& args
   for (const std::string& ep : args.All("--ep")) options.AddProvider(EpTypeFromName(env, ep));
   // The CPU EP is the implicit fallback: listing it last changes nothing, so leave it to the session.
   while (!options.providers.empty() && options.providers.back().ep_name == kCpuEp) options.providers.pop_back();
+  for (const std::string& option : args.All("--ep-option")) {
+    if (options.providers.empty()) throw UsageError("--ep-option needs an --ep (other than cpu) to apply to");
+    auto [key, value] = SplitAssignment(option, "--ep-option");
+    options.providers.front().options[key] = value;
+  }
   if (auto policy = args.Last("--policy")) {
     try {
       options.policy = ParseEpSelectionPolicy(*policy);
@@ -133,6 +139,10 @@ SessionOptions MakeSessionOptions(const Environment& env, const ParsedArgs& args
   options.intra_op_threads = args.IntOr("--threads", 0);
   if (auto level = args.Last("--opt-level")) options.optimization_level = ParseOptimizationLevel(*level);
   if (args.Has("--verbose")) options.log_level = LogLevel::kVerbose;
+  if (auto prefix = args.Last("--profile")) {
+    options.enable_profiling = true;
+    options.profile_file_prefix = *prefix;
+  }
   return options;
 }
 

@@ -26,6 +26,7 @@ extern const std::set<std::string> kSessionFlags;         // --verbose
 
 std::filesystem::path ExecutableDir();
 std::unique_ptr<Environment> CreateEnvironment(const ParsedArgs& args);
+// Enables profiling when `--profile PREFIX` was given (only commands that accept it pass it).
 SessionOptions MakeSessionOptions(const Environment& env, const ParsedArgs& args);
 // Resolves a --ep name against the registered EPs; throws UsageError listing them when none matches.
 std::string EpTypeFromName(const Environment& env, const std::string& name);

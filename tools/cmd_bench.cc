@@ -21,10 +21,11 @@ namespace {
 constexpr const char* kBenchUsage =
     "usage: tessera bench [MODEL] [--runs N] [--warmup N] [--time-budget SECONDS] [--threads N]\n"
     "                     [--input NAME=FILE.npy]... [--dim SYMBOL=VALUE]... [--shape NAME=D1xD2...]...\n"
-    "                     [--ep NAME]... [--plugin NAME=PATH]...\n"
+    "                     [--ep NAME]... [--plugin NAME=PATH]... [--profile PREFIX]\n"
     "Measures Run(feeds) with host tensors and Run(IoBinding) with inputs bound once and outputs bound to the\n"
     "EP's memory; on the CUDA EP also Run(IoBinding) replaying a CUDA graph. MODEL defaults to\n"
-    ".models/default.onnx (PP-OCRv4 detection, input x 1x3x640x640).\n";
+    ".models/default.onnx (PP-OCRv4 detection, input x 1x3x640x640).\n"
+    "--profile writes a Chrome-trace profile of every run to PREFIX_<date-time>.json (one file per session).\n";
 constexpr const char* kDefaultModel = ".models/default.onnx";
 // The default model's image input is [N,3,H,W] with every dimension symbolic; see docs/MODELS.md.
 const ShapeChoices kDefaultModelShapes = {{}, {{"x", Shape{1, 3, 640, 640}}}};
@@ -148,6 +149,7 @@ void MeasureCudaGraph(Environment& env, const std::filesystem::path& model, cons
     RunOptions run_options;
     run_options.config.insert_or_assign(std::string("gpu_graph_id"), std::string("0"));
     results.push_back(Measure("io binding + cuda graph", settings, [&] { session.Run(binding, run_options); }));
+    if (args.Last("--profile")) std::cout << "Profile (cuda graph session): " << session.EndProfiling() << "\n";
   } catch (const Error& e) {
     std::cout << "io binding + cuda graph: not measured: " << e.what() << "\n";
   }
@@ -157,7 +159,7 @@ void MeasureCudaGraph(Environment& env, const std::filesystem::path& model, cons
 
 int BenchCommand(std::span<const std::string> args) {
   std::set<std::string> value_options = kSessionValueOptions;
-  value_options.insert({"--runs", "--warmup", "--time-budget", "--input", "--dim", "--shape", "--seed"});
+  value_options.insert({"--runs", "--warmup", "--time-budget", "--input", "--dim", "--shape", "--seed", "--profile"});
   const ParsedArgs parsed = ParseArgs(args, value_options, kSessionFlags);
   if (parsed.Has("--help")) {
     std::cout << kBenchUsage;
@@ -184,6 +186,7 @@ int BenchCommand(std::span<const std::string> args) {
   if (!session.providers().empty() && session.providers().front() == kCudaEp)
     MeasureCudaGraph(*env, model, parsed, feeds, settings, results);
   PrintLatencies(results);
+  if (parsed.Last("--profile")) std::cout << "\nProfile: " << session.EndProfiling() << "\n";
   return 0;
 }
 

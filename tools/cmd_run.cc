@@ -13,9 +13,10 @@ namespace {
 
 constexpr const char* kRunUsage =
     "usage: tessera run MODEL [--input NAME=FILE.npy]... [--dim SYMBOL=VALUE]... [--shape NAME=D1xD2...]...\n"
-    "                   [--seed N] [--output-dir DIR]\n"
+    "                   [--seed N] [--output-dir DIR] [--profile PREFIX]\n"
     "                   [--ep NAME]... [--policy NAME] [--plugin NAME=PATH]... [--threads N] [--verbose]\n"
-    "Runs the model once. Inputs not given are random (fixed seed); symbolic dimensions default to 1.\n";
+    "Runs the model once. Inputs not given are random (fixed seed); symbolic dimensions default to 1.\n"
+    "--profile writes a Chrome-trace profile of the session and the run to PREFIX_<date-time>.json.\n";
 
 void AddSummaryRow(Table& table, const std::string& name, const Tensor& tensor) {
   const TensorStats stats = ComputeStats(tensor);
@@ -48,7 +49,7 @@ void PrintOutputs(const Session& session, const std::vector<Value>& outputs) {
 
 int RunCommand(std::span<const std::string> args) {
   std::set<std::string> value_options = kSessionValueOptions;
-  value_options.insert({"--input", "--output-dir", "--dim", "--shape", "--seed"});
+  value_options.insert({"--input", "--output-dir", "--dim", "--shape", "--seed", "--profile"});
   const ParsedArgs parsed = ParseArgs(args, value_options, kSessionFlags);
   if (parsed.Has("--help")) {
     std::cout << kRunUsage;
@@ -73,6 +74,7 @@ int RunCommand(std::span<const std::string> args) {
     for (size_t i = 0; i < outputs.size(); ++i) WriteValueAsNpy(*dir, session.outputs()[i].name, outputs[i]);
     std::cout << "\nWrote " << outputs.size() << " output(s) to " << *dir << "\n";
   }
+  if (parsed.Last("--profile")) std::cout << "\nProfile: " << session.EndProfiling() << "\n";
   return 0;
 }
 

@@ -14,5 +14,6 @@ int PartitionCommand(std::span<const std::string> args);
 int RunCommand(std::span<const std::string> args);
 int BenchCommand(std::span<const std::string> args);
 int BenchServerCommand(std::span<const std::string> args);
+int ProfileSummaryCommand(std::span<const std::string> args);
 
 }  // namespace tessera::cli

@@ -18,9 +18,11 @@ commands:
   run MODEL                    run once (random inputs unless --input) and summarize the outputs
   bench [MODEL]                latency of Run(feeds) and Run(IoBinding) (default .models/default.onnx)
   bench-server MODEL           timed runs on request over stdin/stdout (driven by bench/compare_ort.mjs)
+  profile-summary FILE.json    time per op type in a profile written by run/bench --profile
 
 session options (partition, run, bench):
   --ep NAME                    EP in priority order (repeatable): cpu, testing, cuda, or a full EP type
+  --ep-option KEY=VALUE        provider option for the first --ep (repeatable), e.g. use_tf32=0
   --policy NAME                EP selection policy when no --ep: default, prefer_cpu, prefer_gpu,
                                prefer_npu, max_performance, max_efficiency
   --plugin NAME=PATH           register an EP plugin library (repeatable); libtessera_*.so files
@@ -34,6 +36,7 @@ run options:
   --dim SYMBOL=VALUE           value for a symbolic dimension of random inputs (default 1)
   --shape NAME=D1xD2...        whole shape of a random input (e.g. x=1x3x640x640)
   --output-dir DIR             write each output as DIR/<name>.npy
+  --profile PREFIX             (run, bench) write a Chrome-trace profile PREFIX_<date-time>.json
 
 bench options:
   --runs N (50)  --warmup N (5)  --time-budget SECONDS (20, shared by the modes)
@@ -50,6 +53,7 @@ int Dispatch(const std::string& command, const std::vector<std::string>& args) {
   if (command == "run") return RunCommand(args);
   if (command == "bench") return BenchCommand(args);
   if (command == "bench-server") return BenchServerCommand(args);
+  if (command == "profile-summary") return ProfileSummaryCommand(args);
   throw UsageError("unknown command '" + command + "'");
 }
 

@@ -67,6 +67,12 @@ class Session {
   std::vector<PartitionEntry> Partition() const;
   // Blocks until all work queued on the session's device streams has finished.
   void Synchronize() const;
+  // Profiling (SessionOptions::enable_profiling): waits for the session's streams, writes the profile and
+  // returns its path; profiling stops. Returns "" when profiling is off or already ended. Throws kIo
+  // when the file cannot be written. A session never ended writes its profile when destroyed.
+  std::string EndProfiling();
+  // When profiling started (session creation), in nanoseconds since the Unix epoch; 0 when not profiling.
+  uint64_t ProfilingStartTimeNs() const;
 
   struct Impl;
 

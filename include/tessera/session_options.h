@@ -44,6 +44,11 @@ struct SessionOptions {
   //   exists for an EP's memory (instead of the EP's own allocator, which honours its provider options).
   // Unknown keys are kept and ignored.
   std::map<std::string, std::string> config;
+  // Profiling (docs/PROFILING.md): a Chrome-trace JSON file "<profile_file_prefix>_<date-time>.json" with
+  // the phases of session creation, every run and every plan step (host time; device time on EPs with
+  // kEpProfiling). Written by Session::EndProfiling, or when the session is destroyed.
+  bool enable_profiling = false;
+  std::string profile_file_prefix = "tessera_profile";
 
   SessionOptions& AddProvider(std::string ep_name, ProviderOptions options = {});
 };

@@ -102,7 +102,7 @@ struct PySessionOptions {
   int inter_op_threads = 0;  // accepted for compatibility (see ExecutionMode)
   ExecutionMode execution_mode = ExecutionMode::kSequential;
   int log_verbosity_level = 0;
-  bool enable_profiling = false, enable_mem_pattern = true, enable_cpu_mem_arena = true;
+  bool enable_mem_pattern = true, enable_cpu_mem_arena = true;
   std::string optimized_model_filepath;
 };
 

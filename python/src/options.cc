@@ -55,7 +55,12 @@ void BindSessionOptions(py::module_& m) {
       .def_readwrite("log_verbosity_level", &S::log_verbosity_level)
       .def_property(
           "logid", [](const S& s) { return s.options.log_id; }, [](S& s, std::string id) { s.options.log_id = id; })
-      .def_readwrite("enable_profiling", &S::enable_profiling)
+      .def_property(
+          "enable_profiling", [](const S& s) { return s.options.enable_profiling; },
+          [](S& s, bool enable) { s.options.enable_profiling = enable; })
+      .def_property(
+          "profile_file_prefix", [](const S& s) { return s.options.profile_file_prefix; },
+          [](S& s, std::string prefix) { s.options.profile_file_prefix = std::move(prefix); })
       .def_readwrite("enable_mem_pattern", &S::enable_mem_pattern)
       .def_readwrite("enable_cpu_mem_arena", &S::enable_cpu_mem_arena)
       .def_readwrite("optimized_model_filepath", &S::optimized_model_filepath)

@@ -156,7 +156,12 @@ void BindSession(py::module_& m) {
       .def("synchronize", [](const PySession& s) {
         py::gil_scoped_release release;
         s.session->Synchronize();
-      });
+      })
+      .def("end_profiling", [](const PySession& s) {
+        py::gil_scoped_release release;
+        return s.session->EndProfiling();
+      })
+      .def("profiling_start_time_ns", [](const PySession& s) { return s.session->ProfilingStartTimeNs(); });
 }
 
 }  // namespace tessera::python

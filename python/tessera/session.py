@@ -132,11 +132,12 @@ class InferenceSession:
         iobinding._iobinding.run(run_options)
 
     def end_profiling(self):
-        """Profiling is not implemented; returns an empty file name."""
-        return ""
+        """Writes the profile (SessionOptions.enable_profiling) and returns its path; "" when not profiling."""
+        return self._sess.end_profiling()
 
     def get_profiling_start_time_ns(self):
-        return 0
+        """When profiling started, in nanoseconds since the epoch (0 when not profiling)."""
+        return self._sess.profiling_start_time_ns()
 
     # Tessera additions.
     def get_partition(self):

@@ -6,7 +6,7 @@
 # Needs .deps/debs (from `bash scripts/gpu_host/setup_prefix.sh download` on the dev machine), CUDA at
 # /usr/local/cuda and cuDNN 9 (CUDNN_ROOT, default: the PyTorch venv's nvidia/cudnn). Steps: unpack the
 # .debs into a prefix, configure build-gpu for TESSERA_CUDA_ARCHITECTURES (default 90), build with -j16,
-# record the GPU, run `tessera devices` and the Cuda* tests; then (where python3 has torch) export issue 3's
+# record the GPU, run `tessera devices`, the Cuda* tests and the conformance suite on the CUDA EP; then (where python3 has torch) export issue 3's
 # bench models (scripts/gpu_host/export_models.py: ResNet-50 and BERT-base, fp32 and fp16), check them
 # against PyTorch (CudaModelsTest), list nodes off the GPU and bench them (host tensors / IO binding / IO
 # binding + CUDA graph); RUN_RESNET50=1 (default) also checks the dynamo-exported ResNet-50; last,
@@ -17,6 +17,11 @@ cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 
 LOG_DIR=${OUT:-$PWD/out/gpu}
 PREFIX=${TESSERA_DEPS_PREFIX:-/tmp/tessera-deps}
+# The distribution's compiler, not whatever CXX names: the GPU host's image also carries a GCC under /opt/gcc
+# that links libstdc++ statically into every shared library. One private libstdc++ per library breaks
+# processes that load several of them with RTLD_LOCAL (Python: the extension, libtessera, the CUDA plugin
+# each got their own locale and iostream state, and formatting a number crashed).
+HOST_CXX=${HOST_CXX:-$( [[ -x /usr/bin/g++ ]] && echo /usr/bin/g++ || command -v g++ )}
 ARCHS=${TESSERA_CUDA_ARCHITECTURES:-90}
 CUDNN_ROOT=${CUDNN_ROOT:-/opt/torch/.venv/lib/python3.12/site-packages/nvidia/cudnn}
 JOBS=${JOBS:-16}
@@ -54,18 +59,27 @@ step gpu_info gpu_info.txt bash -c 'nvidia-smi; nvcc --version; g++ --version | 
 # the host's g++ 13 reports, must not keep the GPU tests from running.
 step configure configure.log cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DTESSERA_WERROR=OFF \
   -DTESSERA_CUDA_ARCHITECTURES="$ARCHS" -DCUDNN_ROOT="$CUDNN_ROOT" \
-  -DCMAKE_CUDA_COMPILER=/usr/local/cuda/bin/nvcc || finish
+  -DCMAKE_CUDA_COMPILER=/usr/local/cuda/bin/nvcc -DCMAKE_CXX_COMPILER="$HOST_CXX" \
+  -DCMAKE_CUDA_HOST_COMPILER="$HOST_CXX" || finish
 if [[ ! -f build-gpu/build.ninja ]] || ! grep -q 'CUDA EP: building' "$LOG_DIR/configure.log"; then
   SUMMARY+=("configure: the CUDA EP is not part of the build (see configure.log)")
   STATUS=1
   finish
 fi
-if ! step build build.log ninja -C build-gpu -j"$JOBS" tessera_tests tessera_cli tessera_cuda; then
+if ! step build build.log ninja -C build-gpu -j"$JOBS" tessera_tests tessera_cli tessera_cuda tessera_conformance; then
   tail -40 "$LOG_DIR/build.log"
   finish
 fi
 step devices devices.txt build-gpu/tessera devices
 step cuda_tests cuda_tests.log build-gpu/tessera_tests --gtest_filter='Cuda*'
+# The ONNX backend conformance suite on the CUDA EP (TF32 off: the suite's tolerance is float32's), against
+# tests/conformance/expected_cuda.txt; the results as an expectation file land in the log folder.
+CUDA_EXPECT=tests/conformance/expected_cuda.txt
+[[ -f $CUDA_EXPECT ]] || CUDA_EXPECT=tests/conformance/expected_cpu.txt
+step conformance_cuda conformance_cuda.log build-gpu/tessera_conformance --ep CUDAExecutionProvider \
+  --plugin cuda="$PWD/build-gpu/libtessera_cuda.so" --ep-option use_tf32=0 --data "$TESSERA_ONNX_TESTDATA" --expect "$CUDA_EXPECT" \
+  --write-expect "$LOG_DIR/expected_cuda.txt" --list-failures
+tail -6 "$LOG_DIR/conformance_cuda.log"
 # Issue 3's bench models: export, accuracy against PyTorch (float64), placement, latency.
 BENCH_DIR=/tmp/tessera-bench
 bench_models() {
@@ -84,6 +98,10 @@ if python3 -c 'import torch, torchvision, transformers' 2>/dev/null; then
   grep -E '^MODEL|off the GPU|FAILED|error' "$LOG_DIR/models_vs_pytorch.log" | head -30
   step bench bench.log bench_models
   grep -E '^====|^ *(host tensors|io binding)|not measured' "$LOG_DIR/bench.log"
+  # PyTorch on the same GPU in the same session, the way the bench's CUDA-graph row is measured.
+  step torch_reference torch_reference.log python3 bench/torch_cuda_reference.py --runs 300 \
+    --models resnet50 resnet50_fp16 bert_base_s128 bert_base_s128_fp16
+  cat "$LOG_DIR/torch_reference.log"
 fi
 # ResNet-50 (random weights) exported by PyTorch's dynamo exporter (ReduceMean average pool): CUDA EP
 # outputs against PyTorch's, then latency.
@@ -116,5 +134,6 @@ if command -v compute-sanitizer >/dev/null; then
     build-gpu/tessera_tests \
     --gtest_filter='CudaSessionTest.IoBinding*:CudaSessionTest.Async*:CudaEpTest.Copies*:CudaGraphTest.*'
 fi
+[[ -f $LOG_DIR/sanitizer.log ]] && grep -E "ERROR SUMMARY|Invalid|Program hit|FAILED" "$LOG_DIR/sanitizer.log" | head -20
 cat "$LOG_DIR/devices.txt"
 finish

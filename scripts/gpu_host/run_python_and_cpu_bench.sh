@@ -5,12 +5,18 @@
 #
 #   bash scripts/gpu_host/run_python_and_cpu_bench.sh        (logs to $OUT, else out/gpu)
 #
-# Needs .deps/debs like run_gpu_tests.sh (scripts/gpu_host/README.md). Prints a summary last.
+# Needs .deps/debs like run_gpu_tests.sh (scripts/gpu_host/README.md). CPU_BENCH=0 skips the CPU bench.
+# Prints a summary last.
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 
 LOG_DIR=${OUT:-$PWD/out/gpu}
 PREFIX=${TESSERA_DEPS_PREFIX:-/tmp/tessera-deps}
+# The distribution's compiler, not whatever CXX names: the GPU host's image also carries a GCC under /opt/gcc
+# that links libstdc++ statically into every shared library. One private libstdc++ per library breaks
+# processes that load several of them with RTLD_LOCAL (Python: the extension, libtessera, the CUDA plugin
+# each got their own locale and iostream state, and formatting a number crashed).
+HOST_CXX=${HOST_CXX:-$( [[ -x /usr/bin/g++ ]] && echo /usr/bin/g++ || command -v g++ )}
 CUDNN_ROOT=${CUDNN_ROOT:-/opt/torch/.venv/lib/python3.12/site-packages/nvidia/cudnn}
 THREADS=${THREADS:-16}
 mkdir -p "$LOG_DIR"
@@ -38,7 +44,8 @@ export LD_LIBRARY_PATH="$CUDNN_ROOT/lib:/usr/local/cuda/lib64:$LD_LIBRARY_PATH"
 PYTHON=$(command -v python3)
 step configure py_configure.log cmake -S . -B build-py -G Ninja -DCMAKE_BUILD_TYPE=Release -DTESSERA_WERROR=OFF \
   -DTESSERA_BUILD_TESTS=OFF -DTESSERA_CUDA_ARCHITECTURES=90 -DCUDNN_ROOT="$CUDNN_ROOT" \
-  -DCMAKE_CUDA_COMPILER=/usr/local/cuda/bin/nvcc -DPython_EXECUTABLE="$PYTHON" \
+  -DCMAKE_CUDA_COMPILER=/usr/local/cuda/bin/nvcc -DCMAKE_CXX_COMPILER="$HOST_CXX" \
+  -DCMAKE_CUDA_HOST_COMPILER="$HOST_CXX" -DPython_EXECUTABLE="$PYTHON" \
   -Dpybind11_DIR="$("$PYTHON" -m pybind11 --cmakedir)" -DTESSERA_BUILD_PYTHON=ON || finish
 step build py_build.log ninja -C build-py -j16 tessera_python tessera_cuda tessera_testing_ep tessera_cli || {
   tail -30 "$LOG_DIR/py_build.log"
@@ -48,6 +55,7 @@ step pytest pytest.log env TESSERA_TESTING_EP_PATH="$PWD/build-py/libtessera_tes
   PYTHONPATH="$PWD/build-py/python" "$PYTHON" -m pytest -q -p no:cacheprovider -rs tests/python
 tail -25 "$LOG_DIR/pytest.log"
 
+[[ ${CPU_BENCH:-1} == 1 ]] || finish  # CPU_BENCH=0: the Python tests only
 MODELS=/tmp/tessera-cpu-bench
 step export py_export.log "$PYTHON" scripts/export_models.py --out "$MODELS"
 bench() {

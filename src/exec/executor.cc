@@ -181,6 +181,7 @@ std::vector<Value> ExecutePlan(const ExecutionPlan& plan, RunRequest& request, c
       Fail(ErrorCode::kTerminated, "run terminated by RunOptions::terminate before ", step.label);
     WaitForProducers(frame, step);
     if (LogEnabled(LogLevel::kVerbose)) Log(LogLevel::kVerbose, "run step ", t, ": ", step.label);
+    if (request.observer != nullptr) request.observer->BeforeStep(step);
     if (step.kind == PlanStep::Kind::kKernel)
       RunKernelStep(frame, step);
     else
@@ -189,6 +190,7 @@ std::vector<Value> ExecutePlan(const ExecutionPlan& plan, RunRequest& request, c
       frame.events[t] = step.stream->CreateEvent();
       frame.events[t]->Record(*step.stream);
     }
+    if (request.observer != nullptr) request.observer->AfterStep(step, frame.values);
     if (request.retained_frame == nullptr)
       for (int s : step.release_after) frame.values[s] = Value();
   }

@@ -7,6 +7,7 @@
 
 #include "exec/execution_plan.h"
 #include "exec/plan_builder.h"
+#include "exec/run_observer.h"
 #include "tessera/session_options.h"
 
 namespace tessera {
@@ -22,6 +23,7 @@ struct RunRequest {
   // When set, no value is released during the run and the whole frame is moved here at the end (graph
   // capture keeps every buffer the recorded work touches).
   std::vector<Value>* retained_frame = nullptr;
+  RunObserver* observer = nullptr;          // profiling / EP step hooks; null when nothing watches steps
 };
 
 // Runs the plan and returns the values of plan.output_slots (in the memory where they were produced).

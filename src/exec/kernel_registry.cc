@@ -11,6 +11,9 @@ bool KernelDef::IsHostInput(int i) const {
 bool KernelDef::IsHostOutput(int i) const {
   return std::find(host_outputs.begin(), host_outputs.end(), i) != host_outputs.end();
 }
+bool KernelDef::IsHostOrDeviceInput(int i) const {
+  return std::find(host_or_device_inputs.begin(), host_or_device_inputs.end(), i) != host_or_device_inputs.end();
+}
 
 void KernelRegistry::Register(KernelDef def, KernelFactory create) {
   by_op_.emplace(std::make_pair(def.op_type, def.domain), kernels_.size());

@@ -69,6 +69,12 @@ class Builder {
   MemoryInfo RequiredLocation(size_t node_index, int input) const {
     const KernelRegistration& reg = Registration(node_index);
     if (reg.def.IsHostInput(input)) return MemoryInfo::Host();
+    if (reg.def.IsHostOrDeviceInput(input)) {  // a node's host-memory result is read where it is
+      auto produced = primary_.find(graph_.nodes[node_index]->inputs[input]);
+      if (produced != primary_.end() && plan_.slots[produced->second].producer >= 0 &&
+          plan_.slots[produced->second].location.IsHostReadable())
+        return plan_.slots[produced->second].location;
+    }
     return assignment_[node_index]->memory_info();
   }
 

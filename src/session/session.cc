@@ -14,6 +14,8 @@
 #include "graph/type_inference.h"
 #include "providers/cpu/cpu_ep.h"
 #include "session/environment_impl.h"
+#include "session/profiler.h"
+#include "session/run_tracer.h"
 
 namespace tessera {
 
@@ -100,7 +102,14 @@ struct Session::Impl {
   std::mutex capture_mutex;
   std::map<int, CapturedGraph> graphs;
 
-  Impl(Environment& e, const SessionOptions& o) : env(e), options(o), threads(o.intra_op_threads) {}
+  std::unique_ptr<Profiler> profiler;  // SessionOptions::enable_profiling
+  RunTracing tracing;
+
+  Impl(Environment& e, const SessionOptions& o)
+      : env(e),
+        options(o),
+        threads(o.intra_op_threads),
+        profiler(o.enable_profiling ? std::make_unique<Profiler>(o.profile_file_prefix) : nullptr) {}
 
   void Initialize();
   void CreateProviders();
@@ -115,6 +124,8 @@ struct Session::Impl {
   void CheckInput(const ValueInfo& info, const Value& value) const;
   size_t OutputIndex(const std::string& name) const;
   void SetUpGraphCapture();
+  void SetUpRunTracing();
+  std::string EndProfiling();
   std::vector<Value> RunWithGraph(RunRequest& request, const RunOptions& run_options);
   void Synchronize() const {
     for (const auto& [info, stream] : streams) stream->Synchronize();
@@ -256,15 +267,21 @@ void Session::Impl::Optimize() {
 
 void Session::Impl::Initialize() {
   if (options.log_level < LogThreshold()) SetLogThreshold(options.log_level);
+  ProfilePhases phases(profiler.get());
   Graph& graph = *model->graph;
   InferElementTypes(graph);
   if (ExpandGradients(graph) > 0) InferElementTypes(graph);
   CreateProviders();
   SetUpServices();
+  phases.Mark("create_providers");
   Optimize();
+  phases.Mark("optimize");
   std::vector<ExecutionProvider*> assignment = PartitionGraph(graph, ProviderList());
+  phases.Mark("partition");
   plan = BuildExecutionPlan(graph, assignment, services);
   SetUpGraphCapture();
+  SetUpRunTracing();
+  phases.Mark("plan");
   if (LogEnabled(LogLevel::kVerbose))
     for (const PlanStep& step : plan.steps) Log(LogLevel::kVerbose, "plan: ", step.label);
 }
@@ -281,13 +298,33 @@ void Session::Impl::SetUpGraphCapture() {
   const std::string what = "graph capture (" + capture_ep->type() + "): ";
   if (services.stream_for(capture_ep->memory_info()) == nullptr)
     Fail(ErrorCode::kNotImplemented, what, "the execution provider has no stream");
+  // Values computed from shapes alone: constants, host outputs of the capture EP's kernels (Shape: written
+  // at enqueue time, from the input's shape) and what host-side nodes derive from those only. Replays
+  // require the captured input shapes, so these are the same on every replay: the host nodes computing
+  // them run during the capture and their results stay baked into the graph (e.g. a Reshape's shape).
+  std::vector<bool> from_shapes(plan.slots.size(), false);
+  for (size_t s = 0; s < plan.slots.size(); ++s) from_shapes[s] = !plan.slots[s].constant.is_none();
   for (const PlanStep& step : plan.steps) {
     if (step.kind == PlanStep::Kind::kCopy)
       Fail(ErrorCode::kNotImplemented, what, "the model cannot be captured: ", step.label,
            " crosses memory spaces inside the run (a node runs on another execution provider)");
-    if (step.ep != capture_ep)
-      Fail(ErrorCode::kNotImplemented, what, "the model cannot be captured: ", step.node->Describe(), " runs on ",
-           step.ep->type());
+    if (step.ep != capture_ep) {
+      const bool shape_only = step.subgraphs.empty() && std::all_of(step.inputs.begin(), step.inputs.end(), [&](int s) {
+                                return s < 0 || from_shapes[s];
+                              });
+      if (!shape_only)
+        Fail(ErrorCode::kNotImplemented, what, "the model cannot be captured: ", step.node->Describe(), " runs on ",
+             step.ep->type(), " and reads values that are not computed from shapes alone");
+      for (int s : step.outputs)
+        if (s >= 0) from_shapes[s] = true;
+      continue;
+    }
+    for (int s : step.inputs)  // read on the host when queued: the value is baked into the graph
+      if (s >= 0 && plan.slots[s].location.IsHostReadable() && !from_shapes[s])
+        Fail(ErrorCode::kNotImplemented, what, "the model cannot be captured: ", step.node->Describe(),
+             " reads '", plan.slots[s].name, "' in host memory, which can change between replays");
+    for (size_t i = 0; i < step.outputs.size(); ++i)
+      if (step.outputs[i] >= 0 && step.def->IsHostOutput(static_cast<int>(i))) from_shapes[step.outputs[i]] = true;
     if (!step.subgraphs.empty())
       Fail(ErrorCode::kNotImplemented, what, "the model cannot be captured: ", step.node->Describe(),
            " has control flow (subgraphs)");
@@ -296,6 +333,24 @@ void Session::Impl::SetUpGraphCapture() {
         Fail(ErrorCode::kNotImplemented, what, "the model cannot be captured: ", step.node->Describe(),
              " reads a device-produced value on the host");
   }
+}
+
+void Session::Impl::SetUpRunTracing() {
+  tracing.plan = &plan;
+  tracing.profiler = profiler.get();
+  for (const auto& ep : eps) {
+    const uint32_t flags = ep->capability_flags();
+    Stream* stream = services.stream_for(ep->memory_info());
+    if (flags & kEpRunHooks) tracing.run_hooks.push_back({ep.get(), stream});
+    if (flags & kEpStepHooks) tracing.step_hooks.push_back(ep.get());
+    if ((flags & kEpProfiling) && profiler != nullptr && stream != nullptr) tracing.timed.push_back({ep.get(), stream});
+  }
+}
+
+std::string Session::Impl::EndProfiling() {
+  if (profiler == nullptr) return "";
+  Synchronize();
+  return profiler->End();
 }
 
 std::vector<Value> Session::Impl::RunWithGraph(RunRequest& request, const RunOptions& run_options) {
@@ -405,12 +460,7 @@ std::vector<Value> Session::Impl::Execute(RunRequest& request, const RunOptions&
   request.threads = &threads;
   request.synchronize = run_options.synchronize || synchronize_anyway;
   if (!run_options.tag.empty()) Log(LogLevel::kVerbose, "run '", run_options.tag, "'");
-  for (const auto& ep : eps)
-    if (ep->capability_flags() & kEpRunHooks) ep->OnRunStart(services.stream_for(ep->memory_info()));
-  std::vector<Value> outputs = ExecutePlan(plan, request, services);
-  for (const auto& ep : eps)
-    if (ep->capability_flags() & kEpRunHooks) ep->OnRunEnd(services.stream_for(ep->memory_info()));
-  return outputs;
+  return ExecutePlan(plan, request, services);
 }
 
 size_t Session::Impl::OutputIndex(const std::string& name) const {
@@ -422,21 +472,34 @@ size_t Session::Impl::OutputIndex(const std::string& name) const {
 
 Session::Session(Environment& env, const std::filesystem::path& model_path, const SessionOptions& options)
     : impl_(std::make_unique<Impl>(env, options)) {
+  ProfilePhases phases(impl_->profiler.get());
   impl_->model = LoadModel(model_path);
+  phases.Mark("load");
   impl_->Initialize();
 }
 
 Session::Session(Environment& env, const void* model_bytes, size_t size, const SessionOptions& options)
     : impl_(std::make_unique<Impl>(env, options)) {
+  ProfilePhases phases(impl_->profiler.get());
   impl_->model = LoadModelFromBytes(model_bytes, size, {});
+  phases.Mark("load");
   impl_->Initialize();
 }
 
-Session::~Session() { impl_->Synchronize(); }
+Session::~Session() {
+  impl_->Synchronize();
+  try {
+    impl_->EndProfiling();
+  } catch (const std::exception& e) {
+    Log(LogLevel::kWarning, "the profile was not written: ", e.what());
+  }
+}
 
 std::vector<Value> Session::Run(const NamedValues& feeds, const std::vector<std::string>& output_names,
                                 const RunOptions& options) {
+  RunTracer tracer(impl_->tracing, options.tag);
   RunRequest request;
+  request.observer = tracer.observer();
   request.inputs = impl_->CollectInputs(feeds);
   std::vector<size_t> wanted;
   for (const std::string& name : output_names) wanted.push_back(impl_->OutputIndex(name));
@@ -447,6 +510,7 @@ std::vector<Value> Session::Run(const NamedValues& feeds, const std::vector<std:
   std::vector<Value> produced = impl_->Execute(request, options, /*synchronize_anyway=*/true);
   std::vector<Value> result;
   for (size_t i : wanted) result.push_back(CopyValueTo(produced[i], MemoryInfo::Host(), impl_->services, true));
+  tracer.Finish(/*synchronized=*/true);
   return result;
 }
 
@@ -454,7 +518,9 @@ void Session::Run(IoBinding& binding, const RunOptions& options) {
   if (&binding.session() != this) Fail(ErrorCode::kInvalidArgument, "the IoBinding was created for another session");
   NamedValues feeds;
   for (const IoBinding::Input& in : binding.inputs()) feeds.push_back({in.name, in.value});
+  RunTracer tracer(impl_->tracing, options.tag);
   RunRequest request;
+  request.observer = tracer.observer();
   request.inputs = impl_->CollectInputs(feeds);
   for (const IoBinding::Output& out : binding.outputs())
     if (out.preallocated.is_tensor())
@@ -481,6 +547,7 @@ void Session::Run(IoBinding& binding, const RunOptions& options) {
     results.push_back(Value(target));
   }
   binding.mutable_results() = std::move(results);
+  tracer.Finish(options.synchronize);
 }
 
 const std::vector<ValueInfo>& Session::inputs() const { return impl_->model->graph->inputs; }
@@ -553,5 +620,11 @@ std::vector<PartitionEntry> Session::Partition() const {
 }
 
 void Session::Synchronize() const { impl_->Synchronize(); }
+
+std::string Session::EndProfiling() { return impl_->EndProfiling(); }
+
+uint64_t Session::ProfilingStartTimeNs() const {
+  return impl_->profiler != nullptr ? impl_->profiler->start_time_ns() : 0;
+}
 
 }  // namespace tessera

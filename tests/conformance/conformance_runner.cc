@@ -21,7 +21,7 @@ namespace {
 
 constexpr const char* kUsage = R"(usage: tessera_conformance --data DIR [--ep NAME] [--expect FILE] [--filter TEXT]
                            [--list-failures] [--write-expect FILE] [--plugin NAME=PATH]... [--threads N]
-                           [--time-limit SECONDS] [--verbose]
+                           [--time-limit SECONDS] [--ep-option KEY=VALUE]... [--verbose]
   --data DIR          ONNX backend test data (e.g. /usr/share/libonnx-testdata/data)
   --ep NAME           cpu (default), testing, or an EP type such as CUDAExecutionProvider
   --expect FILE       cases expected not to pass; any other case that does not pass is a regression
@@ -29,6 +29,7 @@ constexpr const char* kUsage = R"(usage: tessera_conformance --data DIR [--ep NA
   --list-failures     print every case that did not pass, with its reason
   --write-expect FILE write the expectation file for the current results (reasons from --expect kept)
   --plugin NAME=PATH  register an EP plugin library
+  --ep-option K=V     provider option for --ep (repeatable), e.g. use_tf32=0
   --time-limit S      per-case limit in seconds (default 30), checked between data sets
   --verbose           print every case as it runs
 )";
@@ -43,6 +44,7 @@ struct Options {
   bool list_failures = false;
   bool verbose = false;
   std::vector<std::pair<std::string, std::string>> plugins;
+  ProviderOptions ep_options;
   int threads = 0;
   double time_limit_s = 30;
 };
@@ -61,11 +63,13 @@ double ParseNumber(const std::string& option, const std::string& text) {
   throw UsageError(option + " needs a non-negative number, got '" + text + "'");
 }
 
-std::pair<std::string, std::string> ParsePlugin(const std::string& text) {
+std::pair<std::string, std::string> ParseAssignment(const std::string& option, const std::string& text) {
   const size_t eq = text.find('=');
-  if (eq == std::string::npos || eq == 0) throw UsageError("--plugin expects NAME=PATH, got '" + text + "'");
+  if (eq == std::string::npos || eq == 0) throw UsageError(option + " expects NAME=VALUE, got '" + text + "'");
   return {text.substr(0, eq), text.substr(eq + 1)};
 }
+
+std::pair<std::string, std::string> ParsePlugin(const std::string& text) { return ParseAssignment("--plugin", text); }
 
 Options ParseOptions(int argc, char** argv) {
   Options o;
@@ -79,6 +83,7 @@ Options ParseOptions(int argc, char** argv) {
       {"--threads", [&](const std::string& v) { o.threads = static_cast<int>(ParseNumber("--threads", v)); }},
       {"--time-limit", [&](const std::string& v) { o.time_limit_s = ParseNumber("--time-limit", v); }},
       {"--plugin", [&](const std::string& v) { o.plugins.push_back(ParsePlugin(v)); }},
+      {"--ep-option", [&](const std::string& v) { o.ep_options.insert(ParseAssignment("--ep-option", v)); }},
   };
   const std::map<std::string, bool*> flags = {{"--list-failures", &o.list_failures}, {"--verbose", &o.verbose}};
   for (int i = 1; i < argc; ++i) {
@@ -128,7 +133,7 @@ CaseSettings MakeSettings(const Options& o) {
   settings.time_limit_s = o.time_limit_s;
   settings.session_options.intra_op_threads = o.threads;
   settings.session_options.log_level = LogLevel::kError;
-  if (o.ep != "cpu") settings.session_options.AddProvider(EpType(o.ep));
+  if (o.ep != "cpu") settings.session_options.AddProvider(EpType(o.ep), o.ep_options);
   return settings;
 }
 

@@ -101,6 +101,44 @@ TEST_F(CudaGraphTest, ModelWithACpuNodeIsRejectedAtSessionCreation) {
   EXPECT_NO_THROW(MakeSession(model, CudaOptions(false), TestEnv()));
 }
 
+// Shape arithmetic on the CPU feeding the device (exporters' BERT: Shape -> Gather -> Add -> Gather indices):
+// the CUDA Gather reads the CPU-computed indices on the host (no copy), and the graph captures.
+TEST_F(CudaGraphTest, HostShapeArithmeticFeedingGatherIndicesIsCaptured) {
+  const std::string model = GraphBuilder()
+                                .Input("x", {5, 2})
+                                .Int64Initializer("one", {2}, {1, 1})
+                                .Node("Relu", {"x"}, {"r"})
+                                .Node("Shape", {"r"}, {"s"})
+                                .Node("Sub", {"s", "one"}, {"last"})  // int64 Sub: CPU only -> rows [4, 1]
+                                .Node("Gather", {"r", "last"}, {"y"}, "pick")
+                                .Output("y")
+                                .Serialize();
+  for (const bool graphs : {false, true}) {
+    Session session = MakeSession(model, CudaOptions(graphs), TestEnv());
+    for (const PartitionEntry& e : session.Partition()) {
+      EXPECT_FALSE(e.is_copy && e.copy_from.rfind("feed", 0) != 0) << e.copy_from << " -> " << e.copy_to;
+      if (e.node_name == "pick") {
+        EXPECT_EQ(e.ep, "CUDAExecutionProvider");
+      }
+    }
+    Tensor input = ToCuda(RandomTensor(DataType::kFloat, {5, 2}, 1));
+    IoBinding binding = session.CreateIoBinding();
+    binding.BindInput("x", input);
+    binding.BindOutput("y", CudaDevice().device_memory);
+    for (uint32_t run = 0; run < 4; ++run) {
+      const Tensor x = RandomTensor(DataType::kFloat, {5, 2}, 10 + run, -1.0, 1.0);
+      UpdateInPlace(input, x);
+      session.Run(binding);
+      const std::vector<float> v = x.ToVector<float>();
+      const std::vector<float> expected = {std::max(v[8], 0.0f), std::max(v[9], 0.0f), std::max(v[2], 0.0f),
+                                           std::max(v[3], 0.0f)};
+      const Tensor y = ToHost(binding.BoundOutputs()[0].tensor());
+      EXPECT_EQ(y.shape(), Shape({2, 2}));
+      EXPECT_EQ(y.ToVector<float>(), expected) << "graphs " << graphs << " run " << run;
+    }
+  }
+}
+
 // A transformer-style block (MatMul with batch broadcasting, LayerNormalization, Gelu, Softmax) captured
 // in float16: cuBLAS and the own kernels replay correctly.
 TEST_F(CudaGraphTest, TransformerBlockInFloat16) {

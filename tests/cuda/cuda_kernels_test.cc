@@ -1,5 +1,7 @@
 // Every CUDA kernel against the CPU EP: float32 through OpTester::CompareWithCpu, float16 against the
 // CPU's float32 result on the same values.
+#include <optional>
+
 #include "cuda/cuda_test_util.h"
 
 namespace tessera::test {
@@ -55,6 +57,23 @@ TEST_F(CudaKernelTest, ClipWithInputsAndWithAttributes) {
   OpTester legacy("Clip", 6);
   legacy.Attr("min", -0.25f).Attr("max", 0.5f).Input("X", RandomTensor(kF32, {17}, 9)).OutputName("Y");
   legacy.CompareWithCpu({"cuda"});
+}
+
+// Pow: a scalar exponent (fast paths for 2 and 0.5) or a tensor of exponents of any numeric type, broadcast.
+TEST_F(CudaKernelTest, PowWithScalarAndTensorExponents) {
+  const Tensor x = RandomTensor(kF32, {2, 3}, 81, 0.5, 2.0);
+  for (const Tensor& e : {Tensor::FromVector<float>({}, {2.0f}), Tensor::FromVector<float>({}, {0.5f}),
+                          Tensor::FromVector<float>({3}, {1.0f, -2.0f, 3.0f}),
+                          Tensor::FromVector<int64_t>({2, 3}, {0, 1, 2, 3, -1, 2}),
+                          Tensor::FromVector<int32_t>({1, 3}, {2, 3, 1})}) {
+    OpTester t("Pow", 15);
+    t.Input("X", x).Input("E", e, true).OutputName("Y").Tolerance(1e-5, 1e-5);
+    t.CompareWithCpu({"cuda"});
+  }
+  CompareFloat16WithCpu(
+      "Pow", 15, {RandomTensor(kF16, {2, 3}, 82, 0.5, 2.0), Tensor::FromVector<float>({3}, {1.0f, 2.0f, 0.5f})},
+      [](OpTester& t, const std::vector<Tensor>& in) { t.Input("X", in[0]).Input("E", in[1], true); },
+      kHalfAbsolute, kHalfRelative);
 }
 
 // ---- Conv ----------------------------------------------------------------------------------------------
@@ -138,6 +157,93 @@ TEST_F(CudaKernelTest, ConvFloat16) {
         },
         kHalfAbsolute, kHalfRelative);
   }
+}
+
+// ai.tessera::FusedConv: the single cuDNN call (Relu; identity with implicit-precomp GEMM, which DEFAULT
+// picks) and the epilogue kernel (other activations, broadcast residuals), against the CPU's FusedConv.
+struct FusedConvCase {
+  std::string activation;
+  std::vector<float> params;
+  bool bias = true;
+  std::optional<Shape> z;  // residual shape; none when absent
+};
+
+std::vector<FusedConvCase> FusedConvCases() {
+  const Shape same{2, 8, 12, 12};
+  return {
+      {"Relu", {}, true, std::nullopt},       {"Relu", {}, true, same},       {"Relu", {}, false, same},
+      {"", {}, true, same},                   {"", {}, false, same},          {"LeakyRelu", {0.2f}, true, same},
+      {"Relu", {}, true, Shape{1, 8, 1, 1}},  {"Clip", {0.0f, 6.0f}, true, std::nullopt},
+      {"Sigmoid", {}, false, std::nullopt},   {"HardSigmoid", {0.3f, 0.4f}, true, same},
+      {"HardSwish", {}, true, std::nullopt},  {"Tanh", {}, true, same},
+  };
+}
+
+void BuildFusedConv(OpTester& t, const FusedConvCase& c, const std::vector<Tensor>& in) {
+  t.Attr("pads", std::vector<int64_t>{1, 1, 1, 1});
+  if (!c.activation.empty()) t.Attr("activation", c.activation);
+  if (!c.params.empty()) t.Attr("activation_params", c.params);
+  t.Input("X", in[0]).Input("W", in[1], true);
+  if (c.bias)
+    t.Input("B", in[2], true);
+  else if (c.z)
+    t.OmittedInput();
+  if (c.z) t.Input("Z", in[3]);
+}
+
+TEST_F(CudaKernelTest, FusedConvMatchesCpu) {
+  for (const char* search : {"EXHAUSTIVE", "DEFAULT"}) {
+    for (const FusedConvCase& c : FusedConvCases()) {
+      const std::vector<Tensor> in = {RandomTensor(kF32, {2, 4, 12, 12}, 51), RandomTensor(kF32, {8, 4, 3, 3}, 52),
+                                      RandomTensor(kF32, {8}, 53),
+                                      RandomTensor(kF32, c.z.value_or(Shape{1}), 54, -2.0, 2.0)};
+      OpTester t("FusedConv", 1, "ai.tessera");
+      BuildFusedConv(t, c, in);
+      t.OutputName("Y");
+      const std::vector<Tensor> expected = t.RunOn("cpu");
+      Session::NamedValues feeds = {{"X", in[0]}};
+      if (c.z) feeds.push_back({"Z", in[3]});
+      const std::vector<Tensor> actual =
+          RunOnCuda(t.SerializedModel(), feeds, {{"cudnn_conv_algo_search", search}, {"use_tf32", "0"}});
+      EXPECT_EQ(CompareTensors(expected[0], actual[0], 1e-4, 1e-4), "")
+          << search << " activation '" << c.activation << "' bias " << c.bias << " z "
+          << (c.z ? c.z->ToString() : "none");
+    }
+  }
+}
+
+TEST_F(CudaKernelTest, FusedConvFloat16) {
+  for (const FusedConvCase& c : FusedConvCases()) {
+    const std::vector<Tensor> in = {RandomTensor(kF16, {2, 4, 12, 12}, 61), RandomTensor(kF16, {8, 4, 3, 3}, 62),
+                                    RandomTensor(kF16, {8}, 63),
+                                    RandomTensor(kF16, c.z.value_or(Shape{1}), 64, -2.0, 2.0)};
+    CompareFloat16WithCpu(
+        "FusedConv", 1, in, [&c](OpTester& t, const std::vector<Tensor>& inputs) { BuildFusedConv(t, c, inputs); },
+        kHalfAbsolute, kHalfRelative, "ai.tessera");
+  }
+}
+
+// At level all the fusion pass turns the miniature ResNet's Conv -> Relu and Conv -> Add -> Relu into
+// FusedConv on the CUDA EP; the outputs match the unfused session's.
+TEST_F(CudaKernelTest, ConvActivationFusionRunsOnCuda) {
+  const std::string model = SmallConvNetModel();
+  const Tensor x = RandomTensor(kF32, {1, 3, 16, 16}, 71);
+  std::vector<Tensor> outputs;
+  for (OptimizationLevel level : {OptimizationLevel::kExtended, OptimizationLevel::kAll}) {
+    SessionOptions options = OptionsFor("cuda");
+    options.optimization_level = level;
+    options.providers.front().options = {{"use_tf32", "0"}};
+    Session session(TestEnv(), model.data(), model.size(), options);
+    size_t fused = 0;
+    for (const PartitionEntry& e : session.Partition()) {
+      if (e.is_copy) continue;
+      EXPECT_EQ(e.ep, "CUDAExecutionProvider") << e.node_name;
+      fused += e.op_type == "FusedConv";
+    }
+    EXPECT_EQ(fused > 0, level == OptimizationLevel::kAll);
+    outputs.push_back(ToHost(session.Run({{"x", x}})[0].tensor()));
+  }
+  EXPECT_EQ(CompareTensors(outputs[0], outputs[1], 1e-5, 1e-4), "");
 }
 
 TEST_F(CudaKernelTest, AsymmetricPaddingFallsBackToCpu) {

@@ -142,14 +142,14 @@ Tensor Float16ToFloat(const Tensor& half) {
 }
 
 void CompareFloat16WithCpu(const std::string& op, int opset, const std::vector<Tensor>& half_inputs,
-                           const OpBuilder& build, double absolute, double relative) {
-  OpTester on_cuda(op, opset);
+                           const OpBuilder& build, double absolute, double relative, const std::string& domain) {
+  OpTester on_cuda(op, opset, domain);
   build(on_cuda, half_inputs);
   on_cuda.OutputName("Y");
   const std::vector<Tensor> actual = on_cuda.RunOn("cuda");
   std::vector<Tensor> float_inputs;
   for (const Tensor& t : half_inputs) float_inputs.push_back(t.type() == DataType::kFloat16 ? Float16ToFloat(t) : t);
-  OpTester on_cpu(op, opset);
+  OpTester on_cpu(op, opset, domain);
   build(on_cpu, float_inputs);
   on_cpu.OutputName("Y");
   const std::vector<Tensor> expected = on_cpu.RunOn("cpu");

@@ -47,6 +47,6 @@ Tensor Float16ToFloat(const Tensor& half);
 // same values in float32 run on the CPU EP; checks output 0 ("Y") agrees within the tolerance.
 using OpBuilder = std::function<void(OpTester&, const std::vector<Tensor>& inputs)>;
 void CompareFloat16WithCpu(const std::string& op, int opset, const std::vector<Tensor>& half_inputs,
-                           const OpBuilder& build, double absolute, double relative);
+                           const OpBuilder& build, double absolute, double relative, const std::string& domain = "");
 
 }  // namespace tessera::test

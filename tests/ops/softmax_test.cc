@@ -71,6 +71,19 @@ TEST(SoftmaxOpTest, Opset13DefaultAxisIsLast) {
   t.Run();
 }
 
+// Long rows take the vectorized path: full 16-lane chunks plus a remainder (n = 37, 128), large magnitudes.
+TEST(SoftmaxOpTest, LongRowsAlongLastAxis) {
+  for (Kind k : {Kind::kSoftmax, Kind::kLogSoftmax}) {
+    for (int64_t n : {37, 128}) {
+      Tensor x = RandomTensor(DataType::kFloat, {3, n}, 9, -60, 60);
+      x.Data<float>()[1] = -1e30f;  // exp underflows to 0 without disturbing the rest
+      OpTester t(OpName(k), 13);
+      t.Input("input", x).Output("output", NaiveSoftmax(x, k, 3, n, 1));
+      t.Run();
+    }
+  }
+}
+
 TEST(SoftmaxOpTest, BadAxisFails) {
   OpTester t("Softmax", 13);
   t.Attr("axis", int64_t{3});

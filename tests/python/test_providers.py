@@ -102,7 +102,8 @@ def test_set_providers_recreates_the_session():
 def test_selection_policy_and_ep_devices():
     options = ort.SessionOptions()
     options.set_provider_selection_policy(ort.OrtExecutionProviderDevicePolicy.PREFER_NPU)
-    assert ort.InferenceSession(onnx_models.add_relu(), options).get_providers() == [TESTING, CPU]
+    gpus = [p for p in ort.get_available_providers() if p == "CUDAExecutionProvider"]  # NPUs, then GPUs, then CPU
+    assert ort.InferenceSession(onnx_models.add_relu(), options).get_providers() == [TESTING, *gpus, CPU]
     options.set_provider_selection_policy(ort.OrtExecutionProviderDevicePolicy.PREFER_CPU)
     assert ort.InferenceSession(onnx_models.add_relu(), options).get_providers()[0] == CPU
     by_devices = ort.SessionOptions()

@@ -21,6 +21,38 @@ struct EpDevice;
 enum EpCapabilityFlags : uint32_t {
   kEpRunHooks = 1u << 0,     // OnRunStart / OnRunEnd are called around every run
   kEpGraphCapture = 1u << 1, // BeginCapture / EndCapture / ReplayGraph record and replay whole runs
+  kEpStepHooks = 1u << 2,    // OnStepBegin / OnStepEnd are called around each of its kernel steps
+  kEpProfiling = 1u << 3,    // CreateDeviceTimer measures its steps on the device in profiled runs
+};
+
+// Device time of the steps of one profiled run on one stream (kEpProfiling), e.g. CUDA events.
+//
+//   timer = ep.CreateDeviceTimer(stream);  // queues the run's start marker on `stream`
+//   for each step of the run on `stream`:   // host thread of the run, in plan order
+//     timer->BeginStep(); <the step queues its work>; timer->EndStep();
+//   <the run's streams are synchronized>
+//   std::vector<DeviceTimer::Interval> times = timer->Resolve();
+//
+// BeginStep/EndStep queue markers on the stream and return without waiting; each pair is one step.
+// Resolve returns one Interval per pair, in call order, in microseconds since the start marker was
+// reached on the device. It is called once, after the stream has passed every marker (it may block
+// until it has). A step whose markers could not be recorded (e.g. while the stream is being captured
+// into a graph: markers must never enter a capture) has an Interval that is not measured(). Runs on one
+// stream from several threads at once interleave their work, so a step's interval may include work of
+// a concurrent run. The session places the intervals on its host timeline as early as they can lie:
+// no step starts on the device before its work was queued on the host.
+class DeviceTimer {
+ public:
+  struct Interval {
+    double begin_us = -1, end_us = -1;
+    bool measured() const { return begin_us >= 0 && end_us >= begin_us; }
+  };
+  virtual ~DeviceTimer() = default;
+  virtual void BeginStep() = 0;
+  virtual void EndStep() = 0;
+  virtual std::vector<Interval> Resolve() = 0;
+  // Name of the device timeline in traces, e.g. "CUDA stream 0x5581c0a0 (GPU 0)".
+  virtual std::string track_name() const = 0;
 };
 
 class ExecutionProvider {
@@ -44,8 +76,18 @@ class ExecutionProvider {
   virtual std::vector<size_t> GetCapability(const Graph& graph, const std::set<size_t>& unassigned) const;
 
   virtual uint32_t capability_flags() const { return 0; }
-  virtual void OnRunStart(Stream* /*stream*/) {}
+  // kEpRunHooks: called on the thread of each run, before its first step and after its last (also when
+  // the run fails); `stream` is the session's stream for this EP (nullptr if none), `run_tag` is
+  // RunOptions::tag. Runs replaying a captured graph call them too.
+  virtual void OnRunStart(Stream* /*stream*/, const std::string& /*run_tag*/) {}
   virtual void OnRunEnd(Stream* /*stream*/) {}
+  // kEpStepHooks: called on the run's thread just before and after each kernel step of this EP queues
+  // its work (not around copies), properly nested inside OnRunStart/OnRunEnd; OnStepEnd is called
+  // also when the step throws. For tracing tools (NVTX ranges, ...): keep them cheap.
+  virtual void OnStepBegin(const Node& /*node*/, Stream* /*stream*/) {}
+  virtual void OnStepEnd(const Node& /*node*/, Stream* /*stream*/) {}
+  // kEpProfiling: a timer for one profiled run on `stream` (see DeviceTimer); nullptr to skip this run.
+  virtual std::unique_ptr<DeviceTimer> CreateDeviceTimer(Stream& /*stream*/) { return nullptr; }
 
   // Graph capture (kEpGraphCapture), e.g. CUDA graphs. When graph_capture_enabled() (an EP option such
   // as enable_cuda_graph), the session checks at creation that the whole plan runs on this EP's stream,
@@ -53,6 +95,8 @@ class ExecutionProvider {
   // `stream` (recorded, not executed), calls EndCapture, and from then on calls ReplayGraph instead of
   // running the plan. `key` is RunOptions config "gpu_graph_id" (several graphs per session). The session
   // keeps every buffer the recorded work touches alive; inputs must stay at the captured addresses.
+  // Host outputs of this EP's kernels (KernelDef::host_outputs, e.g. Shape) must depend only on shapes and
+  // host inputs: the session lets CPU nodes that compute from them alone run during the capture only.
   virtual bool graph_capture_enabled() const { return false; }
   virtual void BeginCapture(Stream& /*stream*/, int /*key*/) {}
   virtual void EndCapture(Stream& /*stream*/, int /*key*/) {}

@@ -36,11 +36,16 @@ struct KernelDef {
   std::map<int, std::vector<DataType>> input_types;
   std::vector<int> host_inputs;   // inputs the kernel reads on the host
   std::vector<int> host_outputs;  // outputs the kernel writes in host memory
+  // Inputs read wherever their producing node left them: a value a host node computed (e.g. shape
+  // arithmetic on the CPU) stays in host memory and the kernel reads it on the host when it runs, anything
+  // else comes in the EP's memory. The kernel looks at Tensor::memory_info() to tell which.
+  std::vector<int> host_or_device_inputs;
   // Whether the kernel may have its outputs share memory with its inputs (Reshape, Identity, ...).
   bool may_alias = false;
 
   bool IsHostInput(int i) const;
   bool IsHostOutput(int i) const;
+  bool IsHostOrDeviceInput(int i) const;
 };
 
 // A subgraph compiled by the session (If/Loop/Scan bodies), callable from a kernel's Compute.

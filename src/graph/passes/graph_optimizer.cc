@@ -5,6 +5,8 @@
 #include "graph/passes/dead_node_elimination.h"
 #include "graph/passes/gelu_fusion.h"
 #include "graph/passes/layer_norm_fusion.h"
+#include "graph/passes/matmul_epilogue_fusion.h"
+#include "graph/passes/nchwc_layout.h"
 #include "graph/passes/shape_subgraph_elimination.h"
 #include "graph/passes/transpose_elimination.h"
 
@@ -32,6 +34,8 @@ void RunExtended(Graph& graph, const OptimizerContext& context, std::vector<Pass
 // Fusions into ai.tessera ops, after the standard ones (a folded BatchNorm leaves a Conv to fuse).
 void RunAll(Graph& graph, const OptimizerContext& context, std::vector<PassResult>& results) {
   results.push_back({"conv_activation_fusion", FuseConvActivation(graph, context.can_fuse)});
+  results.push_back({"matmul_epilogue_fusion", FuseMatMulEpilogue(graph, context.can_fuse)});
+  results.push_back({"nchwc_layout", ConvertToBlockedLayout(graph, context.can_fuse, HostChannelBlock())});
 }
 
 }  // namespace

@@ -15,6 +15,8 @@ const KernelRegistry& CpuKernelRegistry() {
     cpu::RegisterMatMulKernels(r);
     cpu::RegisterConvKernels(r);
     cpu::RegisterPoolKernels(r);
+    cpu::RegisterNchwcPoolKernels(r);
+    cpu::RegisterNchwcReorderKernels(r);
     cpu::RegisterNormalizationKernels(r);
     cpu::RegisterSoftmaxKernels(r);
     cpu::RegisterReductionKernels(r);

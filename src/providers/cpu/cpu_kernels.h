@@ -12,6 +12,8 @@ void RegisterActivationKernels(KernelRegistry& registry);      // math/activatio
 void RegisterMatMulKernels(KernelRegistry& registry);          // math/matmul.cc (MatMul, Gemm)
 void RegisterConvKernels(KernelRegistry& registry);            // nn/conv.cc
 void RegisterPoolKernels(KernelRegistry& registry);            // nn/pool.cc
+void RegisterNchwcPoolKernels(KernelRegistry& registry);       // nn/nchwc_pool.cc (ai.tessera, blocked layout)
+void RegisterNchwcReorderKernels(KernelRegistry& registry);    // nn/nchwc_reorder.cc (ai.tessera)
 void RegisterNormalizationKernels(KernelRegistry& registry);   // nn/normalization.cc
 void RegisterSoftmaxKernels(KernelRegistry& registry);         // nn/softmax.cc
 void RegisterReductionKernels(KernelRegistry& registry);       // reduction/reduce.cc

@@ -6,6 +6,7 @@
 
 #include "providers/cuda/cuda_graph.h"
 #include "providers/cuda/cuda_handles.h"
+#include "providers/cuda/cuda_profiling.h"
 #include "providers/cuda/cuda_provider_options.h"
 #include "providers/cuda/cuda_transfer.h"
 #include "tessera/ep/execution_provider.h"
@@ -29,11 +30,18 @@ class CudaExecutionProvider : public ExecutionProvider {
   std::vector<size_t> GetCapability(const Graph& graph, const std::set<size_t>& unassigned) const override;
 
   // CUDA graphs (enable_cuda_graph): the session captures whole runs on its stream and replays them.
-  uint32_t capability_flags() const override { return kEpGraphCapture; }
+  uint32_t capability_flags() const override { return kEpGraphCapture | profiling_.flags(); }
   bool graph_capture_enabled() const override { return options_.enable_cuda_graph; }
   void BeginCapture(Stream& stream, int key) override;
   void EndCapture(Stream& stream, int key) override;
   void ReplayGraph(Stream& stream, int key) override;
+
+  // Profiling (cuda_profiling.h): NVTX run and node ranges when a tool listens, device timers from CUDA events.
+  void OnRunStart(Stream*, const std::string& run_tag) override { profiling_.RunStart(run_tag); }
+  void OnRunEnd(Stream*) override { profiling_.RunEnd(); }
+  void OnStepBegin(const Node& node, Stream*) override { profiling_.StepBegin(node); }
+  void OnStepEnd(const Node&, Stream*) override { profiling_.StepEnd(); }
+  std::unique_ptr<DeviceTimer> CreateDeviceTimer(Stream& stream) override { return profiling_.CreateTimer(stream); }
 
   int ordinal() const { return ordinal_; }
   const CudaProviderOptions& options() const { return options_; }
@@ -50,6 +58,7 @@ class CudaExecutionProvider : public ExecutionProvider {
   CudaDataTransfer transfer_;
   mutable LibraryHandles handles_;
   CudaGraphSet graphs_;
+  CudaProfiling profiling_;
 };
 
 }  // namespace tessera::cuda

@@ -11,6 +11,7 @@
 #include "providers/testing/testing_kernels.h"
 #include "providers/testing/testing_memory.h"
 #include "providers/testing/testing_stream.h"
+#include "providers/testing/testing_timer.h"
 #include "providers/testing/testing_transfer.h"
 #include "tessera/arena.h"
 #include "tessera/ep/ep_factory.h"
@@ -83,7 +84,7 @@ class TestingExecutionProvider : public ExecutionProvider {
 
   // Graph capture records the closures a run queues and replays them: the same buffers, the same work,
   // like a CUDA graph.
-  uint32_t capability_flags() const override { return kEpGraphCapture; }
+  uint32_t capability_flags() const override { return kEpGraphCapture | kEpProfiling; }
   bool graph_capture_enabled() const override { return graph_capture_; }
   void BeginCapture(Stream& stream, int /*key*/) override { static_cast<TestingStream&>(stream).BeginRecording(); }
   void EndCapture(Stream& stream, int key) override {
@@ -96,6 +97,10 @@ class TestingExecutionProvider : public ExecutionProvider {
     auto it = graphs_.find(key);
     if (it == graphs_.end()) Fail(ErrorCode::kInvalidArgument, kEpName, ": no graph captured under key ", key);
     for (const auto& work : it->second) static_cast<TestingStream&>(stream).Enqueue(work);
+  }
+  // Profiled runs: step times measured on the stream's worker thread.
+  std::unique_ptr<DeviceTimer> CreateDeviceTimer(Stream& stream) override {
+    return CreateTestingTimer(static_cast<TestingStream&>(stream));
   }
 
  private:

@@ -1,6 +1,7 @@
 #include "providers/testing/testing_kernels.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -236,6 +237,64 @@ class MatMulKernel : public Kernel {
   }
 };
 
+// ---- Shape, Reshape ---------------------------------------------------------------------------------
+
+// Shape: the input's dimensions [start, end) as int64, written in host memory at enqueue time from the
+// shape alone (a host output: no device work, nothing to wait for).
+class ShapeKernel : public Kernel {
+ public:
+  explicit ShapeKernel(const KernelInfo& info)
+      : start_(info.node().GetInt("start", 0)), end_(info.node().GetInt("end", INT64_MAX)) {}
+
+  void Compute(KernelContext& ctx) const override {
+    const std::vector<int64_t>& dims = ctx.Input(0).shape().dims();
+    const int64_t rank = static_cast<int64_t>(dims.size());
+    const auto clamp = [rank](int64_t axis) { return std::clamp(axis < 0 ? axis + rank : axis, int64_t{0}, rank); };
+    const int64_t begin = clamp(start_), end = std::max(begin, clamp(end_));
+    Tensor& out = ctx.Output(0, DataType::kInt64, Shape{end - begin});
+    std::copy(dims.begin() + begin, dims.begin() + end, out.Data<int64_t>());
+  }
+
+ private:
+  int64_t start_, end_;
+};
+
+// Reshape: the new shape is read on the host (a host input); the data is copied on the device stream.
+class ReshapeKernel : public Kernel {
+ public:
+  explicit ReshapeKernel(const KernelInfo& info) : allow_zero_(info.node().GetInt("allowzero", 0) != 0) {}
+
+  void Compute(KernelContext& ctx) const override {
+    const Tensor& data = ctx.Input(0);
+    const Tensor& requested = ctx.Input(1);
+    if (requested.type() != DataType::kInt64 || requested.shape().rank() != 1)
+      Fail(ErrorCode::kInvalidArgument, ctx.node().Describe(), ": the shape input must be a 1-D int64 tensor");
+    std::vector<int64_t> dims(requested.Data<int64_t>(), requested.Data<int64_t>() + requested.NumElements());
+    int64_t known = 1, inferred = -1;
+    for (size_t i = 0; i < dims.size(); ++i) {
+      if (dims[i] == 0 && !allow_zero_) dims[i] = i < data.shape().rank() ? data.shape()[i] : 0;
+      if (dims[i] == -1) {
+        inferred = static_cast<int64_t>(i);
+      } else {
+        known *= dims[i];
+      }
+    }
+    if (inferred >= 0) dims[inferred] = known == 0 ? 0 : data.NumElements() / known;
+    if (Shape(dims).NumElements() != data.NumElements())
+      Fail(ErrorCode::kInvalidArgument, ctx.node().Describe(), ": cannot reshape ", data.shape().ToString(), " to ",
+           Shape(dims).ToString());
+    Tensor& out = ctx.Output(0, DataType::kFloat, Shape(dims));
+    const int64_t n = out.NumElements();
+    if (n == 0) return;
+    const float* x = InputData(ctx, 0);
+    float* y = OutputData(ctx, out);
+    RunOn(ctx.stream(), [x, y, n, kept = Keep(ctx, out)] { std::copy(x, x + n, y); });
+  }
+
+ private:
+  bool allow_zero_;
+};
+
 KernelDef FloatDef(const char* op, int since, int inputs) {
   KernelDef def;
   def.op_type = op;
@@ -251,6 +310,14 @@ void RegisterTestingKernels(KernelRegistry& registry) {
   registry.Register<BinaryKernel<MulOp>>(FloatDef("Mul", 7, 2));
   registry.Register<ReluKernel>(FloatDef("Relu", 6, 1));
   registry.Register<MatMulKernel>(FloatDef("MatMul", 1, 2));
+  KernelDef shape;
+  shape.op_type = "Shape";
+  shape.host_outputs = {0};
+  shape.host_or_device_inputs = {0};  // only the shape is read
+  registry.Register<ShapeKernel>(std::move(shape));
+  KernelDef reshape = FloatDef("Reshape", 5, 1);
+  reshape.host_inputs = {1};
+  registry.Register<ReshapeKernel>(std::move(reshape));
 }
 
 }  // namespace tessera::testing_ep

@@ -171,6 +171,11 @@ std::vector<std::function<void()>> TestingStream::EndRecording() {
   return std::exchange(recorded_, {});
 }
 
+bool TestingStream::recording() {
+  std::lock_guard<std::mutex> lock(recording_mutex_);
+  return recording_;
+}
+
 void RunOn(Stream* stream, std::function<void()> work) {
   if (stream == nullptr) {
     work();

@@ -42,6 +42,7 @@ class TestingStream : public Stream {
   // run; EndRecording returns it in order. The caller must not queue other work meanwhile.
   void BeginRecording();
   std::vector<std::function<void()>> EndRecording();
+  bool recording();
 
  private:
   class Queue;

@@ -48,6 +48,15 @@ class GraphBuilder {
     for (float v : values) t->add_float_data(v);
     return *this;
   }
+  GraphBuilder& Int64Initializer(const std::string& name, const std::vector<int64_t>& dims,
+                                 const std::vector<int64_t>& values) {
+    auto* t = model_.mutable_graph()->add_initializer();
+    t->set_name(name);
+    t->set_data_type(7);
+    for (int64_t d : dims) t->add_dims(d);
+    for (int64_t v : values) t->add_int64_data(v);
+    return *this;
+  }
   std::string Serialize() const { return model_.SerializeAsString(); }
 
  private:

@@ -155,5 +155,63 @@ TEST_F(GraphCaptureTest, ModelsWithCpuNodesCannotBeCaptured) {
   }
 }
 
+// Shape arithmetic on the host (exporters write Shape -> Gather -> ... -> Reshape) does not prevent
+// capture: those CPU nodes read only Shape's host output and constants, so their results are the same on
+// every replay (replays require the captured input shapes).
+TEST_F(GraphCaptureTest, HostShapeArithmeticIsCapturedWithTheGraph) {
+  const std::string model = GraphBuilder()
+                                .Input("x", {2, 4})
+                                .Int64Initializer("order", {2}, {1, 0})
+                                .Node("Relu", {"x"}, {"r"})
+                                .Node("Shape", {"r"}, {"s"})
+                                .Node("Gather", {"s", "order"}, {"swapped"})
+                                .Node("Reshape", {"r", "swapped"}, {"t"})
+                                .Node("Add", {"t", "t"}, {"y"})
+                                .Output("y")
+                                .Serialize();
+  Session session = MakeSession(model, CaptureOptions(), TestEnv());
+  bool gather_on_cpu = false;
+  for (const PartitionEntry& e : session.Partition()) {
+    EXPECT_FALSE(e.is_copy && e.copy_from.rfind("feed", 0) != 0) << e.copy_from << " -> " << e.copy_to;
+    if (e.op_type == "Gather") gather_on_cpu = e.ep == "CPUExecutionProvider";
+  }
+  EXPECT_TRUE(gather_on_cpu);
+  std::vector<float> x = {-1, 2, -3, 4, 5, -6, 7, -8};
+  Tensor input = OnDevice(x);
+  IoBinding binding = session.CreateIoBinding();
+  binding.BindInput("x", input);
+  binding.BindOutput("y", TestingDevice().device_memory);
+  for (int run = 0; run < 4; ++run) {  // warm-up, capture + replay, replay, replay
+    for (float& v : x) v -= 1.5f;
+    UpdateInPlace(input, x);
+    session.Run(binding);
+    const Tensor& y = binding.BoundOutputs()[0].tensor();
+    EXPECT_EQ(y.shape(), Shape({4, 2}));
+    std::vector<float> expected;
+    for (float v : x) expected.push_back(2 * std::max(v, 0.0f));
+    EXPECT_EQ(Host(y), expected) << "run " << run;
+  }
+}
+
+// A host node reading data that can change between replays (here an int64 graph input) is rejected.
+TEST_F(GraphCaptureTest, HostNodesReadingInputDataCannotBeCaptured) {
+  const std::string model = GraphBuilder()
+                                .Input("x", {2, 4})
+                                .Input("order", {2}, 7)
+                                .Node("Relu", {"x"}, {"r"})
+                                .Node("Shape", {"r"}, {"s"})
+                                .Node("Gather", {"s", "order"}, {"swapped"})
+                                .Node("Reshape", {"r", "swapped"}, {"y"})
+                                .Output("y")
+                                .Serialize();
+  try {
+    MakeSession(model, CaptureOptions(), TestEnv());
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kNotImplemented);
+    EXPECT_NE(std::string(e.what()).find("not computed from shapes alone"), std::string::npos) << e.what();
+  }
+}
+
 }  // namespace
 }  // namespace tessera::test

@@ -25,6 +25,12 @@ dnnl::memory::desc PlainF32Desc(const dnnl::memory::dims& dims) {
   return dnnl::memory::desc(dims, dnnl::memory::data_type::f32, strides);
 }
 
+dnnl::memory::desc BlockedF32Desc(const dnnl::memory::dims& dims, int64_t block) {
+  using tag = dnnl::memory::format_tag;
+  const tag layout = block == 0 ? tag::nhwc : block == 16 ? tag::nChw16c : tag::nChw8c;
+  return dnnl::memory::desc(dims, dnnl::memory::data_type::f32, layout);
+}
+
 void ExecuteDnnl(KernelContext& ctx, const dnnl::primitive& primitive, const dnnl::primitive_desc_base& pd,
                  std::unordered_map<int, dnnl::memory> args) {
   // oneDNN parallelizes with OpenMP from the calling thread; match the session's intra-op setting.

@@ -30,6 +30,10 @@ dnnl::memory::dims ToDnnlDims(const std::vector<int64_t>& dims);
 // A plain (row-major) f32 memory descriptor for `dims`.
 dnnl::memory::desc PlainF32Desc(const dnnl::memory::dims& dims);
 
+// The f32 descriptor (NCHW dims) of the channel-inner layouts of the ai.tessera Nchwc* kernels: memory
+// [N, C/block, H, W, block] for block 8 or 16 (oneDNN nChw8c / nChw16c, the last block zero-padded), NHWC for 0.
+dnnl::memory::desc BlockedF32Desc(const dnnl::memory::dims& dims, int64_t block);
+
 // Runs `primitive` (built from `pd`) on the calling thread with the intra-op thread count of `ctx`.
 // Allocates the scratchpad from the kernel's allocator and waits for completion.
 void ExecuteDnnl(KernelContext& ctx, const dnnl::primitive& primitive, const dnnl::primitive_desc_base& pd,

@@ -97,16 +97,35 @@ struct HardSwishOp {
 };
 
 // approximate = "none": x * Phi(x) with the exact normal CDF; "tanh": the tanh approximation.
-class GeluOp {
- public:
-  explicit GeluOp(const Node& node) : tanh_(IsTanh(node)) {}
+struct GeluErfOp {
   template <typename C>
   C operator()(C x) const {
-    if (tanh_) {
-      const C k = static_cast<C>(std::numbers::sqrt2 * std::numbers::inv_sqrtpi);  // sqrt(2 / pi)
-      return C(0.5) * x * (C(1) + Tanh(k * (x + C(0.044715) * x * x * x)));
-    }
     return C(0.5) * x * (C(1) + Erf(x * static_cast<C>(1 / std::numbers::sqrt2)));
+  }
+};
+
+struct GeluTanhOp {
+  template <typename C>
+  C operator()(C x) const {
+    const C k = static_cast<C>(std::numbers::sqrt2 * std::numbers::inv_sqrtpi);  // sqrt(2 / pi)
+    return C(0.5) * x * (C(1) + Tanh(k * (x + C(0.044715) * x * x * x)));
+  }
+};
+
+// Gelu picks its formula once per kernel: a branch on `approximate` inside the element loop would keep the
+// loop scalar.
+class GeluKernel : public Kernel {
+ public:
+  explicit GeluKernel(const KernelInfo& info) : tanh_(IsTanh(info.node())) {}
+
+  void Compute(KernelContext& ctx) const override {
+    const Tensor& x = ctx.Input(0);
+    DispatchType(x.type(), FloatTypes{}, ctx.node(), [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      Tensor& y = ctx.Output(0, x.type(), x.shape());
+      if (tanh_) UnaryMap(ctx.thread_pool(), x.Data<T>(), y.Data<T>(), x.NumElements(), LiftUnary<T>(GeluTanhOp{}));
+      else UnaryMap(ctx.thread_pool(), x.Data<T>(), y.Data<T>(), x.NumElements(), LiftUnary<T>(GeluErfOp{}));
+    });
   }
 
  private:
@@ -249,7 +268,12 @@ void RegisterActivationKernels(KernelRegistry& registry) {
   RegisterUnary<SoftplusOp, FloatTypes>(registry, "Softplus", 1, kLatestOpset);
   RegisterUnary<SoftsignOp, FloatTypes>(registry, "Softsign", 1, kLatestOpset);
   RegisterUnary<HardSwishOp, FloatTypes>(registry, "HardSwish", 14, kLatestOpset);
-  RegisterUnary<GeluOp, FloatTypes>(registry, "Gelu", 20, kLatestOpset);
+  KernelDef gelu;
+  gelu.op_type = "Gelu";
+  gelu.since_version = 20;
+  gelu.until_version = kLatestOpset;
+  gelu.input_types[0] = DataTypesOf(FloatTypes{});
+  registry.Register<GeluKernel>(std::move(gelu));
   RegisterUnary<ThresholdedReluOp, FloatTypes>(registry, "ThresholdedRelu", 10, kLatestOpset);
   RegisterUnary<CeluOp, FloatTypes>(registry, "Celu", 12, kLatestOpset);
   RegisterUnary<MishOp, FloatTypes>(registry, "Mish", 18, kLatestOpset);

@@ -1,9 +1,12 @@
-// MatMul (numpy semantics: 1-D promotion, broadcast batch dims) and Gemm (transA/transB, alpha, beta,
-// unidirectionally broadcast C). float32 runs on the oneDNN matmul primitive, cached per shape with
+// MatMul (numpy semantics: 1-D promotion, broadcast batch dims), ai.tessera::FusedMatMul (MatMul with a scale,
+// bias, activation and addend epilogue; see graph/passes/matmul_epilogue_fusion.h) and Gemm (transA/transB,
+// alpha, beta, unidirectionally broadcast C). float32 runs on the oneDNN matmul primitive, cached per shape with
 // constant B pre-packed into oneDNN's preferred layout; other types use a reference loop.
 #include <algorithm>
+#include <optional>
 #include <type_traits>
 
+#include "providers/cpu/common/broadcast.h"
 #include "providers/cpu/common/dnnl_utils.h"
 #include "providers/cpu/cpu_kernels.h"
 
@@ -106,12 +109,15 @@ MatMulShapes ResolveMatMulShapes(const Node& node, const Shape& a, const Shape& 
   return s;
 }
 
-// A oneDNN matmul for one set of input shapes. packed_weights is set when B is a constant.
+// A oneDNN matmul for one set of input shapes. packed_weights is set when B is a constant. Operands that
+// enter through binary post-ops have their index in the post-op list (-1: not a post-op).
 struct DnnlMatMul {
   dnnl::matmul::primitive_desc pd;
   dnnl::matmul primitive;
   dnnl::memory::desc src, weights, dst, bias;
   dnnl::memory packed_weights;
+  dnnl::memory::desc bias_operand, addend_operand;
+  int bias_post_op = -1, addend_post_op = -1;
 };
 
 dnnl::memory::desc AnyLayout(const dnnl::memory::desc& d) {
@@ -122,7 +128,7 @@ dnnl::memory::desc AnyLayout(const dnnl::memory::desc& d) {
 // Returns an entry without a primitive when oneDNN rejects the problem (callers fall back).
 DnnlMatMul BuildDnnlMatMul(dnnl::memory::desc src, dnnl::memory::desc weights, dnnl::memory::desc dst,
                            dnnl::memory::desc bias, const dnnl::primitive_attr& attr, const Tensor& constant_b) {
-  DnnlMatMul mm{{}, {}, src, weights, dst, bias, {}};
+  DnnlMatMul mm{{}, {}, src, weights, dst, bias, {}, {}, {}, -1, -1};
   try {
     dnnl::matmul::desc desc(src, constant_b.defined() ? AnyLayout(weights) : weights, bias, dst);
     mm.pd = dnnl::matmul::primitive_desc(desc, DnnlAttr(attr), DnnlEngine());
@@ -137,14 +143,23 @@ DnnlMatMul BuildDnnlMatMul(dnnl::memory::desc src, dnnl::memory::desc weights, d
   return mm;
 }
 
+// Runs `mm`; bias and addend are read when given (through oneDNN's bias or the binary post-ops).
 void RunDnnlMatMul(KernelContext& ctx, const DnnlMatMul& mm, const float* a, const float* b, const float* bias,
-                   float* y) {
+                   float* y, const float* addend = nullptr) {
   const dnnl::engine& engine = DnnlEngine();
   dnnl::memory weights = mm.packed_weights ? mm.packed_weights : dnnl::memory(mm.weights, engine, const_cast<float*>(b));
   std::unordered_map<int, dnnl::memory> args{{DNNL_ARG_SRC, dnnl::memory(mm.src, engine, const_cast<float*>(a))},
                                              {DNNL_ARG_WEIGHTS, weights},
                                              {DNNL_ARG_DST, dnnl::memory(mm.dst, engine, y)}};
-  if (bias) args[DNNL_ARG_BIAS] = dnnl::memory(mm.bias, engine, const_cast<float*>(bias));
+  if (bias && mm.bias_post_op >= 0) {
+    args[DNNL_ARG_ATTR_MULTIPLE_POST_OP(mm.bias_post_op) | DNNL_ARG_SRC_1] =
+        dnnl::memory(mm.bias_operand, engine, const_cast<float*>(bias));
+  } else if (bias) {
+    args[DNNL_ARG_BIAS] = dnnl::memory(mm.bias, engine, const_cast<float*>(bias));
+  }
+  if (addend && mm.addend_post_op >= 0)
+    args[DNNL_ARG_ATTR_MULTIPLE_POST_OP(mm.addend_post_op) | DNNL_ARG_SRC_1] =
+        dnnl::memory(mm.addend_operand, engine, const_cast<float*>(addend));
   ExecuteDnnl(ctx, mm.primitive, mm.pd, std::move(args));
 }
 
@@ -153,9 +168,55 @@ Tensor ConstantOrNone(const KernelInfo& info, size_t i) {
   return t ? *t : Tensor();
 }
 
+// The oneDNN dims of one product: A's batch folded into M when B has no batch (one large 2-D product),
+// otherwise every operand at the output's rank with 1s to broadcast.
+struct ProductDims {
+  dnnl::memory::dims src, weights, dst;
+};
+
+// `addend` (or nullptr) is the shape of an operand added to the product; folding keeps it expressible.
+std::optional<ProductDims> ChooseProductDims(const MatMulShapes& s, const Shape* addend) {
+  const bool b_has_batch = std::any_of(s.b_batch.begin(), s.b_batch.end(), [](int64_t d) { return d != 1; });
+  const bool addend_folds = !addend || addend->rank() == 0 || addend->NumElements() == s.output.NumElements() ||
+                            addend->NumElements() == (*addend)[addend->rank() - 1];
+  if (!b_has_batch && addend_folds) {
+    int64_t rows = s.m;
+    for (int64_t d : s.a_batch) rows *= d;
+    return ProductDims{{rows, s.k}, {s.k, s.n}, {rows, s.n}};
+  }
+  if (s.out_batch.size() + 2 > DNNL_MAX_NDIMS) return std::nullopt;
+  ProductDims dims{ToDnnlDims(s.a_batch), ToDnnlDims(s.b_batch), ToDnnlDims(s.out_batch)};
+  dims.src.insert(dims.src.end(), {s.m, s.k});
+  dims.weights.insert(dims.weights.end(), {s.k, s.n});
+  dims.dst.insert(dims.dst.end(), {s.m, s.n});
+  return dims;
+}
+
+// `shape` (which broadcasts to the product's output) as a binary post-op operand of a product with output dims
+// `dst`: the output's element count keeps `dst`, otherwise its dims are left-padded with 1s (a folded 2-D product
+// then sees only its last dim, the only one that differs from 1).
+dnnl::memory::dims OperandDims(const Shape& shape, const dnnl::memory::dims& dst) {
+  int64_t dst_elements = 1;
+  for (int64_t d : dst) dst_elements *= d;
+  if (shape.NumElements() == dst_elements) return dst;
+  dnnl::memory::dims dims(dst.size(), 1);
+  const size_t rank = std::min(shape.rank(), dst.size());
+  for (size_t i = 0; i < rank; ++i) dims[dst.size() - rank + i] = shape[shape.rank() - rank + i];
+  return dims;
+}
+
+// MatMul, and ai.tessera::FusedMatMul(A, B, bias?, addend?) with attributes alpha (default 1), activation and
+// activation_params (dnnl_utils.h):
+//   Y = activation(alpha * (A x B) + bias) + addend
+// bias is 1-D with N elements (added to every row); addend broadcasts (numpy) with the product. FusedMatMul is
+// float only; its epilogue runs as oneDNN post-ops where oneDNN accepts them, otherwise in loops afterwards.
 class MatMul : public Kernel {
  public:
-  explicit MatMul(const KernelInfo& info) : constant_b_(ConstantOrNone(info, 1)) {}
+  explicit MatMul(const KernelInfo& info)
+      : constant_b_(ConstantOrNone(info, 1)),
+        fused_(info.node().domain == "ai.tessera"),
+        alpha_(fused_ ? info.node().GetFloat("alpha", 1.0f) : 1.0f),
+        activation_(fused_ ? ReadFusedActivation(info.node()) : FusedActivation{}) {}
 
   void Compute(KernelContext& ctx) const override {
     const Tensor& a = ctx.Input(0);
@@ -164,10 +225,11 @@ class MatMul : public Kernel {
       Fail(ErrorCode::kInvalidArgument, ctx.node().Describe(), ": A is ", DataTypeName(a.type()), " but B is ",
            DataTypeName(b.type()));
     const MatMulShapes s = ResolveMatMulShapes(ctx.node(), a.shape(), b.shape());
+    if (fused_) return ComputeFused(ctx, s, a, b);
     Tensor& y = ctx.Output(0, a.type(), s.output);
     if (y.NumElements() == 0) return;
     switch (a.type()) {
-      case DataType::kFloat: return ComputeFloat(ctx, s, a, b, y);
+      case DataType::kFloat: return ComputeFloat(ctx, s, a, b, nullptr, nullptr, y);
       case DataType::kDouble: return ComputeReference<double>(ctx, s, a, b, y);
       case DataType::kInt32: return ComputeReference<int32_t>(ctx, s, a, b, y);
       case DataType::kInt64: return ComputeReference<int64_t>(ctx, s, a, b, y);
@@ -184,44 +246,114 @@ class MatMul : public Kernel {
     ReferenceBatchedProduct(p, a.Data<T>(), b.Data<T>(), y.Data<T>(), ctx.thread_pool());
   }
 
-  void ComputeFloat(KernelContext& ctx, const MatMulShapes& s, const Tensor& a, const Tensor& b, Tensor& y) const {
-    if (s.k == 0) {
-      std::fill_n(y.Data<float>(), y.NumElements(), 0.0f);
+  void ComputeFused(KernelContext& ctx, const MatMulShapes& s, const Tensor& a, const Tensor& b) const {
+    const Tensor* bias = ctx.OptionalInput(2);
+    const Tensor* addend = ctx.OptionalInput(3);
+    if (bias && (bias->shape().rank() != 1 || bias->shape()[0] != s.n))
+      Fail(ErrorCode::kInvalidArgument, ctx.node().Describe(), ": bias ", bias->shape().ToString(),
+           " must be 1-D with N = ", s.n, " elements");
+    const Shape out = addend ? BroadcastShapes(ctx.node(), s.output, addend->shape()) : s.output;
+    if (out == s.output) {
+      Tensor& y = ctx.Output(0, DataType::kFloat, out);
+      if (y.NumElements() > 0) ComputeFloat(ctx, s, a, b, bias, addend, y);
       return;
     }
-    std::vector<int64_t> key;
-    AppendShapeKey(key, a.shape());
-    AppendShapeKey(key, b.shape());
-    std::shared_ptr<const DnnlMatMul> mm = primitives_.Get(key, [&] { return Build(s); });
-    if (!mm->primitive) return ComputeReference<float>(ctx, s, a, b, y);
-    RunDnnlMatMul(ctx, *mm, a.Data<float>(), b.Data<float>(), nullptr, y.Data<float>());
+    // The addend widens the result: the product goes to a temporary first.
+    Tensor product = Tensor::Allocate(DataType::kFloat, s.output, ctx.allocator());
+    if (product.NumElements() > 0) ComputeFloat(ctx, s, a, b, bias, nullptr, product);
+    Tensor& y = ctx.Output(0, DataType::kFloat, out);
+    BinaryBroadcast(ctx.thread_pool(), product.Data<float>(), product.shape(), addend->Data<float>(), addend->shape(),
+                    y.Data<float>(), out, [](float x, float z) { return x + z; });
   }
 
-  // When B has no batch (the common activations x weights case) A's batch folds into M, which gives
-  // oneDNN one large 2-D product; otherwise all operands get the output's rank with 1s to broadcast.
-  DnnlMatMul Build(const MatMulShapes& s) const {
-    const bool b_has_batch = std::any_of(s.b_batch.begin(), s.b_batch.end(), [](int64_t d) { return d != 1; });
-    dnnl::memory::dims src, weights, dst;
-    if (!b_has_batch) {
-      int64_t rows = s.m;
-      for (int64_t d : s.a_batch) rows *= d;
-      src = {rows, s.k};
-      weights = {s.k, s.n};
-      dst = {rows, s.n};
-    } else if (s.out_batch.size() + 2 > DNNL_MAX_NDIMS) {
-      return {};
-    } else {
-      src = ToDnnlDims(s.a_batch);
-      weights = ToDnnlDims(s.b_batch);
-      dst = ToDnnlDims(s.out_batch);
-      src.insert(src.end(), {s.m, s.k});
-      weights.insert(weights.end(), {s.k, s.n});
-      dst.insert(dst.end(), {s.m, s.n});
+  // y (the product's shape) = the epilogue applied to A x B; addend, when given, broadcasts to y.
+  void ComputeFloat(KernelContext& ctx, const MatMulShapes& s, const Tensor& a, const Tensor& b, const Tensor* bias,
+                    const Tensor* addend, Tensor& y) const {
+    std::shared_ptr<const DnnlMatMul> mm;
+    if (s.k > 0) {
+      std::vector<int64_t> key;
+      AppendShapeKey(key, a.shape());
+      AppendShapeKey(key, b.shape());
+      key.push_back(bias != nullptr);
+      if (addend) AppendShapeKey(key, addend->shape());
+      mm = primitives_.Get(key, [&] { return Build(s, bias != nullptr, addend ? &addend->shape() : nullptr); });
     }
-    return BuildDnnlMatMul(PlainF32Desc(src), PlainF32Desc(weights), PlainF32Desc(dst), {}, {}, constant_b_);
+    if (!mm || !mm->primitive) {
+      ComputeReference<float>(ctx, s, a, b, y);
+      ApplyEpilogue(ctx, s, bias, y);
+    } else {
+      RunDnnlMatMul(ctx, *mm, a.Data<float>(), b.Data<float>(), bias ? bias->Data<float>() : nullptr, y.Data<float>(),
+                    addend ? addend->Data<float>() : nullptr);
+    }
+    if (addend && (!mm || mm->addend_post_op < 0))
+      BinaryBroadcast(ctx.thread_pool(), y.Data<float>(), y.shape(), addend->Data<float>(), addend->shape(),
+                      y.Data<float>(), y.shape(), [](float x, float z) { return x + z; });
+  }
+
+  // y = activation(alpha * y + bias), for the paths that do not run on oneDNN.
+  void ApplyEpilogue(KernelContext& ctx, const MatMulShapes& s, const Tensor* bias, Tensor& y) const {
+    if (!fused_) return;
+    float* data = y.Data<float>();
+    const int64_t rows = y.NumElements() / std::max<int64_t>(1, s.n);
+    const float* bias_data = bias ? bias->Data<float>() : nullptr;
+    ctx.thread_pool().ParallelFor(rows, 16, [&](int64_t begin, int64_t end) {
+      for (int64_t row = begin; row < end; ++row) {
+        float* r = data + row * s.n;
+        for (int64_t j = 0; j < s.n; ++j) r[j] = alpha_ * r[j] + (bias_data ? bias_data[j] : 0.0f);
+        ApplyActivation(activation_, r, s.n);
+      }
+    });
+  }
+
+  // The primitive with the epilogue as post-ops: alpha as a linear eltwise, bias as oneDNN's bias (as a binary
+  // post-op after alpha when alpha != 1), the activation, the addend as a binary add. When oneDNN rejects the
+  // addend's broadcast the primitive leaves it out (addend_post_op = -1) and the caller adds it.
+  DnnlMatMul Build(const MatMulShapes& s, bool has_bias, const Shape* addend) const {
+    using dnnl::algorithm;
+    const bool addend_fusable = addend && s.output.rank() == s.out_batch.size() + 2;
+    std::optional<ProductDims> dims = ChooseProductDims(s, addend_fusable ? addend : nullptr);
+    if (!dims) return {};
+    dnnl::memory::dims bias_dims(dims->dst.size(), 1);
+    bias_dims.back() = s.n;
+    const dnnl::memory::desc bias_desc = PlainF32Desc(bias_dims);
+    const bool bias_as_post_op = has_bias && alpha_ != 1.0f;
+    auto build = [&](bool with_addend) {
+      dnnl::post_ops ops;
+      if (alpha_ != 1.0f) ops.append_eltwise(1.0f, algorithm::eltwise_linear, alpha_, 0.0f);
+      int bias_index = -1, addend_index = -1;
+      if (bias_as_post_op) {
+        bias_index = ops.len();
+        ops.append_binary(algorithm::binary_add, bias_desc);
+      }
+      AppendActivation(ops, activation_);
+      const dnnl::memory::desc addend_desc =
+          with_addend ? PlainF32Desc(OperandDims(*addend, dims->dst)) : dnnl::memory::desc();
+      if (with_addend) {
+        addend_index = ops.len();
+        ops.append_binary(algorithm::binary_add, addend_desc);
+      }
+      dnnl::primitive_attr attr;
+      attr.set_post_ops(ops);
+      DnnlMatMul mm = BuildDnnlMatMul(PlainF32Desc(dims->src), PlainF32Desc(dims->weights), PlainF32Desc(dims->dst),
+                                      has_bias && !bias_as_post_op ? bias_desc : dnnl::memory::desc(), attr,
+                                      constant_b_);
+      mm.bias_operand = bias_desc;
+      mm.bias_post_op = bias_index;
+      mm.addend_operand = addend_desc;
+      mm.addend_post_op = addend_index;
+      return mm;
+    };
+    if (addend_fusable) {
+      DnnlMatMul mm = build(true);
+      if (mm.primitive) return mm;
+    }
+    return build(false);
   }
 
   Tensor constant_b_;
+  bool fused_;
+  float alpha_;
+  FusedActivation activation_;
   ShapeCache<DnnlMatMul> primitives_;
 };
 
@@ -356,6 +488,11 @@ KernelDef Def(const char* op, int since, std::vector<DataType> types) {
 void RegisterMatMulKernels(KernelRegistry& registry) {
   registry.Register<MatMul>(Def("MatMul", 1, {DataType::kFloat, DataType::kDouble, DataType::kInt32, DataType::kInt64}));
   registry.Register<Gemm>(Def("Gemm", 1, {DataType::kFloat, DataType::kDouble}));
+  KernelDef fused = Def("FusedMatMul", 1, {DataType::kFloat});
+  fused.domain = "ai.tessera";
+  fused.input_types[2] = {DataType::kFloat};
+  fused.input_types[3] = {DataType::kFloat};
+  registry.Register<MatMul>(std::move(fused));
 }
 
 }  // namespace tessera::cpu

@@ -13,12 +13,23 @@
 // ai.tessera::FusedConv(X, W, B?, Z?) is Conv followed by `Y += Z` (a residual of Y's shape, or one that
 // broadcasts to it) and then `activation` (see FusedActivation); both run as oneDNN post-ops (sum, eltwise),
 // so the conv output is written once. The graph pass conv_activation_fusion produces it.
+//
+// ai.tessera::NchwcConv(X, W, B?, Z?) is FusedConv in a channel-inner layout (nn/nchwc_shapes.h) named by
+// attribute `channel_block` (8, 16: nChw8c / nChw16c; 0: NHWC): Y and Z are in it, X is too or is plain NCHW
+// (a first conv, e.g. 3 channels).
+// With `residual_in_place` = 1 (the graph guarantees nothing else reads Z and Z owns its buffer) Y is written
+// over Z, which the sum post-op reads in place, instead of copying Z into a new Y first.
+// The primitive is asked for those layouts directly, so consecutive convs (graph pass nchwc_layout) pay no
+// reorders; only 2-D float convs run that way, on oneDNN. Its 1x1 convs are oneDNN's jit / brgemm 1x1 kernels,
+// whose eltwise post-ops are cheap, so the activation is fused there unless oneDNN still picks a gemm kernel.
 #include <algorithm>
 #include <optional>
+#include <string>
 
 #include "providers/cpu/common/dnnl_utils.h"
 #include "providers/cpu/common/window_geometry.h"
 #include "providers/cpu/cpu_kernels.h"
+#include "providers/cpu/nn/nchwc_shapes.h"
 
 namespace tessera::cpu {
 namespace {
@@ -100,14 +111,15 @@ void ReferenceConv(const ConvShapes& s, const T* x, const T* w, const T* bias, T
 
 
 // A oneDNN convolution for one (X shape, W shape); `packed_weights` is set when W is a constant and
-// the reorders are set when the primitive wants blocked activations (dst_to_blocked brings the residual
-// into the blocked dst when there is a sum post-op).
+// the reorders are set when the primitive wants other activation layouts than the user's (dst_to_blocked
+// brings the residual into the primitive's dst layout when there is a sum post-op).
 struct DnnlConv {
   dnnl::convolution_forward::primitive_desc pd;
   dnnl::convolution_forward primitive;
-  dnnl::memory::desc src_plain, weights_plain, dst_plain;
+  dnnl::memory::desc src_user, weights_plain, dst_user;  // X, W and Y as the kernel receives them
   dnnl::memory packed_weights;
   std::optional<LayoutReorder> src_to_blocked, dst_to_plain, dst_to_blocked;
+  bool activation_fused = false;  // the activation runs as eltwise post-ops
 };
 
 // Adds `z` (unidirectionally broadcast to `y_shape`) to `y`; throws when it does not broadcast.
@@ -137,6 +149,19 @@ void AddResidual(const Node& node, const Shape& y_shape, T* y, const Shape& z_sh
   }
 }
 
+// How Build sets up a oneDNN convolution.
+struct ConvBuildOptions {
+  bool sum_residual = false;     // a residual of Y's shape is added by a sum post-op
+  bool fuse_activation = false;  // the activation may run as eltwise post-ops
+  bool src_blocked = false;      // X arrives in the channel-inner layout `block`
+  bool dst_blocked = false;      // Y leaves in the channel-inner layout `block` (NchwcConv)
+  int64_t block = 0;             // channel block: 8, 16 or 0 (NHWC)
+};
+
+bool ImplementationIs(const dnnl::primitive_desc_base& pd, const char* prefix) {
+  return std::string(pd.impl_info_str()).rfind(prefix, 0) == 0;
+}
+
 class Conv : public Kernel {
  public:
   explicit Conv(const KernelInfo& info)
@@ -144,32 +169,40 @@ class Conv : public Kernel {
         group_(info.node().GetInt("group", 1)),
         has_bias_(info.node().HasInput(2)),
         activation_(info.node().domain.empty() ? FusedActivation{} : ReadFusedActivation(info.node())),
-        constant_weights_(info.ConstantInput(1) ? *info.ConstantInput(1) : Tensor()) {}
+        blocked_(info.node().op_type == "NchwcConv"),
+        channel_block_(blocked_ ? info.node().GetInt("channel_block") : 0),
+        residual_in_place_(info.node().GetInt("residual_in_place", 0) != 0),
+        constant_weights_(info.ConstantInput(1) ? *info.ConstantInput(1) : Tensor()) {
+    if (blocked_ && !IsChannelBlock(channel_block_))
+      Fail(ErrorCode::kInvalidModel, info.node().Describe(), ": channel_block must be 8, 16 or 0, got ",
+           channel_block_);
+  }
 
   void Compute(KernelContext& ctx) const override {
     const Tensor& x = ctx.Input(0);
     const Tensor& w = ctx.Input(1);
     const Tensor* bias = ctx.OptionalInput(2);
     const Tensor* residual = ctx.node().domain.empty() ? nullptr : ctx.OptionalInput(3);
-    const ConvShapes s = ResolveConvShapes(ctx.node(), attrs_, group_, x.shape(), w.shape(), bias);
-    Tensor& y = ctx.Output(0, x.type(), s.output);
-    if (y.NumElements() == 0) return;
     if (residual && residual->type() != x.type())
       Fail(ErrorCode::kInvalidArgument, ctx.node().Describe(), ": Z is ", DataTypeName(residual->type()),
            " but X is ", DataTypeName(x.type()));
+    if (blocked_) return ComputeBlocked(ctx, x, w, bias, residual);
+    const ConvShapes s = ResolveConvShapes(ctx.node(), attrs_, group_, x.shape(), w.shape(), bias);
+    Tensor& y = ctx.Output(0, x.type(), s.output);
+    if (y.NumElements() == 0) return;
     // A residual of Y's own shape is summed inside the primitive; a broadcasting one is added afterwards.
     const bool sum_in_primitive = residual && residual->shape() == s.output;
     if (x.type() == DataType::kFloat && UseDnnl(s, x)) {
-      std::vector<int64_t> key = CacheKey(x, w);
-      key.push_back(sum_in_primitive);
       // oneDNN 2.6's gemm-based 1x1 convolution runs eltwise post-ops about 4x slower than the conv itself
       // (MobileNetV2, Clip): those convs apply the activation afterwards in a vectorized loop.
-      const bool fuse_activation = (!residual || sum_in_primitive) && s.window.KernelSize() != 1;
+      ConvBuildOptions options;
+      options.sum_residual = sum_in_primitive;
+      options.fuse_activation = (!residual || sum_in_primitive) && s.window.KernelSize() != 1;
       std::shared_ptr<const DnnlConv> conv =
-          primitives_.Get(key, [&] { return Build(s, sum_in_primitive, fuse_activation); });
+          primitives_.Get(CacheKey(x, w, sum_in_primitive), [&] { return Build(s, options); });
       if (conv->primitive) {
         RunDnnl(ctx, *conv, x, w, bias, sum_in_primitive ? residual : nullptr, y);
-        if (!fuse_activation) Finish(ctx, sum_in_primitive ? nullptr : residual, y.Data<float>(), y);
+        if (!conv->activation_fused) Finish(ctx, sum_in_primitive ? nullptr : residual, y.Data<float>(), y);
         return;
       }
     }
@@ -189,11 +222,46 @@ class Conv : public Kernel {
     return s.window.rank() <= 3 && x.NumElements() > 0;
   }
 
-  static std::vector<int64_t> CacheKey(const Tensor& x, const Tensor& w) {
+  static std::vector<int64_t> CacheKey(const Tensor& x, const Tensor& w, bool sum_in_primitive) {
     std::vector<int64_t> key;
     AppendShapeKey(key, x.shape());
     AppendShapeKey(key, w.shape());
+    key.push_back(sum_in_primitive);
     return key;
+  }
+
+  // NchwcConv: Y and Z blocked, X blocked (rank 5) or plain NCHW; float on oneDNN only.
+  void ComputeBlocked(KernelContext& ctx, const Tensor& x, const Tensor& w, const Tensor* bias,
+                      const Tensor* residual) const {
+    const Node& node = ctx.node();
+    const bool x_blocked = x.shape().rank() == 5;
+    // X's channel count comes from W (a blocked X may carry zero padding channels).
+    const int64_t in_channels = w.shape().rank() >= 2 ? w.shape()[1] * group_ : -1;
+    const Shape x_plain = x_blocked ? PlainShapeOfBlocked(node, "X", x.shape(), in_channels) : x.shape();
+    if (x.type() != DataType::kFloat || x_plain.rank() != 4 ||
+        (x_blocked && x.shape()[4] != BlockWidth(channel_block_, in_channels)))
+      Fail(ErrorCode::kInvalidArgument, node.Describe(), ": X ", x.shape().ToString(), " (", DataTypeName(x.type()),
+           ") must be float NCHW or blocked with channel block ", channel_block_);
+    const ConvShapes s = ResolveConvShapes(node, attrs_, group_, x_plain, w.shape(), bias);
+    const Shape y_shape = BlockedShapeOf(node, s.output, channel_block_);
+    const bool sum_in_primitive = residual && residual->shape() == y_shape;
+    const bool in_place = sum_in_primitive && residual_in_place_;
+    if (in_place) ctx.SetOutput(0, Value(*residual));
+    Tensor& y = in_place ? const_cast<Tensor&>(*residual) : ctx.Output(0, x.type(), y_shape);
+    if (y.NumElements() == 0) return;
+    ConvBuildOptions options;
+    options.sum_residual = sum_in_primitive;
+    options.fuse_activation = !residual || sum_in_primitive;
+    options.src_blocked = x_blocked;
+    options.dst_blocked = true;
+    options.block = channel_block_;
+    std::shared_ptr<const DnnlConv> conv =
+        primitives_.Get(CacheKey(x, w, sum_in_primitive), [&] { return Build(s, options); });
+    if (!conv->primitive)
+      Fail(ErrorCode::kNotImplemented, node.Describe(), ": oneDNN has no convolution for X ", x.shape().ToString(),
+           " and W ", w.shape().ToString());
+    RunDnnl(ctx, *conv, x, w, bias, sum_in_primitive ? residual : nullptr, y);
+    if (!conv->activation_fused) Finish(ctx, sum_in_primitive ? nullptr : residual, y.Data<float>(), y);
   }
 
   // The residual and activation for paths that did not fuse them into the primitive.
@@ -206,9 +274,10 @@ class Conv : public Kernel {
     });
   }
 
-  // Builds the primitive for `s` with a sum post-op when `sum_residual` and the activation as eltwise
-  // post-ops when `fuse_activation`; returns an entry without a primitive when oneDNN rejects the geometry.
-  DnnlConv Build(const ConvShapes& s, bool sum_residual, bool fuse_activation) const {
+  // Builds the primitive for `s`; returns an entry without a primitive when oneDNN rejects the geometry.
+  // Plain 1x1 convs keep NCHW (gemm); blocked convs ask for the user's layouts, falling back to layouts of
+  // oneDNN's choice (plus reorders) when only the reference kernel takes those; other convs let oneDNN choose.
+  DnnlConv Build(const ConvShapes& s, const ConvBuildOptions& options) const {
     using dnnl::memory;
     const WindowGeometry& g = s.window;
     memory::dims src{s.batch, s.in_channels}, dst{s.batch, s.out_channels}, weights;
@@ -219,31 +288,45 @@ class Conv : public Kernel {
     weights.insert(weights.end(), g.kernel.begin(), g.kernel.end());
     memory::dims dilations;
     for (int64_t d : g.dilations) dilations.push_back(d - 1);  // oneDNN counts the gaps
-    const bool pointwise = g.KernelSize() == 1;
     DnnlConv conv;
-    conv.src_plain = PlainF32Desc(src);
-    conv.dst_plain = PlainF32Desc(dst);
+    conv.src_user = options.src_blocked ? BlockedF32Desc(src, options.block) : PlainF32Desc(src);
+    conv.dst_user = options.dst_blocked ? BlockedF32Desc(dst, options.block) : PlainF32Desc(dst);
     conv.weights_plain = PlainF32Desc(weights);
     auto any = [](const memory::dims& d) { return memory::desc(d, memory::data_type::f32, memory::format_tag::any); };
-    dnnl::post_ops ops;
-    if (sum_residual) ops.append_sum(1.0f);
-    if (fuse_activation) AppendActivation(ops, activation_);
-    dnnl::primitive_attr attr;
-    attr.set_post_ops(ops);
-    try {
-      const memory::desc bias = has_bias_ ? PlainF32Desc({s.out_channels}) : memory::desc();
-      dnnl::convolution_forward::desc desc(dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct,
-                                          pointwise ? conv.src_plain : any(src), any(weights), bias,
-                                          pointwise ? conv.dst_plain : any(dst), ToDnnlDims(g.strides), dilations,
-                                          ToDnnlDims(g.pad_begin), ToDnnlDims(g.pad_end));
-      conv.pd = dnnl::convolution_forward::primitive_desc(desc, DnnlAttr(attr), DnnlEngine());
-    } catch (const dnnl::error&) {
-      return conv;
+    const memory::desc bias = has_bias_ ? PlainF32Desc({s.out_channels}) : memory::desc();
+    auto create = [&](const memory::desc& src_desc, const memory::desc& dst_desc,
+                      bool fuse_activation) -> std::optional<dnnl::convolution_forward::primitive_desc> {
+      dnnl::post_ops ops;
+      if (options.sum_residual) ops.append_sum(1.0f);
+      if (fuse_activation) AppendActivation(ops, activation_);
+      dnnl::primitive_attr attr;
+      attr.set_post_ops(ops);
+      try {
+        dnnl::convolution_forward::desc desc(dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct,
+                                            src_desc, any(weights), bias, dst_desc, ToDnnlDims(g.strides), dilations,
+                                            ToDnnlDims(g.pad_begin), ToDnnlDims(g.pad_end));
+        return dnnl::convolution_forward::primitive_desc(desc, DnnlAttr(attr), DnnlEngine());
+      } catch (const dnnl::error&) {
+        return std::nullopt;
+      }
+    };
+    const bool blocked = options.dst_blocked, fixed_layouts = blocked || g.KernelSize() == 1;
+    conv.activation_fused = options.fuse_activation && activation_.kind != FusedActivation::Kind::kNone;
+    auto pd = create(fixed_layouts ? conv.src_user : any(src), fixed_layouts ? conv.dst_user : any(dst),
+                     conv.activation_fused);
+    // A plain X with NHWC Y has only the reference kernel: reorder X instead (or, failing that, both).
+    if (pd && blocked && ImplementationIs(*pd, "ref")) pd = create(any(src), conv.dst_user, conv.activation_fused);
+    if (pd && blocked && ImplementationIs(*pd, "ref")) pd = create(any(src), any(dst), conv.activation_fused);
+    if (pd && blocked && conv.activation_fused && ImplementationIs(*pd, "gemm")) {
+      conv.activation_fused = false;
+      pd = create(pd->src_desc(), pd->dst_desc(), false);
     }
+    if (!pd) return conv;
+    conv.pd = *pd;
     conv.primitive = dnnl::convolution_forward(conv.pd);
-    conv.src_to_blocked = MakeReorder(conv.src_plain, conv.pd.src_desc());
-    conv.dst_to_plain = MakeReorder(conv.pd.dst_desc(), conv.dst_plain);
-    if (sum_residual) conv.dst_to_blocked = MakeReorder(conv.dst_plain, conv.pd.dst_desc());
+    conv.src_to_blocked = MakeReorder(conv.src_user, conv.pd.src_desc());
+    conv.dst_to_plain = MakeReorder(conv.pd.dst_desc(), conv.dst_user);
+    if (options.sum_residual) conv.dst_to_blocked = MakeReorder(conv.dst_user, conv.pd.dst_desc());
     if (constant_weights_.defined()) {
       dnnl::memory plain(conv.weights_plain, DnnlEngine(), const_cast<void*>(constant_weights_.raw_data()));
       conv.packed_weights = ReorderInto(plain, conv.pd.weights_desc());
@@ -251,12 +334,12 @@ class Conv : public Kernel {
     return conv;
   }
 
-  // `residual` (Y's shape) is set exactly when the primitive has a sum post-op.
+  // `residual` (Y's shape and layout) is set exactly when the primitive has a sum post-op.
   static void RunDnnl(KernelContext& ctx, const DnnlConv& conv, const Tensor& x, const Tensor& w, const Tensor* bias,
                       const Tensor* residual, Tensor& y) {
     const dnnl::engine& engine = DnnlEngine();
-    dnnl::memory src(conv.src_plain, engine, const_cast<float*>(x.Data<float>()));
-    dnnl::memory dst(conv.dst_plain, engine, y.Data<float>());
+    dnnl::memory src(conv.src_user, engine, const_cast<float*>(x.Data<float>()));
+    dnnl::memory dst(conv.dst_user, engine, y.Data<float>());
     dnnl::memory weights = conv.packed_weights;
     if (!weights) {
       weights = dnnl::memory(conv.weights_plain, engine, const_cast<float*>(w.Data<float>()));
@@ -268,10 +351,10 @@ class Conv : public Kernel {
     args[DNNL_ARG_SRC] = InLayout(ctx, conv.src_to_blocked, src, src_storage);
     args[DNNL_ARG_DST] = conv.dst_to_plain ? ScratchMemory(ctx, conv.pd.dst_desc(), dst_storage) : dst;
     if (residual) {
-      dnnl::memory z(conv.dst_plain, engine, const_cast<float*>(residual->Data<float>()));
+      dnnl::memory z(conv.dst_user, engine, const_cast<float*>(residual->Data<float>()));
       if (conv.dst_to_blocked)
         RunReorder(ctx, *conv.dst_to_blocked, z, args[DNNL_ARG_DST]);
-      else
+      else if (residual->raw_data() != y.raw_data())
         std::copy_n(residual->Data<float>(), residual->NumElements(), y.Data<float>());
     }
     ExecuteDnnl(ctx, conv.primitive, conv.pd, args);
@@ -281,7 +364,10 @@ class Conv : public Kernel {
   WindowAttributes attrs_;
   int64_t group_;
   bool has_bias_;  // fixed per node, so the cached primitives either all take a bias or none does
-  FusedActivation activation_;  // FusedConv only
+  FusedActivation activation_;  // FusedConv and NchwcConv only
+  bool blocked_;  // NchwcConv
+  int64_t channel_block_;  // NchwcConv only
+  bool residual_in_place_;  // NchwcConv only
   Tensor constant_weights_;  // shares the initializer's buffer; undefined when W is not constant
   ShapeCache<DnnlConv> primitives_;
 };
@@ -296,6 +382,10 @@ void RegisterConvKernels(KernelRegistry& registry) {
   def.op_type = "FusedConv";
   def.domain = "ai.tessera";
   def.input_types = {{0, {DataType::kFloat, DataType::kDouble}}, {3, {DataType::kFloat, DataType::kDouble}}};
+  registry.Register<Conv>(def);
+  def.op_type = "NchwcConv";
+  def.input_types = {{0, {DataType::kFloat}}, {3, {DataType::kFloat}}};
+  def.may_alias = true;  // residual_in_place
   registry.Register<Conv>(std::move(def));
 }
 

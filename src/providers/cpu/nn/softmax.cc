@@ -1,10 +1,13 @@
 // Softmax, LogSoftmax and Hardmax. Before opset 13 the input is coerced to 2-D at `axis` (default 1)
 // and each row of the flattened tail is normalized; from opset 13 only the single `axis` (default -1)
-// is. Both are an [outer, n, inner] problem normalized along n.
+// is. Both are an [outer, n, inner] problem normalized along n. Float rows along the last axis (inner = 1, the
+// attention case) take a vectorized path compiled for AVX-512, AVX2 and baseline x86-64 (chosen at load time).
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <type_traits>
 
+#include "providers/cpu/common/vector_math.h"
 #include "providers/cpu/cpu_kernels.h"
 
 namespace tessera::cpu {
@@ -48,6 +51,64 @@ void NormalizeBlock(const T* x, T* y, int64_t n, int64_t inner, std::vector<T>& 
   }
 }
 
+// Lanes of the partial maxima and sums below: independent accumulators the compiler keeps in vector registers
+// (a single float accumulator would serialize the loop, since float addition is not reassociated).
+constexpr int64_t kLanes = 16;
+
+__attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+float RowMax(const float* x, int64_t n) {
+  float lanes[kLanes];
+  std::fill_n(lanes, kLanes, std::numeric_limits<float>::lowest());
+  int64_t i = 0;
+  for (; i + kLanes <= n; i += kLanes)
+    for (int64_t l = 0; l < kLanes; ++l) lanes[l] = Select(lanes[l] < x[i + l], x[i + l], lanes[l]);
+  float max = std::numeric_limits<float>::lowest();
+  for (int64_t l = 0; l < kLanes; ++l) max = std::max(max, lanes[l]);
+  for (; i < n; ++i) max = std::max(max, x[i]);
+  return max;
+}
+
+// y[i] = exp(x[i] - shift) (y may be null); returns the sum of those exponentials.
+__attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+float ExpShifted(const float* x, float* y, int64_t n, float shift) {
+  float lanes[kLanes] = {};
+  int64_t i = 0;
+  for (; i + kLanes <= n; i += kLanes)
+    for (int64_t l = 0; l < kLanes; ++l) {
+      const float e = Exp(x[i + l] - shift);
+      if (y) y[i + l] = e;
+      lanes[l] += e;
+    }
+  float sum = 0.0f;
+  for (int64_t l = 0; l < kLanes; ++l) sum += lanes[l];
+  for (; i < n; ++i) {
+    const float e = Exp(x[i] - shift);
+    if (y) y[i] = e;
+    sum += e;
+  }
+  return sum;
+}
+
+__attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+void ScaleOrShift(float* y, const float* x, int64_t n, float scale, float shift) {
+  if (x) {
+    for (int64_t i = 0; i < n; ++i) y[i] = x[i] - shift;
+  } else {
+    for (int64_t i = 0; i < n; ++i) y[i] *= scale;
+  }
+}
+
+// Softmax or LogSoftmax of one contiguous float row.
+template <SoftmaxKind Kind>
+void NormalizeRow(const float* x, float* y, int64_t n) {
+  const float max = RowMax(x, n);
+  if constexpr (Kind == SoftmaxKind::kSoftmax) {
+    ScaleOrShift(y, nullptr, n, 1.0f / ExpShifted(x, y, n, max), 0.0f);
+  } else {
+    ScaleOrShift(y, x, n, 0.0f, max + std::log(ExpShifted(x, nullptr, n, max)));
+  }
+}
+
 template <SoftmaxKind Kind>
 class Softmax : public Kernel {
  public:
@@ -75,6 +136,14 @@ class Softmax : public Kernel {
   template <typename T>
   static void Run(KernelContext& ctx, const SoftmaxLayout& l, const T* x, T* y) {
     const int64_t block = l.n * l.inner;
+    if constexpr (std::is_same_v<T, float> && Kind != SoftmaxKind::kHardmax) {
+      if (l.inner == 1) {
+        ctx.thread_pool().ParallelFor(l.outer, std::max<int64_t>(1, 8192 / block), [&](int64_t begin, int64_t end) {
+          for (int64_t o = begin; o < end; ++o) NormalizeRow<Kind>(x + o * block, y + o * block, l.n);
+        });
+        return;
+      }
+    }
     ctx.thread_pool().ParallelFor(l.outer, std::max<int64_t>(1, 8192 / block), [&](int64_t begin, int64_t end) {
       std::vector<T> scratch(2 * l.inner);
       for (int64_t o = begin; o < end; ++o) NormalizeBlock<Kind>(x + o * block, y + o * block, l.n, l.inner, scratch);

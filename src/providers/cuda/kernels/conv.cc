@@ -1,14 +1,27 @@
-// Conv through cuDNN's convolution API (1-D, 2-D, 3-D; groups; bias; symmetric padding).
+// Conv through cuDNN's convolution API (1-D, 2-D, 3-D; groups; bias; symmetric padding), and
+// ai.tessera::FusedConv(X, W, B?, Z?): Conv, then `Y += Z` (the residual), then `activation` (see
+// graph/fused_activation.h), written by the conv_activation_fusion pass.
 //
 // Per input shape the kernel builds a plan (descriptors and the algorithm chosen as
 // cudnn_conv_algo_search says) once, behind a mutex, and reuses it for every later run with that
 // shape. EXHAUSTIVE times the candidate algorithms on the run's real buffers the first time a shape is
 // seen, which blocks the host for that run only.
+//
+// What follows the convolution runs in one of two ways, chosen per plan:
+// - one cudnnConvolutionBiasActivationForward call (y = act(conv + z + bias)) when the activation is Relu,
+//   or none with the implicit-precomp-GEMM algorithm (cuDNN's identity activation needs it), and a trial
+//   call on the first run succeeded;
+// - otherwise cudnnConvolutionForward and one epilogue kernel (bias + same-shape residual + activation in
+//   one pass over Y); a residual that only broadcasts to Y is added first by the broadcasting Add kernel.
+#include <algorithm>
 #include <climits>
+#include <limits>
 #include <map>
 #include <memory>
 #include <mutex>
 
+#include "core/logging.h"
+#include "graph/fused_activation.h"
 #include "providers/cpu/common/window_geometry.h"
 #include "providers/cuda/kernels/cuda_kernels.h"
 #include "providers/cuda/kernels/kernel_utils.h"
@@ -36,14 +49,46 @@ struct Descriptor {
 using TensorDescriptor = Descriptor<cudnnTensorDescriptor_t, cudnnDestroyTensorDescriptor>;
 using FilterDescriptor = Descriptor<cudnnFilterDescriptor_t, cudnnDestroyFilterDescriptor>;
 using ConvDescriptor = Descriptor<cudnnConvolutionDescriptor_t, cudnnDestroyConvolutionDescriptor>;
+using ActivationDescriptor = Descriptor<cudnnActivationDescriptor_t, cudnnDestroyActivationDescriptor>;
+
+// One way to run the convolution: cuDNN's algorithm and math type, its scratch size, and whether
+// bias, residual and activation go into the same cuDNN call.
+struct ConvChoice {
+  cudnnConvolutionFwdAlgo_t algorithm = CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM;
+  cudnnMathType_t math = CUDNN_DEFAULT_MATH;
+  size_t workspace_bytes = 0;
+  bool fused = false;  // cudnnConvolutionBiasActivationForward
+};
 
 struct ConvPlan {
   TensorDescriptor x, y;
   FilterDescriptor w;
   ConvDescriptor conv;
-  cudnnConvolutionFwdAlgo_t algorithm = CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM;
-  size_t workspace_bytes = 0;
+  ConvChoice choice;
+  // For the single-call path: set up when the node's epilogue could go into cuDNN's call at all.
+  bool fusable = false;
+  TensorDescriptor bias;             // [1, C, 1, ...]
+  ActivationDescriptor activation;   // Relu or identity
+  Tensor zero_bias;                  // C zeros when the node has no bias
 };
+
+// The operands after the convolution: bias [C], residual Z and the activation.
+struct ConvExtras {
+  const Tensor* bias = nullptr;
+  const Tensor* residual = nullptr;
+  launch::EpilogueActivation activation;
+  bool any() const {
+    return bias != nullptr || residual != nullptr || activation.kind != launch::EpilogueActivation::Kind::kNone;
+  }
+};
+
+launch::EpilogueActivation ToEpilogue(const FusedActivation& a) {
+  launch::EpilogueActivation e;
+  e.kind = static_cast<launch::EpilogueActivation::Kind>(static_cast<int>(a.kind));
+  e.alpha = a.alpha;
+  e.beta = a.beta;
+  return e;
+}
 
 // The node's geometry resolved for one input shape, in cuDNN's terms (1-D padded to 2-D).
 struct ConvGeometry {
@@ -60,6 +105,16 @@ std::vector<int> PackedStrides(const std::vector<int>& dims) {
   return strides;
 }
 
+// A CUDA event with timing, for the exhaustive search.
+struct TimingEvent {
+  cudaEvent_t event = nullptr;
+  TimingEvent() { CheckCuda(cudaEventCreate(&event), "cudaEventCreate"); }
+  TimingEvent(const TimingEvent&) = delete;
+  TimingEvent& operator=(const TimingEvent&) = delete;
+  ~TimingEvent() { cudaEventDestroy(event); }
+  cudaEvent_t get() const { return event; }
+};
+
 void SetTensor(TensorDescriptor& d, cudnnDataType_t type, const std::vector<int>& dims) {
   CheckCudnn(cudnnCreateTensorDescriptor(&d.handle), "cudnnCreateTensorDescriptor");
   const std::vector<int> strides = PackedStrides(dims);
@@ -72,34 +127,30 @@ class ConvKernel : public Kernel {
   explicit ConvKernel(const KernelInfo& info)
       : ep_(CudaEpOf(info)),
         attributes_(cpu::ReadWindowAttributes(info.node())),
-        group_(info.node().GetInt("group", 1)) {}
+        group_(info.node().GetInt("group", 1)),
+        fused_node_(info.node().op_type == "FusedConv"),
+        activation_(fused_node_ ? ToEpilogue(ReadFusedActivation(info.node())) : launch::EpilogueActivation{}) {}
 
   void Compute(KernelContext& ctx) const override {
     DeviceGuard guard(ep_.ordinal());
     const Tensor& x = ctx.Input(0);
     const Tensor& w = ctx.Input(1);
-    const Tensor* bias = ctx.OptionalInput(2);
-    if (w.type() != x.type() || (bias != nullptr && bias->type() != x.type()))
-      Fail(ErrorCode::kInvalidArgument, ctx.node().Describe(), ": X, W and B must have one element type");
+    ConvExtras extras{ctx.OptionalInput(2), fused_node_ ? ctx.OptionalInput(3) : nullptr, activation_};
+    if (w.type() != x.type() || (extras.bias != nullptr && extras.bias->type() != x.type()) ||
+        (extras.residual != nullptr && extras.residual->type() != x.type()))
+      Fail(ErrorCode::kInvalidArgument, ctx.node().Describe(), ": X, W, B and Z must have one element type");
     FloatElementType(ctx, x.type());
     const ConvGeometry geometry = Resolve(ctx, x.shape(), w.shape());
+    if (extras.bias != nullptr && extras.bias->NumElements() != geometry.y_shape[1])
+      Fail(ErrorCode::kInvalidArgument, ctx.node().Describe(), ": B has ", extras.bias->NumElements(),
+           " values for ", geometry.y_shape[1], " output channels");
     Tensor& y = ctx.Output(0, x.type(), geometry.y_shape);
     if (y.NumElements() == 0) return;
     const cudaStream_t stream = StreamOf(ctx);
-    const ConvPlan& plan = PlanFor(ctx, geometry, x, w, y, stream);
-    const float one = 1.0f, zero = 0.0f;
+    const ConvPlan& plan = PlanFor(ctx, geometry, x, w, y, extras, stream);
     LibraryHandles::Lease lease = ep_.handles().Acquire(stream);
-    void* workspace = lease.workspace(plan.workspace_bytes);
-    CheckCudnn(cudnnConvolutionForward(lease.cudnn(), &one, plan.x.handle, x.raw_data(), plan.w.handle, w.raw_data(),
-                                       plan.conv.handle, plan.algorithm, workspace, plan.workspace_bytes,
-                                       &zero, plan.y.handle, y.raw_data()),
-               ctx.node().Describe(), ": cudnnConvolutionForward");
-    if (bias != nullptr)
-      CheckLaunch(
-          ctx,
-          launch::AddChannelBias(FloatElementType(ctx, x.type()), y.raw_data(), bias->raw_data(), geometry.y_shape[0],
-                                 geometry.y_shape[1], geometry.y_shape.SizeFrom(2), stream),
-          "bias launch");
+    Enqueue(ctx, lease.cudnn(), plan, plan.choice, x, w, y, extras, lease.workspace(plan.choice.workspace_bytes),
+            stream);
   }
 
  private:
@@ -143,7 +194,7 @@ class ConvKernel : public Kernel {
   }
 
   const ConvPlan& PlanFor(const KernelContext& ctx, const ConvGeometry& g, const Tensor& x, const Tensor& w, Tensor& y,
-                          cudaStream_t stream) const {
+                          const ConvExtras& extras, cudaStream_t stream) const {
     std::vector<int> key = g.x_dims;
     key.insert(key.end(), g.w_dims.begin(), g.w_dims.end());
     std::lock_guard<std::mutex> lock(mutex_);
@@ -151,8 +202,86 @@ class ConvKernel : public Kernel {
     if (it != plans_.end()) return *it->second;
     auto plan = std::make_unique<ConvPlan>();
     Describe(g, x.type(), *plan);
-    ChooseAlgorithm(ctx, x, w, y, stream, *plan);
+    PrepareFusion(ctx, g, x, extras, stream, *plan);
+    Choose(ctx, x, w, y, extras, stream, *plan);
+    Log(LogLevel::kVerbose, ctx.node().Describe(), ": X ", x.shape().ToString(), " algorithm ",
+        static_cast<int>(plan->choice.algorithm), " math type ", static_cast<int>(plan->choice.math), " workspace ",
+        plan->choice.workspace_bytes, plan->choice.fused ? ", bias/residual/activation in cuDNN's call" : "");
     return *plans_.emplace(std::move(key), std::move(plan)).first->second;
+  }
+
+  // Queues the node's whole computation with `choice` (its math type must be set on plan.conv).
+  void Enqueue(const KernelContext& ctx, cudnnHandle_t cudnn, const ConvPlan& plan, const ConvChoice& choice,
+               const Tensor& x, const Tensor& w, Tensor& y, ConvExtras extras, void* workspace,
+               cudaStream_t stream) const {
+    const Shape& y_shape = y.shape();
+    const bool same_shape_residual = extras.residual != nullptr && extras.residual->shape() == y_shape;
+    if (choice.fused && (extras.residual == nullptr || same_shape_residual)) {
+      CheckCudnn(RunFused(cudnn, plan, choice, x, w, y, extras, workspace), ctx.node().Describe(),
+                 ": cudnnConvolutionBiasActivationForward");
+      return;
+    }
+    const float one = 1.0f, zero = 0.0f;
+    CheckCudnn(cudnnConvolutionForward(cudnn, &one, plan.x.handle, x.raw_data(), plan.w.handle, w.raw_data(),
+                                       plan.conv.handle, choice.algorithm, workspace, choice.workspace_bytes, &zero,
+                                       plan.y.handle, y.raw_data()),
+               ctx.node().Describe(), ": cudnnConvolutionForward");
+    const launch::ElementType type = FloatElementType(ctx, x.type());
+    if (extras.residual != nullptr && !same_shape_residual) {  // broadcasting residual: its own pass first
+      const launch::BroadcastIndex index = MakeBroadcastIndex(ctx, y_shape, y_shape, extras.residual->shape());
+      CheckLaunch(ctx,
+                  launch::Binary(launch::BinaryOp::kAdd, type, y.raw_data(), extras.residual->raw_data(),
+                                 y.raw_data(), y.NumElements(), &index, stream),
+                  "residual launch");
+      extras.residual = nullptr;
+    }
+    if (!extras.any()) return;
+    CheckLaunch(ctx,
+                launch::ConvEpilogue(type, y.raw_data(), extras.bias != nullptr ? extras.bias->raw_data() : nullptr,
+                                     extras.residual != nullptr ? extras.residual->raw_data() : nullptr, y_shape[0],
+                                     y_shape[1], y_shape.SizeFrom(2), extras.activation, stream),
+                "epilogue launch");
+  }
+
+  // cudnnConvolutionBiasActivationForward computes act(conv + z + bias) with act Relu or identity (the
+  // latter only with the implicit-precomp-GEMM algorithm); it needs a bias, so a node without one gets zeros.
+  void PrepareFusion(const KernelContext& ctx, const ConvGeometry& g, const Tensor& x, const ConvExtras& extras,
+                     cudaStream_t stream, ConvPlan& plan) const {
+    using Kind = launch::EpilogueActivation::Kind;
+    if (!extras.any() || !(extras.activation.kind == Kind::kRelu || extras.activation.kind == Kind::kNone)) return;
+    if (extras.residual != nullptr && extras.residual->shape() != g.y_shape) return;
+    const cudnnDataType_t data = x.type() == DataType::kFloat16 ? CUDNN_DATA_HALF : CUDNN_DATA_FLOAT;
+    std::vector<int> bias_dims(g.y_dims.size(), 1);
+    bias_dims[1] = g.y_dims[1];
+    SetTensor(plan.bias, data, bias_dims);
+    CheckCudnn(cudnnCreateActivationDescriptor(&plan.activation.handle), "cudnnCreateActivationDescriptor");
+    CheckCudnn(cudnnSetActivationDescriptor(
+                   plan.activation.handle,
+                   extras.activation.kind == Kind::kRelu ? CUDNN_ACTIVATION_RELU : CUDNN_ACTIVATION_IDENTITY,
+                   CUDNN_NOT_PROPAGATE_NAN, 0.0),
+               "cudnnSetActivationDescriptor");
+    if (extras.bias == nullptr) {
+      plan.zero_bias = Tensor::Allocate(x.type(), Shape{g.y_shape[1]}, ctx.allocator());
+      CheckCuda(cudaMemsetAsync(plan.zero_bias.raw_data(), 0, plan.zero_bias.SizeInBytes(), stream),
+                "cudaMemsetAsync (zero bias)");
+    }
+    plan.fusable = true;
+  }
+
+  bool FusionAllowed(const ConvPlan& plan, const ConvExtras& extras, cudnnConvolutionFwdAlgo_t algorithm) const {
+    return plan.fusable && (extras.activation.kind == launch::EpilogueActivation::Kind::kRelu ||
+                            algorithm == CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM);
+  }
+
+  static cudnnStatus_t RunFused(cudnnHandle_t cudnn, const ConvPlan& plan, const ConvChoice& choice, const Tensor& x,
+                                const Tensor& w, Tensor& y, const ConvExtras& extras, void* workspace) {
+    const float one = 1.0f, zero = 0.0f;
+    const void* bias = extras.bias != nullptr ? extras.bias->raw_data() : plan.zero_bias.raw_data();
+    const void* z = extras.residual != nullptr ? extras.residual->raw_data() : y.raw_data();
+    return cudnnConvolutionBiasActivationForward(
+        cudnn, &one, plan.x.handle, x.raw_data(), plan.w.handle, w.raw_data(), plan.conv.handle, choice.algorithm,
+        workspace, choice.workspace_bytes, extras.residual != nullptr ? &one : &zero, plan.y.handle, z,
+        plan.bias.handle, bias, plan.activation.handle, plan.y.handle, y.raw_data());
   }
 
   void Describe(const ConvGeometry& g, DataType type, ConvPlan& plan) const {
@@ -183,51 +312,138 @@ class ConvKernel : public Kernel {
     return limit;
   }
 
-  void ChooseAlgorithm(const KernelContext& ctx, const Tensor& x, const Tensor& w, Tensor& y, cudaStream_t stream,
-                       ConvPlan& plan) const {
+  // Candidate algorithms, best first: DEFAULT: implicit-precomp GEMM; HEURISTIC: cuDNN's ranking;
+  // EXHAUSTIVE: cuDNN's ranking plus its measured list (cudnnFindConvolutionForwardAlgorithmEx).
+  std::vector<ConvChoice> Candidates(const KernelContext& ctx, const Tensor& x, const Tensor& w, Tensor& y,
+                                     cudnnHandle_t cudnn, const ConvPlan& plan, Tensor& search_workspace) const {
     const std::string where = ctx.node().Describe();
-    LibraryHandles::Lease lease = ep_.handles().Acquire(stream);
-    cudnnHandle_t cudnn = lease.cudnn();
     const ConvAlgoSearch search = ep_.options().cudnn_conv_algo_search;
-    if (search == ConvAlgoSearch::kDefault) {
-      UseDefaultAlgorithm(cudnn, where, plan);
-      return;
-    }
-    cudnnConvolutionFwdAlgoPerf_t results[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
-    int count = 0;
+    if (search == ConvAlgoSearch::kDefault) return {};
     const size_t limit = WorkspaceLimit();
-    if (search == ConvAlgoSearch::kHeuristic) {
-      CheckCudnn(cudnnGetConvolutionForwardAlgorithm_v7(cudnn, plan.x.handle, plan.w.handle, plan.conv.handle,
-                                                        plan.y.handle, CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &count,
-                                                        results),
-                 where, ": cudnnGetConvolutionForwardAlgorithm_v7");
-    } else {
-      Tensor workspace = SearchWorkspace(ctx, limit);
-      CheckCudnn(cudnnFindConvolutionForwardAlgorithmEx(
-                     cudnn, plan.x.handle, x.raw_data(), plan.w.handle, w.raw_data(), plan.conv.handle, plan.y.handle,
-                     y.raw_data(), CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &count, results, workspace.raw_data(),
-                     workspace.SizeInBytes()),
-                 where, ": cudnnFindConvolutionForwardAlgorithmEx");
-    }
     // float32 with use_tf32 = 0 must stay on FMA kernels; cuDNN also lists tensor-core variants.
     const bool fma_only = x.type() == DataType::kFloat && !ep_.options().use_tf32;
-    for (int i = 0; i < count; ++i) {
-      if (results[i].status != CUDNN_STATUS_SUCCESS || results[i].memory > limit) continue;
-      if (fma_only && results[i].mathType != CUDNN_FMA_MATH) continue;
-      plan.algorithm = results[i].algo;
-      plan.workspace_bytes = results[i].memory;
-      CheckCudnn(cudnnSetConvolutionMathType(plan.conv.handle, results[i].mathType), where,
-                 ": cudnnSetConvolutionMathType");
-      return;
+    std::vector<ConvChoice> candidates;
+    const auto add = [&](const cudnnConvolutionFwdAlgoPerf_t* results, int count) {
+      for (int i = 0; i < count; ++i) {
+        const cudnnConvolutionFwdAlgoPerf_t& r = results[i];
+        if (r.status != CUDNN_STATUS_SUCCESS || r.memory > limit) continue;
+        if (fma_only && r.mathType != CUDNN_FMA_MATH) continue;
+        const bool seen = std::any_of(candidates.begin(), candidates.end(), [&](const ConvChoice& c) {
+          return c.algorithm == r.algo && c.math == r.mathType;
+        });
+        if (!seen) candidates.push_back({r.algo, r.mathType, r.memory, false});
+      }
+    };
+    cudnnConvolutionFwdAlgoPerf_t results[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
+    int count = 0;
+    CheckCudnn(cudnnGetConvolutionForwardAlgorithm_v7(cudnn, plan.x.handle, plan.w.handle, plan.conv.handle,
+                                                      plan.y.handle, CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &count, results),
+               where, ": cudnnGetConvolutionForwardAlgorithm_v7");
+    add(results, count);
+    if (search == ConvAlgoSearch::kExhaustive) {
+      CheckCudnn(cudnnFindConvolutionForwardAlgorithmEx(
+                     cudnn, plan.x.handle, x.raw_data(), plan.w.handle, w.raw_data(), plan.conv.handle, plan.y.handle,
+                     y.raw_data(), CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &count, results, search_workspace.raw_data(),
+                     search_workspace.SizeInBytes()),
+                 where, ": cudnnFindConvolutionForwardAlgorithmEx");
+      add(results, count);
     }
-    UseDefaultAlgorithm(cudnn, where, plan);  // nothing suitable listed: the always-available algorithm
+    return candidates;
   }
 
-  static void UseDefaultAlgorithm(cudnnHandle_t cudnn, const std::string& where, ConvPlan& plan) {
-    plan.algorithm = CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM;
+  // Picks plan.choice. HEURISTIC takes cuDNN's first suitable candidate. EXHAUSTIVE times every candidate
+  // running what the node really runs (the fused call where cuDNN accepts it, else convolution + epilogue
+  // kernel), because cuDNN's own search times the bare convolution only: the fastest bare convolution can
+  // be the slowest once the epilogue is added. This blocks the first run of each input shape.
+  void Choose(const KernelContext& ctx, const Tensor& x, const Tensor& w, Tensor& y, const ConvExtras& extras,
+              cudaStream_t stream, ConvPlan& plan) const {
+    const bool exhaustive = ep_.options().cudnn_conv_algo_search == ConvAlgoSearch::kExhaustive;
+    Tensor search_workspace = exhaustive ? SearchWorkspace(ctx, WorkspaceLimit()) : Tensor();
+    LibraryHandles::Lease lease = ep_.handles().Acquire(stream);
+    cudnnHandle_t cudnn = lease.cudnn();
+    std::vector<ConvChoice> candidates = Candidates(ctx, x, w, y, cudnn, plan, search_workspace);
+    if (candidates.empty()) candidates.push_back(DefaultChoice(ctx, cudnn, plan, x.type()));
+    if (!exhaustive) candidates.resize(1);
+    if (exhaustive) {  // the search's scratch may have been cut short by a lack of memory
+      const size_t available = search_workspace.SizeInBytes();
+      std::erase_if(candidates, [&](const ConvChoice& c) { return c.workspace_bytes > available; });
+      if (candidates.empty()) candidates.push_back(DefaultChoice(ctx, cudnn, plan, x.type()));
+    }
+    float best_ms = std::numeric_limits<float>::infinity();
+    for (ConvChoice& candidate : candidates) {
+      Apply(ctx, plan, candidate);
+      void* trial_workspace =
+          exhaustive ? search_workspace.raw_data() : lease.workspace(candidate.workspace_bytes);
+      candidate.fused = FusionAllowed(plan, extras, candidate.algorithm) &&
+                        RunFused(cudnn, plan, candidate, x, w, y, extras, trial_workspace) == CUDNN_STATUS_SUCCESS;
+      if (!exhaustive) {
+        plan.choice = candidate;
+        return;
+      }
+      const float ms = TimeCandidate(ctx, cudnn, plan, candidate, x, w, y, extras, search_workspace, stream);
+      if (ms < best_ms || &candidate == &candidates.front()) {  // the first one stands if none can be timed
+        best_ms = ms;
+        plan.choice = candidate;
+      }
+    }
+    Apply(ctx, plan, plan.choice);
+  }
+
+  // GPU milliseconds per run of the node's computation with `candidate`, measured on a CUDA graph of a few
+  // runs, the way whole-model graphs run it: timing calls queued one by one would measure how fast the host
+  // queues them (tens of microseconds per cuDNN call, often more than the GPU needs) and favour the
+  // algorithms with the least host work. Infinity when the candidate cannot be captured.
+  float TimeCandidate(const KernelContext& ctx, cudnnHandle_t cudnn, const ConvPlan& plan, const ConvChoice& candidate,
+                      const Tensor& x, const Tensor& w, Tensor& y, const ConvExtras& extras, Tensor& workspace,
+                      cudaStream_t stream) const {
+    constexpr int kRuns = 8;
+    constexpr float kUnusable = std::numeric_limits<float>::infinity();
+    CheckCuda(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal), "cudaStreamBeginCapture");
+    bool queued = true;
+    try {
+      for (int i = 0; i < kRuns; ++i)
+        Enqueue(ctx, cudnn, plan, candidate, x, w, y, extras, workspace.raw_data(), stream);
+    } catch (const Error&) {
+      queued = false;
+    }
+    cudaGraph_t graph = nullptr;
+    const cudaError_t ended = cudaStreamEndCapture(stream, &graph);
+    cudaGraphExec_t exec = nullptr;
+    if (!queued || ended != cudaSuccess || graph == nullptr || cudaGraphInstantiate(&exec, graph, 0) != cudaSuccess) {
+      if (graph != nullptr) cudaGraphDestroy(graph);
+      cudaGetLastError();  // capture failures are not sticky; clear the status for later launches
+      return kUnusable;
+    }
+    TimingEvent start, stop;
+    float ms = kUnusable;
+    if (cudaGraphLaunch(exec, stream) == cudaSuccess && cudaEventRecord(start.get(), stream) == cudaSuccess &&
+        cudaGraphLaunch(exec, stream) == cudaSuccess && cudaEventRecord(stop.get(), stream) == cudaSuccess &&
+        cudaEventSynchronize(stop.get()) == cudaSuccess &&
+        cudaEventElapsedTime(&ms, start.get(), stop.get()) == cudaSuccess) {
+      ms /= kRuns;
+    } else {
+      cudaGetLastError();
+      ms = kUnusable;
+    }
+    cudaGraphExecDestroy(exec);
+    cudaGraphDestroy(graph);
+    return ms;
+  }
+
+  void Apply(const KernelContext& ctx, const ConvPlan& plan, const ConvChoice& choice) const {
+    CheckCudnn(cudnnSetConvolutionMathType(plan.conv.handle, choice.math), ctx.node().Describe(),
+               ": cudnnSetConvolutionMathType");
+  }
+
+  ConvChoice DefaultChoice(const KernelContext& ctx, cudnnHandle_t cudnn, const ConvPlan& plan, DataType type) const {
+    ConvChoice choice;
+    choice.math = type == DataType::kFloat16 ? CUDNN_TENSOR_OP_MATH
+                  : ep_.options().use_tf32   ? CUDNN_DEFAULT_MATH
+                                             : CUDNN_FMA_MATH;
     CheckCudnn(cudnnGetConvolutionForwardWorkspaceSize(cudnn, plan.x.handle, plan.w.handle, plan.conv.handle,
-                                                       plan.y.handle, plan.algorithm, &plan.workspace_bytes),
-               where, ": cudnnGetConvolutionForwardWorkspaceSize");
+                                                       plan.y.handle, choice.algorithm, &choice.workspace_bytes),
+               ctx.node().Describe(), ": cudnnGetConvolutionForwardWorkspaceSize");
+    return choice;
   }
 
   // Scratch memory for the exhaustive search: as much as allowed, less when the device is short.
@@ -244,6 +460,8 @@ class ConvKernel : public Kernel {
   const CudaExecutionProvider& ep_;
   cpu::WindowAttributes attributes_;
   int64_t group_;
+  bool fused_node_;                        // ai.tessera::FusedConv
+  launch::EpilogueActivation activation_;  // FusedConv's activation (none for Conv)
   mutable std::mutex mutex_;
   mutable std::map<std::vector<int>, std::unique_ptr<ConvPlan>> plans_;
 };
@@ -252,6 +470,9 @@ class ConvKernel : public Kernel {
 
 void RegisterConvKernels(KernelRegistry& registry) {
   registry.Register<ConvKernel>(MakeDef("Conv", 1, INT_MAX, FloatTypes()));
+  KernelDef fused = MakeDef("FusedConv", 1, INT_MAX, FloatTypes());
+  fused.domain = "ai.tessera";
+  registry.Register<ConvKernel>(std::move(fused));
 }
 
 }  // namespace tessera::cuda

@@ -173,32 +173,7 @@ __global__ void BroadcastCopy(const T* a, T* out, int64_t n, BroadcastIndex inde
   }
 }
 
-// One block row per (batch, channel) plane: the bias is loaded once and the plane streamed.
-template <typename T>
-__global__ void ChannelBiasKernel(T* y, const T* bias, int64_t planes, int64_t channels, int64_t spatial) {
-  for (int64_t plane = blockIdx.y; plane < planes; plane += gridDim.y) {
-    const float b = ToFloat(bias[plane % channels]);
-    T* row = y + plane * spatial;
-    for (int64_t s = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; s < spatial; s += int64_t{gridDim.x} * blockDim.x)
-      row[s] = FromFloat<T>(ToFloat(row[s]) + b);
-  }
-}
-
 }  // namespace
-
-cudaError_t AddChannelBias(ElementType type, void* y, const void* bias, int64_t batch, int64_t channels,
-                           int64_t spatial, cudaStream_t stream) {
-  const int64_t planes = batch * channels;
-  const int64_t row_blocks = (spatial + kThreads - 1) / kThreads;
-  const dim3 grid(static_cast<unsigned>(row_blocks < 64 ? row_blocks : 64),
-                  static_cast<unsigned>(planes < 65535 ? planes : 65535));
-  return device::DispatchFloat(type, [&](auto tag) {
-    using T = decltype(tag);
-    ChannelBiasKernel<T><<<grid, kThreads, 0, stream>>>(static_cast<T*>(y), static_cast<const T*>(bias), planes,
-                                                        channels, spatial);
-    return device::LaunchStatus();
-  });
-}
 
 cudaError_t Binary(BinaryOp op, ElementType type, const void* a, const void* b, void* out, int64_t n,
                    const BroadcastIndex* index, cudaStream_t stream) {

@@ -122,6 +122,31 @@ class ClipKernel : public Kernel {
 
 // Pow: a float base and a scalar exponent of any numeric type, read on the host (the models' Pow nodes
 // square or take roots); a tensor exponent is not supported by the CUDA kernel.
+// The exponents of a host tensor of any numeric type, as float.
+std::vector<float> ExponentValues(const KernelContext& ctx, const Tensor& t) {
+  const auto convert = [&t](auto tag) {
+    using T = decltype(tag);
+    std::vector<float> values;
+    for (T v : t.Span<T>()) values.push_back(static_cast<float>(v));
+    return values;
+  };
+  switch (t.type()) {
+    case DataType::kFloat: return convert(float{});
+    case DataType::kDouble: return convert(double{});
+    case DataType::kInt8: return convert(int8_t{});
+    case DataType::kUInt8: return convert(uint8_t{});
+    case DataType::kInt16: return convert(int16_t{});
+    case DataType::kUInt16: return convert(uint16_t{});
+    case DataType::kInt32: return convert(int32_t{});
+    case DataType::kUInt32: return convert(uint32_t{});
+    case DataType::kInt64: return convert(int64_t{});
+    case DataType::kUInt64: return convert(uint64_t{});
+    default:
+      Fail(ErrorCode::kInvalidArgument, ctx.node().Describe(), ": exponents of type ", DataTypeName(t.type()),
+           " are not supported");
+  }
+}
+
 class PowKernel : public Kernel {
  public:
   explicit PowKernel(const KernelInfo& info) : ep_(CudaEpOf(info)) {}
@@ -129,14 +154,37 @@ class PowKernel : public Kernel {
   void Compute(KernelContext& ctx) const override {
     DeviceGuard guard(ep_.ordinal());
     const Tensor& x = ctx.Input(0);
-    const Tensor& exponent = ctx.Input(1);
-    if (exponent.NumElements() != 1)
-      Fail(ErrorCode::kNotImplemented, ctx.node().Describe(), ": the CUDA Pow needs a scalar exponent, got ",
-           exponent.shape().ToString());
+    const Tensor& exponent = ctx.Input(1);  // on the host
+    const launch::ElementType type = FloatElementType(ctx, x.type());
     Tensor& y = ctx.Output(0, x.type(), cpu::BroadcastShapes(ctx.node(), x.shape(), exponent.shape()));
     if (y.NumElements() == 0) return;
-    CheckLaunch(ctx, launch::PowScalar(FloatElementType(ctx, x.type()), x.raw_data(), y.raw_data(), y.NumElements(),
-                                       static_cast<float>(ScalarAsDouble(ctx, exponent)), StreamOf(ctx)),
+    const cudaStream_t stream = StreamOf(ctx);
+    if (exponent.NumElements() == 1) {
+      CheckLaunch(ctx,
+                  launch::PowScalar(type, x.raw_data(), y.raw_data(), y.NumElements(),
+                                    static_cast<float>(ScalarAsDouble(ctx, exponent)), stream),
+                  "Pow launch");
+      return;
+    }
+    // A tensor of exponents (any numeric type): converted to X's type on the device, then broadcast.
+    const std::vector<float> values = ExponentValues(ctx, exponent);
+    Tensor as_float = Tensor::Allocate(DataType::kFloat, exponent.shape(), ctx.allocator());
+    // From pageable memory, cudaMemcpyAsync has staged the values when it returns: `values` may go.
+    CheckCuda(cudaMemcpyAsync(as_float.raw_data(), values.data(), values.size() * sizeof(float),
+                              cudaMemcpyHostToDevice, stream),
+              ctx.node().Describe(), ": copying the exponents");
+    Tensor as_x_type = as_float;
+    if (x.type() == DataType::kFloat16) {
+      as_x_type = Tensor::Allocate(DataType::kFloat16, exponent.shape(), ctx.allocator());
+      CheckLaunch(ctx,
+                  launch::Cast(launch::ScalarType::kFloat, launch::ScalarType::kHalf, as_float.raw_data(),
+                               as_x_type.raw_data(), as_float.NumElements(), stream),
+                  "exponent cast");
+    }
+    const launch::BroadcastIndex index = MakeBroadcastIndex(ctx, y.shape(), x.shape(), exponent.shape());
+    CheckLaunch(ctx,
+                launch::Binary(launch::BinaryOp::kPow, type, x.raw_data(), as_x_type.raw_data(), y.raw_data(),
+                               y.NumElements(), &index, stream),
                 "Pow launch");
   }
 

@@ -7,15 +7,26 @@ namespace tessera::cuda::launch {
 
 namespace {
 
-template <typename W, typename Index>
-__global__ void GatherKernel(const W* data, const Index* indices, W* out, int64_t outer, int64_t axis_dim,
-                             int64_t inner, int64_t index_count) {
+// Indices read from device memory, or carried by value in the launch (InlineIndices).
+template <typename Index>
+struct DeviceIndices {
+  const Index* values;
+  __device__ int64_t operator[](int64_t j) const { return static_cast<int64_t>(values[j]); }
+};
+struct ValueIndices {
+  InlineIndices inline_indices;
+  __device__ int64_t operator[](int64_t j) const { return inline_indices.values[j]; }
+};
+
+template <typename W, typename Indices>
+__global__ void GatherKernel(const W* data, Indices indices, W* out, int64_t outer, int64_t axis_dim, int64_t inner,
+                             int64_t index_count) {
   const int64_t n = outer * index_count * inner;
   for (int64_t i = device::FirstIndex(); i < n; i += device::IndexStride()) {
     const int64_t in_row = i % inner;
     const int64_t j = (i / inner) % index_count;
     const int64_t o = i / (inner * index_count);
-    int64_t index = static_cast<int64_t>(indices[j]);
+    int64_t index = indices[j];
     if (index < 0) index += axis_dim;
     index = index < 0 ? 0 : (index >= axis_dim ? axis_dim - 1 : index);
     out[i] = data[(o * axis_dim + index) * inner + in_row];
@@ -37,11 +48,26 @@ cudaError_t Gather(int element_size, const void* data, const void* indices, bool
     const W* in = static_cast<const W*>(data);
     W* result = static_cast<W*>(out);
     if (indices_are_int64)
-      GatherKernel<W, int64_t><<<device::BlocksFor(n), device::kThreads, 0, stream>>>(
-          in, static_cast<const int64_t*>(indices), result, outer, axis_dim, inner, index_count);
+      GatherKernel<W><<<device::BlocksFor(n), device::kThreads, 0, stream>>>(
+          in, DeviceIndices<int64_t>{static_cast<const int64_t*>(indices)}, result, outer, axis_dim, inner,
+          index_count);
     else
-      GatherKernel<W, int32_t><<<device::BlocksFor(n), device::kThreads, 0, stream>>>(
-          in, static_cast<const int32_t*>(indices), result, outer, axis_dim, inner, index_count);
+      GatherKernel<W><<<device::BlocksFor(n), device::kThreads, 0, stream>>>(
+          in, DeviceIndices<int32_t>{static_cast<const int32_t*>(indices)}, result, outer, axis_dim, inner,
+          index_count);
+    return device::LaunchStatus();
+  });
+}
+
+cudaError_t GatherInline(int element_size, const void* data, const InlineIndices& indices, void* out, int64_t outer,
+                         int64_t axis_dim, int64_t inner, int64_t index_count, cudaStream_t stream) {
+  if (index_count > kInlineIndices) return cudaErrorInvalidValue;
+  const int64_t n = outer * index_count * inner;
+  return device::DispatchWord(element_size, [&](auto tag) {
+    using W = decltype(tag);
+    GatherKernel<W><<<device::BlocksFor(n), device::kThreads, 0, stream>>>(
+        static_cast<const W*>(data), ValueIndices{indices}, static_cast<W*>(out), outer, axis_dim, inner,
+        index_count);
     return device::LaunchStatus();
   });
 }

@@ -58,11 +58,36 @@ class GatherKernel : public Kernel {
     dims.insert(dims.end(), data.shape().dims().begin() + axis + 1, data.shape().dims().end());
     Tensor& out = ctx.Output(0, data.type(), Shape(dims));
     if (out.NumElements() == 0) return;
+    const int element_size = static_cast<int>(SizeOf(data.type()));
+    const int64_t outer = data.shape().SizeTo(axis), axis_dim = data.shape()[axis];
+    const int64_t inner = data.shape().SizeFrom(axis + 1), count = indices.NumElements();
+    const cudaStream_t stream = StreamOf(ctx);
+    if (!indices.memory_info().IsHostReadable()) {
+      CheckLaunch(ctx,
+                  launch::Gather(element_size, data.raw_data(), indices.raw_data(), indices.type() == DataType::kInt64,
+                                 out.raw_data(), outer, axis_dim, inner, count, stream),
+                  "Gather launch");
+      return;
+    }
+    // Indices a host node computed (shape arithmetic): few enough to travel in the launch, else copied.
+    const std::vector<int64_t> values = HostInt64s(ctx, indices, "indices");
+    if (count <= launch::kInlineIndices) {
+      launch::InlineIndices inline_indices;
+      std::copy(values.begin(), values.end(), inline_indices.values);
+      CheckLaunch(ctx,
+                  launch::GatherInline(element_size, data.raw_data(), inline_indices, out.raw_data(), outer, axis_dim,
+                                       inner, count, stream),
+                  "Gather launch");
+      return;
+    }
+    Tensor on_device = Tensor::Allocate(DataType::kInt64, Shape{count}, ctx.allocator());
+    // From pageable memory, cudaMemcpyAsync has staged the values when it returns: `values` may go.
+    CheckCuda(cudaMemcpyAsync(on_device.raw_data(), values.data(), values.size() * sizeof(int64_t),
+                              cudaMemcpyHostToDevice, stream),
+              ctx.node().Describe(), ": copying host indices");
     CheckLaunch(ctx,
-                launch::Gather(static_cast<int>(SizeOf(data.type())), data.raw_data(), indices.raw_data(),
-                               indices.type() == DataType::kInt64, out.raw_data(), data.shape().SizeTo(axis),
-                               data.shape()[axis], data.shape().SizeFrom(axis + 1), indices.NumElements(),
-                               StreamOf(ctx)),
+                launch::Gather(element_size, data.raw_data(), on_device.raw_data(), true, out.raw_data(), outer,
+                               axis_dim, inner, count, stream),
                 "Gather launch");
   }
 
@@ -201,6 +226,7 @@ class ConstantOfShapeKernel : public Kernel {
 void RegisterIndexingKernels(KernelRegistry& registry) {
   KernelDef gather = MakeDef("Gather", 1, INT_MAX, AllDeviceTypes());
   gather.input_types[1] = {DataType::kInt64, DataType::kInt32};
+  gather.host_or_device_inputs = {1};
   registry.Register<GatherKernel>(std::move(gather));
   registry.Register<SliceKernel>(MakeDef("Slice", 1, 9, AllDeviceTypes()));
   KernelDef slice = MakeDef("Slice", 10, INT_MAX, AllDeviceTypes());
@@ -211,6 +237,7 @@ void RegisterIndexingKernels(KernelRegistry& registry) {
   registry.Register<ExpandKernel>(std::move(expand));
   KernelDef shape = MakeDef("Shape", 1, INT_MAX, AllDeviceTypes());
   shape.host_outputs = {0};
+  shape.host_or_device_inputs = {0};  // only the shape is read
   registry.Register<ShapeKernel>(std::move(shape));
   KernelDef constant_of_shape = MakeDef("ConstantOfShape", 9, INT_MAX, {DataType::kInt64});
   constant_of_shape.host_inputs = {0};

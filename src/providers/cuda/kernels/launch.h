@@ -80,6 +80,14 @@ cudaError_t Cast(ScalarType from, ScalarType to, const void* x, void* y, int64_t
 // cannot report them without a host synchronization).
 cudaError_t Gather(int element_size, const void* data, const void* indices, bool indices_are_int64, void* out,
                    int64_t outer, int64_t axis_dim, int64_t inner, int64_t index_count, cudaStream_t stream);
+// The same with the indices carried in the launch itself (read on the host from a host node's result, so
+// nothing is copied and a CUDA graph keeps the values): at most kInlineIndices of them.
+inline constexpr int kInlineIndices = 32;
+struct InlineIndices {
+  int64_t values[kInlineIndices] = {};
+};
+cudaError_t GatherInline(int element_size, const void* data, const InlineIndices& indices, void* out, int64_t outer,
+                         int64_t axis_dim, int64_t inner, int64_t index_count, cudaStream_t stream);
 // out[0..n) = the `element_size`-byte value at `value` (host memory, copied into the launch).
 cudaError_t Fill(int element_size, void* out, int64_t n, const void* value, cudaStream_t stream);
 
@@ -99,9 +107,18 @@ struct ReduceGeometry {
 cudaError_t ReduceGeneral(ReduceOp op, ElementType type, const void* x, void* y, const ReduceGeometry& geometry,
                           cudaStream_t stream);
 
-// y[b, c, s] += bias[c] over y[batch, channels, spatial] (Conv's bias), in place.
-cudaError_t AddChannelBias(ElementType type, void* y, const void* bias, int64_t batch, int64_t channels,
-                           int64_t spatial, cudaStream_t stream);
+// ---- Conv epilogue (conv_epilogue.cu) -------------------------------------------------------------
+// The activation of a fused Conv (mirrors tessera::FusedActivation, which host code converts).
+struct EpilogueActivation {
+  enum class Kind { kNone, kRelu, kLeakyRelu, kClip, kSigmoid, kHardSigmoid, kHardSwish, kTanh, kGelu, kGeluTanh };
+  Kind kind = Kind::kNone;
+  float alpha = 0.0f, beta = 0.0f;
+};
+// y[b, c, s] = activation(y[b, c, s] + bias[c] + residual[b, c, s]) over y[batch, channels, spatial], in
+// place; bias and residual may each be null.
+cudaError_t ConvEpilogue(ElementType type, void* y, const void* bias, const void* residual, int64_t batch,
+                         int64_t channels, int64_t spatial, const EpilogueActivation& activation,
+                         cudaStream_t stream);
 
 // ---- normalization (normalization.cu) -----------------------------------------------------------
 // BatchNormalization in inference mode over x[batch, channels, spatial]:

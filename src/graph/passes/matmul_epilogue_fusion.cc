@@ -1,0 +1,187 @@
+#include "graph/passes/matmul_epilogue_fusion.h"
+
+#include <limits>
+
+namespace tessera {
+namespace {
+
+bool IsDefaultDomain(const Node* node, const char* op_type) {
+  return node != nullptr && node->op_type == op_type && node->domain.empty() && node->outputs.size() == 1 &&
+         node->inputs.size() == 2;
+}
+
+// The only reader of `value` when nothing else (no other node, graph output or subgraph) reads it.
+Node* SoleReader(const GraphIndex& index, const std::string& value) {
+  const std::vector<Node*>& readers = index.Consumers(value);
+  if (readers.empty() || !index.OnlyReadBy(value, *readers[0])) return nullptr;
+  return readers[0];
+}
+
+// The operand of two-input `node` that is not `value`, or "" when both are `value`.
+std::string OtherInput(const Node& node, const std::string& value) {
+  if (node.inputs[0] == node.inputs[1]) return "";
+  return node.inputs[0] == value ? node.inputs[1] : node.inputs[0];
+}
+
+struct Activation {
+  std::string name;
+  std::vector<float> params;
+};
+
+// Clip's limits: attributes before opset 11, optional constant inputs since (nullopt when not constant).
+std::optional<std::vector<float>> ClipLimits(const Graph& graph, const Node& clip) {
+  float lo = std::numeric_limits<float>::lowest(), hi = std::numeric_limits<float>::max();
+  if (clip.opset < 11) return std::vector<float>{clip.GetFloat("min", lo), clip.GetFloat("max", hi)};
+  float* limits[] = {&lo, &hi};
+  for (size_t i = 1; i <= 2 && i < clip.inputs.size(); ++i) {
+    if (!clip.HasInput(i)) continue;
+    std::optional<double> value = ScalarConstant(graph, clip.inputs[i]);
+    if (!value) return std::nullopt;
+    *limits[i - 1] = static_cast<float>(*value);
+  }
+  return std::vector<float>{lo, hi};
+}
+
+// The activation `node` computes from its first input, named as FusedMatMul's `activation` attribute expects.
+std::optional<Activation> AsActivation(const Graph& graph, const Node* node) {
+  if (node == nullptr || !node->domain.empty() || node->outputs.size() != 1) return std::nullopt;
+  const std::string& op = node->op_type;
+  if (op == "Relu" || op == "Sigmoid" || op == "Tanh" || op == "HardSwish") return Activation{op, {}};
+  if (op == "LeakyRelu") return Activation{op, {node->GetFloat("alpha", 0.01f)}};
+  if (op == "HardSigmoid") return Activation{op, {node->GetFloat("alpha", 0.2f), node->GetFloat("beta", 0.5f)}};
+  if (op == "Gelu") {
+    const std::string approximate = node->GetString("approximate", "none");
+    if (approximate == "none") return Activation{"Gelu", {}};
+    if (approximate == "tanh") return Activation{"GeluTanh", {}};
+    return std::nullopt;
+  }
+  if (op == "Clip")
+    if (std::optional<std::vector<float>> limits = ClipLimits(graph, *node)) return Activation{op, *limits};
+  return std::nullopt;
+}
+
+// B's last dimension when static (B a constant or a value of known shape), else -1.
+int64_t ColumnCount(const Graph& graph, const std::string& b) {
+  if (const Tensor* constant = ConstantTensor(graph, b)) {
+    return constant->shape().rank() >= 2 ? constant->shape()[constant->shape().rank() - 1] : -1;
+  }
+  auto it = graph.value_infos.find(b);
+  if (it == graph.value_infos.end() || !it->second.shape || it->second.shape->size() < 2) return -1;
+  const Dim& last = it->second.shape->back();
+  return last.is_concrete() ? last.value : -1;
+}
+
+bool IsBias(const Graph& graph, const std::string& value, int64_t columns) {
+  const Tensor* tensor = ConstantTensor(graph, value);
+  return columns > 0 && tensor != nullptr && tensor->type() == DataType::kFloat && tensor->shape().rank() == 1 &&
+         tensor->shape()[0] == columns;
+}
+
+struct MatMulMatch {
+  Node* matmul = nullptr;
+  std::vector<Node*> followers;  // in order; the last one is rewritten
+  float alpha = 1.0f;
+  std::string bias, addend;
+  std::optional<Activation> activation;
+};
+
+// Extends `match` by the scale and bias steps; returns the node after them.
+Node* MatchScaleAndBias(const Graph& graph, const GraphIndex& index, MatMulMatch& match, std::string& value) {
+  Node* next = SoleReader(index, value);
+  const bool is_mul = IsDefaultDomain(next, "Mul"), is_div = IsDefaultDomain(next, "Div");
+  if (is_mul || is_div) {
+    const std::string other = OtherInput(*next, value);
+    const std::optional<double> c = other.empty() ? std::nullopt : ScalarConstant(graph, other);
+    if (c && *c != 0.0 && (is_mul || next->inputs[0] == value)) {
+      match.alpha = static_cast<float>(is_mul ? *c : 1.0 / *c);
+      match.followers.push_back(next);
+      value = next->outputs[0];
+      next = SoleReader(index, value);
+    }
+  }
+  if (IsDefaultDomain(next, "Add")) {
+    const std::string other = OtherInput(*next, value);
+    if (!other.empty() && IsBias(graph, other, ColumnCount(graph, match.matmul->inputs[1]))) {
+      match.bias = other;
+      match.followers.push_back(next);
+      value = next->outputs[0];
+      next = SoleReader(index, value);
+    }
+  }
+  return next;
+}
+
+std::optional<MatMulMatch> Match(const Graph& graph, const GraphIndex& index, Node& matmul) {
+  if (!IsDefaultDomain(&matmul, "MatMul") || graph.TypeOf(matmul.outputs[0]) != DataType::kFloat)
+    return std::nullopt;
+  MatMulMatch match;
+  match.matmul = &matmul;
+  std::string value = matmul.outputs[0];
+  Node* next = MatchScaleAndBias(graph, index, match, value);
+  if ((match.activation = AsActivation(graph, next))) {
+    match.followers.push_back(next);
+    value = next->outputs[0];
+    next = SoleReader(index, value);
+  }
+  if (IsDefaultDomain(next, "Add") && graph.TypeOf(next->outputs[0]) == DataType::kFloat) {
+    match.addend = OtherInput(*next, value);
+    if (!match.addend.empty()) match.followers.push_back(next);
+  }
+  if (match.followers.empty()) return std::nullopt;
+  return match;
+}
+
+Node MakeFusedNode(const MatMulMatch& match) {
+  Node fused;
+  fused.name = match.matmul->name + "_fused";
+  fused.op_type = "FusedMatMul";
+  fused.domain = "ai.tessera";
+  fused.opset = 1;
+  fused.inputs = {match.matmul->inputs[0], match.matmul->inputs[1], match.bias};
+  if (!match.addend.empty()) fused.inputs.push_back(match.addend);
+  while (fused.inputs.back().empty()) fused.inputs.pop_back();
+  fused.outputs = {match.followers.back()->outputs[0]};
+  if (match.alpha != 1.0f) fused.attributes["alpha"] = FloatAttribute("alpha", match.alpha);
+  if (match.activation) {
+    fused.attributes["activation"] = StringAttribute("activation", match.activation->name);
+    Attribute params;
+    params.name = "activation_params";
+    params.type = Attribute::Type::kFloats;
+    params.floats = match.activation->params;
+    fused.attributes["activation_params"] = std::move(params);
+  }
+  return fused;
+}
+
+}  // namespace
+
+size_t FuseMatMulEpilogue(Graph& graph, const CanFuse& can_fuse) {
+  GraphIndex index(graph);
+  std::set<const Node*> doomed, claimed;  // claimed: every node of an earlier match, the rewritten one included
+  size_t fused = 0;
+  for (const auto& node : graph.nodes) {
+    if (claimed.count(node.get())) continue;
+    std::optional<MatMulMatch> match = Match(graph, index, *node);
+    if (!match || !can_fuse(*node, graph, "FusedMatMul", "ai.tessera")) continue;
+    bool taken = false;
+    for (const Node* follower : match->followers) taken = taken || claimed.count(follower);
+    if (taken) continue;
+    claimed.insert(match->followers.begin(), match->followers.end());
+    Node* last = match->followers.back();
+    Node fused_node = MakeFusedNode(*match);
+    graph.value_infos.erase(match->matmul->outputs[0]);
+    doomed.insert(match->matmul);
+    for (const Node* follower : match->followers) {
+      if (follower == last) continue;
+      graph.value_infos.erase(follower->outputs[0]);
+      doomed.insert(follower);
+    }
+    *last = std::move(fused_node);
+    ++fused;
+  }
+  if (fused > 0) graph.opsets.emplace("ai.tessera", 1);
+  RemoveNodes(graph, doomed);
+  return fused;
+}
+
+}  // namespace tessera

@@ -1,0 +1,247 @@
+#include "graph/passes/nchwc_layout.h"
+
+#include <algorithm>
+#include <map>
+#include <memory>
+
+namespace tessera {
+namespace {
+
+// Default-domain ops computing each output element from the same element of input 0 (other inputs, if
+// any, are scalar parameters such as Clip's limits) into a fresh buffer (so not Identity, which aliases:
+// NchwcConv's residual_in_place relies on blocked values owning their memory).
+const std::set<std::string> kUnaryOps = {
+    "Relu", "LeakyRelu", "Clip", "Sigmoid",    "Tanh",     "HardSigmoid", "HardSwish",
+    "Elu",  "Selu",      "Celu", "Softplus",   "Softsign", "Abs",         "Neg",
+    "Exp",  "Log",       "Sqrt", "Reciprocal", "Erf",      "Mish",        "ThresholdedRelu",
+    "Gelu"};
+// Those that map 0 to 0, so they keep the padding channels of a padded blocked value zero.
+const std::set<std::string> kZeroPreservingUnaryOps = {
+    "Relu", "LeakyRelu", "Tanh", "HardSwish",       "Elu", "Selu", "Celu", "Softsign", "Abs",
+    "Neg",  "Erf",       "Mish", "ThresholdedRelu", "Gelu"};
+const std::set<std::string> kBinaryOps = {"Add", "Sub", "Mul", "Div"};
+const std::set<std::string> kZeroPreservingBinaryOps = {"Add", "Sub", "Mul"};
+const std::map<std::string, std::string> kPools = {{"MaxPool", "NchwcMaxPool"},
+                                                   {"AveragePool", "NchwcAveragePool"},
+                                                   {"GlobalMaxPool", "NchwcGlobalMaxPool"},
+                                                   {"GlobalAveragePool", "NchwcGlobalAveragePool"}};
+constexpr const char* kDomain = "ai.tessera";
+
+struct BlockedValue {
+  std::string name;  // the blocked tensor's value name
+  int64_t channels = 0;
+  bool padded = false;  // channels is not a multiple of the block: the last block ends in zero channels
+};
+
+class BlockedLayoutRewriter {
+ public:
+  BlockedLayoutRewriter(Graph& graph, const CanFuse& can_fuse, int64_t block)
+      : graph_(graph), index_(graph), can_fuse_(can_fuse), block_(block) {}
+
+  size_t Run() {
+    for (const auto& owned : graph_.nodes) {
+      Node& node = *owned;
+      std::optional<std::string> blocked_output = TryConv(node);
+      if (!blocked_output) blocked_output = TryPool(node);
+      if (!blocked_output) blocked_output = TryPassThrough(node);
+      if (!blocked_output)
+        for (const std::string& input : node.inputs) EmitPlainTwin(input);
+      order_.push_back(&node);
+      if (blocked_output && (graph_.IsGraphOutput(*blocked_output) || index_.ReadBySubgraph(*blocked_output)))
+        EmitPlainTwin(*blocked_output);
+    }
+    Reassemble();
+    if (rewritten_ > 0) graph_.opsets.emplace(kDomain, 1);
+    return rewritten_;
+  }
+
+ private:
+  const BlockedValue* Find(const std::string& value) const {
+    auto it = blocked_.find(value);
+    return it == blocked_.end() ? nullptr : &it->second;
+  }
+
+  // Whether every reader of `value` other than `node` is an ancestor of `node` (so it has run before `node`
+  // under any schedule) and the value is neither a graph output nor read by a subgraph.
+  bool OtherReadersPrecede(const std::string& value, const Node& node) const {
+    if (graph_.IsGraphOutput(value) || index_.ReadBySubgraph(value)) return false;
+    std::set<const Node*> ancestors;
+    std::vector<const Node*> pending{&node};
+    while (!pending.empty()) {
+      const Node* current = pending.back();
+      pending.pop_back();
+      for (const std::string& input : current->inputs) {
+        auto renamed = original_name_.find(input);
+        const Node* producer = index_.Producer(renamed == original_name_.end() ? input : renamed->second);
+        if (producer != nullptr && ancestors.insert(producer).second) pending.push_back(producer);
+      }
+    }
+    for (const Node* reader : index_.Consumers(value))
+      if (reader != &node && !ancestors.count(reader)) return false;
+    return true;
+  }
+
+  // A one-element constant of rank <= 4: broadcasting it over a blocked value is exact.
+  bool IsScalar(const std::string& value) const {
+    const Tensor* constant = ConstantTensor(graph_, value);
+    return constant != nullptr && constant->NumElements() == 1 && constant->shape().rank() <= 4;
+  }
+
+  // NHWC takes dense and depthwise convs with 8 or more output channels. With 8 or 16 blocks, dense convs may pad their
+  // output to whole blocks when that costs at most half again the channels (MobileNetV2's 24 -> 32 with B = 16);
+  // grouped and depthwise convs need whole blocks.
+  bool ChannelsFit(int64_t in_channels, int64_t out_channels, int64_t group) const {
+    if (block_ == 0)  // NHWC: fewer than 8 output channels fill too little of a vector to gain anything
+      return out_channels >= 8 && (group == 1 || (group == in_channels && out_channels == in_channels));
+    if (group == 1) {
+      const int64_t padded = (out_channels + block_ - 1) / block_ * block_;
+      return out_channels % block_ == 0 || (out_channels > block_ && 2 * padded <= 3 * out_channels);
+    }
+    if (out_channels % block_ != 0 || group < 1) return false;
+    if (group == in_channels && out_channels == in_channels) return true;  // depthwise
+    return (in_channels / group) % block_ == 0 && (out_channels / group) % block_ == 0;
+  }
+
+  std::optional<std::string> TryConv(Node& node) {
+    const bool conv = node.op_type == "Conv" && node.domain.empty();
+    const bool fused = node.op_type == "FusedConv" && node.domain == kDomain;
+    if ((!conv && !fused) || node.outputs.size() != 1 || node.NumInputs() < 2) return std::nullopt;
+    const Tensor* w = ConstantTensor(graph_, node.inputs[1]);
+    if (graph_.TypeOf(node.inputs[0]) != DataType::kFloat || w == nullptr || w->shape().rank() != 4)
+      return std::nullopt;
+    const int64_t group = node.GetInt("group", 1), out_channels = w->shape()[0];
+    const int64_t in_channels = w->shape()[1] * group;
+    const BlockedValue* x = Find(node.inputs[0]);
+    const BlockedValue* z = node.HasInput(3) ? Find(node.inputs[3]) : nullptr;
+    if ((x && x->channels != in_channels) || !ChannelsFit(in_channels, out_channels, group)) return std::nullopt;
+    if (node.HasInput(3) && (!z || z->channels != out_channels)) return std::nullopt;
+    if (!can_fuse_(node, graph_, "NchwcConv", kDomain)) return std::nullopt;
+    node.op_type = "NchwcConv";
+    node.domain = kDomain;
+    node.opset = 1;
+    // The conv may write its output over Z when Z's other readers all run before it (saves copying Z).
+    if (z && node.inputs[0] != node.inputs[3] && OtherReadersPrecede(node.inputs[3], node))
+      node.attributes["residual_in_place"] = IntAttribute("residual_in_place", 1);
+    if (x) node.inputs[0] = x->name;
+    if (z) node.inputs[3] = z->name;
+    node.attributes["channel_block"] = IntAttribute("channel_block", block_);
+    return WriteBlocked(node, out_channels);
+  }
+
+  std::optional<std::string> TryPool(Node& node) {
+    auto pool = kPools.find(node.op_type);
+    if (pool == kPools.end() || !node.domain.empty() || node.inputs.size() != 1 || node.outputs.size() != 1)
+      return std::nullopt;
+    const BlockedValue* x = Find(node.inputs[0]);
+    const bool global = node.op_type.starts_with("Global");
+    if (!x || (!global && node.GetInts("kernel_shape").size() != 2)) return std::nullopt;
+    if (!can_fuse_(node, graph_, pool->second, kDomain)) return std::nullopt;
+    node.op_type = pool->second;
+    node.domain = kDomain;
+    node.opset = 1;
+    node.inputs[0] = x->name;
+    return WriteBlocked(node, x->channels);
+  }
+
+  std::optional<std::string> TryPassThrough(Node& node) {
+    if (!node.domain.empty() || node.outputs.size() != 1 || node.inputs.empty()) return std::nullopt;
+    std::vector<const BlockedValue*> parts;
+    for (const std::string& input : node.inputs) parts.push_back(Find(input));
+    int64_t channels = 0;
+    const bool any_padded =
+        std::any_of(parts.begin(), parts.end(), [](const BlockedValue* part) { return part && part->padded; });
+    if (kUnaryOps.count(node.op_type)) {
+      if (!parts[0] || (any_padded && !kZeroPreservingUnaryOps.count(node.op_type))) return std::nullopt;
+      for (size_t i = 1; i < parts.size(); ++i)
+        if (parts[i]) return std::nullopt;
+      channels = parts[0]->channels;
+    } else if (kBinaryOps.count(node.op_type) && parts.size() == 2) {
+      const bool both = parts[0] && parts[1] && parts[0]->channels == parts[1]->channels;
+      const bool with_scalar = (parts[0] && IsScalar(node.inputs[1])) || (parts[1] && IsScalar(node.inputs[0]));
+      if (!both && !with_scalar) return std::nullopt;
+      if (any_padded && (!both || !kZeroPreservingBinaryOps.count(node.op_type))) return std::nullopt;
+      channels = (parts[0] ? parts[0] : parts[1])->channels;
+    } else if (node.op_type == "Concat") {
+      const int64_t axis = node.GetInt("axis", 0);
+      if ((axis != 1 && axis != -3) || any_padded) return std::nullopt;
+      for (const BlockedValue* part : parts) {
+        if (!part) return std::nullopt;
+        channels += part->channels;
+      }
+      node.attributes["axis"] = IntAttribute("axis", block_ == 0 ? 4 : 1);  // NHWC [N, 1, H, W, C]: along C
+    } else {
+      return std::nullopt;
+    }
+    for (size_t i = 0; i < parts.size(); ++i)
+      if (parts[i]) node.inputs[i] = parts[i]->name;
+    return WriteBlocked(node, channels);
+  }
+
+  // Renames the node's output to a fresh blocked value; returns the original (now the plain twin's) name.
+  std::string WriteBlocked(Node& node, int64_t channels) {
+    const std::string original = node.outputs[0];
+    ValueInfo info;
+    info.name = FreshValueName(graph_, original + "_blocked");
+    info.type = DataType::kFloat;
+    node.outputs[0] = info.name;
+    blocked_[original] = BlockedValue{info.name, channels, block_ > 0 && channels % block_ != 0};
+    original_name_[info.name] = original;
+    graph_.value_infos[info.name] = std::move(info);
+    ++rewritten_;
+    return original;
+  }
+
+  // Makes `value` available in plain layout under its own name, once (nothing for values never blocked).
+  void EmitPlainTwin(const std::string& value) {
+    const BlockedValue* blocked = Find(value);
+    if (!blocked || !plain_ready_.insert(value).second) return;
+    auto reorder = std::make_unique<Node>();
+    reorder->name = value + "_from_blocked";
+    reorder->op_type = "ReorderFromBlocked";
+    reorder->domain = kDomain;
+    reorder->opset = 1;
+    reorder->inputs = {blocked->name};
+    reorder->attributes["channels"] = IntAttribute("channels", blocked->channels);
+    reorder->outputs = {value};
+    order_.push_back(reorder.get());
+    created_.push_back(std::move(reorder));
+  }
+
+  // Replaces the graph's node list by `order_` (original nodes and the reorders in between).
+  void Reassemble() {
+    std::map<const Node*, std::unique_ptr<Node>> owners;
+    for (auto& node : graph_.nodes) owners.emplace(node.get(), std::move(node));
+    for (auto& node : created_) owners.emplace(node.get(), std::move(node));
+    graph_.nodes.clear();
+    for (const Node* node : order_) graph_.nodes.push_back(std::move(owners.at(node)));
+  }
+
+  Graph& graph_;
+  GraphIndex index_;
+  const CanFuse& can_fuse_;
+  int64_t block_;
+  std::map<std::string, BlockedValue> blocked_;       // by the original (plain) value name
+  std::map<std::string, std::string> original_name_;  // blocked value name -> the value it stands for
+  std::set<std::string> plain_ready_;                 // values whose plain twin has been emitted
+  std::vector<const Node*> order_;
+  std::vector<std::unique_ptr<Node>> created_;
+  size_t rewritten_ = 0;
+};
+
+}  // namespace
+
+size_t ConvertToBlockedLayout(Graph& graph, const CanFuse& can_fuse, int64_t channel_block) {
+  return BlockedLayoutRewriter(graph, can_fuse, channel_block).Run();
+}
+
+int64_t HostChannelBlock() {
+#if defined(__x86_64__) || defined(__i386__)
+  static const bool avx512_core = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+                                  __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");
+  return avx512_core ? 0 : 8;
+#else
+  return 8;
+#endif
+}
+
+}  // namespace tessera

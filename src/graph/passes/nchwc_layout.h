@@ -1,0 +1,39 @@
+// Keeps CPU convolution activations in a channel-inner layout between consecutive convolutions (level all,
+// after conv_activation_fusion), so oneDNN does not reorder NCHW <-> its layout around every conv. A blocked
+// value is the float tensor [N, C/B, H, W, B] holding NCHW element (n, c, h, w) at [n, c / B, h, w, c % B]:
+// B = 8 or 16 is oneDNN's nChw8c / nChw16c, and channel block 0 means one block of all C channels, i.e. NHWC
+// ([N, 1, H, W, C]). Rewrites, in order:
+//
+//   Conv / FusedConv -> ai.tessera::NchwcConv(X, W, B?, Z?, channel_block): blocked Y; X stays plain unless
+//       its producer is blocked. Needs float X, a constant 4-D W, Z (if any) blocked, and a dense or depthwise
+//       conv (NHWC: with >= 8 output channels; 8/16 blocks: also grouped convs with whole blocks per group). With 8/16
+//       blocks the output channels must be whole blocks, except that a dense conv may pad them with zero channels (at
+//       most 1.5x, e.g. 24 -> 32). When Z's other readers are all ancestors of the conv (its last use), it gets
+//       residual_in_place=1: Y may overwrite Z.
+//   MaxPool (no Indices), AveragePool, GlobalMaxPool, GlobalAveragePool of a blocked X -> ai.tessera::Nchwc<op>.
+//   Ops exact on the blocked tensor itself stay as they are but read and write blocked values: unary
+//       elementwise ops, Add/Sub/Mul/Div of two blocked values with the same channel count (broadcasting over
+//       N, H, W is unchanged) or of a blocked value and a one-element constant, Concat of blocked values along
+//       channels (axis becomes 1, or 4 for NHWC).
+//
+// Padded values only flow into convs, pools, zero-preserving unary ops and Add/Sub/Mul of two blocked values.
+// Every other reader of a blocked value reads its plain twin, which keeps the original name and is made once
+// by ai.tessera::ReorderFromBlocked: right before its first plain reader, or right after the producer when the
+// value is a graph output or read by a subgraph (so graph outputs stay plain). Nodes are only rewritten into
+// ai.tessera ops when the EP that would run them has those kernels (`can_fuse`).
+#pragma once
+
+#include <cstdint>
+
+#include "graph/passes/graph_rewrite.h"
+
+namespace tessera {
+
+// Returns the number of nodes now writing blocked values. `channel_block`: 8, 16 or 0 (NHWC).
+size_t ConvertToBlockedLayout(Graph& graph, const CanFuse& can_fuse, int64_t channel_block);
+
+// The layout oneDNN 2.6 runs fastest on this CPU: NHWC (0) with AVX-512 (its brgemm convolutions take NHWC:
+// ResNet-50 -8%, MobileNetV2 -11% against nChw16c on the dev VM), else 8-channel blocks (AVX2).
+int64_t HostChannelBlock();
+
+}  // namespace tessera

@@ -1,0 +1,295 @@
+// The nchwc_layout pass: which nodes it rewrites into the blocked channel layout, where the reorders back to
+// plain go, and (through sessions at level all against level none) that the results do not change. Channel
+// counts are multiples of 16 so the tests hold for both channel blocks (8 on AVX2, 16 on AVX-512 hosts).
+#include "graph/passes/nchwc_layout.h"
+
+#include <gtest/gtest.h>
+
+#include "graph/model_loader.h"
+#include "graph/passes/conv_activation_fusion.h"
+#include "graph/type_inference.h"
+#include "pass_test_graph.h"
+
+namespace tessera::test {
+namespace {
+
+constexpr float kTolerance = 2e-4f;
+
+// Adds Conv(input, W[out, in / group, k, k], B) with `pads` all equal to `pad`, named after `output`.
+onnx::NodeProto& AddConv(PassTestGraph& g, const std::string& input, const std::string& output, int64_t in, int64_t out,
+                         int64_t k, int64_t pad, int64_t group = 1, int64_t stride = 1) {
+  static unsigned seed = 100;
+  const int64_t weights = out * (in / group) * k * k;
+  g.Floats(output + "_W", {out, in / group, k, k}, PassTestGraph::Random(weights, -0.3f, 0.3f, seed++));
+  g.Floats(output + "_B", {out}, PassTestGraph::Random(out, -0.5f, 0.5f, seed++));
+  onnx::NodeProto& conv = g.Node("Conv", {input, output + "_W", output + "_B"}, {output});
+  SetInts(conv, "pads", {pad, pad, pad, pad});
+  SetInts(conv, "strides", {stride, stride});
+  if (group > 1) SetInt(conv, "group", group);
+  return conv;
+}
+
+TEST(NchwcLayoutTest, ResidualBlockStaysBlockedUntilTheGraphOutput) {
+  PassTestGraph g;
+  g.Input("x", {1, 3, 10, 10}).Output("y");
+  AddConv(g, "x", "c1", 3, 16, 3, 1);
+  g.Node("Relu", {"c1"}, {"a"});
+  AddConv(g, "a", "c2", 16, 16, 3, 1);
+  g.Node("Relu", {"c2"}, {"b"});
+  AddConv(g, "b", "c3", 16, 16, 3, 1);
+  g.Node("Add", {"c3", "a"}, {"sum"});
+  g.Node("Relu", {"sum"}, {"y"});
+  EXPECT_EQ(OpsAt(g, OptimizationLevel::kAll),
+            (std::vector<std::string>{"NchwcConv", "NchwcConv", "NchwcConv", "ReorderFromBlocked"}));
+  ExpectSameOutputs(g, OptimizationLevel::kAll, kTolerance);
+}
+
+TEST(NchwcLayoutTest, DepthwiseAndPointwiseWithResidualLikeMobileNetV2) {
+  PassTestGraph g(13);
+  g.Input("x", {2, 16, 9, 9}).Output("y");
+  g.Scalar("lo", 0.0f).Scalar("hi", 6.0f);
+  AddConv(g, "x", "expand", 16, 64, 1, 0);
+  g.Node("Clip", {"expand", "lo", "hi"}, {"e"});
+  AddConv(g, "e", "dw", 64, 64, 3, 1, 64);
+  g.Node("Clip", {"dw", "lo", "hi"}, {"d"});
+  AddConv(g, "d", "project", 64, 16, 1, 0);
+  AddConv(g, "project", "expand2", 16, 32, 1, 0);
+  AddConv(g, "expand2", "dw2", 32, 32, 3, 1, 32, 2);
+  g.Node("Clip", {"dw2", "lo", "hi"}, {"y"});
+  const std::vector<std::string> ops = OpsAt(g, OptimizationLevel::kAll);
+  EXPECT_EQ(Count(ops, "NchwcConv"), 5u);
+  EXPECT_EQ(Count(ops, "ReorderFromBlocked"), 1u);
+  EXPECT_EQ(ops.size(), 6u);
+  ExpectSameOutputs(g, OptimizationLevel::kAll, kTolerance);
+}
+
+TEST(NchwcLayoutTest, PoolingRunsBlockedAndFlattenReadsPlain) {
+  PassTestGraph g;
+  g.Input("x", {1, 3, 17, 17}).Output("y");
+  AddConv(g, "x", "c1", 3, 32, 3, 1, 1, 2);
+  auto& max_pool = g.Node("MaxPool", {"c1"}, {"m"});
+  SetInts(max_pool, "kernel_shape", {3, 3});
+  SetInts(max_pool, "strides", {2, 2});
+  SetInts(max_pool, "pads", {1, 1, 1, 1});
+  SetInt(max_pool, "ceil_mode", 1);
+  AddConv(g, "m", "c2", 32, 16, 1, 0);
+  auto& average_pool = g.Node("AveragePool", {"c2"}, {"p"});
+  SetInts(average_pool, "kernel_shape", {3, 3});
+  SetInts(average_pool, "strides", {2, 2});
+  SetInts(average_pool, "pads", {1, 1, 0, 0});
+  SetInt(average_pool, "count_include_pad", 1);
+  AddConv(g, "p", "c3", 16, 16, 3, 1);
+  g.Node("GlobalAveragePool", {"c3"}, {"gap"});
+  g.Node("Flatten", {"gap"}, {"y"});
+  EXPECT_EQ(OpsAt(g, OptimizationLevel::kAll),
+            (std::vector<std::string>{"NchwcConv", "NchwcMaxPool", "NchwcConv", "NchwcAveragePool", "NchwcConv",
+                                      "NchwcGlobalAveragePool", "ReorderFromBlocked", "Flatten"}));
+  ExpectSameOutputs(g, OptimizationLevel::kAll, kTolerance);
+}
+
+TEST(NchwcLayoutTest, ConcatAlongChannelsOfBlockedParts) {
+  PassTestGraph g;
+  g.Input("x", {1, 16, 6, 6}).Output("y");
+  AddConv(g, "x", "left", 16, 16, 3, 1);
+  AddConv(g, "x", "right", 16, 32, 1, 0);
+  SetInt(g.Node("Concat", {"left", "right"}, {"cat"}), "axis", -3);
+  AddConv(g, "cat", "y", 48, 16, 3, 1);
+  EXPECT_EQ(OpsAt(g, OptimizationLevel::kAll),
+            (std::vector<std::string>{"NchwcConv", "NchwcConv", "Concat", "NchwcConv", "ReorderFromBlocked"}));
+  ExpectSameOutputs(g, OptimizationLevel::kAll, kTolerance);
+}
+
+TEST(NchwcLayoutTest, DecomposedHardSwishWithScalarConstantsStaysBlocked) {
+  PassTestGraph g(13);
+  g.Input("x", {1, 3, 8, 8}).Output("y");
+  g.Scalar("three", 3.0f).Scalar("zero", 0.0f).Scalar("six", 6.0f);
+  AddConv(g, "x", "c1", 3, 16, 3, 1);
+  g.Node("Add", {"c1", "three"}, {"shifted"});
+  g.Node("Clip", {"shifted", "zero", "six"}, {"clipped"});
+  g.Node("Div", {"clipped", "six"}, {"gate"});
+  g.Node("Mul", {"c1", "gate"}, {"hs"});
+  g.Node("Mul", {"six", "hs"}, {"scaled"});
+  AddConv(g, "scaled", "y", 16, 16, 1, 0);
+  EXPECT_EQ(OpsAt(g, OptimizationLevel::kAll), (std::vector<std::string>{"NchwcConv", "Add", "Clip", "Div", "Mul",
+                                                                         "Mul", "NchwcConv", "ReorderFromBlocked"}));
+  ExpectSameOutputs(g, OptimizationLevel::kAll, kTolerance);
+}
+
+TEST(NchwcLayoutTest, ValueWithPlainReadersIsReorderedOnceAndGraphOutputsStayPlain) {
+  PassTestGraph g;
+  g.Input("x", {1, 3, 8, 8}).Output("a").Output("y").Output("t");
+  AddConv(g, "x", "a", 3, 16, 3, 1);
+  AddConv(g, "a", "y", 16, 16, 3, 1);
+  SetInts(g.Node("Transpose", {"a"}, {"t"}), "perm", {0, 2, 3, 1});
+  g.Node("Softmax", {"a"}, {"s"});
+  g.Output("s");
+  const std::vector<std::string> ops = OpsAt(g, OptimizationLevel::kAll);
+  EXPECT_EQ(Count(ops, "ReorderFromBlocked"), 2u);  // one for a (read by Transpose and Softmax too), one for y
+  EXPECT_EQ(Count(ops, "NchwcConv"), 2u);
+  ExpectSameOutputs(g, OptimizationLevel::kAll, kTolerance);
+}
+
+TEST(NchwcLayoutTest, ResidualFromAPlainValueKeepsTheFusedConvPlain) {
+  PassTestGraph g;
+  g.Input("x", {1, 16, 6, 6}).Output("y");
+  AddConv(g, "x", "c1", 16, 16, 3, 1);
+  g.Node("Add", {"c1", "x"}, {"y"});
+  EXPECT_EQ(OpsAt(g, OptimizationLevel::kAll), (std::vector<std::string>{"FusedConv"}));
+}
+
+// Direct pass calls, for a chosen channel block and EP answer.
+std::unique_ptr<Model> Load(const PassTestGraph& g) {
+  const std::string bytes = g.Serialize();
+  std::unique_ptr<Model> model = LoadModelFromBytes(bytes.data(), bytes.size(), {});
+  InferElementTypes(*model->graph);
+  return model;
+}
+
+PassTestGraph EightChannelChain() {
+  PassTestGraph g;
+  g.Input("x", {1, 8, 6, 6}).Output("y");
+  AddConv(g, "x", "c1", 8, 8, 3, 1);
+  g.Node("Relu", {"c1"}, {"r"});
+  AddConv(g, "r", "y", 8, 8, 1, 0);
+  return g;
+}
+
+TEST(NchwcLayoutTest, RewritesForTheGivenChannelBlock) {
+  std::unique_ptr<Model> model = Load(EightChannelChain());
+  const CanFuse yes = [](const Node&, const Graph&, const std::string&, const std::string&) { return true; };
+  EXPECT_EQ(ConvertToBlockedLayout(*model->graph, yes, 8), 3u);
+  const Graph& graph = *model->graph;
+  ASSERT_EQ(graph.nodes.size(), 4u);
+  EXPECT_EQ(graph.nodes[0]->op_type, "NchwcConv");
+  EXPECT_EQ(graph.nodes[0]->inputs[0], "x");  // a plain graph input goes straight into the conv
+  EXPECT_EQ(graph.nodes[0]->GetInt("channel_block"), 8);
+  EXPECT_EQ(graph.nodes[1]->op_type, "Relu");
+  EXPECT_EQ(graph.nodes[1]->inputs[0], graph.nodes[0]->outputs[0]);
+  EXPECT_EQ(graph.nodes[2]->op_type, "NchwcConv");
+  EXPECT_EQ(graph.nodes[2]->inputs[0], graph.nodes[1]->outputs[0]);
+  EXPECT_EQ(graph.nodes[3]->op_type, "ReorderFromBlocked");
+  EXPECT_EQ(graph.nodes[3]->inputs[0], graph.nodes[2]->outputs[0]);
+  EXPECT_EQ(graph.nodes[3]->outputs[0], "y");
+  EXPECT_EQ(graph.TypeOf(graph.nodes[0]->outputs[0]), DataType::kFloat);
+  EXPECT_EQ(graph.opsets.at("ai.tessera"), 1);
+
+  std::unique_ptr<Model> sixteen = Load(EightChannelChain());
+  EXPECT_EQ(ConvertToBlockedLayout(*sixteen->graph, yes, 16), 0u);
+}
+
+// x -> c1 -> a; a -> c2 -> b; c3(b) + a -> y, and with `late_reader` also a -> c4 -> z after c3.
+PassTestGraph ResidualGraph(bool late_reader) {
+  PassTestGraph g;
+  g.Input("x", {1, 3, 8, 8}).Output("y");
+  AddConv(g, "x", "a", 3, 16, 3, 1);
+  AddConv(g, "a", "b", 16, 16, 3, 1);
+  AddConv(g, "b", "c3", 16, 16, 3, 1);
+  g.Node("Add", {"c3", "a"}, {"y"});
+  if (late_reader) {
+    AddConv(g, "a", "z", 16, 16, 1, 0);
+    g.Output("z");
+  }
+  return g;
+}
+
+TEST(NchwcLayoutTest, ResidualIsOverwrittenOnlyAtItsLastUse) {
+  const CanFuse yes = [](const Node&, const Graph&, const std::string&, const std::string&) { return true; };
+  for (bool late_reader : {false, true}) {
+    SCOPED_TRACE(late_reader ? "a read after the residual conv" : "residual conv is a's last reader");
+    std::unique_ptr<Model> model = Load(ResidualGraph(late_reader));
+    ASSERT_EQ(FuseConvActivation(*model->graph, yes), 1u);
+    ConvertToBlockedLayout(*model->graph, yes, 16);
+    const Node& residual_conv = *model->graph->nodes[2];
+    ASSERT_EQ(residual_conv.op_type, "NchwcConv");
+    ASSERT_EQ(residual_conv.inputs.size(), 4u);
+    EXPECT_EQ(residual_conv.GetInt("residual_in_place", 0), late_reader ? 0 : 1);
+    ExpectSameOutputs(ResidualGraph(late_reader), OptimizationLevel::kAll, kTolerance);
+  }
+}
+
+// MobileNetV2's 24-channel stage: x -> expand 16->24 -> p; p -> 24->48 + Relu -> dw 48 -> 48->24 + p -> q;
+// q is read by Sigmoid (not zero-preserving), Relu, and a 24-channel graph output.
+PassTestGraph TwentyFourChannelGraph() {
+  PassTestGraph g;
+  g.Input("x", {1, 16, 7, 7}).Output("q").Output("s").Output("r");
+  AddConv(g, "x", "p", 16, 24, 1, 0);
+  AddConv(g, "p", "e", 24, 48, 1, 0);
+  g.Node("Relu", {"e"}, {"er"});
+  AddConv(g, "er", "d", 48, 48, 3, 1, 48);
+  AddConv(g, "d", "proj", 48, 24, 1, 0);
+  g.Node("Add", {"proj", "p"}, {"q"});
+  g.Node("Sigmoid", {"q"}, {"s"});
+  g.Node("Relu", {"q"}, {"r"});
+  return g;
+}
+
+TEST(NchwcLayoutTest, PadsTwentyFourChannelsToWholeBlocksAndKeepsThemAwayFromSigmoid) {
+  const CanFuse yes = [](const Node&, const Graph&, const std::string&, const std::string&) { return true; };
+  std::unique_ptr<Model> model = Load(TwentyFourChannelGraph());
+  FuseConvActivation(*model->graph, yes);
+  ConvertToBlockedLayout(*model->graph, yes, 16);
+  std::vector<std::string> ops;
+  for (const auto& node : model->graph->nodes) ops.push_back(node->op_type);
+  EXPECT_EQ(ops, (std::vector<std::string>{"NchwcConv", "NchwcConv", "NchwcConv", "NchwcConv", "ReorderFromBlocked",
+                                           "Sigmoid", "Relu", "ReorderFromBlocked"}));
+  const Node& q_to_plain = *model->graph->nodes[4];
+  EXPECT_EQ(q_to_plain.outputs[0], "q");
+  EXPECT_EQ(q_to_plain.GetInt("channels"), 24);
+  EXPECT_EQ(model->graph->nodes[6]->inputs[0], model->graph->nodes[3]->outputs[0]);  // Relu reads q blocked
+  ExpectSameOutputs(TwentyFourChannelGraph(), OptimizationLevel::kAll, kTolerance);
+}
+
+std::vector<std::string> OpsAfterPass(const PassTestGraph& g, int64_t block) {
+  const CanFuse yes = [](const Node&, const Graph&, const std::string&, const std::string&) { return true; };
+  std::unique_ptr<Model> model = Load(g);
+  ConvertToBlockedLayout(*model->graph, yes, block);
+  std::vector<std::string> ops;
+  for (const auto& node : model->graph->nodes) ops.push_back(node->op_type);
+  return ops;
+}
+
+TEST(NchwcLayoutTest, ChannelsThatWouldNeedTooMuchPaddingStayPlain) {
+  for (auto [block, channels] : {std::pair<int64_t, int64_t>{16, 12}, {16, 20}, {8, 4}}) {
+    SCOPED_TRACE("block " + std::to_string(block) + ", " + std::to_string(channels) + " channels");
+    PassTestGraph g;
+    g.Input("x", {1, 3, 8, 8}).Output("y");
+    AddConv(g, "x", "c1", 3, channels, 3, 1);
+    g.Node("Relu", {"c1"}, {"r"});
+    AddConv(g, "r", "y", channels, channels, 3, 1);
+    EXPECT_EQ(OpsAfterPass(g, block), (std::vector<std::string>{"Conv", "Relu", "Conv"}));
+  }
+}
+
+TEST(NchwcLayoutTest, NhwcTakesOddChannelCountsAndConcatsAlongTheLastAxis) {
+  PassTestGraph g;
+  g.Input("x", {1, 3, 8, 8}).Output("y").Output("grouped").Output("narrow");
+  AddConv(g, "x", "left", 3, 12, 3, 1);
+  AddConv(g, "x", "right", 3, 9, 1, 0);
+  SetInt(g.Node("Concat", {"left", "right"}, {"cat"}), "axis", 1);
+  AddConv(g, "cat", "y", 21, 21, 3, 1, 21);        // depthwise: rewritten
+  AddConv(g, "left", "grouped", 12, 12, 3, 1, 2);  // grouped: stays plain
+  AddConv(g, "x", "narrow", 3, 4, 3, 1);           // fewer than 8 output channels: stays plain
+  std::unique_ptr<Model> model = Load(g);
+  const CanFuse yes = [](const Node&, const Graph&, const std::string&, const std::string&) { return true; };
+  EXPECT_EQ(ConvertToBlockedLayout(*model->graph, yes, 0), 4u);
+  std::vector<std::string> ops;
+  for (const auto& node : model->graph->nodes) ops.push_back(node->op_type);
+  EXPECT_EQ(ops, (std::vector<std::string>{"NchwcConv", "NchwcConv", "Concat", "NchwcConv", "ReorderFromBlocked",
+                                           "ReorderFromBlocked", "Conv", "Conv"}));
+  EXPECT_EQ(model->graph->nodes[2]->GetInt("axis"), 4);
+  EXPECT_EQ(model->graph->nodes[0]->GetInt("channel_block"), 0);
+  ExpectSameOutputs(g, OptimizationLevel::kAll, kTolerance);  // the host's own layout
+}
+
+TEST(NchwcLayoutTest, NothingChangesWhenAnotherEpRunsTheNodes) {
+  std::unique_ptr<Model> model = Load(EightChannelChain());
+  const CanFuse no = [](const Node&, const Graph&, const std::string&, const std::string&) { return false; };
+  EXPECT_EQ(ConvertToBlockedLayout(*model->graph, no, 8), 0u);
+  ASSERT_EQ(model->graph->nodes.size(), 3u);
+  EXPECT_EQ(model->graph->nodes[0]->op_type, "Conv");
+  EXPECT_EQ(model->graph->nodes[0]->outputs[0], "c1");
+  EXPECT_EQ(model->graph->nodes[2]->op_type, "Conv");
+}
+
+}  // namespace
+}  // namespace tessera::test

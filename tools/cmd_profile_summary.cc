@@ -1,0 +1,69 @@
+// `tessera profile-summary FILE.json`: where the time of a profile (run/bench --profile, or
+// SessionOptions::enable_profiling) goes, per op type.
+#include <iostream>
+
+#include "cli_args.h"
+#include "commands.h"
+#include "session/profile_reader.h"
+#include "table.h"
+
+namespace tessera::cli {
+namespace {
+
+constexpr const char* kProfileSummaryUsage =
+    "usage: tessera profile-summary FILE.json [--top N]\n"
+    "Prints, per op type, the number of node executions and their total host and device time, slowest\n"
+    "first (the N slowest op types with --top), then the session phases and the runs.\n";
+
+void PrintRunsAndPhases(const Profile& profile) {
+  int runs = 0;
+  double run_ms = 0;
+  for (const ProfileEvent& e : profile.events) {
+    if (e.phase != "X" || e.category != "Session") continue;
+    if (e.name == "model_run") {
+      ++runs;
+      run_ms += e.dur_us / 1000;
+    } else {
+      std::cout << "  " << e.name << ": " << FormatFixed(e.dur_us / 1000, 3) << " ms\n";
+    }
+  }
+  std::cout << "runs: " << runs;
+  if (runs > 0) std::cout << ", " << FormatFixed(run_ms, 3) << " ms total, " << FormatFixed(run_ms / runs, 3) << " ms mean";
+  std::cout << "\n";
+}
+
+}  // namespace
+
+int ProfileSummaryCommand(std::span<const std::string> args) {
+  const ParsedArgs parsed = ParseArgs(args, {"--top"}, {});
+  if (parsed.Has("--help")) {
+    std::cout << kProfileSummaryUsage;
+    return 0;
+  }
+  if (parsed.positional.size() != 1) throw UsageError("profile-summary takes exactly one FILE.json");
+  const Profile profile = ReadProfile(parsed.positional[0]);
+  const std::vector<OpTypeTotals> totals = SummarizeByOpType(profile);
+  const size_t top = static_cast<size_t>(parsed.IntOr("--top", static_cast<int>(totals.size()), 1));
+
+  double host_ms = 0, device_ms = 0;
+  for (const OpTypeTotals& t : totals) {
+    host_ms += t.host_ms;
+    device_ms += t.device_ms;
+  }
+  auto share = [](double part, double whole) { return whole > 0 ? FormatFixed(100 * part / whole, 1) : std::string("-"); };
+  Table table({"op type", "count", "host ms", "host %", "device ms", "device %"});
+  table.RightAlign({1, 2, 3, 4, 5});
+  for (size_t i = 0; i < totals.size() && i < top; ++i) {
+    const OpTypeTotals& t = totals[i];
+    table.AddRow({t.op_type, std::to_string(t.count), FormatFixed(t.host_ms, 3), share(t.host_ms, host_ms),
+                  t.device_ms > 0 ? FormatFixed(t.device_ms, 3) : "-", t.device_ms > 0 ? share(t.device_ms, device_ms) : "-"});
+  }
+  table.AddRow({"total", "", FormatFixed(host_ms, 3), "", device_ms > 0 ? FormatFixed(device_ms, 3) : "-", ""});
+  std::cout << "Profile: " << parsed.positional[0] << "\n";
+  PrintRunsAndPhases(profile);
+  std::cout << "\n";
+  table.Print(std::cout);
+  return 0;
+}
+
+}  // namespace tessera::cli
