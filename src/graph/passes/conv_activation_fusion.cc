@@ -1,6 +1,6 @@
 #include "graph/passes/conv_activation_fusion.h"
 
-#include <limits>
+#include "graph/passes/activation_match.h"
 
 namespace tessera {
 namespace {
@@ -16,42 +16,11 @@ Node* SoleReader(const GraphIndex& index, const std::string& value) {
   return readers[0];
 }
 
-struct Activation {
-  std::string name;
-  std::vector<float> params;
-};
-
-// Clip's limits: attributes before opset 11, optional constant inputs since (nullopt when not constant).
-std::optional<std::vector<float>> ClipLimits(const Graph& graph, const Node& clip) {
-  float lo = std::numeric_limits<float>::lowest(), hi = std::numeric_limits<float>::max();
-  if (clip.opset < 11) return std::vector<float>{clip.GetFloat("min", lo), clip.GetFloat("max", hi)};
-  float* limits[] = {&lo, &hi};
-  for (size_t i = 1; i <= 2; ++i) {
-    if (!clip.HasInput(i)) continue;
-    std::optional<double> value = ScalarConstant(graph, clip.inputs[i]);
-    if (!value) return std::nullopt;
-    *limits[i - 1] = static_cast<float>(*value);
-  }
-  return std::vector<float>{lo, hi};
-}
-
-// The activation `node` computes from its first input, or nullopt when it is not a fusable one.
-std::optional<Activation> AsActivation(const Graph& graph, const Node* node) {
-  if (node == nullptr || !node->domain.empty() || node->outputs.size() != 1) return std::nullopt;
-  const std::string& op = node->op_type;
-  if (op == "Relu" || op == "Sigmoid" || op == "Tanh" || op == "HardSwish") return Activation{op, {}};
-  if (op == "LeakyRelu") return Activation{op, {node->GetFloat("alpha", 0.01f)}};
-  if (op == "HardSigmoid") return Activation{op, {node->GetFloat("alpha", 0.2f), node->GetFloat("beta", 0.5f)}};
-  if (op == "Clip")
-    if (std::optional<std::vector<float>> limits = ClipLimits(graph, *node)) return Activation{op, *limits};
-  return std::nullopt;
-}
-
 struct ConvMatch {
   Node* conv = nullptr;
   std::vector<Node*> followers;  // Add and/or activation, in order; the last one is rewritten
   std::string residual;
-  std::optional<Activation> activation;
+  std::optional<MatchedActivation> activation;
 };
 
 std::optional<ConvMatch> Match(const Graph& graph, const GraphIndex& index, Node& conv) {
@@ -66,7 +35,7 @@ std::optional<ConvMatch> Match(const Graph& graph, const GraphIndex& index, Node
     value = next->outputs[0];
     next = SoleReader(index, value);
   }
-  if ((match.activation = AsActivation(graph, next))) match.followers.push_back(next);
+  if ((match.activation = MatchActivation(graph, next, false))) match.followers.push_back(next);
   if (match.followers.empty()) return std::nullopt;
   return match;
 }

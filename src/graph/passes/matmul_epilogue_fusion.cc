@@ -1,6 +1,6 @@
 #include "graph/passes/matmul_epilogue_fusion.h"
 
-#include <limits>
+#include "graph/passes/activation_match.h"
 
 namespace tessera {
 namespace {
@@ -21,43 +21,6 @@ Node* SoleReader(const GraphIndex& index, const std::string& value) {
 std::string OtherInput(const Node& node, const std::string& value) {
   if (node.inputs[0] == node.inputs[1]) return "";
   return node.inputs[0] == value ? node.inputs[1] : node.inputs[0];
-}
-
-struct Activation {
-  std::string name;
-  std::vector<float> params;
-};
-
-// Clip's limits: attributes before opset 11, optional constant inputs since (nullopt when not constant).
-std::optional<std::vector<float>> ClipLimits(const Graph& graph, const Node& clip) {
-  float lo = std::numeric_limits<float>::lowest(), hi = std::numeric_limits<float>::max();
-  if (clip.opset < 11) return std::vector<float>{clip.GetFloat("min", lo), clip.GetFloat("max", hi)};
-  float* limits[] = {&lo, &hi};
-  for (size_t i = 1; i <= 2 && i < clip.inputs.size(); ++i) {
-    if (!clip.HasInput(i)) continue;
-    std::optional<double> value = ScalarConstant(graph, clip.inputs[i]);
-    if (!value) return std::nullopt;
-    *limits[i - 1] = static_cast<float>(*value);
-  }
-  return std::vector<float>{lo, hi};
-}
-
-// The activation `node` computes from its first input, named as FusedMatMul's `activation` attribute expects.
-std::optional<Activation> AsActivation(const Graph& graph, const Node* node) {
-  if (node == nullptr || !node->domain.empty() || node->outputs.size() != 1) return std::nullopt;
-  const std::string& op = node->op_type;
-  if (op == "Relu" || op == "Sigmoid" || op == "Tanh" || op == "HardSwish") return Activation{op, {}};
-  if (op == "LeakyRelu") return Activation{op, {node->GetFloat("alpha", 0.01f)}};
-  if (op == "HardSigmoid") return Activation{op, {node->GetFloat("alpha", 0.2f), node->GetFloat("beta", 0.5f)}};
-  if (op == "Gelu") {
-    const std::string approximate = node->GetString("approximate", "none");
-    if (approximate == "none") return Activation{"Gelu", {}};
-    if (approximate == "tanh") return Activation{"GeluTanh", {}};
-    return std::nullopt;
-  }
-  if (op == "Clip")
-    if (std::optional<std::vector<float>> limits = ClipLimits(graph, *node)) return Activation{op, *limits};
-  return std::nullopt;
 }
 
 // B's last dimension when static (B a constant or a value of known shape), else -1.
@@ -82,7 +45,7 @@ struct MatMulMatch {
   std::vector<Node*> followers;  // in order; the last one is rewritten
   float alpha = 1.0f;
   std::string bias, addend;
-  std::optional<Activation> activation;
+  std::optional<MatchedActivation> activation;
 };
 
 // Extends `match` by the scale and bias steps; returns the node after them.
@@ -118,7 +81,7 @@ std::optional<MatMulMatch> Match(const Graph& graph, const GraphIndex& index, No
   match.matmul = &matmul;
   std::string value = matmul.outputs[0];
   Node* next = MatchScaleAndBias(graph, index, match, value);
-  if ((match.activation = AsActivation(graph, next))) {
+  if ((match.activation = MatchActivation(graph, next, true))) {
     match.followers.push_back(next);
     value = next->outputs[0];
     next = SoleReader(index, value);

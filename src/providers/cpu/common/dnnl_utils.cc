@@ -61,25 +61,6 @@ void AppendShapeKey(std::vector<int64_t>& key, const Shape& shape) {
 
 namespace {
 
-struct ActivationSpec {
-  const char* name;
-  FusedActivation::Kind kind;
-  size_t param_count;
-  float default_alpha, default_beta;
-};
-
-constexpr ActivationSpec kActivations[] = {
-    {"Relu", FusedActivation::Kind::kRelu, 0, 0, 0},
-    {"LeakyRelu", FusedActivation::Kind::kLeakyRelu, 1, 0.01f, 0},
-    {"Clip", FusedActivation::Kind::kClip, 2, -3.402823466e+38f, 3.402823466e+38f},
-    {"Sigmoid", FusedActivation::Kind::kSigmoid, 0, 0, 0},
-    {"HardSigmoid", FusedActivation::Kind::kHardSigmoid, 2, 0.2f, 0.5f},
-    {"HardSwish", FusedActivation::Kind::kHardSwish, 0, 0, 0},
-    {"Tanh", FusedActivation::Kind::kTanh, 0, 0, 0},
-    {"Gelu", FusedActivation::Kind::kGelu, 0, 0, 0},
-    {"GeluTanh", FusedActivation::Kind::kGeluTanh, 0, 0, 0},
-};
-
 template <typename T>
 inline T Activate(const FusedActivation& a, T x) {
   using K = FusedActivation::Kind;
@@ -125,22 +106,6 @@ void ApplyActivationTo(const FusedActivation& a, T* data, int64_t count) {
 
 }  // namespace
 
-FusedActivation ReadFusedActivation(const Node& node) {
-  const std::string name = node.GetString("activation", "");
-  if (name.empty()) return {};
-  const std::vector<float> params = node.GetFloats("activation_params", {});
-  for (const ActivationSpec& spec : kActivations) {
-    if (name != spec.name) continue;
-    if (!params.empty() && params.size() != spec.param_count)
-      Fail(ErrorCode::kInvalidArgument, node.Describe(), ": activation ", name, " takes ", spec.param_count,
-           " activation_params, got ", params.size());
-    FusedActivation a{spec.kind, spec.default_alpha, spec.default_beta};
-    if (params.size() > 0) a.alpha = params[0];
-    if (params.size() > 1) a.beta = params[1];
-    return a;
-  }
-  Fail(ErrorCode::kInvalidArgument, node.Describe(), ": unsupported activation '", name, "'");
-}
 
 void AppendActivation(dnnl::post_ops& ops, const FusedActivation& a) {
   using K = FusedActivation::Kind;

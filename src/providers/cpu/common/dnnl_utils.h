@@ -16,6 +16,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "graph/fused_activation.h"
 #include "tessera/ep/kernel.h"
 
 namespace tessera::cpu {
@@ -86,16 +87,9 @@ class ShapeCache {
 // Appends rank and dims of `shape` to `key` (cache keys made of several shapes stay unambiguous).
 void AppendShapeKey(std::vector<int64_t>& key, const Shape& shape);
 
-// The activation of a fused node (domain "ai.tessera": FusedConv, FusedMatMul), read from its
-// `activation` (op name, "" for none) and `activation_params` attributes. Parameters follow the ONNX op:
-// LeakyRelu [alpha], Clip [min, max], HardSigmoid [alpha, beta]; the others take none.
-struct FusedActivation {
-  enum class Kind { kNone, kRelu, kLeakyRelu, kClip, kSigmoid, kHardSigmoid, kHardSwish, kTanh, kGelu, kGeluTanh };
-  Kind kind = Kind::kNone;
-  float alpha = 0.0f, beta = 0.0f;
-};
-// Throws kInvalidArgument naming the node for an unknown activation or a wrong parameter count.
-FusedActivation ReadFusedActivation(const Node& node);
+// The activation of a fused node (domain "ai.tessera": FusedConv, FusedMatMul): graph/fused_activation.h.
+using tessera::FusedActivation;
+using tessera::ReadFusedActivation;
 // Appends the activation to `ops` as eltwise post-ops (nothing for kNone).
 void AppendActivation(dnnl::post_ops& ops, const FusedActivation& activation);
 // Applies the activation in place, for the paths that do not run on oneDNN.
