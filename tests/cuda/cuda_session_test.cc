@@ -102,6 +102,36 @@ TEST_F(CudaSessionTest, IoBindingWithInputsAndOutputsOnTheGpu) {
   ExpectNear(ToHost(preallocated).ToVector<float>(), ExpectedY(x));
 }
 
+// Memory the application allocated with cudaMalloc, wrapped as tensors without a copy: bound as input and
+// as output, read and written in place, and the same device pointers handed back.
+TEST_F(CudaSessionTest, CallerCudaMallocMemoryIsWrappedWithoutACopy) {
+  const std::string model = MixedModel();
+  Session session = MakeSession(model, OptionsFor("cuda"), TestEnv());
+  const MemoryInfo gpu = CudaDevice().device_memory;
+  const Tensor x = Ramp(4, 0.25f);
+  const size_t bytes = x.SizeInBytes();
+  void* x_memory = nullptr;
+  void* y_memory = nullptr;
+  ASSERT_EQ(cudaMalloc(&x_memory, bytes), cudaSuccess);
+  ASSERT_EQ(cudaMalloc(&y_memory, bytes), cudaSuccess);
+  ASSERT_EQ(cudaMemcpy(x_memory, x.raw_data(), bytes, cudaMemcpyHostToDevice), cudaSuccess);
+  {
+    Tensor x_wrapped = Tensor::Wrap(DataType::kFloat, x.shape(), x_memory, bytes, gpu);
+    Tensor y_wrapped = Tensor::Wrap(DataType::kFloat, x.shape(), y_memory, bytes, gpu);
+    IoBinding binding = session.CreateIoBinding();
+    binding.BindInput("x", x_wrapped);
+    binding.BindOutput("y", y_wrapped);
+    binding.BindOutput("z", MemoryInfo::Host());
+    session.Run(binding);
+    EXPECT_EQ(binding.BoundOutputs()[0].tensor().raw_data(), y_memory);
+  }
+  std::vector<float> y(x.NumElements());
+  ASSERT_EQ(cudaMemcpy(y.data(), y_memory, bytes, cudaMemcpyDeviceToHost), cudaSuccess);
+  ExpectNear(y, ExpectedY(x));
+  EXPECT_EQ(cudaFree(x_memory), cudaSuccess);
+  EXPECT_EQ(cudaFree(y_memory), cudaSuccess);
+}
+
 TEST_F(CudaSessionTest, AsyncRunThenSynchronizeOutputs) {
   // All nodes on the GPU so that the run can return before the device has finished.
   const std::string model = GraphBuilder()
