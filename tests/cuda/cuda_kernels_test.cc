@@ -3,6 +3,7 @@
 #include <optional>
 
 #include "cuda/cuda_test_util.h"
+#include "unit/session/graph_builder.h"
 
 namespace tessera::test {
 namespace {
@@ -244,6 +245,99 @@ TEST_F(CudaKernelTest, ConvActivationFusionRunsOnCuda) {
     outputs.push_back(ToHost(session.Run({{"x", x}})[0].tensor()));
   }
   EXPECT_EQ(CompareTensors(outputs[0], outputs[1], 1e-5, 1e-4), "");
+}
+
+// ai.tessera::FusedMatMul (alpha in cuBLAS, bias + activation + addend in one epilogue kernel) against the
+// CPU's FusedMatMul.
+struct FusedMatMulCase {
+  Shape a, b;
+  float alpha = 1.0f;
+  bool bias = false;
+  std::optional<Shape> addend;
+  std::string activation;
+  std::vector<float> params;
+};
+
+std::vector<FusedMatMulCase> FusedMatMulCases() {
+  return {
+      {{2, 3, 8}, {8, 5}, 1.0f, true, std::nullopt, "Gelu", {}},                 // BERT's FFN
+      {{2, 4, 6, 8}, {2, 4, 8, 6}, 0.125f, false, Shape{2, 1, 1, 6}, "", {}},     // attention scores + mask
+      {{2, 3, 8}, {8, 5}, 1.0f, true, Shape{2, 3, 5}, "", {}},                    // projection + residual
+      {{4, 8}, {8, 5}, 1.0f, false, std::nullopt, "Relu", {}},
+      {{3, 4}, {4, 5}, 2.0f, true, Shape{2, 1, 5}, "LeakyRelu", {0.1f}},          // the addend widens Y
+      {{5, 8}, {8, 3}, 1.0f, true, std::nullopt, "GeluTanh", {}},
+  };
+}
+
+void BuildFusedMatMul(OpTester& t, const FusedMatMulCase& c, const std::vector<Tensor>& in) {
+  if (c.alpha != 1.0f) t.Attr("alpha", c.alpha);
+  if (!c.activation.empty()) t.Attr("activation", c.activation);
+  if (!c.params.empty()) t.Attr("activation_params", c.params);
+  t.Input("A", in[0]).Input("B", in[1], true);
+  if (c.bias)
+    t.Input("bias", in[2], true);
+  else if (c.addend)
+    t.OmittedInput();
+  if (c.addend) t.Input("addend", in[3]);
+}
+
+TEST_F(CudaKernelTest, FusedMatMulMatchesCpu) {
+  for (const FusedMatMulCase& c : FusedMatMulCases()) {
+    const std::vector<Tensor> in = {RandomTensor(kF32, c.a, 91), RandomTensor(kF32, c.b, 92),
+                                    RandomTensor(kF32, {c.b[c.b.rank() - 1]}, 93),
+                                    RandomTensor(kF32, c.addend.value_or(Shape{1}), 94)};
+    OpTester t("FusedMatMul", 1, "ai.tessera");
+    BuildFusedMatMul(t, c, in);
+    t.OutputName("Y");
+    const std::vector<Tensor> expected = t.RunOn("cpu");
+    Session::NamedValues feeds = {{"A", in[0]}};
+    if (c.addend) feeds.push_back({"addend", in[3]});
+    const std::vector<Tensor> actual = RunOnCuda(t.SerializedModel(), feeds, {{"use_tf32", "0"}});
+    EXPECT_EQ(CompareTensors(expected[0], actual[0], 1e-4, 1e-4), "")
+        << c.a.ToString() << " x " << c.b.ToString() << " activation '" << c.activation << "'";
+  }
+  for (const FusedMatMulCase& c : FusedMatMulCases()) {
+    const std::vector<Tensor> in = {RandomTensor(kF16, c.a, 95), RandomTensor(kF16, c.b, 96),
+                                    RandomTensor(kF16, {c.b[c.b.rank() - 1]}, 97),
+                                    RandomTensor(kF16, c.addend.value_or(Shape{1}), 98)};
+    CompareFloat16WithCpu(
+        "FusedMatMul", 1, in, [&c](OpTester& t, const std::vector<Tensor>& inputs) { BuildFusedMatMul(t, c, inputs); },
+        kHalfAbsolute, kHalfRelative, "ai.tessera");
+  }
+}
+
+// At level all, MatMul -> Add(bias) -> Relu -> Add(residual) becomes one FusedMatMul on the CUDA EP.
+TEST_F(CudaKernelTest, MatMulEpilogueFusionRunsOnCuda) {
+  std::vector<float> w(64), bias(8);
+  for (size_t i = 0; i < w.size(); ++i) w[i] = 0.05f * static_cast<float>(static_cast<int>(i % 11) - 5);
+  for (size_t i = 0; i < bias.size(); ++i) bias[i] = 0.1f * static_cast<float>(i) - 0.3f;
+  const std::string model = GraphBuilder()
+                                .Input("x", {2, 8})
+                                .FloatInitializer("w", {8, 8}, w)
+                                .FloatInitializer("bias", {8}, bias)
+                                .Node("MatMul", {"x", "w"}, {"p"})
+                                .Node("Add", {"p", "bias"}, {"q"})
+                                .Node("Relu", {"q"}, {"r"})
+                                .Node("Add", {"r", "x"}, {"y"})
+                                .Output("y")
+                                .Serialize();
+  const Tensor x = RandomTensor(kF32, {2, 8}, 99);
+  std::vector<Tensor> outputs;
+  for (OptimizationLevel level : {OptimizationLevel::kExtended, OptimizationLevel::kAll}) {
+    SessionOptions options = OptionsFor("cuda");
+    options.optimization_level = level;
+    options.providers.front().options = {{"use_tf32", "0"}};
+    Session session(TestEnv(), model.data(), model.size(), options);
+    size_t fused = 0;
+    for (const PartitionEntry& e : session.Partition()) {
+      if (e.is_copy) continue;
+      EXPECT_EQ(e.ep, "CUDAExecutionProvider") << e.node_name;
+      fused += e.op_type == "FusedMatMul";
+    }
+    EXPECT_EQ(fused, level == OptimizationLevel::kAll ? 1u : 0u);
+    outputs.push_back(ToHost(session.Run({{"x", x}})[0].tensor()));
+  }
+  EXPECT_EQ(CompareTensors(outputs[0], outputs[1], 1e-5, 1e-5), "");
 }
 
 TEST_F(CudaKernelTest, AsymmetricPaddingFallsBackToCpu) {

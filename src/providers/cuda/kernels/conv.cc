@@ -82,14 +82,6 @@ struct ConvExtras {
   }
 };
 
-launch::EpilogueActivation ToEpilogue(const FusedActivation& a) {
-  launch::EpilogueActivation e;
-  e.kind = static_cast<launch::EpilogueActivation::Kind>(static_cast<int>(a.kind));
-  e.alpha = a.alpha;
-  e.beta = a.beta;
-  return e;
-}
-
 // The node's geometry resolved for one input shape, in cuDNN's terms (1-D padded to 2-D).
 struct ConvGeometry {
   std::vector<int> x_dims, w_dims, y_dims, pads, strides, dilations;
@@ -129,7 +121,8 @@ class ConvKernel : public Kernel {
         attributes_(cpu::ReadWindowAttributes(info.node())),
         group_(info.node().GetInt("group", 1)),
         fused_node_(info.node().op_type == "FusedConv"),
-        activation_(fused_node_ ? ToEpilogue(ReadFusedActivation(info.node())) : launch::EpilogueActivation{}) {}
+        activation_(fused_node_ ? ToLaunchActivation(ReadFusedActivation(info.node()))
+                                : launch::EpilogueActivation{}) {}
 
   void Compute(KernelContext& ctx) const override {
     DeviceGuard guard(ep_.ordinal());

@@ -22,6 +22,25 @@ __device__ __forceinline__ __half FromFloat<__half>(float v) { return __float2ha
 
 inline constexpr int kThreads = 256;
 
+// The activation of a fused node's epilogue (FusedConv, FusedMatMul).
+__device__ __forceinline__ float Activate(const launch::EpilogueActivation& a, float x) {
+  switch (a.kind) {
+    case launch::EpilogueActivation::Kind::kNone: return x;
+    case launch::EpilogueActivation::Kind::kRelu: return x > 0.0f ? x : 0.0f;
+    case launch::EpilogueActivation::Kind::kLeakyRelu: return x >= 0.0f ? x : a.alpha * x;
+    case launch::EpilogueActivation::Kind::kClip: return fminf(fmaxf(x, a.alpha), a.beta);
+    case launch::EpilogueActivation::Kind::kSigmoid: return 1.0f / (1.0f + __expf(-x));
+    case launch::EpilogueActivation::Kind::kHardSigmoid: return fminf(fmaxf(a.alpha * x + a.beta, 0.0f), 1.0f);
+    case launch::EpilogueActivation::Kind::kHardSwish: return x * fminf(fmaxf(x / 6.0f + 0.5f, 0.0f), 1.0f);
+    case launch::EpilogueActivation::Kind::kTanh: return tanhf(x);
+    case launch::EpilogueActivation::Kind::kGelu: return 0.5f * x * (1.0f + erff(x * 0.70710678118654752f));
+    case launch::EpilogueActivation::Kind::kGeluTanh:
+      return 0.5f * x * (1.0f + tanhf(0.79788456080286536f * (x + 0.044715f * x * x * x)));
+  }
+  return x;
+}
+
+
 // Blocks for a grid-stride loop over n elements (capped: each thread then handles several).
 inline unsigned BlocksFor(int64_t n) {
   const int64_t blocks = (n + kThreads - 1) / kThreads;

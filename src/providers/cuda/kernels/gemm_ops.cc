@@ -103,10 +103,18 @@ class GemmKernel : public Kernel {
 };
 
 // numpy.matmul: 1-D operands are promoted to matrices (and the added dimension dropped from the
-// result); batch dimensions broadcast.
+// result); batch dimensions broadcast. Also ai.tessera::FusedMatMul(A, B, bias?, addend?) with attributes
+// alpha, activation, activation_params (graph/passes/matmul_epilogue_fusion.h):
+//   Y = activation(alpha * (A x B) + bias) + addend
+// alpha goes into cuBLAS's call; bias, activation and addend into one epilogue kernel over Y. An addend that
+// widens the product (broadcasts to a larger shape) is added by the broadcasting Add from a temporary.
 class MatMulKernel : public Kernel {
  public:
-  explicit MatMulKernel(const KernelInfo& info) : ep_(CudaEpOf(info)) {}
+  explicit MatMulKernel(const KernelInfo& info)
+      : ep_(CudaEpOf(info)),
+        fused_(info.node().op_type == "FusedMatMul"),
+        alpha_(fused_ ? info.node().GetFloat("alpha", 1.0f) : 1.0f),
+        activation_(fused_ ? ToLaunchActivation(ReadFusedActivation(info.node())) : launch::EpilogueActivation{}) {}
 
   void Compute(KernelContext& ctx) const override {
     DeviceGuard guard(ep_.ordinal());
@@ -132,19 +140,69 @@ class MatMulKernel : public Kernel {
     std::vector<int64_t> y_dims = batch.dims();
     if (!a_vector) y_dims.push_back(call.m);
     if (!b_vector) y_dims.push_back(call.n);
-    Tensor& y = ctx.Output(0, a.type(), Shape(y_dims));
+    const Shape product_shape(y_dims);
+    const Tensor* bias = fused_ ? ctx.OptionalInput(2) : nullptr;
+    const Tensor* addend = fused_ ? ctx.OptionalInput(3) : nullptr;
+    CheckEpilogueOperands(ctx, a.type(), bias, addend, call.n);
+    const Shape y_shape = addend != nullptr ? cpu::BroadcastShapes(ctx.node(), product_shape, addend->shape())
+                                            : product_shape;
+    Tensor& y = ctx.Output(0, a.type(), y_shape);
     if (y.NumElements() == 0) return;
+    const bool widening = y_shape != product_shape;
+    Tensor product = widening ? Tensor::Allocate(a.type(), product_shape, ctx.allocator()) : Tensor();
+    Tensor& target = widening ? product : y;
     if (call.k == 0) {
-      CheckCuda(cudaMemsetAsync(y.raw_data(), 0, y.SizeInBytes(), StreamOf(ctx)), ctx.node().Describe(), ": memset");
-      return;
+      CheckCuda(cudaMemsetAsync(target.raw_data(), 0, target.SizeInBytes(), StreamOf(ctx)), ctx.node().Describe(),
+                ": memset");
+    } else {
+      call.a = a.raw_data();
+      call.b = b.raw_data();
+      call.out = target.raw_data();
+      call.alpha = alpha_;
+      Multiply(ctx, a.type(), call, a_batch, b_batch, batch);
     }
-    call.a = a.raw_data();
-    call.b = b.raw_data();
-    call.out = y.raw_data();
-    Multiply(ctx, a.type(), call, a_batch, b_batch, batch);
+    if (fused_) ApplyEpilogue(ctx, target, call.n, bias, widening ? nullptr : addend, widening ? &y : nullptr, addend);
   }
 
  private:
+  static void CheckEpilogueOperands(const KernelContext& ctx, DataType type, const Tensor* bias, const Tensor* addend,
+                                    int64_t columns) {
+    if ((bias != nullptr && bias->type() != type) || (addend != nullptr && addend->type() != type))
+      Fail(ErrorCode::kInvalidArgument, ctx.node().Describe(), ": A, bias and addend must have one element type");
+    if (bias != nullptr && (bias->shape().rank() != 1 || bias->shape()[0] != columns))
+      Fail(ErrorCode::kInvalidArgument, ctx.node().Describe(), ": bias ", bias->shape().ToString(),
+           " must be 1-D with N = ", columns, " values");
+  }
+
+  // product = activation(product + bias) (+ addend when it has the product's shape or broadcasts to it);
+  // with `widened` set, widened = product + addend, broadcasting both.
+  void ApplyEpilogue(const KernelContext& ctx, Tensor& product, int64_t columns, const Tensor* bias,
+                     const Tensor* addend, Tensor* widened, const Tensor* widening_addend) const {
+    const launch::ElementType type = FloatElementType(ctx, product.type());
+    const cudaStream_t stream = StreamOf(ctx);
+    const bool any = bias != nullptr || addend != nullptr ||
+                     activation_.kind != launch::EpilogueActivation::Kind::kNone;
+    if (any) {
+      const bool same_shape = addend == nullptr || addend->shape() == product.shape();
+      const launch::BroadcastIndex index =
+          same_shape ? launch::BroadcastIndex{}
+                     : MakeBroadcastIndex(ctx, product.shape(), product.shape(), addend->shape());
+      CheckLaunch(ctx,
+                  launch::MatMulEpilogue(type, product.raw_data(), product.NumElements(), columns,
+                                         bias != nullptr ? bias->raw_data() : nullptr, activation_,
+                                         addend != nullptr ? addend->raw_data() : nullptr,
+                                         same_shape ? nullptr : &index, stream),
+                  "epilogue launch");
+    }
+    if (widened == nullptr) return;
+    const launch::BroadcastIndex index =
+        MakeBroadcastIndex(ctx, widened->shape(), product.shape(), widening_addend->shape());
+    CheckLaunch(ctx,
+                launch::Binary(launch::BinaryOp::kAdd, type, product.raw_data(), widening_addend->raw_data(),
+                               widened->raw_data(), widened->NumElements(), &index, stream),
+                "addend launch");
+  }
+
   void Multiply(const KernelContext& ctx, DataType type, GemmCall call, const Shape& a_batch, const Shape& b_batch,
                 const Shape& batch) const {
     const int64_t batches = batch.NumElements();
@@ -187,6 +245,9 @@ class MatMulKernel : public Kernel {
   }
 
   const CudaExecutionProvider& ep_;
+  bool fused_;                             // ai.tessera::FusedMatMul
+  float alpha_;                            // FusedMatMul's scale of the product
+  launch::EpilogueActivation activation_;  // FusedMatMul's activation (none for MatMul)
 };
 
 }  // namespace
@@ -194,6 +255,9 @@ class MatMulKernel : public Kernel {
 void RegisterGemmKernels(KernelRegistry& registry) {
   registry.Register<GemmKernel>(MakeDef("Gemm", 7, INT_MAX, FloatTypes()));
   registry.Register<MatMulKernel>(MakeDef("MatMul", 1, INT_MAX, FloatTypes()));
+  KernelDef fused = MakeDef("FusedMatMul", 1, INT_MAX, FloatTypes());
+  fused.domain = "ai.tessera";
+  registry.Register<MatMulKernel>(std::move(fused));
 }
 
 }  // namespace tessera::cuda

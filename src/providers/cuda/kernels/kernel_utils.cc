@@ -102,6 +102,16 @@ std::vector<int64_t> HostInt64s(const KernelContext& ctx, const Tensor& t, const
        DataTypeName(t.type()));
 }
 
+launch::EpilogueActivation ToLaunchActivation(const FusedActivation& activation) {
+  static_assert(static_cast<int>(FusedActivation::Kind::kGeluTanh) ==
+                static_cast<int>(launch::EpilogueActivation::Kind::kGeluTanh));
+  launch::EpilogueActivation e;
+  e.kind = static_cast<launch::EpilogueActivation::Kind>(static_cast<int>(activation.kind));
+  e.alpha = activation.alpha;
+  e.beta = activation.beta;
+  return e;
+}
+
 void CheckLaunch(const KernelContext& ctx, cudaError_t status, const char* what) {
   CheckCuda(status, ctx.node().Describe(), ": ", what);
 }

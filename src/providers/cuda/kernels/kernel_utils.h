@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "graph/fused_activation.h"
 #include "providers/cuda/cuda_common.h"
 #include "providers/cuda/cuda_ep.h"
 #include "providers/cuda/cuda_stream.h"
@@ -38,6 +39,9 @@ std::vector<DataType> ScalarTypes();
 double ScalarAsDouble(const KernelContext& ctx, const Tensor& t);
 // A host int64 (or int32) tensor's values; throws kInvalidArgument naming the node and `what` otherwise.
 std::vector<int64_t> HostInt64s(const KernelContext& ctx, const Tensor& t, const char* what);
+
+// A fused node's activation (FusedConv, FusedMatMul) in the launchers' terms.
+launch::EpilogueActivation ToLaunchActivation(const FusedActivation& activation);
 
 // Throws kRuntime naming the node when a launch failed.
 void CheckLaunch(const KernelContext& ctx, cudaError_t status, const char* what);

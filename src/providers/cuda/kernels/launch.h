@@ -120,6 +120,14 @@ cudaError_t ConvEpilogue(ElementType type, void* y, const void* bias, const void
                          int64_t channels, int64_t spatial, const EpilogueActivation& activation,
                          cudaStream_t stream);
 
+// ---- FusedMatMul epilogue (matmul_epilogue.cu) ----------------------------------------------------
+// y[i] = activation(y[i] + bias[i % columns]) + addend[offset of i] over the n elements of a row-major
+// product with `columns` columns, in place; bias and addend may each be null. `addend_index` (its b_strides)
+// maps y positions to addend offsets; null when the addend has y's shape.
+cudaError_t MatMulEpilogue(ElementType type, void* y, int64_t n, int64_t columns, const void* bias,
+                           const EpilogueActivation& activation, const void* addend, const BroadcastIndex* addend_index,
+                           cudaStream_t stream);
+
 // ---- normalization (normalization.cu) -----------------------------------------------------------
 // BatchNormalization in inference mode over x[batch, channels, spatial]:
 // y = (x - mean[c]) / sqrt(var[c] + epsilon) * scale[c] + bias[c]. The four parameter vectors have
