@@ -333,7 +333,7 @@ class ConvKernel : public Kernel {
                                                       plan.y.handle, CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &count, results),
                where, ": cudnnGetConvolutionForwardAlgorithm_v7");
     add(results, count);
-    if (search == ConvAlgoSearch::kExhaustive) {
+    if (search_workspace.defined()) {  // EXHAUSTIVE (with a stream to time on)
       CheckCudnn(cudnnFindConvolutionForwardAlgorithmEx(
                      cudnn, plan.x.handle, x.raw_data(), plan.w.handle, w.raw_data(), plan.conv.handle, plan.y.handle,
                      y.raw_data(), CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &count, results, search_workspace.raw_data(),
@@ -350,14 +350,16 @@ class ConvKernel : public Kernel {
   // be the slowest once the epilogue is added. This blocks the first run of each input shape.
   void Choose(const KernelContext& ctx, const Tensor& x, const Tensor& w, Tensor& y, const ConvExtras& extras,
               cudaStream_t stream, ConvPlan& plan) const {
-    const bool exhaustive = ep_.options().cudnn_conv_algo_search == ConvAlgoSearch::kExhaustive;
+    // Timing captures the stream in a graph, which CUDA's legacy default stream (no stream) cannot be.
+    const bool exhaustive = ep_.options().cudnn_conv_algo_search == ConvAlgoSearch::kExhaustive && stream != nullptr;
     Tensor search_workspace = exhaustive ? SearchWorkspace(ctx, WorkspaceLimit()) : Tensor();
     LibraryHandles::Lease lease = ep_.handles().Acquire(stream);
     cudnnHandle_t cudnn = lease.cudnn();
     std::vector<ConvChoice> candidates = Candidates(ctx, x, w, y, cudnn, plan, search_workspace);
     if (candidates.empty()) candidates.push_back(DefaultChoice(ctx, cudnn, plan, x.type()));
-    if (!exhaustive) candidates.resize(1);
-    if (exhaustive) {  // the search's scratch may have been cut short by a lack of memory
+    if (!exhaustive) {
+      candidates.resize(1);
+    } else {  // the search's scratch may have been cut short by a lack of memory
       const size_t available = search_workspace.SizeInBytes();
       std::erase_if(candidates, [&](const ConvChoice& c) { return c.workspace_bytes > available; });
       if (candidates.empty()) candidates.push_back(DefaultChoice(ctx, cudnn, plan, x.type()));
