@@ -41,4 +41,13 @@ std::optional<MatchedActivation> MatchActivation(const Graph& graph, const Node*
   return std::nullopt;
 }
 
+void SetActivationAttributes(Node& fused, const MatchedActivation& activation) {
+  fused.attributes["activation"] = StringAttribute("activation", activation.name);
+  Attribute params;
+  params.name = "activation_params";
+  params.type = Attribute::Type::kFloats;
+  params.floats = activation.params;
+  fused.attributes["activation_params"] = std::move(params);
+}
+
 }  // namespace tessera

@@ -19,4 +19,7 @@ struct MatchedActivation {
 // not an activation, a Clip whose limits are not constants, or a Gelu unless `allow_gelu`.
 std::optional<MatchedActivation> MatchActivation(const Graph& graph, const Node* node, bool allow_gelu);
 
+// Writes `activation` as the fused node's `activation` and `activation_params` attributes.
+void SetActivationAttributes(Node& fused, const MatchedActivation& activation);
+
 }  // namespace tessera

@@ -9,13 +9,6 @@ bool IsDefaultDomain(const Node* node, const char* op_type) {
   return node != nullptr && node->op_type == op_type && node->domain.empty() && node->outputs.size() == 1;
 }
 
-// The only reader of `value` when nothing else (no other node, graph output or subgraph) reads it.
-Node* SoleReader(const GraphIndex& index, const std::string& value) {
-  const std::vector<Node*>& readers = index.Consumers(value);
-  if (readers.empty() || !index.OnlyReadBy(value, *readers[0])) return nullptr;
-  return readers[0];
-}
-
 struct ConvMatch {
   Node* conv = nullptr;
   std::vector<Node*> followers;  // Add and/or activation, in order; the last one is rewritten
@@ -28,12 +21,12 @@ std::optional<ConvMatch> Match(const Graph& graph, const GraphIndex& index, Node
   ConvMatch match;
   match.conv = &conv;
   std::string value = conv.outputs[0];
-  Node* next = SoleReader(index, value);
+  Node* next = index.SoleReader(value);
   if (IsDefaultDomain(next, "Add") && next->inputs.size() == 2 && next->inputs[0] != next->inputs[1]) {
     match.residual = next->inputs[0] == value ? next->inputs[1] : next->inputs[0];
     match.followers.push_back(next);
     value = next->outputs[0];
-    next = SoleReader(index, value);
+    next = index.SoleReader(value);
   }
   if ((match.activation = MatchActivation(graph, next, false))) match.followers.push_back(next);
   if (match.followers.empty()) return std::nullopt;
@@ -67,14 +60,7 @@ size_t FuseConvActivation(Graph& graph, const CanFuse& can_fuse) {
     }
     fused_node.outputs = {last->outputs[0]};
     fused_node.attributes = conv.attributes;
-    if (match->activation) {
-      fused_node.attributes["activation"] = StringAttribute("activation", match->activation->name);
-      Attribute params;
-      params.name = "activation_params";
-      params.type = Attribute::Type::kFloats;
-      params.floats = match->activation->params;
-      fused_node.attributes["activation_params"] = std::move(params);
-    }
+    if (match->activation) SetActivationAttributes(fused_node, *match->activation);
     for (const Node* follower : match->followers)
       if (follower != last) graph.value_infos.erase(follower->outputs[0]);
     graph.value_infos.erase(conv.outputs[0]);

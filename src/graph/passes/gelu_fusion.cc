@@ -15,9 +15,8 @@ bool Is(const Node* node, const char* op_type) {
 
 // The reader of `value` when it is its only reader and of `op_type`.
 Node* SoleReader(const GraphIndex& index, const std::string& value, const char* op_type) {
-  const std::vector<Node*>& readers = index.Consumers(value);
-  if (readers.empty() || !Is(readers[0], op_type) || !index.OnlyReadBy(value, *readers[0])) return nullptr;
-  return readers[0];
+  Node* reader = index.SoleReader(value);
+  return Is(reader, op_type) ? reader : nullptr;
 }
 
 // For a binary node reading `value`: the other operand.

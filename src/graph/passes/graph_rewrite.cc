@@ -34,6 +34,11 @@ const std::vector<Node*>& GraphIndex::Consumers(const std::string& value) const 
   return it == consumers_.end() ? kNone : it->second;
 }
 
+Node* GraphIndex::SoleReader(const std::string& value) const {
+  const std::vector<Node*>& readers = Consumers(value);
+  return !readers.empty() && OnlyReadBy(value, *readers[0]) ? readers[0] : nullptr;
+}
+
 bool GraphIndex::OnlyReadBy(const std::string& value, const Node& reader) const {
   if (graph_.IsGraphOutput(value) || ReadBySubgraph(value)) return false;
   const std::vector<Node*>& readers = Consumers(value);

@@ -32,6 +32,8 @@ class GraphIndex {
   const std::vector<Node*>& Consumers(const std::string& value) const;
   // Whether `value` is an intermediate that only `reader` uses: not a graph output, read by nobody else.
   bool OnlyReadBy(const std::string& value, const Node& reader) const;
+  // The node that alone reads intermediate `value` (see OnlyReadBy), or nullptr.
+  Node* SoleReader(const std::string& value) const;
   // Whether `value` feeds a subgraph as an outer-scope value (renaming it would break the subgraph).
   bool ReadBySubgraph(const std::string& value) const { return subgraph_reads_.count(value) != 0; }
 

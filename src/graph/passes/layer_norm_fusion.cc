@@ -30,9 +30,8 @@ bool Is(const Node* node, const char* op_type) {
 
 // The single reader of `value` when it is `op_type` and the value is read by nothing else.
 Node* SoleReader(const GraphIndex& index, const std::string& value, const char* op_type) {
-  const std::vector<Node*>& readers = index.Consumers(value);
-  if (readers.empty() || !Is(readers[0], op_type) || !index.OnlyReadBy(value, *readers[0])) return nullptr;
-  return readers[0];
+  Node* reader = index.SoleReader(value);
+  return Is(reader, op_type) ? reader : nullptr;
 }
 
 // A float vector of one value per feature (the last axis). A single value is rejected: Mul/Add would

@@ -10,13 +10,6 @@ bool IsDefaultDomain(const Node* node, const char* op_type) {
          node->inputs.size() == 2;
 }
 
-// The only reader of `value` when nothing else (no other node, graph output or subgraph) reads it.
-Node* SoleReader(const GraphIndex& index, const std::string& value) {
-  const std::vector<Node*>& readers = index.Consumers(value);
-  if (readers.empty() || !index.OnlyReadBy(value, *readers[0])) return nullptr;
-  return readers[0];
-}
-
 // The operand of two-input `node` that is not `value`, or "" when both are `value`.
 std::string OtherInput(const Node& node, const std::string& value) {
   if (node.inputs[0] == node.inputs[1]) return "";
@@ -50,7 +43,7 @@ struct MatMulMatch {
 
 // Extends `match` by the scale and bias steps; returns the node after them.
 Node* MatchScaleAndBias(const Graph& graph, const GraphIndex& index, MatMulMatch& match, std::string& value) {
-  Node* next = SoleReader(index, value);
+  Node* next = index.SoleReader(value);
   const bool is_mul = IsDefaultDomain(next, "Mul"), is_div = IsDefaultDomain(next, "Div");
   if (is_mul || is_div) {
     const std::string other = OtherInput(*next, value);
@@ -59,7 +52,7 @@ Node* MatchScaleAndBias(const Graph& graph, const GraphIndex& index, MatMulMatch
       match.alpha = static_cast<float>(is_mul ? *c : 1.0 / *c);
       match.followers.push_back(next);
       value = next->outputs[0];
-      next = SoleReader(index, value);
+      next = index.SoleReader(value);
     }
   }
   if (IsDefaultDomain(next, "Add")) {
@@ -68,7 +61,7 @@ Node* MatchScaleAndBias(const Graph& graph, const GraphIndex& index, MatMulMatch
       match.bias = other;
       match.followers.push_back(next);
       value = next->outputs[0];
-      next = SoleReader(index, value);
+      next = index.SoleReader(value);
     }
   }
   return next;
@@ -84,7 +77,7 @@ std::optional<MatMulMatch> Match(const Graph& graph, const GraphIndex& index, No
   if ((match.activation = MatchActivation(graph, next, true))) {
     match.followers.push_back(next);
     value = next->outputs[0];
-    next = SoleReader(index, value);
+    next = index.SoleReader(value);
   }
   if (IsDefaultDomain(next, "Add") && graph.TypeOf(next->outputs[0]) == DataType::kFloat) {
     match.addend = OtherInput(*next, value);
@@ -105,14 +98,7 @@ Node MakeFusedNode(const MatMulMatch& match) {
   while (fused.inputs.back().empty()) fused.inputs.pop_back();
   fused.outputs = {match.followers.back()->outputs[0]};
   if (match.alpha != 1.0f) fused.attributes["alpha"] = FloatAttribute("alpha", match.alpha);
-  if (match.activation) {
-    fused.attributes["activation"] = StringAttribute("activation", match.activation->name);
-    Attribute params;
-    params.name = "activation_params";
-    params.type = Attribute::Type::kFloats;
-    params.floats = match.activation->params;
-    fused.attributes["activation_params"] = std::move(params);
-  }
+  if (match.activation) SetActivationAttributes(fused, *match.activation);
   return fused;
 }
 

@@ -188,10 +188,8 @@ class ShapeKernel : public Kernel {
     const int64_t rank = static_cast<int64_t>(dims.size());
     auto clamp = [rank](int64_t axis) { return std::clamp<int64_t>(axis < 0 ? axis + rank : axis, 0, rank); };
     const int64_t start = clamp(start_), end = std::max(start, clamp(end_));
-    // A host tensor set directly: KernelContext::Output allocates in the EP's (device) memory.
-    Tensor out = Tensor::Allocate(DataType::kInt64, Shape{end - start});
+    Tensor& out = ctx.Output(0, DataType::kInt64, Shape{end - start});  // a host output: host memory
     std::copy(dims.begin() + start, dims.begin() + end, out.Data<int64_t>());
-    ctx.SetOutput(0, Value(out));
   }
 
  private:
