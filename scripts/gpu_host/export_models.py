@@ -3,11 +3,13 @@
 These are the models behind the ONNX Runtime / PyTorch reference numbers quoted in issue 3 (H100,
 batch 1); the export is that of the project's shared bench/export_models.py. Run it on the GPU host:
 
-    python3 scripts/gpu_host/export_models.py OUTDIR
+    python3 scripts/gpu_host/export_models.py OUTDIR [resnet50 bert mobilenet_v2 gpt2]   (default: all four)
 
-Writes resnet50.onnx, resnet50_fp16.onnx, bert_base_s128.onnx, bert_base_s128_fp16.onnx and, beside each,
+Writes resnet50.onnx, resnet50_fp16.onnx, bert_base_s128.onnx, bert_base_s128_fp16.onnx, mobilenet_v2.onnx,
+mobilenet_v2_fp16.onnx, gpt2_past16.onnx and gpt2_past16_fp16.onnx (GPT-2 decoding one token after 16 cached
+ones, with past and present key/values) and, beside each,
 NAME.ref/ with the inputs (input_<name>.npy) and PyTorch's output (output.npy) computed in float64 on the
-CPU from the exported weights (for the fp16 models: the float16 weights and inputs, upcast), which
+CPU from the exported weights (for the fp16 models: the float16 weights and inputs, upcast; output 0 only), which
 tests/cuda/cuda_models_test.cc compares the CUDA EP with.
 (ONNX Runtime rejects the fp16 BERT export: its LayerNormalization mixes float and float16 inputs.)
 """
@@ -21,6 +23,7 @@ import torch
 
 warnings.filterwarnings("ignore")
 out = sys.argv[1]
+families = sys.argv[2:] or ["resnet50", "bert", "mobilenet_v2", "gpt2"]
 os.makedirs(out, exist_ok=True)
 torch.manual_seed(0)
 
@@ -40,38 +43,102 @@ def save_reference(m, args, path, inames):
     args64 = [a.cpu().double() if a.is_floating_point() else a.cpu() for a in args]
     with torch.no_grad():
         y = m64(*args64)
+    if isinstance(y, tuple):  # a model with several outputs: the first is checked
+        y = y[0]
     np.save(f"{ref}/output.npy", y.numpy())
     print("reference", ref, tuple(y.shape), flush=True)
 
 
 import torchvision
 
-r = torchvision.models.resnet50().eval()
 x = torch.randn(1, 3, 224, 224)
-with torch.no_grad():
-    export(r, (x,), f"{out}/resnet50.onnx", ["input"], ["logits"])
-    save_reference(r, (x,), f"{out}/resnet50.onnx", ["input"])
-    export(r.half().cuda(), (x.half().cuda(),), f"{out}/resnet50_fp16.onnx", ["input"], ["logits"])
-    save_reference(r, (x.half().cuda(),), f"{out}/resnet50_fp16.onnx", ["input"])
 
-from transformers import BertConfig, BertModel
+
+def export_vision(name, model):
+    """`model` (torchvision, random weights) in fp32 and fp16, batch 1."""
+    model = model.eval()
+    with torch.no_grad():
+        export(model, (x,), f"{out}/{name}.onnx", ["input"], ["logits"])
+        save_reference(model, (x,), f"{out}/{name}.onnx", ["input"])
+        export(model.half().cuda(), (x.half().cuda(),), f"{out}/{name}_fp16.onnx", ["input"], ["logits"])
+        save_reference(model, (x.half().cuda(),), f"{out}/{name}_fp16.onnx", ["input"])
 
 
 class Bert(torch.nn.Module):
     def __init__(self):
         super().__init__()
+        from transformers import BertConfig, BertModel
         self.m = BertModel(BertConfig(), add_pooling_layer=False)
 
     def forward(self, input_ids, attention_mask):
         return self.m(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
 
 
-b = Bert().eval()
-ids = torch.randint(0, 30000, (1, 128))
-mask = torch.ones(1, 128, dtype=torch.int64)
-with torch.no_grad():
-    export(b, (ids, mask), f"{out}/bert_base_s128.onnx", ["input_ids", "attention_mask"], ["last_hidden_state"])
-    save_reference(b, (ids, mask), f"{out}/bert_base_s128.onnx", ["input_ids", "attention_mask"])
-    export(b.half().cuda(), (ids.cuda(), mask.cuda()), f"{out}/bert_base_s128_fp16.onnx",
-           ["input_ids", "attention_mask"], ["last_hidden_state"])
-    save_reference(b, (ids.cuda(), mask.cuda()), f"{out}/bert_base_s128_fp16.onnx", ["input_ids", "attention_mask"])
+def export_bert():
+    b = Bert().eval()
+    ids = torch.randint(0, 30000, (1, 128))
+    mask = torch.ones(1, 128, dtype=torch.int64)
+    names = ["input_ids", "attention_mask"]
+    with torch.no_grad():
+        export(b, (ids, mask), f"{out}/bert_base_s128.onnx", names, ["last_hidden_state"])
+        save_reference(b, (ids, mask), f"{out}/bert_base_s128.onnx", names)
+        export(b.half().cuda(), (ids.cuda(), mask.cuda()), f"{out}/bert_base_s128_fp16.onnx", names,
+               ["last_hidden_state"])
+        save_reference(b, (ids.cuda(), mask.cuda()), f"{out}/bert_base_s128_fp16.onnx", names)
+
+
+PAST = 16
+
+
+class Gpt2WithPast(torch.nn.Module):
+    """GPT-2 (124M) decoding with a key/value cache, its past and present flattened into tensors."""
+
+    def __init__(self):
+        super().__init__()
+        from transformers import GPT2Config, GPT2LMHeadModel
+        self.m = GPT2LMHeadModel(GPT2Config())
+        self.layers = self.m.config.n_layer
+
+    def forward(self, input_ids, attention_mask, *past):
+        from transformers.cache_utils import DynamicCache
+        cache = DynamicCache()
+        for i in range(self.layers):
+            cache.update(past[2 * i], past[2 * i + 1], i)
+        result = self.m(input_ids=input_ids, attention_mask=attention_mask, past_key_values=cache, use_cache=True)
+        present = result.past_key_values
+        if hasattr(present, "layers"):  # transformers 5
+            pairs = [(layer.keys, layer.values) for layer in present.layers]
+        else:
+            pairs = list(zip(present.key_cache, present.value_cache))
+        return (result.logits,) + tuple(t for pair in pairs for t in pair)
+
+
+def export_gpt2():
+    """Decoding one token after PAST cached ones: inputs input_ids [1, 1], attention_mask [1, PAST + 1] and
+    past_<layer>_key / past_<layer>_value [1, 12, PAST, 64]; outputs logits [1, 1, 50257] and the present
+    key/values [1, 12, PAST + 1, 64], which a caller feeds back as the next step's past."""
+    g = Gpt2WithPast().eval()
+    config = g.m.config
+    kinds = [(i, kind) for i in range(config.n_layer) for kind in ("key", "value")]
+    inames = ["input_ids", "attention_mask"] + [f"past_{i}_{kind}" for i, kind in kinds]
+    onames = ["logits"] + [f"present_{i}_{kind}" for i, kind in kinds]
+    token = torch.randint(0, 50000, (1, 1))
+    mask = torch.ones(1, PAST + 1, dtype=torch.int64)
+    past = [torch.randn(1, config.n_head, PAST, config.n_embd // config.n_head) for _ in kinds]
+    path, path16 = f"{out}/gpt2_past{PAST}.onnx", f"{out}/gpt2_past{PAST}_fp16.onnx"
+    with torch.no_grad():
+        export(g, (token, mask, *past), path, inames, onames)
+        save_reference(g, (token, mask, *past), path, inames)
+        args16 = (token.cuda(), mask.cuda(), *[p.half().cuda() for p in past])
+        export(g.half().cuda(), args16, path16, inames, onames)
+        save_reference(g, args16, path16, inames)
+
+
+if "resnet50" in families:
+    export_vision("resnet50", torchvision.models.resnet50())
+if "bert" in families:
+    export_bert()
+if "mobilenet_v2" in families:
+    export_vision("mobilenet_v2", torchvision.models.mobilenet_v2())
+if "gpt2" in families:
+    export_gpt2()

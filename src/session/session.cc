@@ -255,12 +255,23 @@ void Session::Impl::Optimize() {
     request.threads = &threads;
     return ExecutePlan(single_plan, request, host_only);
   };
-  OptimizerContext context{evaluator, [this](const Node& anchor, const Graph& g, const std::string& op_type,
-                                              const std::string& domain) {
-                              for (const auto& ep : eps)
-                                if (ep->kernels().Find(anchor, g) != nullptr) return ep->kernels().HasOp(op_type, domain);
-                              return false;
-                            }};
+  // The EP that will run `anchor`: the first in priority order with a kernel for it.
+  const auto runner = [this](const Node& anchor, const Graph& g) -> const ExecutionProvider* {
+    for (const auto& ep : eps)
+      if (ep->kernels().Find(anchor, g) != nullptr) return ep.get();
+    return nullptr;
+  };
+  OptimizerContext context;
+  context.evaluator = evaluator;
+  context.can_fuse = [runner](const Node& anchor, const Graph& g, const std::string& op_type,
+                              const std::string& domain) {
+    const ExecutionProvider* ep = runner(anchor, g);
+    return ep != nullptr && ep->kernels().HasOp(op_type, domain);
+  };
+  context.channel_block = [runner](const Node& conv, const Graph& g) -> std::optional<int64_t> {
+    const ExecutionProvider* ep = runner(conv, g);
+    return ep != nullptr ? ep->PreferredChannelBlock(conv, g) : std::nullopt;
+  };
   for (const PassResult& r : OptimizeGraph(graph, options.optimization_level, context))
     Log(LogLevel::kInfo, "optimizer: ", r.pass, " changed ", r.changes, " node(s)");
 }

@@ -1,8 +1,9 @@
 // The GPU host's bench models against PyTorch: for every MODEL.onnx in $TESSERA_BENCH_MODELS with a
 // MODEL.ref/ folder (written by scripts/gpu_host/export_models.py: input_<name>.npy, output.npy computed
 // in float64), runs the model on the CUDA EP with TF32 off and checks the relative L2 error of output 0:
-// < 1e-3 for float32 models, < 1e-2 for float16 ones (issue 3's accuracy bar). Skipped when the variable
-// is unset (CI, the dev machine).
+// < 1e-3 for float32 models, < 1e-2 for float16 ones (issue 3's accuracy bar). Models with convolutions run
+// twice: NCHW and NHWC (prefer_nhwc = 1; float16 convolutions run NHWC both times, as they do by default).
+// Skipped when the variable is unset (CI, the dev machine).
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -84,27 +85,32 @@ TEST_F(CudaModelsTest, BenchModelsMatchPyTorch) {
     if (model.extension() != ".onnx") continue;
     const fs::path ref = fs::path(model).replace_extension(".ref");
     if (!fs::exists(ref / "output.npy")) continue;
-    SessionOptions options;
-    options.AddProvider(kCudaEpName, {{"use_tf32", "0"}});
-    Session session(TestEnv(), model, options);
-    int on_cpu = 0;
-    for (const PartitionEntry& e : session.Partition())
-      if (!e.is_copy && e.ep != kCudaEpName) {
+    const Tensor expected = ReadSimpleNpy(ref / "output.npy");
+    for (const std::string nhwc : {"0", "1"}) {
+      SessionOptions options;
+      options.AddProvider(kCudaEpName, {{"use_tf32", "0"}, {"prefer_nhwc", nhwc}});
+      Session session(TestEnv(), model, options);
+      int on_cpu = 0, convs = 0;
+      for (const PartitionEntry& e : session.Partition()) {
+        if (e.is_copy) continue;
+        if (e.op_type.ends_with("Conv")) ++convs;
+        if (e.ep == kCudaEpName) continue;
         ++on_cpu;
         std::cout << "  " << model.filename().string() << ": " << e.op_type << " (" << e.node_name << ") on " << e.ep
                   << "\n";
       }
-    Session::NamedValues feeds;
-    for (const ValueInfo& input : session.inputs())
-      feeds.emplace_back(input.name, Value(ReadSimpleNpy(ref / ("input_" + input.name + ".npy"))));
-    const Tensor actual = session.Run(feeds)[0].tensor();
-    const Tensor expected = ReadSimpleNpy(ref / "output.npy");
-    ASSERT_EQ(actual.shape(), expected.shape()) << model;
-    const double error = RelativeL2Error(expected, actual);
-    const double bar = actual.type() == DataType::kFloat16 ? 1e-2 : 1e-3;
-    std::cout << "MODEL " << model.filename().string() << ": " << on_cpu << " nodes off the GPU, relative L2 error "
-              << error << " vs PyTorch (float64), bar " << bar << "\n";
-    EXPECT_LT(error, bar) << model;
+      if (convs == 0 && nhwc == "1") break;  // the same session again
+      Session::NamedValues feeds;
+      for (const ValueInfo& input : session.inputs())
+        feeds.emplace_back(input.name, Value(ReadSimpleNpy(ref / ("input_" + input.name + ".npy"))));
+      const Tensor actual = session.Run(feeds)[0].tensor();
+      ASSERT_EQ(actual.shape(), expected.shape()) << model;
+      const double error = RelativeL2Error(expected, actual);
+      const double bar = actual.type() == DataType::kFloat16 ? 1e-2 : 1e-3;
+      std::cout << "MODEL " << model.filename().string() << " (prefer_nhwc " << nhwc << "): " << on_cpu
+                << " nodes off the GPU, relative L2 error " << error << " vs PyTorch (float64), bar " << bar << "\n";
+      EXPECT_LT(error, bar) << model << " prefer_nhwc " << nhwc;
+    }
     ++checked;
   }
   EXPECT_GT(checked, 0) << "no MODEL.onnx with MODEL.ref/ in " << dir;

@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -74,6 +75,13 @@ class ExecutionProvider {
   // Nodes (indices into graph.nodes, among `unassigned`) this EP will run. The default takes every
   // node that has a kernel in kernels().
   virtual std::vector<size_t> GetCapability(const Graph& graph, const std::set<size_t>& unassigned) const;
+
+  // The channel-inner layout its kernels run the convolution `conv` fastest in (element types and shapes from
+  // `graph`), for the nchwc_layout pass, which keeps activations in it between convolutions when the EP also has
+  // the ai.tessera Nchwc* kernels: 0 for NHWC, 8 or 16 for blocks of that many channels; nullopt keeps NCHW.
+  virtual std::optional<int64_t> PreferredChannelBlock(const Node& /*conv*/, const Graph& /*graph*/) const {
+    return std::nullopt;
+  }
 
   virtual uint32_t capability_flags() const { return 0; }
   // kEpRunHooks: called on the thread of each run, before its first step and after its last (also when

@@ -1,15 +1,37 @@
 #include "graph/passes/conv_bn_folding.h"
 
 #include <cmath>
+#include <vector>
 
 #include "graph/passes/graph_rewrite.h"
 
 namespace tessera {
 namespace {
 
+// A float32 or float16 constant.
 const Tensor* FloatConstant(const Graph& graph, const std::string& value) {
   const Tensor* tensor = ConstantTensor(graph, value);
-  return tensor != nullptr && tensor->type() == DataType::kFloat ? tensor : nullptr;
+  const bool is_float = tensor != nullptr && (tensor->type() == DataType::kFloat || tensor->type() == DataType::kFloat16);
+  return is_float ? tensor : nullptr;
+}
+
+std::vector<float> ValuesOf(const Tensor& t) {
+  if (t.type() == DataType::kFloat) return t.ToVector<float>();
+  std::vector<float> values(t.NumElements());
+  for (int64_t i = 0; i < t.NumElements(); ++i) values[i] = ToFloat(t.Data<Float16>()[i]);
+  return values;
+}
+
+// `values` as a tensor of `type` (float32 or float16) and `shape`.
+Tensor TensorOf(DataType type, const Shape& shape, const std::vector<float>& values) {
+  Tensor t = Tensor::Allocate(type, shape);
+  for (int64_t i = 0; i < t.NumElements(); ++i) {
+    if (type == DataType::kFloat)
+      t.Data<float>()[i] = values[i];
+    else
+      t.Data<Float16>()[i] = ToFloat16(values[i]);
+  }
+  return t;
 }
 
 bool IsInferenceBatchNorm(const Node& node) {
@@ -24,39 +46,36 @@ struct FoldedParameters {
   Tensor weight, bias;
 };
 
-// The per-channel parameters of `bn` applied to the conv's weight and bias; nullopt when a parameter is
-// not a float constant of the conv's output-channel count.
+// The per-channel parameters of `bn` applied to the conv's weight and bias, computed in float32 and stored in the
+// weight's type; nullopt when a parameter is not a float constant of the conv's output-channel count and type.
 std::optional<FoldedParameters> Fold(const Graph& graph, const Node& conv, const Node& bn) {
   const Tensor* weight = FloatConstant(graph, conv.inputs[1]);
   const Tensor* conv_bias = conv.HasInput(2) ? FloatConstant(graph, conv.inputs[2]) : nullptr;
   if (weight == nullptr || weight->shape().rank() < 1 || (conv.HasInput(2) && conv_bias == nullptr))
     return std::nullopt;
+  const DataType type = weight->type();
   const int64_t channels = weight->shape()[0];
-  const Tensor* params[4];
+  std::vector<float> params[4];
   for (size_t i = 0; i < 4; ++i) {
-    params[i] = FloatConstant(graph, bn.inputs[i + 1]);
-    if (params[i] == nullptr || params[i]->NumElements() != channels) return std::nullopt;
+    const Tensor* param = FloatConstant(graph, bn.inputs[i + 1]);
+    if (param == nullptr || param->NumElements() != channels) return std::nullopt;
+    params[i] = ValuesOf(*param);
   }
-  if (conv_bias != nullptr && conv_bias->NumElements() != channels) return std::nullopt;
+  if (conv_bias != nullptr && (conv_bias->NumElements() != channels || conv_bias->type() != type)) return std::nullopt;
   const float epsilon = bn.GetFloat("epsilon", 1e-5f);
-  const float* scale = params[0]->Data<float>();
-  const float* shift = params[1]->Data<float>();
-  const float* mean = params[2]->Data<float>();
-  const float* var = params[3]->Data<float>();
-
-  FoldedParameters folded{Tensor::Allocate(DataType::kFloat, weight->shape()),
-                          Tensor::Allocate(DataType::kFloat, Shape{channels})};
+  const std::vector<float>& scale = params[0];
+  const std::vector<float>& shift = params[1];
+  const std::vector<float>& mean = params[2];
+  const std::vector<float>& var = params[3];
+  const std::vector<float> bias = conv_bias != nullptr ? ValuesOf(*conv_bias) : std::vector<float>(channels, 0.0f);
+  std::vector<float> w = ValuesOf(*weight), new_b(channels);
   const int64_t per_channel = weight->shape().SizeFrom(1);
-  const float* w = weight->Data<float>();
-  float* new_w = folded.weight.Data<float>();
-  float* new_b = folded.bias.Data<float>();
   for (int64_t c = 0; c < channels; ++c) {
     const float factor = scale[c] / std::sqrt(var[c] + epsilon);
-    for (int64_t k = 0; k < per_channel; ++k) new_w[c * per_channel + k] = w[c * per_channel + k] * factor;
-    const float b = conv_bias != nullptr ? conv_bias->Data<float>()[c] : 0.0f;
-    new_b[c] = (b - mean[c]) * factor + shift[c];
+    for (int64_t k = 0; k < per_channel; ++k) w[c * per_channel + k] *= factor;
+    new_b[c] = (bias[c] - mean[c]) * factor + shift[c];
   }
-  return folded;
+  return FoldedParameters{TensorOf(type, weight->shape(), w), TensorOf(type, Shape{channels}, new_b)};
 }
 
 }  // namespace
@@ -78,7 +97,7 @@ size_t FoldConvBatchNorm(Graph& graph) {
     const std::string bias_name = FreshValueName(graph, conv->name + "_bn_folded_bias");
     graph.initializers[bias_name] = folded->bias;
     for (const std::string& name : {weight_name, bias_name})
-      graph.value_infos[name] = ValueInfo{name, ValueInfo::Kind::kTensor, DataType::kFloat, std::nullopt};
+      graph.value_infos[name] = ValueInfo{name, ValueInfo::Kind::kTensor, folded->weight.type(), std::nullopt};
     // The conv now writes the BN's output; the BN's readers all come after the conv in the order.
     graph.value_infos.erase(conv->outputs[0]);
     conv->inputs.resize(3);

@@ -3,7 +3,8 @@
 // with, per output channel c, f = scale[c] / sqrt(var[c] + epsilon), W'[c] = W[c] * f and
 // B'[c] = (B[c] - mean[c]) * f + bias[c] (B = 0 when the Conv has none).
 //
-// Applies when W, B and the BN parameters are float constants, the Conv output is read only by the BN,
+// Applies when W, B and the BN parameters are float32 or float16 constants (computed in float32, stored in W's
+// type), the Conv output is read only by the BN,
 // and the BN is in inference form (one output; no training_mode). The folded weights are new
 // initializers; the old ones stay until dead-node elimination drops them when nothing else reads them.
 #pragma once

@@ -8,6 +8,7 @@
 #include "graph/passes/matmul_epilogue_fusion.h"
 #include "graph/passes/nchwc_layout.h"
 #include "graph/passes/shape_subgraph_elimination.h"
+#include "graph/passes/skip_layer_norm_fusion.h"
 #include "graph/passes/transpose_elimination.h"
 
 namespace tessera {
@@ -33,9 +34,11 @@ void RunExtended(Graph& graph, const OptimizerContext& context, std::vector<Pass
 
 // Fusions into ai.tessera ops, after the standard ones (a folded BatchNorm leaves a Conv to fuse).
 void RunAll(Graph& graph, const OptimizerContext& context, std::vector<PassResult>& results) {
+  // Before matmul_epilogue_fusion: the residual Add (and a bias Add before it) go with the LayerNormalization.
+  results.push_back({"skip_layer_norm_fusion", FuseSkipLayerNorm(graph, context.can_fuse)});
   results.push_back({"conv_activation_fusion", FuseConvActivation(graph, context.can_fuse)});
   results.push_back({"matmul_epilogue_fusion", FuseMatMulEpilogue(graph, context.can_fuse)});
-  results.push_back({"nchwc_layout", ConvertToBlockedLayout(graph, context.can_fuse, HostChannelBlock())});
+  results.push_back({"nchwc_layout", ConvertToBlockedLayout(graph, context.can_fuse, context.channel_block)});
 }
 
 }  // namespace

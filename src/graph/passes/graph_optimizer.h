@@ -5,11 +5,13 @@
 //   kBasic     constant folding, dead-node elimination (semantics-preserving, EP-independent)
 //   kExtended  + fusions into standard ONNX ops (Conv+BatchNormalization folding, LayerNormalization and
 //              Gelu pattern fusion, shape-subgraph elimination, transpose elimination)
-//   kAll       + fusions into Tessera's own ops (domain "ai.tessera"), e.g. Conv/Gemm/MatMul with bias and
-//              activation, which only EPs that register those kernels run
+//   kAll       + fusions into Tessera's own ops (domain "ai.tessera"), which only EPs that register those
+//              kernels run: residual Add + LayerNormalization (SkipLayerNormalization), Conv/MatMul with bias,
+//              residual and activation, and the channel-inner convolution layout each conv's EP prefers
 #pragma once
 
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -26,6 +28,9 @@ struct OptimizerContext {
   // an EP that cannot run it.
   std::function<bool(const Node& anchor, const Graph& graph, const std::string& op_type, const std::string& domain)>
       can_fuse;
+  // The channel-inner layout the EP that will run the convolution `conv` prefers for it
+  // (ExecutionProvider::PreferredChannelBlock); nullopt keeps it NCHW.
+  std::function<std::optional<int64_t>(const Node& conv, const Graph& graph)> channel_block;
 };
 
 struct PassResult {

@@ -30,13 +30,15 @@ constexpr const char* kDomain = "ai.tessera";
 struct BlockedValue {
   std::string name;  // the blocked tensor's value name
   int64_t channels = 0;
+  int64_t block = 0;    // 8, 16 or 0 (NHWC)
+  DataType type = DataType::kFloat;
   bool padded = false;  // channels is not a multiple of the block: the last block ends in zero channels
 };
 
 class BlockedLayoutRewriter {
  public:
-  BlockedLayoutRewriter(Graph& graph, const CanFuse& can_fuse, int64_t block)
-      : graph_(graph), index_(graph), can_fuse_(can_fuse), block_(block) {}
+  BlockedLayoutRewriter(Graph& graph, const CanFuse& can_fuse, const ChannelBlockFor& channel_block)
+      : graph_(graph), index_(graph), can_fuse_(can_fuse), channel_block_(channel_block) {}
 
   size_t Run() {
     for (const auto& owned : graph_.nodes) {
@@ -90,16 +92,16 @@ class BlockedLayoutRewriter {
   // NHWC takes dense and depthwise convs with 8 or more output channels. With 8 or 16 blocks, dense convs may pad their
   // output to whole blocks when that costs at most half again the channels (MobileNetV2's 24 -> 32 with B = 16);
   // grouped and depthwise convs need whole blocks.
-  bool ChannelsFit(int64_t in_channels, int64_t out_channels, int64_t group) const {
-    if (block_ == 0)  // NHWC: fewer than 8 output channels fill too little of a vector to gain anything
+  static bool ChannelsFit(int64_t in_channels, int64_t out_channels, int64_t group, int64_t block) {
+    if (block == 0)  // NHWC: fewer than 8 output channels fill too little of a vector to gain anything
       return out_channels >= 8 && (group == 1 || (group == in_channels && out_channels == in_channels));
     if (group == 1) {
-      const int64_t padded = (out_channels + block_ - 1) / block_ * block_;
-      return out_channels % block_ == 0 || (out_channels > block_ && 2 * padded <= 3 * out_channels);
+      const int64_t padded = (out_channels + block - 1) / block * block;
+      return out_channels % block == 0 || (out_channels > block && 2 * padded <= 3 * out_channels);
     }
-    if (out_channels % block_ != 0 || group < 1) return false;
+    if (out_channels % block != 0 || group < 1) return false;
     if (group == in_channels && out_channels == in_channels) return true;  // depthwise
-    return (in_channels / group) % block_ == 0 && (out_channels / group) % block_ == 0;
+    return (in_channels / group) % block == 0 && (out_channels / group) % block == 0;
   }
 
   std::optional<std::string> TryConv(Node& node) {
@@ -107,15 +109,22 @@ class BlockedLayoutRewriter {
     const bool fused = node.op_type == "FusedConv" && node.domain == kDomain;
     if ((!conv && !fused) || node.outputs.size() != 1 || node.NumInputs() < 2) return std::nullopt;
     const Tensor* w = ConstantTensor(graph_, node.inputs[1]);
-    if (graph_.TypeOf(node.inputs[0]) != DataType::kFloat || w == nullptr || w->shape().rank() != 4)
+    const DataType type = graph_.TypeOf(node.inputs[0]);
+    if ((type != DataType::kFloat && type != DataType::kFloat16) || w == nullptr || w->shape().rank() != 4)
       return std::nullopt;
+    const std::optional<int64_t> block = channel_block_(node, graph_);
+    if (!block) return std::nullopt;
     const int64_t group = node.GetInt("group", 1), out_channels = w->shape()[0];
     const int64_t in_channels = w->shape()[1] * group;
     const BlockedValue* x = Find(node.inputs[0]);
     const BlockedValue* z = node.HasInput(3) ? Find(node.inputs[3]) : nullptr;
-    if ((x && x->channels != in_channels) || !ChannelsFit(in_channels, out_channels, group)) return std::nullopt;
-    if (node.HasInput(3) && (!z || z->channels != out_channels)) return std::nullopt;
+    if ((x && x->channels != in_channels) || !ChannelsFit(in_channels, out_channels, group, *block)) return std::nullopt;
+    if (node.HasInput(3) && (!z || z->channels != out_channels || z->block != *block)) return std::nullopt;
     if (!can_fuse_(node, graph_, "NchwcConv", kDomain)) return std::nullopt;
+    if (x && x->block != *block) {  // blocked for another EP's convs: this one reads the plain twin
+      EmitPlainTwin(node.inputs[0]);
+      x = nullptr;
+    }
     node.op_type = "NchwcConv";
     node.domain = kDomain;
     node.opset = 1;
@@ -124,8 +133,8 @@ class BlockedLayoutRewriter {
       node.attributes["residual_in_place"] = IntAttribute("residual_in_place", 1);
     if (x) node.inputs[0] = x->name;
     if (z) node.inputs[3] = z->name;
-    node.attributes["channel_block"] = IntAttribute("channel_block", block_);
-    return WriteBlocked(node, out_channels);
+    node.attributes["channel_block"] = IntAttribute("channel_block", *block);
+    return WriteBlocked(node, out_channels, *block, type);
   }
 
   std::optional<std::string> TryPool(Node& node) {
@@ -140,13 +149,20 @@ class BlockedLayoutRewriter {
     node.domain = kDomain;
     node.opset = 1;
     node.inputs[0] = x->name;
-    return WriteBlocked(node, x->channels);
+    return WriteBlocked(node, x->channels, x->block, x->type);
   }
 
   std::optional<std::string> TryPassThrough(Node& node) {
     if (!node.domain.empty() || node.outputs.size() != 1 || node.inputs.empty()) return std::nullopt;
     std::vector<const BlockedValue*> parts;
-    for (const std::string& input : node.inputs) parts.push_back(Find(input));
+    const BlockedValue* first = nullptr;
+    for (const std::string& input : node.inputs) {
+      parts.push_back(Find(input));
+      if (!first) first = parts.back();
+    }
+    if (!first) return std::nullopt;
+    for (const BlockedValue* part : parts)
+      if (part && (part->block != first->block || part->type != first->type)) return std::nullopt;
     int64_t channels = 0;
     const bool any_padded =
         std::any_of(parts.begin(), parts.end(), [](const BlockedValue* part) { return part && part->padded; });
@@ -168,23 +184,23 @@ class BlockedLayoutRewriter {
         if (!part) return std::nullopt;
         channels += part->channels;
       }
-      node.attributes["axis"] = IntAttribute("axis", block_ == 0 ? 4 : 1);  // NHWC [N, 1, H, W, C]: along C
+      node.attributes["axis"] = IntAttribute("axis", first->block == 0 ? 4 : 1);  // NHWC [N, 1, H, W, C]: along C
     } else {
       return std::nullopt;
     }
     for (size_t i = 0; i < parts.size(); ++i)
       if (parts[i]) node.inputs[i] = parts[i]->name;
-    return WriteBlocked(node, channels);
+    return WriteBlocked(node, channels, first->block, first->type);
   }
 
   // Renames the node's output to a fresh blocked value; returns the original (now the plain twin's) name.
-  std::string WriteBlocked(Node& node, int64_t channels) {
+  std::string WriteBlocked(Node& node, int64_t channels, int64_t block, DataType type) {
     const std::string original = node.outputs[0];
     ValueInfo info;
     info.name = FreshValueName(graph_, original + "_blocked");
-    info.type = DataType::kFloat;
+    info.type = type;
     node.outputs[0] = info.name;
-    blocked_[original] = BlockedValue{info.name, channels, block_ > 0 && channels % block_ != 0};
+    blocked_[original] = BlockedValue{info.name, channels, block, type, block > 0 && channels % block != 0};
     original_name_[info.name] = original;
     graph_.value_infos[info.name] = std::move(info);
     ++rewritten_;
@@ -219,7 +235,7 @@ class BlockedLayoutRewriter {
   Graph& graph_;
   GraphIndex index_;
   const CanFuse& can_fuse_;
-  int64_t block_;
+  const ChannelBlockFor& channel_block_;
   std::map<std::string, BlockedValue> blocked_;       // by the original (plain) value name
   std::map<std::string, std::string> original_name_;  // blocked value name -> the value it stands for
   std::set<std::string> plain_ready_;                 // values whose plain twin has been emitted
@@ -230,18 +246,13 @@ class BlockedLayoutRewriter {
 
 }  // namespace
 
-size_t ConvertToBlockedLayout(Graph& graph, const CanFuse& can_fuse, int64_t channel_block) {
+size_t ConvertToBlockedLayout(Graph& graph, const CanFuse& can_fuse, const ChannelBlockFor& channel_block) {
   return BlockedLayoutRewriter(graph, can_fuse, channel_block).Run();
 }
 
-int64_t HostChannelBlock() {
-#if defined(__x86_64__) || defined(__i386__)
-  static const bool avx512_core = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-                                  __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");
-  return avx512_core ? 0 : 8;
-#else
-  return 8;
-#endif
+size_t ConvertToBlockedLayout(Graph& graph, const CanFuse& can_fuse, int64_t channel_block) {
+  return ConvertToBlockedLayout(graph, can_fuse,
+                                [channel_block](const Node&, const Graph&) { return std::optional(channel_block); });
 }
 
 }  // namespace tessera

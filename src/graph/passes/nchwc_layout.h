@@ -1,6 +1,7 @@
-// Keeps CPU convolution activations in a channel-inner layout between consecutive convolutions (level all,
-// after conv_activation_fusion), so oneDNN does not reorder NCHW <-> its layout around every conv. A blocked
-// value is the float tensor [N, C/B, H, W, B] holding NCHW element (n, c, h, w) at [n, c / B, h, w, c % B]:
+// Keeps convolution activations in a channel-inner layout between consecutive convolutions (level all, after
+// conv_activation_fusion), so oneDNN (CPU) or cuDNN (CUDA, NHWC) do not reorder NCHW <-> their layout around every
+// conv. Each conv's EP picks the block (ExecutionProvider::PreferredChannelBlock). A blocked value is the tensor
+// [N, C/B, H, W, B] (float; float16 too where the EP takes it) holding NCHW element (n, c, h, w) at [n, c / B, h, w, c % B]:
 // B = 8 or 16 is oneDNN's nChw8c / nChw16c, and channel block 0 means one block of all C channels, i.e. NHWC
 // ([N, 1, H, W, C]). Rewrites, in order:
 //
@@ -24,16 +25,20 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <optional>
 
 #include "graph/passes/graph_rewrite.h"
 
 namespace tessera {
 
-// Returns the number of nodes now writing blocked values. `channel_block`: 8, 16 or 0 (NHWC).
-size_t ConvertToBlockedLayout(Graph& graph, const CanFuse& can_fuse, int64_t channel_block);
+// The channel block (8, 16, or 0 for NHWC) to run the convolution `conv` in; nullopt leaves it NCHW. Values
+// flow blocked only between nodes of one block size.
+using ChannelBlockFor = std::function<std::optional<int64_t>(const Node& conv, const Graph& graph)>;
 
-// The layout oneDNN 2.6 runs fastest on this CPU: NHWC (0) with AVX-512 (its brgemm convolutions take NHWC:
-// ResNet-50 -8%, MobileNetV2 -11% against nChw16c on the dev VM), else 8-channel blocks (AVX2).
-int64_t HostChannelBlock();
+// Returns the number of nodes now writing blocked values.
+size_t ConvertToBlockedLayout(Graph& graph, const CanFuse& can_fuse, const ChannelBlockFor& channel_block);
+// Every convolution in `channel_block` (8, 16 or 0).
+size_t ConvertToBlockedLayout(Graph& graph, const CanFuse& can_fuse, int64_t channel_block);
 
 }  // namespace tessera

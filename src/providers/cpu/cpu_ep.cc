@@ -7,6 +7,17 @@
 
 namespace tessera {
 
+std::optional<int64_t> CpuExecutionProvider::PreferredChannelBlock(const Node& conv, const Graph& graph) const {
+  if (conv.inputs.empty() || graph.TypeOf(conv.inputs[0]) != DataType::kFloat) return std::nullopt;
+#if defined(__x86_64__) || defined(__i386__)
+  static const bool avx512_core = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+                                  __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");
+  return avx512_core ? 0 : 8;
+#else
+  return 8;
+#endif
+}
+
 const KernelRegistry& CpuKernelRegistry() {
   static const KernelRegistry registry = [] {
     KernelRegistry r;
@@ -18,6 +29,7 @@ const KernelRegistry& CpuKernelRegistry() {
     cpu::RegisterNchwcPoolKernels(r);
     cpu::RegisterNchwcReorderKernels(r);
     cpu::RegisterNormalizationKernels(r);
+    cpu::RegisterSkipLayerNormKernels(r);
     cpu::RegisterSoftmaxKernels(r);
     cpu::RegisterReductionKernels(r);
     cpu::RegisterShapeKernels(r);

@@ -79,6 +79,15 @@ void CudaExecutionProvider::ReplayGraph(Stream& stream, int key) {
   graphs_.Replay(NativeStream(&stream, "ReplayGraph"), key);
 }
 
+std::optional<int64_t> CudaExecutionProvider::PreferredChannelBlock(const Node& conv, const Graph& graph) const {
+  if (conv.inputs.empty()) return std::nullopt;
+  const DataType type = graph.TypeOf(conv.inputs[0]);
+  // cuDNN's tensor-core convolutions work in NHWC and transpose NCHW tensors around every call.
+  const bool tensor_cores = type == DataType::kFloat16 || (type == DataType::kFloat && options_.use_tf32);
+  const bool nhwc = (type == DataType::kFloat16 || type == DataType::kFloat) && options_.prefer_nhwc.value_or(tensor_cores);
+  return nhwc ? std::optional<int64_t>(0) : std::nullopt;
+}
+
 std::vector<size_t> CudaExecutionProvider::GetCapability(const Graph& graph, const std::set<size_t>& unassigned) const {
   const std::set<size_t> shape_computations = ShapeComputations(graph);
   std::vector<size_t> taken;

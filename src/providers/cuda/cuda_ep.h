@@ -29,6 +29,10 @@ class CudaExecutionProvider : public ExecutionProvider {
   // computations on Shape's outputs, which are left to the CPU (see ShapeComputations in cuda_ep.cc).
   std::vector<size_t> GetCapability(const Graph& graph, const std::set<size_t>& unassigned) const override;
 
+  // NHWC (0) for float16 and float32 convolutions with prefer_nhwc = 1, none with 0; unset: NHWC where the
+  // convolution runs on tensor cores (float16; float32 with use_tf32).
+  std::optional<int64_t> PreferredChannelBlock(const Node& conv, const Graph& graph) const override;
+
   // CUDA graphs (enable_cuda_graph): the session captures whole runs on its stream and replays them.
   uint32_t capability_flags() const override { return kEpGraphCapture | profiling_.flags(); }
   bool graph_capture_enabled() const override { return options_.enable_cuda_graph; }

@@ -83,7 +83,8 @@ const std::map<std::string, Setter>& Setters() {
       {"enable_cuda_graph", BoolSetter(&CudaProviderOptions::enable_cuda_graph)},
       {"enable_skip_layer_norm_strict_mode", BoolSetter(&CudaProviderOptions::enable_skip_layer_norm_strict_mode)},
       {"use_tf32", BoolSetter(&CudaProviderOptions::use_tf32)},
-      {"prefer_nhwc", BoolSetter(&CudaProviderOptions::prefer_nhwc)},
+      {"prefer_nhwc",
+       [](CudaProviderOptions& o, const std::string& k, const std::string& v) { o.prefer_nhwc = ParseBool(k, v); }},
   };
   return setters;
 }

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstddef>
+#include <optional>
 #include <string>
 
 #include "tessera/arena.h"
@@ -28,7 +29,10 @@ struct CudaProviderOptions {
   bool enable_skip_layer_norm_strict_mode = false;
   void* user_compute_stream = nullptr;  // a cudaStream_t owned by the caller
   bool use_tf32 = true;
-  bool prefer_nhwc = false;
+  // NHWC convolutions (the nchwc_layout pass with channel block 0): 1 for float32 and float16, 0 never; unset:
+  // where they run on tensor cores (float16, float32 with use_tf32), whose cuDNN kernels otherwise transpose
+  // NCHW around every convolution.
+  std::optional<bool> prefer_nhwc;
 };
 
 // Throws Error(kInvalidArgument) naming the key for an unknown key or a bad value.

@@ -1,6 +1,10 @@
 // Conv through cuDNN's convolution API (1-D, 2-D, 3-D; groups; bias; symmetric padding), and
 // ai.tessera::FusedConv(X, W, B?, Z?): Conv, then `Y += Z` (the residual), then `activation` (see
-// graph/fused_activation.h), written by the conv_activation_fusion pass.
+// graph/fused_activation.h), written by the conv_activation_fusion pass; and ai.tessera::NchwcConv, the same in
+// NHWC (channel_block 0, the only block the CUDA EP asks the nchwc_layout pass for): Y and Z are [N, 1, H, W, C],
+// X is that too or plain NCHW (the first conv of a chain; copied to NHWC first). cuDNN gets NHWC descriptors and
+// a KRSC copy of W, made once per weight tensor. NHWC spares cuDNN's tensor-core kernels the NCHW <-> NHWC
+// transposes they otherwise run around every float16 convolution.
 //
 // Per input shape the kernel builds a plan (descriptors and the algorithm chosen as
 // cudnn_conv_algo_search says) once, behind a mutex, and reuses it for every later run with that
@@ -107,9 +111,19 @@ struct TimingEvent {
   cudaEvent_t get() const { return event; }
 };
 
-void SetTensor(TensorDescriptor& d, cudnnDataType_t type, const std::vector<int>& dims) {
+// `dims` in cuDNN's NCHW order; `channels_last` lays the tensor out as NHWC (N, spatial..., C) in memory.
+void SetTensor(TensorDescriptor& d, cudnnDataType_t type, const std::vector<int>& dims, bool channels_last = false) {
   CheckCudnn(cudnnCreateTensorDescriptor(&d.handle), "cudnnCreateTensorDescriptor");
-  const std::vector<int> strides = PackedStrides(dims);
+  std::vector<int> strides = PackedStrides(dims);
+  if (channels_last) {
+    strides[1] = 1;
+    int stride = dims[1];
+    for (size_t i = dims.size(); i-- > 2;) {
+      strides[i] = stride;
+      stride *= dims[i];
+    }
+    strides[0] = stride;
+  }
   CheckCudnn(cudnnSetTensorNdDescriptor(d.handle, type, static_cast<int>(dims.size()), dims.data(), strides.data()),
              "cudnnSetTensorNdDescriptor");
 }
@@ -120,33 +134,71 @@ class ConvKernel : public Kernel {
       : ep_(CudaEpOf(info)),
         attributes_(cpu::ReadWindowAttributes(info.node())),
         group_(info.node().GetInt("group", 1)),
-        fused_node_(info.node().op_type == "FusedConv"),
+        fused_node_(info.node().op_type != "Conv"),
+        channels_last_(info.node().op_type == "NchwcConv"),
         activation_(fused_node_ ? ToLaunchActivation(ReadFusedActivation(info.node()))
-                                : launch::EpilogueActivation{}) {}
+                                : launch::EpilogueActivation{}) {
+    if (channels_last_ && info.node().GetInt("channel_block", 0) != 0)
+      Fail(ErrorCode::kNotImplemented, info.node().Describe(), ": the CUDA EP runs NchwcConv in NHWC (channel_block 0) ",
+           "only, not channel_block ", info.node().GetInt("channel_block", 0));
+  }
 
   void Compute(KernelContext& ctx) const override {
     DeviceGuard guard(ep_.ordinal());
-    const Tensor& x = ctx.Input(0);
+    const Tensor& x_in = ctx.Input(0);
     const Tensor& w = ctx.Input(1);
     ConvExtras extras{ctx.OptionalInput(2), fused_node_ ? ctx.OptionalInput(3) : nullptr, activation_};
-    if (w.type() != x.type() || (extras.bias != nullptr && extras.bias->type() != x.type()) ||
-        (extras.residual != nullptr && extras.residual->type() != x.type()))
+    if (w.type() != x_in.type() || (extras.bias != nullptr && extras.bias->type() != x_in.type()) ||
+        (extras.residual != nullptr && extras.residual->type() != x_in.type()))
       Fail(ErrorCode::kInvalidArgument, ctx.node().Describe(), ": X, W, B and Z must have one element type");
-    FloatElementType(ctx, x.type());
-    const ConvGeometry geometry = Resolve(ctx, x.shape(), w.shape());
+    FloatElementType(ctx, x_in.type());
+    const bool x_nhwc = channels_last_ && x_in.shape().rank() == 5;
+    const ConvGeometry geometry = Resolve(ctx, x_nhwc ? NchwOfNhwc(ctx, x_in.shape()) : x_in.shape(), w.shape());
+    if (channels_last_ && (geometry.y_shape.rank() != 4 || w.shape().rank() != 4))
+      Fail(ErrorCode::kInvalidArgument, ctx.node().Describe(), ": NchwcConv takes 2-D convolutions, not X ",
+           x_in.shape().ToString());
     if (extras.bias != nullptr && extras.bias->NumElements() != geometry.y_shape[1])
       Fail(ErrorCode::kInvalidArgument, ctx.node().Describe(), ": B has ", extras.bias->NumElements(),
            " values for ", geometry.y_shape[1], " output channels");
-    Tensor& y = ctx.Output(0, x.type(), geometry.y_shape);
+    const Shape& ys = geometry.y_shape;
+    Tensor& y = ctx.Output(0, x_in.type(), channels_last_ ? Shape{ys[0], 1, ys[2], ys[3], ys[1]} : ys);
     if (y.NumElements() == 0) return;
     const cudaStream_t stream = StreamOf(ctx);
-    const ConvPlan& plan = PlanFor(ctx, geometry, x, w, y, extras, stream);
+    Tensor x_staged;  // an NCHW X in NHWC
+    if (channels_last_ && !x_nhwc) {
+      const Shape& s = x_in.shape();
+      x_staged = Tensor::Allocate(x_in.type(), Shape{s[0], s[2], s[3], s[1]}, ctx.allocator());
+      LaunchToChannelsLast(ctx, x_in, x_staged.raw_data(), stream);
+    }
+    const Tensor& x = x_staged.defined() ? x_staged : x_in;
+    const Tensor& filter = channels_last_ ? FilterInKrsc(ctx, w, stream) : w;
+    const ConvPlan& plan = PlanFor(ctx, geometry, x, filter, y, extras, stream);
     LibraryHandles::Lease lease = ep_.handles().Acquire(stream);
-    Enqueue(ctx, lease.cudnn(), plan, plan.choice, x, w, y, extras, lease.workspace(plan.choice.workspace_bytes),
-            stream);
+    Enqueue(ctx, lease.cudnn(), plan, plan.choice, x, filter, y, extras,
+            lease.workspace(plan.choice.workspace_bytes), stream);
   }
 
  private:
+  // The NCHW shape [N, C, H, W] of an NHWC tensor [N, 1, H, W, C].
+  static Shape NchwOfNhwc(const KernelContext& ctx, const Shape& s) {
+    if (s[1] != 1)
+      Fail(ErrorCode::kNotImplemented, ctx.node().Describe(), ": the CUDA kernel takes NHWC tensors [N, 1, H, W, C], ",
+           "not ", s.ToString());
+    return Shape{s[0], s[4], s[2], s[3]};
+  }
+
+  // W [K, C, R, S] copied once to KRSC, cuDNN's NHWC filter layout (W is a constant: the nchwc_layout pass
+  // requires it), cached by its address.
+  const Tensor& FilterInKrsc(const KernelContext& ctx, const Tensor& w, cudaStream_t stream) const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = krsc_filters_.find(w.raw_data());
+    if (it != krsc_filters_.end()) return it->second;
+    const Shape& s = w.shape();
+    Tensor krsc = Tensor::Allocate(w.type(), Shape{s[0], s[2], s[3], s[1]}, ctx.allocator());
+    LaunchToChannelsLast(ctx, w, krsc.raw_data(), stream);
+    return krsc_filters_.emplace(w.raw_data(), std::move(krsc)).first->second;
+  }
+
   ConvGeometry Resolve(const KernelContext& ctx, const Shape& x, const Shape& w) const {
     const Node& node = ctx.node();
     if (x.rank() < 3 || x.rank() > 5 || w.rank() != x.rank())
@@ -195,7 +247,7 @@ class ConvKernel : public Kernel {
     if (it != plans_.end()) return *it->second;
     auto plan = std::make_unique<ConvPlan>();
     Describe(g, x.type(), *plan);
-    PrepareFusion(ctx, g, x, extras, stream, *plan);
+    PrepareFusion(ctx, g, x, y.shape(), extras, stream, *plan);
     Choose(ctx, x, w, y, extras, stream, *plan);
     Log(LogLevel::kVerbose, ctx.node().Describe(), ": X ", x.shape().ToString(), " algorithm ",
         static_cast<int>(plan->choice.algorithm), " math type ", static_cast<int>(plan->choice.math), " workspace ",
@@ -229,20 +281,28 @@ class ConvKernel : public Kernel {
       extras.residual = nullptr;
     }
     if (!extras.any()) return;
+    const void* bias = extras.bias != nullptr ? extras.bias->raw_data() : nullptr;
+    const void* residual = extras.residual != nullptr ? extras.residual->raw_data() : nullptr;
+    if (channels_last_) {
+      CheckLaunch(ctx,
+                  launch::ConvEpilogueChannelsLast(type, y.raw_data(), bias, residual, y.NumElements(), y_shape[4],
+                                                   extras.activation, stream),
+                  "epilogue launch");
+      return;
+    }
     CheckLaunch(ctx,
-                launch::ConvEpilogue(type, y.raw_data(), extras.bias != nullptr ? extras.bias->raw_data() : nullptr,
-                                     extras.residual != nullptr ? extras.residual->raw_data() : nullptr, y_shape[0],
-                                     y_shape[1], y_shape.SizeFrom(2), extras.activation, stream),
+                launch::ConvEpilogue(type, y.raw_data(), bias, residual, y_shape[0], y_shape[1], y_shape.SizeFrom(2),
+                                     extras.activation, stream),
                 "epilogue launch");
   }
 
   // cudnnConvolutionBiasActivationForward computes act(conv + z + bias) with act Relu or identity (the
   // latter only with the implicit-precomp-GEMM algorithm); it needs a bias, so a node without one gets zeros.
-  void PrepareFusion(const KernelContext& ctx, const ConvGeometry& g, const Tensor& x, const ConvExtras& extras,
-                     cudaStream_t stream, ConvPlan& plan) const {
+  void PrepareFusion(const KernelContext& ctx, const ConvGeometry& g, const Tensor& x, const Shape& y_shape,
+                     const ConvExtras& extras, cudaStream_t stream, ConvPlan& plan) const {
     using Kind = launch::EpilogueActivation::Kind;
     if (!extras.any() || !(extras.activation.kind == Kind::kRelu || extras.activation.kind == Kind::kNone)) return;
-    if (extras.residual != nullptr && extras.residual->shape() != g.y_shape) return;
+    if (extras.residual != nullptr && extras.residual->shape() != y_shape) return;
     const cudnnDataType_t data = x.type() == DataType::kFloat16 ? CUDNN_DATA_HALF : CUDNN_DATA_FLOAT;
     std::vector<int> bias_dims(g.y_dims.size(), 1);
     bias_dims[1] = g.y_dims[1];
@@ -279,11 +339,11 @@ class ConvKernel : public Kernel {
 
   void Describe(const ConvGeometry& g, DataType type, ConvPlan& plan) const {
     const cudnnDataType_t data = type == DataType::kFloat16 ? CUDNN_DATA_HALF : CUDNN_DATA_FLOAT;
-    SetTensor(plan.x, data, g.x_dims);
-    SetTensor(plan.y, data, g.y_dims);
+    SetTensor(plan.x, data, g.x_dims, channels_last_);
+    SetTensor(plan.y, data, g.y_dims, channels_last_);
     CheckCudnn(cudnnCreateFilterDescriptor(&plan.w.handle), "cudnnCreateFilterDescriptor");
-    CheckCudnn(cudnnSetFilterNdDescriptor(plan.w.handle, data, CUDNN_TENSOR_NCHW, static_cast<int>(g.w_dims.size()),
-                                          g.w_dims.data()),
+    CheckCudnn(cudnnSetFilterNdDescriptor(plan.w.handle, data, channels_last_ ? CUDNN_TENSOR_NHWC : CUDNN_TENSOR_NCHW,
+                                          static_cast<int>(g.w_dims.size()), g.w_dims.data()),
                "cudnnSetFilterNdDescriptor");
     CheckCudnn(cudnnCreateConvolutionDescriptor(&plan.conv.handle), "cudnnCreateConvolutionDescriptor");
     CheckCudnn(cudnnSetConvolutionNdDescriptor(plan.conv.handle, static_cast<int>(g.pads.size()), g.pads.data(),
@@ -306,7 +366,10 @@ class ConvKernel : public Kernel {
   }
 
   // Candidate algorithms, best first: DEFAULT: implicit-precomp GEMM; HEURISTIC: cuDNN's ranking;
-  // EXHAUSTIVE: cuDNN's ranking plus its measured list (cudnnFindConvolutionForwardAlgorithmEx).
+  // EXHAUSTIVE: cuDNN's ranking plus its measured list (cudnnFindConvolutionForwardAlgorithmEx). Grouped
+  // convolutions (depthwise) leave out the FFT algorithms and cuDNN's measured list: timing MobileNetV2's float32
+  // NCHW depthwise convolutions with FFT captured in a graph stalled the host for minutes on the H100 (cuDNN 9.19),
+  // and FFT never wins on small per-group filters.
   std::vector<ConvChoice> Candidates(const KernelContext& ctx, const Tensor& x, const Tensor& w, Tensor& y,
                                      cudnnHandle_t cudnn, const ConvPlan& plan, Tensor& search_workspace) const {
     const std::string where = ctx.node().Describe();
@@ -321,6 +384,8 @@ class ConvKernel : public Kernel {
         const cudnnConvolutionFwdAlgoPerf_t& r = results[i];
         if (r.status != CUDNN_STATUS_SUCCESS || r.memory > limit) continue;
         if (fma_only && r.mathType != CUDNN_FMA_MATH) continue;
+        const bool fft = r.algo == CUDNN_CONVOLUTION_FWD_ALGO_FFT || r.algo == CUDNN_CONVOLUTION_FWD_ALGO_FFT_TILING;
+        if (fft && group_ > 1) continue;
         const bool seen = std::any_of(candidates.begin(), candidates.end(), [&](const ConvChoice& c) {
           return c.algorithm == r.algo && c.math == r.mathType;
         });
@@ -333,7 +398,7 @@ class ConvKernel : public Kernel {
                                                       plan.y.handle, CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &count, results),
                where, ": cudnnGetConvolutionForwardAlgorithm_v7");
     add(results, count);
-    if (search_workspace.defined()) {  // EXHAUSTIVE (with a stream to time on)
+    if (search_workspace.defined() && group_ == 1) {  // EXHAUSTIVE (with a stream to time on)
       CheckCudnn(cudnnFindConvolutionForwardAlgorithmEx(
                      cudnn, plan.x.handle, x.raw_data(), plan.w.handle, w.raw_data(), plan.conv.handle, plan.y.handle,
                      y.raw_data(), CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &count, results, search_workspace.raw_data(),
@@ -455,10 +520,12 @@ class ConvKernel : public Kernel {
   const CudaExecutionProvider& ep_;
   cpu::WindowAttributes attributes_;
   int64_t group_;
-  bool fused_node_;                        // ai.tessera::FusedConv
-  launch::EpilogueActivation activation_;  // FusedConv's activation (none for Conv)
+  bool fused_node_;                        // ai.tessera::FusedConv or NchwcConv: Z and activation
+  bool channels_last_;                     // ai.tessera::NchwcConv: NHWC
+  launch::EpilogueActivation activation_;  // the fused activation (none for Conv)
   mutable std::mutex mutex_;
   mutable std::map<std::vector<int>, std::unique_ptr<ConvPlan>> plans_;
+  mutable std::map<const void*, Tensor> krsc_filters_;  // NchwcConv: W in KRSC, by W's address
 };
 
 }  // namespace
@@ -468,6 +535,9 @@ void RegisterConvKernels(KernelRegistry& registry) {
   KernelDef fused = MakeDef("FusedConv", 1, INT_MAX, FloatTypes());
   fused.domain = "ai.tessera";
   registry.Register<ConvKernel>(std::move(fused));
+  KernelDef nhwc = MakeDef("NchwcConv", 1, INT_MAX, FloatTypes());
+  nhwc.domain = "ai.tessera";
+  registry.Register<ConvKernel>(std::move(nhwc));
 }
 
 }  // namespace tessera::cuda

@@ -1,4 +1,5 @@
-// Conv's epilogue in one pass over the output: bias per channel, a same-shape residual and an activation.
+// Conv's epilogue in one pass over the output: bias per channel, a same-shape residual and an activation, for
+// NCHW and for channels-last (NHWC) outputs.
 #include "providers/cuda/kernels/device_common.cuh"
 
 namespace tessera::cuda::launch {
@@ -25,7 +26,29 @@ __global__ void EpilogueKernel(T* y, const T* bias, const T* residual, int64_t p
   }
 }
 
+// Channels last: element i belongs to channel i % channels.
+template <typename T>
+__global__ void EpilogueChannelsLastKernel(T* y, const T* bias, const T* residual, int64_t n, int64_t channels,
+                                           EpilogueActivation activation) {
+  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n; i += int64_t{gridDim.x} * blockDim.x) {
+    float v = ToFloat(y[i]);
+    if (bias != nullptr) v += ToFloat(bias[i % channels]);
+    if (residual != nullptr) v += ToFloat(residual[i]);
+    y[i] = FromFloat<T>(device::Activate(activation, v));
+  }
+}
+
 }  // namespace
+
+cudaError_t ConvEpilogueChannelsLast(ElementType type, void* y, const void* bias, const void* residual, int64_t n,
+                                     int64_t channels, const EpilogueActivation& activation, cudaStream_t stream) {
+  return device::DispatchFloat(type, [&](auto tag) {
+    using T = decltype(tag);
+    EpilogueChannelsLastKernel<T><<<device::BlocksFor(n), kThreads, 0, stream>>>(
+        static_cast<T*>(y), static_cast<const T*>(bias), static_cast<const T*>(residual), n, channels, activation);
+    return device::LaunchStatus();
+  });
+}
 
 cudaError_t ConvEpilogue(ElementType type, void* y, const void* bias, const void* residual, int64_t batch,
                          int64_t channels, int64_t spatial, const EpilogueActivation& activation,

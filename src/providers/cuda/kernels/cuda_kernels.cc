@@ -30,6 +30,9 @@ bool IsPool2d(const Node& node) { return node.GetInts("kernel_shape").size() <= 
 const std::map<std::string, std::function<bool(const Node&)>>& Predicates() {
   static const std::map<std::string, std::function<bool(const Node&)>> predicates = {
       {"Conv", [](const Node& n) { return HasSymmetricPads(n) && n.GetInts("kernel_shape").size() <= 3; }},
+      {"FusedConv", [](const Node& n) { return HasSymmetricPads(n) && n.GetInts("kernel_shape").size() <= 3; }},
+      {"NchwcConv", [](const Node& n) { return HasSymmetricPads(n) && n.GetInt("channel_block", 0) == 0; }},
+      {"NchwcMaxPool", [](const Node& n) { return OutputCount(n) == 1 && IsPool2d(n); }},
       {"MaxPool", [](const Node& n) { return OutputCount(n) == 1 && IsPool2d(n); }},
       {"AveragePool", [](const Node& n) { return IsPool2d(n); }},
       {"Cast", CastTargetIsSupported},
@@ -56,6 +59,9 @@ void RegisterCudaKernels(KernelRegistry& registry) {
   RegisterLogicKernels(registry);
   RegisterIndexingKernels(registry);
   RegisterReductionKernels(registry);
+  RegisterSkipLayerNormKernels(registry);
+  RegisterSplitKernels(registry);
+  RegisterReorderKernels(registry);
 }
 
 bool NodeIsSupported(const Node& node) {

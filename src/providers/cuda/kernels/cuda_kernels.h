@@ -7,16 +7,19 @@
 namespace tessera::cuda {
 
 void RegisterElementwiseKernels(KernelRegistry& registry);  // Add Sub Mul Div Relu Sigmoid Tanh Clip
-void RegisterConvKernels(KernelRegistry& registry);         // Conv (cuDNN)
+void RegisterConvKernels(KernelRegistry& registry);         // Conv, ai.tessera FusedConv NchwcConv (cuDNN)
 void RegisterNormalizationKernels(KernelRegistry& registry);  // BatchNormalization (inference), LayerNormalization
-void RegisterPoolKernels(KernelRegistry& registry);         // MaxPool AveragePool GlobalAveragePool
+void RegisterPoolKernels(KernelRegistry& registry);         // MaxPool AveragePool GlobalAveragePool, Nchwc* forms
 void RegisterGemmKernels(KernelRegistry& registry);         // Gemm MatMul (cuBLAS)
 void RegisterShapeKernels(KernelRegistry& registry);        // Reshape Flatten Identity Squeeze Unsqueeze
 void RegisterSoftmaxKernels(KernelRegistry& registry);      // Softmax LogSoftmax
 void RegisterTensorKernels(KernelRegistry& registry);       // Concat Transpose
 void RegisterLogicKernels(KernelRegistry& registry);        // comparisons, And Or Xor Not, Where, Cast
 void RegisterIndexingKernels(KernelRegistry& registry);     // Gather Slice Expand Shape ConstantOfShape
+void RegisterReorderKernels(KernelRegistry& registry);      // ai.tessera::ReorderFromBlocked (NHWC -> NCHW)
 void RegisterReductionKernels(KernelRegistry& registry);    // ReduceSum ReduceMean ReduceMax ReduceMin
+void RegisterSkipLayerNormKernels(KernelRegistry& registry);  // SkipLayerNormalization (ai.tessera, com.microsoft)
+void RegisterSplitKernels(KernelRegistry& registry);        // Split
 
 void RegisterCudaKernels(KernelRegistry& registry);
 

@@ -1,25 +1,59 @@
 // Elementwise device kernels: broadcasting binary arithmetic, activations, Clip, broadcast copies.
+//
+// One set of kernel templates serves every element type: values are loaded into a compute type (float for
+// float and half, the integer itself for int32 and int64), combined by an operation functor, and stored
+// back. Which operations take integers is a table (kTakesIntegers); the rest are float-only.
+#include <type_traits>
+
 #include "providers/cuda/kernels/device_common.cuh"
 
 namespace tessera::cuda::launch {
 
 namespace {
 
-using device::FromFloat;
 using device::kThreads;
-using device::ToFloat;
+
+template <typename T>
+using ComputeType = std::conditional_t<std::is_same_v<T, __half>, float, T>;
+
+template <typename T>
+__device__ __forceinline__ ComputeType<T> Load(T v) {
+  if constexpr (std::is_same_v<T, __half>) return __half2float(v);
+  else return v;
+}
+template <typename T>
+__device__ __forceinline__ T Store(ComputeType<T> v) {
+  if constexpr (std::is_same_v<T, __half>) return __float2half_rn(v);
+  else return v;
+}
+
+// Integer arithmetic wraps (two's complement) instead of being undefined on overflow: it happens in the
+// unsigned type of the same width (std::make_unsigned). Floats compute as they are.
+template <typename C>
+using Wrap = typename std::conditional_t<std::is_integral_v<C>, std::make_unsigned<C>, std::enable_if<true, C>>::type;
 
 struct AddF {
-  __device__ float operator()(float a, float b) const { return a + b; }
+  template <typename C>
+  __device__ C operator()(C a, C b) const { return static_cast<C>(Wrap<C>(a) + Wrap<C>(b)); }
 };
 struct SubF {
-  __device__ float operator()(float a, float b) const { return a - b; }
+  template <typename C>
+  __device__ C operator()(C a, C b) const { return static_cast<C>(Wrap<C>(a) - Wrap<C>(b)); }
 };
 struct MulF {
-  __device__ float operator()(float a, float b) const { return a * b; }
+  template <typename C>
+  __device__ C operator()(C a, C b) const { return static_cast<C>(Wrap<C>(a) * Wrap<C>(b)); }
 };
+// Integers: truncation toward zero (C++ division), INT_MIN / -1 wraps, x / 0 = 0 (see launch.h).
 struct DivF {
-  __device__ float operator()(float a, float b) const { return a / b; }
+  template <typename C>
+  __device__ C operator()(C a, C b) const {
+    if constexpr (std::is_integral_v<C>) {
+      if (b == C(0)) return C(0);
+      if (b == C(-1)) return static_cast<C>(Wrap<C>(0) - Wrap<C>(a));
+    }
+    return a / b;
+  }
 };
 struct PowF {
   __device__ float operator()(float a, float b) const { return powf(a, b); }
@@ -29,7 +63,7 @@ template <typename T, typename Op>
 __global__ void SameShapeBinary(const T* a, const T* b, T* out, int64_t n) {
   Op op;
   for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n; i += int64_t{gridDim.x} * blockDim.x)
-    out[i] = FromFloat<T>(op(ToFloat(a[i]), ToFloat(b[i])));
+    out[i] = Store<T>(op(Load(a[i]), Load(b[i])));
 }
 
 template <typename T, typename Op>
@@ -43,7 +77,7 @@ __global__ void BroadcastBinary(const T* a, const T* b, T* out, int64_t n, Broad
       a_offset += coordinate * index.a_strides[d];
       b_offset += coordinate * index.b_strides[d];
     }
-    out[i] = FromFloat<T>(op(ToFloat(a[a_offset]), ToFloat(b[b_offset])));
+    out[i] = Store<T>(op(Load(a[a_offset]), Load(b[b_offset])));
   }
 }
 
@@ -51,36 +85,9 @@ template <typename T, typename Op>
 __global__ void RowBinary(const T* a, const T* row, T* out, int64_t n, int64_t row_length, bool row_first) {
   Op op;
   for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n; i += int64_t{gridDim.x} * blockDim.x) {
-    const float x = ToFloat(a[i]), r = ToFloat(row[i % row_length]);
-    out[i] = FromFloat<T>(row_first ? op(r, x) : op(x, r));
+    const ComputeType<T> x = Load(a[i]), r = Load(row[i % row_length]);
+    out[i] = Store<T>(row_first ? op(r, x) : op(x, r));
   }
-}
-
-template <typename Op>
-cudaError_t LaunchRowBinary(ElementType type, const void* a, const void* row, void* out, int64_t n, int64_t row_length,
-                            bool row_first, cudaStream_t stream) {
-  return device::DispatchFloat(type, [&](auto tag) {
-    using T = decltype(tag);
-    RowBinary<T, Op><<<device::BlocksFor(n), kThreads, 0, stream>>>(
-        static_cast<const T*>(a), static_cast<const T*>(row), static_cast<T*>(out), n, row_length, row_first);
-    return device::LaunchStatus();
-  });
-}
-
-template <typename Op>
-cudaError_t LaunchBinary(ElementType type, const void* a, const void* b, void* out, int64_t n,
-                         const BroadcastIndex* index, cudaStream_t stream) {
-  return device::DispatchFloat(type, [&](auto tag) {
-    using T = decltype(tag);
-    const T* ta = static_cast<const T*>(a);
-    const T* tb = static_cast<const T*>(b);
-    T* tout = static_cast<T*>(out);
-    if (index == nullptr)
-      SameShapeBinary<T, Op><<<device::BlocksFor(n), kThreads, 0, stream>>>(ta, tb, tout, n);
-    else
-      BroadcastBinary<T, Op><<<device::BlocksFor(n), kThreads, 0, stream>>>(ta, tb, tout, n, *index);
-    return device::LaunchStatus();
-  });
 }
 
 struct ReluF {
@@ -99,7 +106,11 @@ struct SqrtF {
   __device__ float operator()(float x) const { return sqrtf(x); }
 };
 struct NegF {
-  __device__ float operator()(float x) const { return -x; }
+  template <typename C>
+  __device__ C operator()(C x) const {
+    if constexpr (std::is_integral_v<C>) return static_cast<C>(Wrap<C>(0) - Wrap<C>(x));
+    else return -x;
+  }
 };
 struct ExpF {
   __device__ float operator()(float x) const { return expf(x); }
@@ -108,7 +119,11 @@ struct LogF {
   __device__ float operator()(float x) const { return logf(x); }
 };
 struct AbsF {
-  __device__ float operator()(float x) const { return fabsf(x); }
+  template <typename C>
+  __device__ C operator()(C x) const {
+    if constexpr (std::is_integral_v<C>) return x < C(0) ? NegF{}(x) : x;
+    else return fabsf(x);
+  }
 };
 struct ReciprocalF {
   __device__ float operator()(float x) const { return 1.0f / x; }
@@ -145,15 +160,69 @@ struct ClipF {
   __device__ float operator()(float x) const { return fminf(fmaxf(x, lo), hi); }
 };
 
-template <typename T, typename Op>
-__global__ void UnaryKernel(const T* x, T* y, int64_t n, Op op) {
-  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n; i += int64_t{gridDim.x} * blockDim.x)
-    y[i] = FromFloat<T>(op(ToFloat(x[i])));
+// The operations that also take int32 and int64; the others are float-only.
+template <typename Op>
+inline constexpr bool kTakesIntegers =
+    std::is_same_v<Op, AddF> || std::is_same_v<Op, SubF> || std::is_same_v<Op, MulF> || std::is_same_v<Op, DivF> ||
+    std::is_same_v<Op, NegF> || std::is_same_v<Op, AbsF>;
+
+// Calls fn(T{}) with the element type T of `type` when Op is defined on it; cudaErrorInvalidValue otherwise.
+template <typename Op, typename Fn>
+cudaError_t DispatchArithmetic(ScalarType type, Fn&& fn) {
+  switch (type) {
+    case ScalarType::kFloat: return fn(float{});
+    case ScalarType::kHalf: return fn(__half{});
+    case ScalarType::kInt32:
+      if constexpr (kTakesIntegers<Op>) return fn(int32_t{});
+      break;
+    case ScalarType::kInt64:
+      if constexpr (kTakesIntegers<Op>) return fn(int64_t{});
+      break;
+    default: break;
+  }
+  return cudaErrorInvalidValue;
+}
+
+ScalarType AsScalarType(ElementType type) {
+  return type == ElementType::kHalf ? ScalarType::kHalf : ScalarType::kFloat;
 }
 
 template <typename Op>
-cudaError_t LaunchUnary(ElementType type, const void* x, void* y, int64_t n, Op op, cudaStream_t stream) {
-  return device::DispatchFloat(type, [&](auto tag) {
+cudaError_t LaunchRowBinary(ScalarType type, const void* a, const void* row, void* out, int64_t n, int64_t row_length,
+                            bool row_first, cudaStream_t stream) {
+  return DispatchArithmetic<Op>(type, [&](auto tag) {
+    using T = decltype(tag);
+    RowBinary<T, Op><<<device::BlocksFor(n), kThreads, 0, stream>>>(
+        static_cast<const T*>(a), static_cast<const T*>(row), static_cast<T*>(out), n, row_length, row_first);
+    return device::LaunchStatus();
+  });
+}
+
+template <typename Op>
+cudaError_t LaunchBinary(ScalarType type, const void* a, const void* b, void* out, int64_t n,
+                         const BroadcastIndex* index, cudaStream_t stream) {
+  return DispatchArithmetic<Op>(type, [&](auto tag) {
+    using T = decltype(tag);
+    const T* ta = static_cast<const T*>(a);
+    const T* tb = static_cast<const T*>(b);
+    T* tout = static_cast<T*>(out);
+    if (index == nullptr)
+      SameShapeBinary<T, Op><<<device::BlocksFor(n), kThreads, 0, stream>>>(ta, tb, tout, n);
+    else
+      BroadcastBinary<T, Op><<<device::BlocksFor(n), kThreads, 0, stream>>>(ta, tb, tout, n, *index);
+    return device::LaunchStatus();
+  });
+}
+
+template <typename T, typename Op>
+__global__ void UnaryKernel(const T* x, T* y, int64_t n, Op op) {
+  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n; i += int64_t{gridDim.x} * blockDim.x)
+    y[i] = Store<T>(op(Load(x[i])));
+}
+
+template <typename Op>
+cudaError_t LaunchUnary(ScalarType type, const void* x, void* y, int64_t n, Op op, cudaStream_t stream) {
+  return DispatchArithmetic<Op>(type, [&](auto tag) {
     using T = decltype(tag);
     UnaryKernel<T, Op><<<device::BlocksFor(n), kThreads, 0, stream>>>(static_cast<const T*>(x), static_cast<T*>(y), n,
                                                                       op);
@@ -175,7 +244,7 @@ __global__ void BroadcastCopy(const T* a, T* out, int64_t n, BroadcastIndex inde
 
 }  // namespace
 
-cudaError_t Binary(BinaryOp op, ElementType type, const void* a, const void* b, void* out, int64_t n,
+cudaError_t Binary(BinaryOp op, ScalarType type, const void* a, const void* b, void* out, int64_t n,
                    const BroadcastIndex* index, cudaStream_t stream) {
   switch (op) {
     case BinaryOp::kAdd: return LaunchBinary<AddF>(type, a, b, out, n, index, stream);
@@ -187,7 +256,7 @@ cudaError_t Binary(BinaryOp op, ElementType type, const void* a, const void* b, 
   return cudaErrorInvalidValue;
 }
 
-cudaError_t BinaryRow(BinaryOp op, ElementType type, const void* a, const void* row, void* out, int64_t n,
+cudaError_t BinaryRow(BinaryOp op, ScalarType type, const void* a, const void* row, void* out, int64_t n,
                       int64_t row_length, bool row_first, cudaStream_t stream) {
   switch (op) {
     case BinaryOp::kAdd: return LaunchRowBinary<AddF>(type, a, row, out, n, row_length, row_first, stream);
@@ -199,7 +268,7 @@ cudaError_t BinaryRow(BinaryOp op, ElementType type, const void* a, const void* 
   return cudaErrorInvalidValue;
 }
 
-cudaError_t Unary(UnaryOp op, ElementType type, const void* x, void* y, int64_t n, cudaStream_t stream) {
+cudaError_t Unary(UnaryOp op, ScalarType type, const void* x, void* y, int64_t n, cudaStream_t stream) {
   switch (op) {
     case UnaryOp::kRelu: return LaunchUnary(type, x, y, n, ReluF{}, stream);
     case UnaryOp::kSigmoid: return LaunchUnary(type, x, y, n, SigmoidF{}, stream);
@@ -219,15 +288,30 @@ cudaError_t Unary(UnaryOp op, ElementType type, const void* x, void* y, int64_t 
   return cudaErrorInvalidValue;
 }
 
+cudaError_t Binary(BinaryOp op, ElementType type, const void* a, const void* b, void* out, int64_t n,
+                   const BroadcastIndex* index, cudaStream_t stream) {
+  return Binary(op, AsScalarType(type), a, b, out, n, index, stream);
+}
+
+cudaError_t BinaryRow(BinaryOp op, ElementType type, const void* a, const void* row, void* out, int64_t n,
+                      int64_t row_length, bool row_first, cudaStream_t stream) {
+  return BinaryRow(op, AsScalarType(type), a, row, out, n, row_length, row_first, stream);
+}
+
+cudaError_t Unary(UnaryOp op, ElementType type, const void* x, void* y, int64_t n, cudaStream_t stream) {
+  return Unary(op, AsScalarType(type), x, y, n, stream);
+}
+
 cudaError_t PowScalar(ElementType type, const void* x, void* y, int64_t n, float exponent, cudaStream_t stream) {
-  if (exponent == 2.0f) return LaunchUnary(type, x, y, n, SquareF{}, stream);
-  if (exponent == 0.5f) return LaunchUnary(type, x, y, n, SqrtF{}, stream);
-  if (exponent == 1.0f) return LaunchUnary(type, x, y, n, IdentityF{}, stream);
-  return LaunchUnary(type, x, y, n, PowScalarF{exponent}, stream);
+  const ScalarType scalar = AsScalarType(type);
+  if (exponent == 2.0f) return LaunchUnary(scalar, x, y, n, SquareF{}, stream);
+  if (exponent == 0.5f) return LaunchUnary(scalar, x, y, n, SqrtF{}, stream);
+  if (exponent == 1.0f) return LaunchUnary(scalar, x, y, n, IdentityF{}, stream);
+  return LaunchUnary(scalar, x, y, n, PowScalarF{exponent}, stream);
 }
 
 cudaError_t Clip(ElementType type, const void* x, void* y, int64_t n, float lo, float hi, cudaStream_t stream) {
-  return LaunchUnary(type, x, y, n, ClipF{lo, hi}, stream);
+  return LaunchUnary(AsScalarType(type), x, y, n, ClipF{lo, hi}, stream);
 }
 
 cudaError_t BroadcastTo(ElementType type, const void* a, void* out, int64_t n, const BroadcastIndex& index,

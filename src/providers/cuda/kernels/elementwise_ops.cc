@@ -1,7 +1,10 @@
-// Elementwise kernels: Add, Sub, Mul, Div (numpy broadcasting), activations and unary math (Relu, Sigmoid,
-// Tanh, Erf, Gelu, Sqrt, Neg, Exp, Log, Abs, Reciprocal, Floor, Ceil), Clip, Pow.
+// Elementwise kernels: Add, Sub, Mul, Div (numpy broadcasting; float, float16, int32, int64), activations and
+// unary math (Relu, Sigmoid, Tanh, Erf, Gelu, Sqrt, Neg, Exp, Log, Abs, Reciprocal, Floor, Ceil; Neg and Abs
+// also on int32 and int64), Clip, Pow.
+#include <algorithm>
 #include <climits>
 #include <limits>
+#include <span>
 
 #include "providers/cpu/common/broadcast.h"
 #include "providers/cuda/kernels/cuda_kernels.h"
@@ -10,6 +13,20 @@
 namespace tessera::cuda {
 
 namespace {
+
+// The element types of the kernels: arithmetic (Add, Sub, Mul, Div, Neg, Abs) or float-only (the rest).
+constexpr DataType kArithmeticTypes[] = {DataType::kFloat, DataType::kFloat16, DataType::kInt32, DataType::kInt64};
+constexpr DataType kFloatOnlyTypes[] = {DataType::kFloat, DataType::kFloat16};
+
+std::vector<DataType> ToVector(std::span<const DataType> types) { return {types.begin(), types.end()}; }
+
+// The launch type of `type`, which must be one of `accepted` (the kernel's registered types: a node whose
+// types were unknown at partitioning, e.g. inside a Loop body, may bring any type).
+launch::ScalarType AcceptedScalarType(const KernelContext& ctx, DataType type, std::span<const DataType> accepted) {
+  if (std::find(accepted.begin(), accepted.end(), type) == accepted.end())
+    Fail(ErrorCode::kNotImplemented, ctx.node().Describe(), ": the CUDA kernel does not handle ", DataTypeName(type));
+  return ScalarTypeOf(ctx, type);
+}
 
 class BinaryKernel : public Kernel {
  public:
@@ -25,7 +42,7 @@ class BinaryKernel : public Kernel {
     const Shape out_shape = cpu::BroadcastShapes(ctx.node(), a.shape(), b.shape());
     Tensor& out = ctx.Output(0, a.type(), out_shape);
     if (out.NumElements() == 0) return;
-    const launch::ElementType type = FloatElementType(ctx, a.type());
+    const launch::ScalarType type = AcceptedScalarType(ctx, a.type(), kArithmeticTypes);
     if (a.shape() == out_shape && b.shape() == out_shape) {
       CheckLaunch(ctx, launch::Binary(op_, type, a.raw_data(), b.raw_data(), out.raw_data(), out.NumElements(), nullptr,
                                       StreamOf(ctx)),
@@ -65,7 +82,8 @@ class BinaryKernel : public Kernel {
 
 class UnaryKernel : public Kernel {
  public:
-  UnaryKernel(const KernelInfo& info, launch::UnaryOp op) : ep_(CudaEpOf(info)), op_(op) {
+  UnaryKernel(const KernelInfo& info, launch::UnaryOp op, std::span<const DataType> types)
+      : ep_(CudaEpOf(info)), op_(op), types_(types) {
     if (op == launch::UnaryOp::kGelu && info.node().GetString("approximate", "none") == "tanh")
       op_ = launch::UnaryOp::kGeluTanh;
   }
@@ -75,14 +93,16 @@ class UnaryKernel : public Kernel {
     const Tensor& x = ctx.Input(0);
     Tensor& y = ctx.Output(0, x.type(), x.shape());
     if (y.NumElements() == 0) return;
-    CheckLaunch(ctx, launch::Unary(op_, FloatElementType(ctx, x.type()), x.raw_data(), y.raw_data(), y.NumElements(),
-                                   StreamOf(ctx)),
+    CheckLaunch(ctx,
+                launch::Unary(op_, AcceptedScalarType(ctx, x.type(), types_), x.raw_data(), y.raw_data(),
+                              y.NumElements(), StreamOf(ctx)),
                 "activation launch");
   }
 
  private:
   const CudaExecutionProvider& ep_;
   launch::UnaryOp op_;
+  std::span<const DataType> types_;  // static storage
 };
 
 // Clip: bounds from attributes (opset < 11) or from optional scalar inputs 1 and 2 read on the host.
@@ -193,13 +213,15 @@ class PowKernel : public Kernel {
 };
 
 void RegisterBinary(KernelRegistry& registry, const char* op, launch::BinaryOp kind) {
-  registry.Register(MakeDef(op, 7, INT_MAX, FloatTypes()),
+  registry.Register(MakeDef(op, 7, INT_MAX, ToVector(kArithmeticTypes)),
                     [kind](const KernelInfo& info) { return std::make_unique<BinaryKernel>(info, kind); });
 }
 
-void RegisterUnary(KernelRegistry& registry, const char* op, launch::UnaryOp kind, int since = 6) {
-  registry.Register(MakeDef(op, since, INT_MAX, FloatTypes()),
-                    [kind](const KernelInfo& info) { return std::make_unique<UnaryKernel>(info, kind); });
+void RegisterUnary(KernelRegistry& registry, const char* op, launch::UnaryOp kind, int since = 6,
+                   std::span<const DataType> types = kFloatOnlyTypes) {
+  registry.Register(MakeDef(op, since, INT_MAX, ToVector(types)), [kind, types](const KernelInfo& info) {
+    return std::make_unique<UnaryKernel>(info, kind, types);
+  });
 }
 
 }  // namespace
@@ -215,10 +237,10 @@ void RegisterElementwiseKernels(KernelRegistry& registry) {
   RegisterUnary(registry, "Erf", launch::UnaryOp::kErf, 9);
   RegisterUnary(registry, "Gelu", launch::UnaryOp::kGelu, 20);
   RegisterUnary(registry, "Sqrt", launch::UnaryOp::kSqrt);
-  RegisterUnary(registry, "Neg", launch::UnaryOp::kNeg);
+  RegisterUnary(registry, "Neg", launch::UnaryOp::kNeg, 6, kArithmeticTypes);
   RegisterUnary(registry, "Exp", launch::UnaryOp::kExp);
   RegisterUnary(registry, "Log", launch::UnaryOp::kLog);
-  RegisterUnary(registry, "Abs", launch::UnaryOp::kAbs);
+  RegisterUnary(registry, "Abs", launch::UnaryOp::kAbs, 6, kArithmeticTypes);
   RegisterUnary(registry, "Reciprocal", launch::UnaryOp::kReciprocal);
   RegisterUnary(registry, "Floor", launch::UnaryOp::kFloor);
   RegisterUnary(registry, "Ceil", launch::UnaryOp::kCeil);

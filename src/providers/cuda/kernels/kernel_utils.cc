@@ -128,4 +128,16 @@ launch::BroadcastIndex MakeBroadcastIndex(const KernelContext& ctx, const Shape&
   return index;
 }
 
+void LaunchToChannelsLast(const KernelContext& ctx, const Tensor& x, void* out, cudaStream_t stream) {
+  const Shape& s = x.shape();
+  if (s.rank() != 4)
+    Fail(ErrorCode::kInvalidArgument, ctx.node().Describe(), ": ", s.ToString(), " is not a 4-D tensor to make NHWC");
+  const int64_t out_dims[4] = {s[0], s[2], s[3], s[1]};
+  const int64_t in_strides[4] = {s[1] * s[2] * s[3], s[3], 1, s[2] * s[3]};  // input strides in output order
+  CheckLaunch(ctx,
+              launch::Transpose(static_cast<int>(SizeOf(x.type())), x.raw_data(), out, 4, out_dims, in_strides,
+                                x.NumElements(), stream),
+              "NCHW -> NHWC launch");
+}
+
 }  // namespace tessera::cuda

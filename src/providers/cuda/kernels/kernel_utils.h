@@ -46,6 +46,10 @@ launch::EpilogueActivation ToLaunchActivation(const FusedActivation& activation)
 // Throws kRuntime naming the node when a launch failed.
 void CheckLaunch(const KernelContext& ctx, cudaError_t status, const char* what);
 
+// Queues a copy of the 4-D tensor `x` [A, B, C, D] (any element type) into `out` as [A, C, D, B]: NCHW -> NHWC
+// for activations, KCRS -> KRSC for convolution filters.
+void LaunchToChannelsLast(const KernelContext& ctx, const Tensor& x, void* out, cudaStream_t stream);
+
 // Row-major broadcast offsets of `a` and `b` into `out` (throws kNotImplemented past launch::kMaxRank).
 launch::BroadcastIndex MakeBroadcastIndex(const KernelContext& ctx, const Shape& out, const Shape& a, const Shape& b);
 

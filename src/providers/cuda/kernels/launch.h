@@ -50,6 +50,32 @@ cudaError_t Clip(ElementType type, const void* x, void* y, int64_t n, float lo, 
 cudaError_t BroadcastTo(ElementType type, const void* a, void* out, int64_t n, const BroadcastIndex& index,
                         cudaStream_t stream);
 
+// The same three over any arithmetic element type: float, float16, int32, int64. Integer arithmetic wraps
+// (two's complement, like the CPU EP); integer Div truncates toward zero, wraps INT_MIN / -1 to INT_MIN and,
+// for a zero divisor, gives 0 (the device cannot report it without a host synchronization; the CPU EP
+// rejects it). kPow and every unary op other than kNeg and kAbs take float and float16 only; any other
+// combination returns cudaErrorInvalidValue without launching.
+cudaError_t Binary(BinaryOp op, ScalarType type, const void* a, const void* b, void* out, int64_t n,
+                   const BroadcastIndex* index, cudaStream_t stream);
+cudaError_t BinaryRow(BinaryOp op, ScalarType type, const void* a, const void* row, void* out, int64_t n,
+                      int64_t row_length, bool row_first, cudaStream_t stream);
+cudaError_t Unary(UnaryOp op, ScalarType type, const void* x, void* y, int64_t n, cudaStream_t stream);
+
+// ---- Split (split.cu) ---------------------------------------------------------------------------
+// Up to kMaxSplitOutputs parts of one Split in one launch: output j takes the axis positions
+// [begin[j], begin[j + 1]) and may be null when that range is empty.
+inline constexpr int kMaxSplitOutputs = 32;
+struct SplitParts {
+  int count = 0;
+  void* data[kMaxSplitOutputs] = {};
+  int64_t begin[kMaxSplitOutputs + 1] = {};
+};
+// `in` viewed as [outer, axis_dim, inner] elements of `element_size` bytes: out_j[o, a - begin[j], i] =
+// in[o, a, i] for every a in [begin[0], begin[count]). Copies in the widest word (up to 16 bytes) that the
+// row length and every pointer's alignment allow.
+cudaError_t Split(int element_size, const void* in, int64_t outer, int64_t axis_dim, int64_t inner,
+                  const SplitParts& parts, cudaStream_t stream);
+
 // ---- comparisons, logic, selection (logic.cu) -----------------------------------------------------
 enum class CompareOp { kEqual, kLess, kLessOrEqual, kGreater, kGreaterOrEqual };
 // out[i] = a[i] op b[i] as bool; `index` as for Binary.
@@ -120,6 +146,10 @@ cudaError_t ConvEpilogue(ElementType type, void* y, const void* bias, const void
                          int64_t channels, int64_t spatial, const EpilogueActivation& activation,
                          cudaStream_t stream);
 
+// The same over a channels-last y of n elements ([..., channels]): bias[i % channels], residual[i].
+cudaError_t ConvEpilogueChannelsLast(ElementType type, void* y, const void* bias, const void* residual, int64_t n,
+                                     int64_t channels, const EpilogueActivation& activation, cudaStream_t stream);
+
 // ---- FusedMatMul epilogue (matmul_epilogue.cu) ----------------------------------------------------
 // y[i] = activation(y[i] + bias[i % columns]) + addend[offset of i] over the n elements of a row-major
 // product with `columns` columns, in place; bias and addend may each be null. `addend_index` (its b_strides)
@@ -145,7 +175,8 @@ cudaError_t LayerNorm(ElementType type, ElementType scale_type, ElementType bias
 
 // ---- pooling (pool.cu) --------------------------------------------------------------------------
 struct Pool2dGeometry {
-  int64_t planes = 0;  // batch * channels
+  int64_t planes = 0;    // batch * channels (NCHW), or batch (channels last)
+  int64_t channels = 0;  // 0: NCHW planes; else channels-last (NHWC) with this many channels
   int64_t in_h = 0, in_w = 0, out_h = 0, out_w = 0;
   int64_t kernel_h = 1, kernel_w = 1, stride_h = 1, stride_w = 1, dilation_h = 1, dilation_w = 1;
   int64_t pad_top = 0, pad_left = 0, pad_bottom = 0, pad_right = 0;
@@ -157,6 +188,9 @@ cudaError_t Pool2d(PoolOp op, ElementType type, const void* x, void* y, const Po
 // y[p] = mean of x[p, 0..spatial) for every plane p.
 cudaError_t GlobalAveragePool(ElementType type, const void* x, void* y, int64_t planes, int64_t spatial,
                               cudaStream_t stream);
+// Channels last: y[b, c] = mean of x[b, 0..spatial, c].
+cudaError_t GlobalAveragePoolChannelsLast(ElementType type, const void* x, void* y, int64_t batch, int64_t spatial,
+                                          int64_t channels, cudaStream_t stream);
 
 // ---- softmax (softmax.cu) -----------------------------------------------------------------------
 // Softmax (or LogSoftmax when `log`) of x viewed as [outer, axis, inner] along the middle dimension.

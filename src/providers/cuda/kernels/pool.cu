@@ -1,5 +1,5 @@
 // Pooling device kernels: 2-D max / average windows (1-D pooling uses a height of 1) and global
-// average pooling.
+// average pooling, over NCHW or channels-last (NHWC) tensors.
 #include <cfloat>
 
 #include "providers/cuda/kernels/device_common.cuh"
@@ -14,11 +14,17 @@ using device::ToFloat;
 // One thread per output element.
 template <typename T>
 __global__ void Pool2dKernel(PoolOp op, const T* x, T* y, Pool2dGeometry g, int64_t n) {
+  // NCHW: in[h * in_w + w] of the output's plane; channels last: in[(h * in_w + w) * channels] from the output's
+  // image and channel.
+  const int64_t channels = g.channels > 0 ? g.channels : 1;
+  const int64_t pixel_stride = channels;
   for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n; i += int64_t{gridDim.x} * blockDim.x) {
-    const int64_t ow = i % g.out_w;
-    const int64_t oh = (i / g.out_w) % g.out_h;
-    const int64_t plane = i / (g.out_w * g.out_h);
-    const T* in = x + plane * g.in_h * g.in_w;
+    const int64_t c = i % channels;
+    const int64_t pixel = i / channels;
+    const int64_t ow = pixel % g.out_w;
+    const int64_t oh = (pixel / g.out_w) % g.out_h;
+    const int64_t plane = pixel / (g.out_w * g.out_h);
+    const T* in = x + plane * g.in_h * g.in_w * channels + c;
     const int64_t h0 = oh * g.stride_h - g.pad_top;
     const int64_t w0 = ow * g.stride_w - g.pad_left;
     float best = -FLT_MAX, sum = 0.0f;
@@ -30,7 +36,7 @@ __global__ void Pool2dKernel(PoolOp op, const T* x, T* y, Pool2dGeometry g, int6
       for (int64_t kw = 0; kw < g.kernel_w; ++kw) {
         const int64_t w = w0 + kw * g.dilation_w;
         if (w < 0 || w >= g.in_w) continue;
-        const float v = ToFloat(in[h * g.in_w + w]);
+        const float v = ToFloat(in[(h * g.in_w + w) * pixel_stride]);
         best = fmaxf(best, v);
         sum += v;
         ++count;
@@ -70,11 +76,34 @@ __global__ void GlobalAverageKernel(const T* x, T* y, int64_t spatial) {
   if (threadIdx.x == 0) y[blockIdx.x] = FromFloat<T>(partial[0] / static_cast<float>(spatial));
 }
 
+// One thread per (image, channel); neighbouring threads read neighbouring channels of a pixel.
+template <typename T>
+__global__ void GlobalAverageChannelsLastKernel(const T* x, T* y, int64_t batch, int64_t spatial, int64_t channels) {
+  const int64_t n = batch * channels;
+  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n; i += int64_t{gridDim.x} * blockDim.x) {
+    const T* in = x + (i / channels) * spatial * channels + i % channels;
+    float sum = 0.0f;
+    for (int64_t s = 0; s < spatial; ++s) sum += ToFloat(in[s * channels]);
+    y[i] = FromFloat<T>(sum / static_cast<float>(spatial));
+  }
+}
+
 }  // namespace
+
+cudaError_t GlobalAveragePoolChannelsLast(ElementType type, const void* x, void* y, int64_t batch, int64_t spatial,
+                                          int64_t channels, cudaStream_t stream) {
+  const int64_t n = batch * channels;
+  return device::DispatchFloat(type, [&](auto tag) {
+    using T = decltype(tag);
+    GlobalAverageChannelsLastKernel<T><<<device::BlocksFor(n), device::kThreads, 0, stream>>>(
+        static_cast<const T*>(x), static_cast<T*>(y), batch, spatial, channels);
+    return device::LaunchStatus();
+  });
+}
 
 cudaError_t Pool2d(PoolOp op, ElementType type, const void* x, void* y, const Pool2dGeometry& geometry,
                    cudaStream_t stream) {
-  const int64_t n = geometry.planes * geometry.out_h * geometry.out_w;
+  const int64_t n = geometry.planes * geometry.out_h * geometry.out_w * (geometry.channels > 0 ? geometry.channels : 1);
   return device::DispatchFloat(type, [&](auto tag) {
     using T = decltype(tag);
     Pool2dKernel<T><<<device::BlocksFor(n), device::kThreads, 0, stream>>>(op, static_cast<const T*>(x),

@@ -1,4 +1,5 @@
-// MaxPool, AveragePool (1-D and 2-D windows) and GlobalAveragePool.
+// MaxPool, AveragePool (1-D and 2-D windows) and GlobalAveragePool; and their ai.tessera Nchwc* forms for NHWC
+// tensors [N, 1, H, W, C] (2-D windows; the nchwc_layout pass writes them with channel block 0).
 #include <climits>
 
 #include "providers/cpu/common/window_geometry.h"
@@ -9,27 +10,45 @@ namespace tessera::cuda {
 
 namespace {
 
+// The CUDA EP's blocked tensors are NHWC: [N, 1, H, W, C].
+void RequireNhwc(const KernelContext& ctx, const Shape& shape) {
+  if (shape.rank() != 5 || shape[1] != 1)
+    Fail(ErrorCode::kNotImplemented, ctx.node().Describe(), ": the CUDA kernel takes NHWC tensors [N, 1, H, W, C], not ",
+         shape.ToString());
+}
+
 class PoolKernel : public Kernel {
  public:
   PoolKernel(const KernelInfo& info, bool max)
-      : ep_(CudaEpOf(info)), attributes_(cpu::ReadWindowAttributes(info.node())), op_(OpFor(info.node(), max)) {}
+      : ep_(CudaEpOf(info)),
+        attributes_(cpu::ReadWindowAttributes(info.node())),
+        op_(OpFor(info.node(), max)),
+        channels_last_(info.node().domain == "ai.tessera") {}
 
   void Compute(KernelContext& ctx) const override {
     DeviceGuard guard(ep_.ordinal());
     const Tensor& x = ctx.Input(0);
     const Shape& shape = x.shape();
-    if (shape.rank() != 3 && shape.rank() != 4)
+    if (channels_last_) RequireNhwc(ctx, shape);
+    if (!channels_last_ && shape.rank() != 3 && shape.rank() != 4)
       Fail(ErrorCode::kNotImplemented, ctx.node().Describe(), ": the CUDA kernel pools 1-D and 2-D inputs, not ",
            shape.ToString());
-    const std::vector<int64_t> spatial(shape.dims().begin() + 2, shape.dims().end());
+    const std::vector<int64_t> spatial = channels_last_ ? std::vector<int64_t>{shape[2], shape[3]}
+                                                        : std::vector<int64_t>(shape.dims().begin() + 2, shape.dims().end());
     const cpu::WindowGeometry window = cpu::ResolveWindow(attributes_, spatial, attributes_.kernel_shape, ctx.node());
     std::vector<int64_t> y_dims = {shape[0], shape[1]};
     y_dims.insert(y_dims.end(), window.output.begin(), window.output.end());
+    if (channels_last_) y_dims.push_back(shape[4]);
     Tensor& y = ctx.Output(0, x.type(), Shape(y_dims));
     if (y.NumElements() == 0) return;
+    launch::Pool2dGeometry geometry = Geometry(shape, window);
+    if (channels_last_) {
+      geometry.planes = shape[0];
+      geometry.channels = shape[4];
+    }
     CheckLaunch(ctx,
-                launch::Pool2d(op_, FloatElementType(ctx, x.type()), x.raw_data(), y.raw_data(),
-                               Geometry(shape, window), StreamOf(ctx)),
+                launch::Pool2d(op_, FloatElementType(ctx, x.type()), x.raw_data(), y.raw_data(), geometry,
+                               StreamOf(ctx)),
                 "pooling launch");
   }
 
@@ -66,16 +85,29 @@ class PoolKernel : public Kernel {
   const CudaExecutionProvider& ep_;
   cpu::WindowAttributes attributes_;
   launch::PoolOp op_;
+  bool channels_last_;  // NchwcMaxPool / NchwcAveragePool
 };
 
 class GlobalAveragePoolKernel : public Kernel {
  public:
-  explicit GlobalAveragePoolKernel(const KernelInfo& info) : ep_(CudaEpOf(info)) {}
+  explicit GlobalAveragePoolKernel(const KernelInfo& info)
+      : ep_(CudaEpOf(info)), channels_last_(info.node().domain == "ai.tessera") {}
 
   void Compute(KernelContext& ctx) const override {
     DeviceGuard guard(ep_.ordinal());
     const Tensor& x = ctx.Input(0);
     const Shape& shape = x.shape();
+    if (channels_last_) {
+      RequireNhwc(ctx, shape);
+      Tensor& y = ctx.Output(0, x.type(), Shape{shape[0], 1, 1, 1, shape[4]});
+      const int64_t spatial = shape[2] * shape[3];
+      if (y.NumElements() == 0 || spatial == 0) return;
+      CheckLaunch(ctx,
+                  launch::GlobalAveragePoolChannelsLast(FloatElementType(ctx, x.type()), x.raw_data(), y.raw_data(),
+                                                        shape[0], spatial, shape[4], StreamOf(ctx)),
+                  "NchwcGlobalAveragePool launch");
+      return;
+    }
     if (shape.rank() < 3)
       Fail(ErrorCode::kInvalidArgument, ctx.node().Describe(), ": X ", shape.ToString(), " needs rank >= 3");
     std::vector<int64_t> y_dims(shape.rank(), 1);
@@ -92,6 +124,7 @@ class GlobalAveragePoolKernel : public Kernel {
 
  private:
   const CudaExecutionProvider& ep_;
+  bool channels_last_;  // NchwcGlobalAveragePool
 };
 
 }  // namespace
@@ -102,6 +135,16 @@ void RegisterPoolKernels(KernelRegistry& registry) {
   registry.Register(MakeDef("AveragePool", 1, INT_MAX, FloatTypes()),
                     [](const KernelInfo& info) { return std::make_unique<PoolKernel>(info, false); });
   registry.Register<GlobalAveragePoolKernel>(MakeDef("GlobalAveragePool", 1, INT_MAX, FloatTypes()));
+  const auto nchwc = [](const char* op) {
+    KernelDef def = MakeDef(op, 1, INT_MAX, FloatTypes());
+    def.domain = "ai.tessera";
+    return def;
+  };
+  registry.Register(nchwc("NchwcMaxPool"),
+                    [](const KernelInfo& info) { return std::make_unique<PoolKernel>(info, true); });
+  registry.Register(nchwc("NchwcAveragePool"),
+                    [](const KernelInfo& info) { return std::make_unique<PoolKernel>(info, false); });
+  registry.Register<GlobalAveragePoolKernel>(nchwc("NchwcGlobalAveragePool"));
 }
 
 }  // namespace tessera::cuda

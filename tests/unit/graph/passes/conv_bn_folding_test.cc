@@ -1,5 +1,10 @@
 #include <gtest/gtest.h>
 
+#include <cmath>
+
+#include "graph/model_loader.h"
+#include "graph/passes/conv_bn_folding.h"
+#include "graph/type_inference.h"
 #include "pass_test_graph.h"
 
 namespace tessera::test {
@@ -43,6 +48,39 @@ TEST(ConvBnFoldingTest, KeepsBatchNormWhenConvOutputHasOtherReaders) {
   const PassTestGraph g = ConvBnRelu(true, /*conv_output_is_graph_output=*/true);
   EXPECT_EQ(Count(OpsAt(g, OptimizationLevel::kExtended), "BatchNormalization"), 1u);
   ExpectSameOutputs(g, OptimizationLevel::kExtended);
+}
+
+
+// float16 parameters fold in float32 and stay float16: the folded weights equal the float32 fold's, rounded.
+TEST(ConvBnFoldingTest, FoldsFloat16ParametersIntoFloat16Weights) {
+  const std::string bytes = ConvBnRelu(true).Serialize();
+  std::unique_ptr<Model> single = LoadModelFromBytes(bytes.data(), bytes.size(), {});
+  std::unique_ptr<Model> half = LoadModelFromBytes(bytes.data(), bytes.size(), {});
+  for (auto& [name, tensor] : half->graph->initializers) {
+    Tensor h = Tensor::Allocate(DataType::kFloat16, tensor.shape());
+    for (int64_t i = 0; i < tensor.NumElements(); ++i) h.Data<Float16>()[i] = ToFloat16(tensor.Data<float>()[i]);
+    tensor = h;
+  }
+  for (auto& [name, info] : half->graph->value_infos)
+    if (info.type == DataType::kFloat) info.type = DataType::kFloat16;
+  for (const auto& model : {&single, &half}) {
+    InferElementTypes(*(*model)->graph);
+    ASSERT_EQ(FoldConvBatchNorm(*(*model)->graph), 1u);
+  }
+  const Graph& g32 = *single->graph;
+  const Graph& g16 = *half->graph;
+  ASSERT_EQ(g16.nodes[0]->op_type, "Conv");
+  for (size_t input : {1u, 2u}) {
+    const Tensor& folded32 = g32.initializers.at(g32.nodes[0]->inputs[input]);
+    const Tensor& folded16 = g16.initializers.at(g16.nodes[0]->inputs[input]);
+    ASSERT_EQ(folded16.type(), DataType::kFloat16);
+    EXPECT_EQ(g16.TypeOf(g16.nodes[0]->inputs[input]), DataType::kFloat16);
+    ASSERT_EQ(folded16.shape(), folded32.shape());
+    for (int64_t i = 0; i < folded32.NumElements(); ++i)
+      EXPECT_NEAR(ToFloat(folded16.Data<Float16>()[i]), folded32.Data<float>()[i],
+                  4e-3 * (1 + std::abs(folded32.Data<float>()[i])))
+          << "input " << input << " element " << i;
+  }
 }
 
 }  // namespace

@@ -281,6 +281,47 @@ TEST(NchwcLayoutTest, NhwcTakesOddChannelCountsAndConcatsAlongTheLastAxis) {
   ExpectSameOutputs(g, OptimizationLevel::kAll, kTolerance);  // the host's own layout
 }
 
+// Each conv's EP picks its block: a value flows blocked only into a conv of the same block, and a conv given no
+// block stays NCHW.
+TEST(NchwcLayoutTest, EachConvGetsItsOwnEpsChannelBlock) {
+  const CanFuse yes = [](const Node&, const Graph&, const std::string&, const std::string&) { return true; };
+  std::unique_ptr<Model> mixed = Load(EightChannelChain());
+  const ChannelBlockFor by_name = [](const Node& conv, const Graph&) -> std::optional<int64_t> {
+    return conv.outputs[0] == "c1" ? 0 : 8;
+  };
+  EXPECT_EQ(ConvertToBlockedLayout(*mixed->graph, yes, by_name), 3u);
+  const Graph& graph = *mixed->graph;
+  ASSERT_EQ(graph.nodes.size(), 5u);
+  EXPECT_EQ(graph.nodes[0]->GetInt("channel_block"), 0);
+  EXPECT_EQ(graph.nodes[1]->op_type, "Relu");  // NHWC in, NHWC out
+  EXPECT_EQ(graph.nodes[2]->op_type, "ReorderFromBlocked");
+  EXPECT_EQ(graph.nodes[2]->outputs[0], "r");
+  EXPECT_EQ(graph.nodes[3]->op_type, "NchwcConv");
+  EXPECT_EQ(graph.nodes[3]->GetInt("channel_block"), 8);
+  EXPECT_EQ(graph.nodes[3]->inputs[0], "r");  // the 8-block conv reads the plain value
+
+  std::unique_ptr<Model> none = Load(EightChannelChain());
+  const ChannelBlockFor only_last = [](const Node& conv, const Graph&) -> std::optional<int64_t> {
+    return conv.outputs[0] == "c1" ? std::nullopt : std::optional<int64_t>(0);
+  };
+  EXPECT_EQ(ConvertToBlockedLayout(*none->graph, yes, only_last), 1u);
+  EXPECT_EQ(none->graph->nodes[0]->op_type, "Conv");
+  EXPECT_EQ(none->graph->nodes[2]->op_type, "NchwcConv");
+}
+
+// float16 convolutions are rewritten too (the CUDA EP asks for them); their blocked values keep the type.
+TEST(NchwcLayoutTest, Float16ValuesKeepTheirType) {
+  std::unique_ptr<Model> model = Load(EightChannelChain());
+  Graph& graph = *model->graph;
+  for (auto& [name, info] : graph.value_infos)
+    if (info.type == DataType::kFloat) info.type = DataType::kFloat16;
+  for (auto& input : graph.inputs) input.type = DataType::kFloat16;
+  const CanFuse yes = [](const Node&, const Graph&, const std::string&, const std::string&) { return true; };
+  EXPECT_EQ(ConvertToBlockedLayout(graph, yes, 0), 3u);
+  EXPECT_EQ(graph.TypeOf(graph.nodes[0]->outputs[0]), DataType::kFloat16);
+  EXPECT_EQ(graph.TypeOf(graph.nodes[1]->outputs[0]), DataType::kFloat16);
+}
+
 TEST(NchwcLayoutTest, NothingChangesWhenAnotherEpRunsTheNodes) {
   std::unique_ptr<Model> model = Load(EightChannelChain());
   const CanFuse no = [](const Node&, const Graph&, const std::string&, const std::string&) { return false; };

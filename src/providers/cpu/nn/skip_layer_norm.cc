@@ -1,0 +1,231 @@
+// SkipLayerNormalization (opset 1) in domains ai.tessera (made by graph/passes/skip_layer_norm_fusion) and
+// com.microsoft (ONNX Runtime's contrib op, found in models ONNX Runtime optimized):
+//
+//   sum = (input + bias) + skip               output = (sum - mean) / sqrt(var + epsilon) * gamma + beta
+//
+// over the last axis. Inputs (input, skip, gamma, beta?, bias?), attribute epsilon (default 1e-12 as in
+// ONNX Runtime; the fusion always sets it), outputs (output, mean, inv_std_var, input_skip_bias_sum?):
+// output 3 is the sum; mean and inv_std_var are not produced (a node naming them fails). input and skip
+// broadcast against each other as Add's operands do; gamma, beta and bias hold one value per feature (the
+// last dimension of the broadcast shape). All of one type, float32 or float16.
+//
+// The result is the unfused Add(s) + LayerNormalization of this EP: every addition is rounded to the
+// element type in the unfused order, statistics accumulate in double and float rows are normalized with
+// LayerNormalization's float expression. Float rows are summed into the output (or the sum output) and
+// normalized in place, so no scratch memory is needed; float16 rows go through a float row per task.
+#include <climits>
+#include <cmath>
+#include <type_traits>
+#include <vector>
+
+#include "providers/cpu/common/broadcast.h"
+#include "providers/cpu/cpu_kernels.h"
+
+namespace tessera::cpu {
+namespace {
+
+inline float Widen(float v) { return v; }
+inline float Widen(Float16 v) { return ToFloat(v); }
+
+template <typename T>
+T Narrow(float v) {
+  if constexpr (std::is_same_v<T, float>) return v;
+  else return ToFloat16(v);
+}
+
+// `v` rounded to T, as the unfused Add's result would be.
+template <typename T>
+float Round(float v) {
+  return Widen(Narrow<T>(v));
+}
+
+// Where each row of the output (viewed as [rows, hidden]) starts in an operand broadcast to it.
+struct RowMap {
+  std::vector<int64_t> dims;     // the output's dims except the last
+  std::vector<int64_t> strides;  // the operand's element stride along each of them (0 where broadcast)
+  int64_t step = 1;              // element stride along a row: 1, or 0 when the operand's last dim is 1
+  int64_t row_size = 0;          // hidden, when the operand has the output's shape (offset = row * hidden)
+
+  int64_t Offset(int64_t row) const {
+    if (row_size > 0) return row * row_size;
+    int64_t offset = 0;
+    for (size_t d = dims.size(); d-- > 0;) {
+      offset += (row % dims[d]) * strides[d];
+      row /= dims[d];
+    }
+    return offset;
+  }
+};
+
+RowMap MapRows(const Shape& operand, const Shape& out) {
+  const size_t rank = out.rank(), lead = rank - operand.rank();
+  std::vector<int64_t> strides(rank, 0);
+  int64_t stride = 1;
+  for (size_t d = rank; d-- > lead;) {
+    const int64_t size = operand[d - lead];
+    strides[d] = size == 1 ? 0 : stride;
+    stride *= size;
+  }
+  RowMap map;
+  map.step = strides.back();
+  map.dims.assign(out.dims().begin(), out.dims().end() - 1);
+  map.strides.assign(strides.begin(), strides.end() - 1);
+  if (operand == out) map.row_size = out[rank - 1];
+  return map;
+}
+
+template <typename T>
+struct RowOperands {
+  const T* input;
+  const T* skip;
+  const T* gamma;
+  const T* beta;  // nullptr when absent
+  const T* bias;  // nullptr when absent
+  RowMap input_rows, skip_rows;
+  int64_t hidden;
+};
+
+// s = (input + bias) + skip for one row, each addition rounded to T.
+template <typename T>
+void SumRow(const RowOperands<T>& op, int64_t row, float* s) {
+  const T* a = op.input + op.input_rows.Offset(row);
+  const T* b = op.skip + op.skip_rows.Offset(row);
+  const T* bias = op.bias;
+  const int64_t n = op.hidden, sa = op.input_rows.step, sb = op.skip_rows.step;
+  if (sa == 1 && sb == 1) {
+    if (bias != nullptr) {
+      for (int64_t i = 0; i < n; ++i) s[i] = Round<T>(Round<T>(Widen(a[i]) + Widen(bias[i])) + Widen(b[i]));
+    } else {
+      for (int64_t i = 0; i < n; ++i) s[i] = Round<T>(Widen(a[i]) + Widen(b[i]));
+    }
+    return;
+  }
+  for (int64_t i = 0; i < n; ++i) {
+    const float x = bias != nullptr ? Round<T>(Widen(a[i * sa]) + Widen(bias[i])) : Widen(a[i * sa]);
+    s[i] = Round<T>(x + Widen(b[i * sb]));
+  }
+}
+
+// y = (s - mean) * inv_std * gamma + beta with LayerNormalization's statistics (double accumulation).
+template <typename T>
+void NormalizeRow(const RowOperands<T>& op, const float* s, T* y, double epsilon) {
+  const int64_t n = op.hidden;
+  double total = 0, squares = 0;
+  for (int64_t i = 0; i < n; ++i) total += static_cast<double>(s[i]);
+  const double mean = total / static_cast<double>(n);
+  for (int64_t i = 0; i < n; ++i) {
+    const double d = static_cast<double>(s[i]) - mean;
+    squares += d * d;
+  }
+  const float m = static_cast<float>(mean);
+  const float inv_std = static_cast<float>(1.0 / std::sqrt(squares / static_cast<double>(n) + epsilon));
+  const T* gamma = op.gamma;
+  const T* beta = op.beta;
+  if (beta != nullptr) {
+    for (int64_t i = 0; i < n; ++i) y[i] = Narrow<T>((s[i] - m) * inv_std * Widen(gamma[i]) + Widen(beta[i]));
+  } else {
+    for (int64_t i = 0; i < n; ++i) y[i] = Narrow<T>((s[i] - m) * inv_std * Widen(gamma[i]));
+  }
+}
+
+template <typename T>
+void RunRows(const ThreadPool& pool, const RowOperands<T>& op, int64_t rows, T* y, T* sum, double epsilon) {
+  const int64_t n = op.hidden;
+  pool.ParallelFor(rows, std::max<int64_t>(1, 8192 / n), [&](int64_t begin, int64_t end) {
+    std::vector<float> scratch(std::is_same_v<T, float> ? 0 : static_cast<size_t>(n));
+    for (int64_t row = begin; row < end; ++row) {
+      T* y_row = y + row * n;
+      T* sum_row = sum != nullptr ? sum + row * n : nullptr;
+      if constexpr (std::is_same_v<T, float>) {
+        float* s = sum_row != nullptr ? sum_row : y_row;
+        SumRow(op, row, s);
+        NormalizeRow(op, s, y_row, epsilon);
+      } else {
+        SumRow(op, row, scratch.data());
+        if (sum_row != nullptr)
+          for (int64_t i = 0; i < n; ++i) sum_row[i] = Narrow<T>(scratch[i]);
+        NormalizeRow(op, scratch.data(), y_row, epsilon);
+      }
+    }
+  });
+}
+
+bool NamesOutput(const Node& node, size_t i) { return i < node.outputs.size() && !node.outputs[i].empty(); }
+
+class SkipLayerNormalization : public Kernel {
+ public:
+  explicit SkipLayerNormalization(const KernelInfo& info) : epsilon_(info.node().GetFloat("epsilon", 1e-12f)) {
+    if (NamesOutput(info.node(), 1) || NamesOutput(info.node(), 2))
+      Fail(ErrorCode::kNotImplemented, info.node().Describe(),
+           ": the mean and inv_std_var outputs (1, 2) are not produced; only output and input_skip_bias_sum");
+  }
+
+  void Compute(KernelContext& ctx) const override {
+    const Tensor& input = ctx.Input(0);
+    const Tensor& skip = ctx.Input(1);
+    const Tensor& gamma = ctx.Input(2);
+    const Tensor* beta = ctx.OptionalInput(3);
+    const Tensor* bias = ctx.OptionalInput(4);
+    std::vector<Shape> shapes = {input.shape(), skip.shape()};
+    if (bias != nullptr) shapes.push_back(Shape{bias->NumElements()});
+    const Shape out = BroadcastShapes(ctx.node(), shapes);
+    if (out.rank() == 0)
+      Fail(ErrorCode::kInvalidArgument, ctx.node().Describe(), ": input and skip are scalars; need a hidden axis");
+    const int64_t hidden = out[out.rank() - 1];
+    CheckParameter(ctx, skip, "skip", -1);
+    CheckParameter(ctx, gamma, "gamma", hidden);
+    if (beta != nullptr) CheckParameter(ctx, *beta, "beta", hidden);
+    if (bias != nullptr) CheckParameter(ctx, *bias, "bias", hidden);
+    Tensor& y = ctx.Output(0, input.type(), out);
+    Tensor* sum = NamesOutput(ctx.node(), 3) ? &ctx.Output(3, input.type(), out) : nullptr;
+    if (out.NumElements() == 0) return;
+    if (input.type() == DataType::kFloat) Run<float>(ctx, out, sum, y);
+    else Run<Float16>(ctx, out, sum, y);
+  }
+
+ private:
+  // Same type as input and, when `length` >= 0, that many values.
+  static void CheckParameter(const KernelContext& ctx, const Tensor& t, const char* what, int64_t length) {
+    const DataType type = ctx.Input(0).type();
+    if (t.type() != type || (length >= 0 && t.NumElements() != length))
+      Fail(ErrorCode::kInvalidArgument, ctx.node().Describe(), ": ", what, " is ", t.Describe(), ", expected ",
+           DataTypeName(type), length >= 0 ? " with one value per feature (" + std::to_string(length) + ")" : "");
+  }
+
+  template <typename T>
+  void Run(KernelContext& ctx, const Shape& out, Tensor* sum, Tensor& y) const {
+    const Tensor* beta = ctx.OptionalInput(3);
+    const Tensor* bias = ctx.OptionalInput(4);
+    const int64_t hidden = out[out.rank() - 1];
+    const RowOperands<T> op{ctx.Input(0).Data<T>(),
+                            ctx.Input(1).Data<T>(),
+                            ctx.Input(2).Data<T>(),
+                            beta ? beta->Data<T>() : nullptr,
+                            bias ? bias->Data<T>() : nullptr,
+                            MapRows(ctx.Input(0).shape(), out),
+                            MapRows(ctx.Input(1).shape(), out),
+                            hidden};
+    RunRows(ctx.thread_pool(), op, out.NumElements() / hidden, y.Data<T>(), sum ? sum->Data<T>() : nullptr,
+            static_cast<double>(epsilon_));
+  }
+
+  float epsilon_;
+};
+
+KernelDef SkipLayerNormDef(const char* domain) {
+  KernelDef def;
+  def.op_type = "SkipLayerNormalization";
+  def.domain = domain;
+  def.since_version = 1;
+  def.input_types = {{0, {DataType::kFloat, DataType::kFloat16}}};
+  return def;
+}
+
+}  // namespace
+
+void RegisterSkipLayerNormKernels(KernelRegistry& registry) {
+  registry.Register<SkipLayerNormalization>(SkipLayerNormDef("ai.tessera"));
+  registry.Register<SkipLayerNormalization>(SkipLayerNormDef("com.microsoft"));
+}
+
+}  // namespace tessera::cpu

@@ -1,0 +1,181 @@
+// NHWC convolutions on the CUDA EP: the nchwc_layout pass with channel block 0 (ai.tessera NchwcConv,
+// NchwcMaxPool / NchwcAveragePool / NchwcGlobalAveragePool, ReorderFromBlocked), chosen per convolution by
+// CudaExecutionProvider::PreferredChannelBlock: with prefer_nhwc = 1 always, with 0 never, and by default where
+// the convolution runs on tensor cores (float16; float32 with use_tf32).
+#include <cmath>
+
+#include "cuda/cuda_test_util.h"
+#include "unit/session/graph_builder.h"
+
+namespace tessera::test {
+namespace {
+
+// The model with float initializers, inputs and outputs turned into float16 (values rounded).
+std::string ToFloat16Model(const std::string& model) {
+  onnx::ModelProto proto;
+  if (!proto.ParseFromString(model)) throw std::runtime_error("cannot parse the model");
+  for (auto& init : *proto.mutable_graph()->mutable_initializer()) {
+    if (init.data_type() != onnx::TensorProto::FLOAT) continue;
+    std::string raw;
+    for (float v : init.float_data()) {
+      const Float16 h = ToFloat16(v);
+      raw.append(reinterpret_cast<const char*>(&h), sizeof(h));
+    }
+    init.clear_float_data();
+    init.set_data_type(onnx::TensorProto::FLOAT16);
+    init.set_raw_data(raw);
+  }
+  for (auto* list : {proto.mutable_graph()->mutable_input(), proto.mutable_graph()->mutable_output()})
+    for (auto& value : *list)
+      if (value.type().tensor_type().elem_type() == onnx::TensorProto::FLOAT)
+        value.mutable_type()->mutable_tensor_type()->set_elem_type(onnx::TensorProto::FLOAT16);
+  return proto.SerializeAsString();
+}
+
+void AddInts(onnx::NodeProto& node, const char* name, const std::vector<int64_t>& values) {
+  auto* a = node.add_attribute();
+  a->set_name(name);
+  a->set_type(onnx::AttributeProto::INTS);
+  for (int64_t v : values) a->add_ints(v);
+}
+
+// MobileNet-like: depthwise 3x3 conv + Clip(0, 6), pointwise conv 8 -> 16, 2x2 average pool; x [1, 8, 12, 12],
+// output "y" [1, 16, 6, 6] (a graph output: read back through ReorderFromBlocked).
+std::string DepthwiseModel() {
+  GraphBuilder builder;
+  const Tensor dw = RandomTensor(DataType::kFloat, {8, 1, 3, 3}, 11, -0.5, 0.5);
+  const Tensor dw_b = RandomTensor(DataType::kFloat, {8}, 12, -0.5, 0.5);
+  const Tensor pw = RandomTensor(DataType::kFloat, {16, 8, 1, 1}, 13, -0.5, 0.5);
+  builder.FloatInitializer("dw", {8, 1, 3, 3}, dw.ToVector<float>())
+      .FloatInitializer("dw_b", {8}, dw_b.ToVector<float>())
+      .FloatInitializer("pw", {16, 8, 1, 1}, pw.ToVector<float>())
+      .FloatInitializer("lo", {}, {0.0f})
+      .FloatInitializer("hi", {}, {6.0f})
+      .Input("x", {1, 8, 12, 12})
+      .Node("Conv", {"x", "dw", "dw_b"}, {"d"}, "depthwise")
+      .Node("Clip", {"d", "lo", "hi"}, {"d6"})
+      .Node("Conv", {"d6", "pw"}, {"p"}, "pointwise")
+      .Node("AveragePool", {"p"}, {"y"}, "pool")
+      .Output("y");
+  onnx::ModelProto proto;
+  if (!proto.ParseFromString(builder.Serialize())) throw std::runtime_error("cannot parse the built model");
+  for (auto& node : *proto.mutable_graph()->mutable_node()) {
+    if (node.name() == "depthwise") {
+      AddInts(node, "pads", {1, 1, 1, 1});
+      auto* group = node.add_attribute();
+      group->set_name("group");
+      group->set_type(onnx::AttributeProto::INT);
+      group->set_i(8);
+    }
+    if (node.name() == "pool") {
+      AddInts(node, "kernel_shape", {2, 2});
+      AddInts(node, "strides", {2, 2});
+    }
+  }
+  return proto.SerializeAsString();
+}
+
+// How many nodes of each kind the session runs on the CUDA EP: NHWC ones (ai.tessera Nchwc*) and all.
+struct Placement {
+  int nhwc = 0, on_cuda = 0, elsewhere = 0;
+};
+
+Placement PlacementOf(const std::string& model, const ProviderOptions& provider_options) {
+  SessionOptions options;
+  options.AddProvider(kCudaEpName, provider_options);
+  Session session = MakeSession(model, options, TestEnv());
+  Placement p;
+  for (const PartitionEntry& e : session.Partition()) {
+    if (e.is_copy) continue;
+    if (e.ep != kCudaEpName) {
+      ++p.elsewhere;
+      continue;
+    }
+    ++p.on_cuda;
+    if (e.op_type.starts_with("Nchwc")) ++p.nhwc;
+  }
+  return p;
+}
+
+std::vector<Tensor> RunOnCpu(const std::string& model, const Session::NamedValues& feeds) {
+  Session session = MakeSession(model, SessionOptions{}, TestEnv());
+  std::vector<Tensor> outputs;
+  for (const Value& v : session.Run(feeds)) outputs.push_back(v.tensor());
+  return outputs;
+}
+
+double AsDouble(const Tensor& t, int64_t i) {
+  return t.type() == DataType::kFloat16 ? ToFloat(t.Data<Float16>()[i]) : t.Data<float>()[i];
+}
+
+void ExpectClose(const Tensor& expected, const Tensor& actual, double tolerance, const std::string& what) {
+  ASSERT_EQ(expected.shape(), actual.shape()) << what;
+  double worst = 0;
+  for (int64_t i = 0; i < expected.NumElements(); ++i) {
+    const double e = AsDouble(expected, i), a = AsDouble(actual, i);
+    ASSERT_FALSE(std::isnan(a)) << what << " element " << i;
+    worst = std::max(worst, std::abs(a - e) / (1.0 + std::abs(e)));
+  }
+  EXPECT_LT(worst, tolerance) << what;
+}
+
+Tensor HalfOf(const Tensor& t) {
+  Tensor half = Tensor::Allocate(DataType::kFloat16, t.shape());
+  for (int64_t i = 0; i < t.NumElements(); ++i) half.Data<Float16>()[i] = ToFloat16(t.Data<float>()[i]);
+  return half;
+}
+
+using CudaNhwcTest = CudaTest;
+
+TEST_F(CudaNhwcTest, Float32RunsNhwcWithTensorCoresOrPreferNhwc) {
+  const std::string model = SmallConvNetModel();
+  const Tensor x = RandomTensor(DataType::kFloat, {1, 3, 16, 16}, 21, -1.0, 1.0);
+  const Tensor expected = RunOnCpu(model, {{"x", Value(x)}})[0];
+  for (const char* search : {"EXHAUSTIVE", "HEURISTIC", "DEFAULT"}) {
+    const ProviderOptions nhwc = {{"prefer_nhwc", "1"}, {"use_tf32", "0"}, {"cudnn_conv_algo_search", search}};
+    const Placement p = PlacementOf(model, nhwc);
+    EXPECT_EQ(p.elsewhere, 0);
+    EXPECT_EQ(p.nhwc, 4) << "two convolutions, the max pool and the global average pool";
+    ExpectClose(expected, RunOnCuda(model, {{"x", Value(x)}}, nhwc)[0], 1e-5, search);
+  }
+  EXPECT_EQ(PlacementOf(model, {{"use_tf32", "0"}}).nhwc, 0) << "float32 without TF32 stays NCHW by default";
+  EXPECT_EQ(PlacementOf(model, {}).nhwc, 4) << "float32 with TF32 (tensor cores) runs NHWC by default";
+  EXPECT_EQ(PlacementOf(model, {{"prefer_nhwc", "0"}}).nhwc, 0);
+}
+
+TEST_F(CudaNhwcTest, Float16RunsNhwcByDefault) {
+  const std::string model = ToFloat16Model(SmallConvNetModel());
+  const Tensor x = RandomTensor(DataType::kFloat, {1, 3, 16, 16}, 22, -1.0, 1.0);
+  const Tensor half_x = HalfOf(x);
+  const Tensor expected = RunOnCpu(SmallConvNetModel(), {{"x", Value(x)}})[0];
+  const Tensor nchw = RunOnCuda(model, {{"x", Value(half_x)}}, {{"prefer_nhwc", "0"}})[0];
+  EXPECT_EQ(PlacementOf(model, {{"prefer_nhwc", "0"}}).nhwc, 0);
+  for (const char* search : {"EXHAUSTIVE", "HEURISTIC", "DEFAULT"}) {
+    const ProviderOptions options = {{"cudnn_conv_algo_search", search}};
+    const Placement p = PlacementOf(model, options);
+    EXPECT_EQ(p.elsewhere, 0);
+    EXPECT_EQ(p.nhwc, 4);
+    const Tensor nhwc = RunOnCuda(model, {{"x", Value(half_x)}}, options)[0];
+    ExpectClose(nchw, nhwc, 2e-3, std::string("NHWC vs NCHW, ") + search);
+    ExpectClose(expected, nhwc, 1e-2, std::string("NHWC float16 vs CPU float32, ") + search);
+  }
+}
+
+TEST_F(CudaNhwcTest, DepthwiseConvWithClipAndAveragePool) {
+  const std::string model = DepthwiseModel();
+  const Tensor x = RandomTensor(DataType::kFloat, {1, 8, 12, 12}, 23, -2.0, 2.0);
+  const Tensor expected = RunOnCpu(model, {{"x", Value(x)}})[0];
+  const ProviderOptions nhwc = {{"prefer_nhwc", "1"}, {"use_tf32", "0"}};
+  const Placement p = PlacementOf(model, nhwc);
+  EXPECT_EQ(p.elsewhere, 0);
+  EXPECT_EQ(p.nhwc, 3) << "depthwise (Clip fused), pointwise, average pool";
+  const Tensor y = RunOnCuda(model, {{"x", Value(x)}}, nhwc)[0];
+  EXPECT_EQ(y.shape(), (Shape{1, 16, 6, 6}));
+  ExpectClose(expected, y, 1e-5, "float32");
+  const std::string half_model = ToFloat16Model(model);
+  EXPECT_EQ(PlacementOf(half_model, {}).nhwc, 3);
+  ExpectClose(expected, RunOnCuda(half_model, {{"x", Value(HalfOf(x))}})[0], 1e-2, "float16");
+}
+
+}  // namespace
+}  // namespace tessera::test

@@ -1,0 +1,77 @@
+// One-node SkipLayerNormalization models for the CPU op test (tests/ops/skip_layer_norm_test.cc) and the CUDA
+// test (tests/cuda/cuda_skip_layer_norm_test.cc): the node can name the sum as output 3 with outputs 1 and 2
+// omitted, which the OpTester cannot express. Every input is a graph input; RandomFeeds fills them.
+#pragma once
+
+#include <onnx/onnx_pb.h>
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "ops/op_tester.h"
+#include "tessera/tessera.h"
+
+namespace tessera::test {
+
+struct SkipLayerNormCase {
+  std::string domain = "ai.tessera";
+  DataType type = DataType::kFloat;
+  Shape input, skip;  // broadcast against each other; the last dimension of the result is the hidden size
+  bool beta = true, bias = false, sum = false;
+  float epsilon = 1e-5f;
+
+  int64_t Hidden() const { return std::max(input[input.rank() - 1], skip[skip.rank() - 1]); }
+};
+
+inline std::string SkipLayerNormModel(const SkipLayerNormCase& c) {
+  onnx::ModelProto model;
+  model.set_ir_version(8);
+  auto* onnx_import = model.add_opset_import();
+  onnx_import->set_domain("");
+  onnx_import->set_version(17);
+  auto* op_import = model.add_opset_import();
+  op_import->set_domain(c.domain);
+  op_import->set_version(1);
+  onnx::GraphProto* graph = model.mutable_graph();
+  graph->set_name("skip_layer_norm");
+  onnx::NodeProto* node = graph->add_node();
+  node->set_op_type("SkipLayerNormalization");
+  node->set_domain(c.domain);
+  node->set_name("sln");
+  auto* epsilon = node->add_attribute();
+  epsilon->set_name("epsilon");
+  epsilon->set_type(onnx::AttributeProto::FLOAT);
+  epsilon->set_f(c.epsilon);
+  const auto add_value = [&](google::protobuf::RepeatedPtrField<onnx::ValueInfoProto>* list, const std::string& name) {
+    onnx::ValueInfoProto* info = list->Add();
+    info->set_name(name);
+    info->mutable_type()->mutable_tensor_type()->set_elem_type(static_cast<int32_t>(c.type));
+  };
+  for (const char* name : {"input", "skip", "gamma", "beta", "bias"}) {
+    const std::string n = name;
+    const bool present = (n != "beta" || c.beta) && (n != "bias" || c.bias);
+    node->add_input(present ? n : "");
+    if (present) add_value(graph->mutable_input(), n);
+  }
+  while (!node->input().empty() && node->input(node->input_size() - 1).empty()) node->mutable_input()->RemoveLast();
+  node->add_output("output");
+  add_value(graph->mutable_output(), "output");
+  if (c.sum) {
+    for (const char* name : {"", "", "input_skip_bias_sum"}) node->add_output(name);
+    add_value(graph->mutable_output(), "input_skip_bias_sum");
+  }
+  return model.SerializeAsString();
+}
+
+inline Session::NamedValues RandomFeeds(const SkipLayerNormCase& c, uint32_t seed) {
+  const Shape vector{c.Hidden()};
+  Session::NamedValues feeds = {{"input", Value(RandomTensor(c.type, c.input, seed, -2, 2))},
+                                {"skip", Value(RandomTensor(c.type, c.skip, seed + 1, -2, 2))},
+                                {"gamma", Value(RandomTensor(c.type, vector, seed + 2, 0.5, 1.5))}};
+  if (c.beta) feeds.push_back({"beta", Value(RandomTensor(c.type, vector, seed + 3))});
+  if (c.bias) feeds.push_back({"bias", Value(RandomTensor(c.type, vector, seed + 4))});
+  return feeds;
+}
+
+}  // namespace tessera::test
