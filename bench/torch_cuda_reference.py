@@ -35,11 +35,23 @@ def bert_base(half):
     return model, (ids, mask)
 
 
+def mobilenet_v2(half):
+    import torchvision
+    torch.manual_seed(0)
+    model = torchvision.models.mobilenet_v2().eval().cuda()
+    x = torch.randn(1, 3, 224, 224, device="cuda")
+    if half:
+        model, x = model.half(), x.half()
+    return model, (x,)
+
+
 MODELS = {
     "resnet50": lambda: resnet50(False),
     "resnet50_fp16": lambda: resnet50(True),
     "bert_base_s128": lambda: bert_base(False),
     "bert_base_s128_fp16": lambda: bert_base(True),
+    "mobilenet_v2": lambda: mobilenet_v2(False),
+    "mobilenet_v2_fp16": lambda: mobilenet_v2(True),
 }
 
 

@@ -54,6 +54,20 @@ import torchvision
 x = torch.randn(1, 3, 224, 224)
 
 
+def calibrate_batch_norm(model):
+    """Sets the BatchNorm running statistics from random batches, as training on data would. With the initial
+    statistics (mean 0, variance 1) random-weight MobileNetV2's activations shrink layer by layer to logits of
+    ~4e-9, which float16 cannot hold (its output is all zeros, on any runtime)."""
+    for m in model.modules():
+        if isinstance(m, torch.nn.BatchNorm2d):
+            m.reset_running_stats()
+            m.momentum = None  # a cumulative average over the batches
+    model.train()
+    with torch.no_grad():
+        for _ in range(4):
+            model(torch.randn(8, 3, 224, 224))
+
+
 def export_vision(name, model):
     """`model` (torchvision, random weights) in fp32 and fp16, batch 1."""
     model = model.eval()
@@ -139,6 +153,8 @@ if "resnet50" in families:
 if "bert" in families:
     export_bert()
 if "mobilenet_v2" in families:
-    export_vision("mobilenet_v2", torchvision.models.mobilenet_v2())
+    mobilenet = torchvision.models.mobilenet_v2()
+    calibrate_batch_norm(mobilenet)
+    export_vision("mobilenet_v2", mobilenet)
 if "gpt2" in families:
     export_gpt2()
