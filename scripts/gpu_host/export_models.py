@@ -33,8 +33,14 @@ def export(m, args, path, inames, onames):
     print("exported", path, os.path.getsize(path) >> 20, "MiB", flush=True)
 
 
+def first(y):
+    return y[0] if isinstance(y, tuple) else y  # a model with several outputs: the first is checked
+
+
 def save_reference(m, args, path, inames):
-    """PyTorch's output of `m` in float64 on the CPU; inputs saved as the model receives them."""
+    """PyTorch's output of `m` in float64 on the CPU; inputs saved as the model receives them. Also writes
+    pytorch_error.txt: the relative L2 error of PyTorch's own output in the model's precision and on its device
+    against that reference, the accuracy float16 arithmetic reaches on this model."""
     ref = path[: -len(".onnx")] + ".ref"
     os.makedirs(ref, exist_ok=True)
     for name, a in zip(inames, args):
@@ -42,11 +48,13 @@ def save_reference(m, args, path, inames):
     m64 = copy.deepcopy(m).cpu().double()
     args64 = [a.cpu().double() if a.is_floating_point() else a.cpu() for a in args]
     with torch.no_grad():
-        y = m64(*args64)
-    if isinstance(y, tuple):  # a model with several outputs: the first is checked
-        y = y[0]
+        y = first(m64(*args64))
+        own = first(m(*args)).double().cpu()
     np.save(f"{ref}/output.npy", y.numpy())
-    print("reference", ref, tuple(y.shape), flush=True)
+    error = (torch.linalg.norm(own - y) / torch.linalg.norm(y)).item()
+    with open(f"{ref}/pytorch_error.txt", "w") as f:
+        f.write(f"{error:.6e}\n")
+    print("reference", ref, tuple(y.shape), "PyTorch's own relative error", error, flush=True)
 
 
 import torchvision

