@@ -14,10 +14,10 @@ import time
 import torch
 
 
-def resnet50(half):
+def vision(name, half):
     import torchvision
     torch.manual_seed(0)
-    model = torchvision.models.resnet50().eval().cuda()
+    model = getattr(torchvision.models, name)().eval().cuda()
     x = torch.randn(1, 3, 224, 224, device="cuda")
     if half:
         model, x = model.half(), x.half()
@@ -35,23 +35,13 @@ def bert_base(half):
     return model, (ids, mask)
 
 
-def mobilenet_v2(half):
-    import torchvision
-    torch.manual_seed(0)
-    model = torchvision.models.mobilenet_v2().eval().cuda()
-    x = torch.randn(1, 3, 224, 224, device="cuda")
-    if half:
-        model, x = model.half(), x.half()
-    return model, (x,)
-
-
 MODELS = {
-    "resnet50": lambda: resnet50(False),
-    "resnet50_fp16": lambda: resnet50(True),
+    "resnet50": lambda: vision("resnet50", False),
+    "resnet50_fp16": lambda: vision("resnet50", True),
     "bert_base_s128": lambda: bert_base(False),
     "bert_base_s128_fp16": lambda: bert_base(True),
-    "mobilenet_v2": lambda: mobilenet_v2(False),
-    "mobilenet_v2_fp16": lambda: mobilenet_v2(True),
+    "mobilenet_v2": lambda: vision("mobilenet_v2", False),
+    "mobilenet_v2_fp16": lambda: vision("mobilenet_v2", True),
 }
 
 

@@ -10,7 +10,6 @@ namespace {
 
 using CudaKernelTest = CudaTest;
 
-constexpr DataType kF32 = DataType::kFloat;
 constexpr DataType kF16 = DataType::kFloat16;
 // TF32 (use_tf32 = 1, the default) rounds float32 operands of Conv / Gemm / MatMul to 10-bit mantissas.
 constexpr double kTf32Tolerance = 1e-2;

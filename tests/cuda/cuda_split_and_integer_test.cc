@@ -14,19 +14,6 @@ namespace {
 
 using CudaSplitAndIntegerTest = CudaTest;
 
-constexpr DataType kF32 = DataType::kFloat;
-constexpr DataType kF16 = DataType::kFloat16;
-constexpr DataType kI32 = DataType::kInt32;
-constexpr DataType kI64 = DataType::kInt64;
-
-void CompareOnCuda(OpTester& t) {
-  ExpectAllOnCuda(t.SerializedModel());
-  t.CompareWithCpu({"cuda"});
-}
-
-Tensor Int64s(const std::vector<int64_t>& values) {
-  return Tensor::FromVector<int64_t>({static_cast<int64_t>(values.size())}, values);
-}
 
 // An int32 or int64 tensor with `values`.
 Tensor IntTensor(DataType type, const Shape& shape, const std::vector<int64_t>& values) {

@@ -133,6 +133,15 @@ std::string SmallConvNetModel() {
   return proto.SerializeAsString();
 }
 
+void CompareOnCuda(OpTester& t) {
+  ExpectAllOnCuda(t.SerializedModel());
+  t.CompareWithCpu({"cuda"});
+}
+
+Tensor Int64s(const std::vector<int64_t>& values) {
+  return Tensor::FromVector<int64_t>({static_cast<int64_t>(values.size())}, values);
+}
+
 Tensor Float16ToFloat(const Tensor& half) {
   Tensor out = Tensor::Allocate(DataType::kFloat, half.shape());
   const Float16* in = half.Data<Float16>();

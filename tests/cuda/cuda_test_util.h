@@ -40,6 +40,16 @@ void ExpectAllOnCuda(const std::string& model, const ProviderOptions& provider_o
 // softmax; input "x" [1,3,16,16], output "prob" [1,10].
 std::string SmallConvNetModel();
 
+constexpr DataType kF32 = DataType::kFloat;
+constexpr DataType kF16 = DataType::kFloat16;
+constexpr DataType kI32 = DataType::kInt32;
+constexpr DataType kI64 = DataType::kInt64;
+
+// Checks that the one-node test's node runs on the CUDA EP, then its outputs against the CPU EP's.
+void CompareOnCuda(OpTester& t);
+// A 1-D int64 tensor.
+Tensor Int64s(const std::vector<int64_t>& values);
+
 // A float32 tensor with exactly the values of a float16 one.
 Tensor Float16ToFloat(const Tensor& half);
 
