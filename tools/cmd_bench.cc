@@ -9,6 +9,8 @@
 #include <chrono>
 #include <functional>
 #include <iostream>
+#include <mutex>
+#include <thread>
 
 #include "cli_session.h"
 #include "commands.h"
@@ -21,10 +23,11 @@ namespace {
 constexpr const char* kBenchUsage =
     "usage: tessera bench [MODEL] [--runs N] [--warmup N] [--time-budget SECONDS] [--threads N]\n"
     "                     [--input NAME=FILE.npy]... [--dim SYMBOL=VALUE]... [--shape NAME=D1xD2...]...\n"
-    "                     [--ep NAME]... [--plugin NAME=PATH]... [--profile PREFIX]\n"
+    "                     [--ep NAME]... [--plugin NAME=PATH]... [--profile PREFIX] [--concurrency N]\n"
     "Measures Run(feeds) with host tensors and Run(IoBinding) with inputs bound once and outputs bound to the\n"
-    "EP's memory; on the CUDA EP also Run(IoBinding) replaying a CUDA graph. MODEL defaults to\n"
-    ".models/default.onnx (PP-OCRv4 detection, input x 1x3x640x640).\n"
+    "EP's memory; on the CUDA EP also Run(IoBinding) replaying a CUDA graph. --concurrency N adds Run(feeds)\n"
+    "from N threads at once on the same session (latency of each call, and calls per second over all threads).\n"
+    "MODEL defaults to .models/default.onnx (PP-OCRv4 detection, input x 1x3x640x640).\n"
     "--profile writes a Chrome-trace profile of every run to PREFIX_<date-time>.json (one file per session).\n";
 constexpr const char* kDefaultModel = ".models/default.onnx";
 // The default model's image input is [N,3,H,W] with every dimension symbolic; see docs/MODELS.md.
@@ -43,6 +46,7 @@ struct BenchSettings {
 struct Latency {
   std::string mode;
   std::vector<double> ms;  // sorted
+  double runs_per_second = 0;
 };
 
 // Calls `run` for warm-up, then times it until runs or the budget are exhausted.
@@ -63,6 +67,44 @@ Latency Measure(const std::string& mode, const BenchSettings& settings, const st
     const double spent = std::chrono::duration<double>(t1 - start).count();
     if (i + 1 >= min_runs && spent > settings.budget_seconds) break;
   }
+  latency.runs_per_second =
+      static_cast<double>(latency.ms.size()) / std::chrono::duration<double>(Clock::now() - start).count();
+  std::sort(latency.ms.begin(), latency.ms.end());
+  return latency;
+}
+
+// `run` from `threads` threads at once, each warming up, then timing calls for the budget (at least kMinRuns).
+Latency MeasureConcurrent(const std::string& mode, const BenchSettings& settings, int threads,
+                          const std::function<void()>& run) {
+  for (int i = 0; i < std::min(settings.warmup, 2); ++i) run();
+  Latency latency{mode, {}};
+  std::mutex mutex;
+  std::vector<std::string> errors;
+  const auto start = Clock::now();
+  std::vector<std::thread> workers;
+  for (int t = 0; t < threads; ++t) {
+    workers.emplace_back([&] {
+      std::vector<double> mine;
+      try {
+        for (int i = 0; i < settings.runs; ++i) {
+          const auto t0 = Clock::now();
+          run();
+          const auto t1 = Clock::now();
+          mine.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
+          if (i + 1 >= kMinRuns && std::chrono::duration<double>(t1 - start).count() > settings.budget_seconds) break;
+        }
+      } catch (const std::exception& e) {
+        std::lock_guard<std::mutex> lock(mutex);
+        errors.push_back(e.what());
+      }
+      std::lock_guard<std::mutex> lock(mutex);
+      latency.ms.insert(latency.ms.end(), mine.begin(), mine.end());
+    });
+  }
+  for (std::thread& w : workers) w.join();
+  if (!errors.empty()) Fail(ErrorCode::kRuntime, mode, ": ", errors.front());
+  latency.runs_per_second =
+      static_cast<double>(latency.ms.size()) / std::chrono::duration<double>(Clock::now() - start).count();
   std::sort(latency.ms.begin(), latency.ms.end());
   return latency;
 }
@@ -104,12 +146,12 @@ IoBinding BindOnce(Environment& env, Session& session, const Session::NamedValue
 }
 
 void PrintLatencies(const std::vector<Latency>& results) {
-  Table table({"mode", "runs", "median ms", "p10 ms", "p90 ms", "min ms"});
-  table.RightAlign({1, 2, 3, 4, 5});
+  Table table({"mode", "runs", "median ms", "p10 ms", "p90 ms", "min ms", "runs/s"});
+  table.RightAlign({1, 2, 3, 4, 5, 6});
   for (const Latency& l : results) {
     table.AddRow({l.mode, std::to_string(l.ms.size()), FormatFixed(Percentile(l.ms, 0.5), 3),
                   FormatFixed(Percentile(l.ms, 0.1), 3), FormatFixed(Percentile(l.ms, 0.9), 3),
-                  FormatFixed(l.ms.empty() ? 0 : l.ms.front(), 3)});
+                  FormatFixed(l.ms.empty() ? 0 : l.ms.front(), 3), FormatFixed(l.runs_per_second, 1)});
   }
   std::cout << "\n";
   table.Print(std::cout);
@@ -159,7 +201,8 @@ void MeasureCudaGraph(Environment& env, const std::filesystem::path& model, cons
 
 int BenchCommand(std::span<const std::string> args) {
   std::set<std::string> value_options = kSessionValueOptions;
-  value_options.insert({"--runs", "--warmup", "--time-budget", "--input", "--dim", "--shape", "--seed", "--profile"});
+  value_options.insert(
+      {"--runs", "--warmup", "--time-budget", "--input", "--dim", "--shape", "--seed", "--profile", "--concurrency"});
   const ParsedArgs parsed = ParseArgs(args, value_options, kSessionFlags);
   if (parsed.Has("--help")) {
     std::cout << kBenchUsage;
@@ -181,6 +224,9 @@ int BenchCommand(std::span<const std::string> args) {
 
   std::vector<Latency> results;
   results.push_back(Measure("host tensors", settings, [&] { session.Run(feeds); }));
+  if (const int threads = parsed.IntOr("--concurrency", 1, 1); threads > 1)
+    results.push_back(MeasureConcurrent("host tensors, " + std::to_string(threads) + " threads", settings, threads,
+                                        [&] { session.Run(feeds); }));
   IoBinding binding = BindOnce(*env, session, feeds);
   results.push_back(Measure("io binding", settings, [&] { session.Run(binding); }));
   if (!session.providers().empty() && session.providers().front() == kCudaEp)

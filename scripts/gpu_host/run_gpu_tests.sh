@@ -106,9 +106,15 @@ if python3 -c 'import torch, torchvision, transformers' 2>/dev/null; then
   step bench bench.log bench_models
   grep -E '^====|^ *(host tensors|io binding)|not measured' "$LOG_DIR/bench.log"
   # PyTorch on the same GPU in the same session, the way the bench's CUDA-graph row is measured.
-  step torch_reference torch_reference.log python3 bench/torch_cuda_reference.py --runs 300 \
-    --models resnet50 resnet50_fp16 bert_base_s128 bert_base_s128_fp16 mobilenet_v2 mobilenet_v2_fp16
-  cat "$LOG_DIR/torch_reference.log"
+  if [[ ${TORCH_REFERENCE:-1} == 1 ]]; then
+    step torch_reference torch_reference.log python3 bench/torch_cuda_reference.py --runs 300 \
+      --models resnet50 resnet50_fp16 bert_base_s128 bert_base_s128_fp16 mobilenet_v2 mobilenet_v2_fp16
+    cat "$LOG_DIR/torch_reference.log"
+  fi
+  # do_copy_in_default_stream A/B (a copy-bound model and ResNet-50, two threads at once).
+  [[ ${COPY_STREAMS_BENCH:-1} == 1 ]] &&
+    step copy_streams_bench copy_streams_bench.log bash scripts/gpu_host/copy_streams_bench.sh build-gpu "$BENCH_DIR"
+  [[ -f $LOG_DIR/copy_streams_bench.log ]] && cat "$LOG_DIR/copy_streams_bench.log"
 fi
 # ResNet-50 (random weights) exported by PyTorch's dynamo exporter (ReduceMean average pool): CUDA EP
 # outputs against PyTorch's, then latency.
@@ -139,7 +145,7 @@ fi
 if command -v compute-sanitizer >/dev/null; then
   step sanitizer sanitizer.log timeout 100 compute-sanitizer --tool memcheck --error-exitcode 3 \
     build-gpu/tessera_tests \
-    --gtest_filter='CudaSessionTest.IoBinding*:CudaSessionTest.Async*:CudaEpTest.Copies*:CudaGraphTest.*'
+    --gtest_filter='CudaSessionTest.IoBinding*:CudaSessionTest.Async*:CudaEpTest.Copies*:CudaGraphTest.*:CudaCopyStreamsTest.*'
 fi
 [[ -f $LOG_DIR/sanitizer.log ]] && grep -E "ERROR SUMMARY|Invalid|Program hit|FAILED" "$LOG_DIR/sanitizer.log" | head -20
 cat "$LOG_DIR/devices.txt"

@@ -9,7 +9,9 @@
 #include <unordered_map>
 #include <vector>
 
+#include "core/logging.h"
 #include "tessera/status.h"
+#include "tessera/stream.h"
 
 namespace tessera {
 
@@ -21,6 +23,35 @@ constexpr size_t kNumBins = 24;
 
 struct Region;
 
+// A point on a stream after which a freed chunk's memory is no longer used (stream_fences).
+struct Fence {
+  const Stream* stream = nullptr;  // compared, never dereferenced
+  std::shared_ptr<Event> event;
+  uint64_t sequence = 0;           // arena-wide recording order: a later fence of a stream covers earlier ones
+};
+
+// Adds `from` to `into`, keeping one fence per stream: the latest.
+void MergeFences(std::vector<Fence>& into, const std::vector<Fence>& from) {
+  for (const Fence& f : from) {
+    auto same = std::find_if(into.begin(), into.end(), [&](const Fence& g) { return g.stream == f.stream; });
+    if (same == into.end())
+      into.push_back(f);
+    else if (same->sequence < f.sequence)
+      *same = f;
+  }
+}
+
+// Host wait for every fence; errors are logged, not thrown (this runs where memory is given back for good).
+void SynchronizeQuietly(const std::vector<Fence>& fences) {
+  for (const Fence& f : fences) {
+    try {
+      f.event->Synchronize();
+    } catch (const std::exception& e) {
+      Log(LogLevel::kWarning, "arena: waiting for a freed block's last use failed: ", e.what());
+    }
+  }
+}
+
 // A contiguous piece of a region, either handed out or free. Chunks of one region form a doubly
 // linked list in address order, so merging on free only has to look at the two neighbours.
 struct Chunk {
@@ -30,6 +61,7 @@ struct Chunk {
   Chunk* prev = nullptr;
   Chunk* next = nullptr;
   Region* region = nullptr;
+  std::vector<Fence> fences;  // free chunks: where their memory's last uses end
 };
 
 struct Region {
@@ -66,7 +98,12 @@ struct Arena::Impl {
   std::array<std::set<Chunk*, BySizeThenAddress>, kNumBins> bins;
   std::unordered_map<void*, Chunk*> in_use;
   size_t last_region_bytes = 0;
+  uint64_t fence_sequence = 0;
   AllocatorStats stats;
+  // Events of fences no chunk needs any more, per stream, recorded again for later fences (creating a device
+  // event costs about as much as recording it). Fences drop their events with or without `mutex` held.
+  std::mutex spare_events_mutex;
+  std::unordered_map<const Stream*, std::vector<std::unique_ptr<Event>>> spare_events;
 
   Impl(AllocatorPtr under, ArenaOptions opts)
       : underlying(std::move(under)),
@@ -82,7 +119,8 @@ struct Arena::Impl {
 
   Chunk* FindFreeChunk(size_t rounded) {
     for (size_t b = BinIndex(rounded); b < kNumBins; ++b) {
-      Chunk probe{nullptr, rounded};
+      Chunk probe;
+      probe.size = rounded;
       auto it = bins[b].lower_bound(&probe);
       if (it != bins[b].end()) return *it;
     }
@@ -96,16 +134,19 @@ struct Arena::Impl {
     const size_t leftover = c->size - rounded;
     if (leftover < alignment) return;
     if (c->size < 2 * rounded && leftover < options.max_dead_bytes_per_chunk) return;
-    auto* tail = new Chunk{c->ptr + rounded, leftover, false, c, c->next, c->region};
+    auto* tail = new Chunk{c->ptr + rounded, leftover, false, c, c->next, c->region, c->fences};
     if (c->next != nullptr) c->next->prev = tail;
     c->next = tail;
     c->size = rounded;
     InsertFree(tail);
   }
 
-  void* TakeChunk(Chunk* c, size_t rounded) {
+  // Hands out `c`; its fences move to `fences` (the new user must wait for them).
+  void* TakeChunk(Chunk* c, size_t rounded, std::vector<Fence>& fences) {
     EraseFree(c);
     MaybeSplit(c, rounded);
+    fences = std::move(c->fences);
+    c->fences.clear();
     c->in_use = true;
     in_use.emplace(c->ptr, c);
     stats.bytes_in_use += c->size;
@@ -135,7 +176,7 @@ struct Arena::Impl {
     if (base == nullptr && bytes != rounded) base = TryReserve(bytes = rounded);
     if (base == nullptr) return false;
     auto region = std::make_unique<Region>(Region{base, bytes, nullptr});
-    region->first = new Chunk{base, bytes, false, nullptr, nullptr, region.get()};
+    region->first = new Chunk{base, bytes, false, nullptr, nullptr, region.get(), {}};
     InsertFree(region->first);
     regions.push_back(std::move(region));
     last_region_bytes = bytes;
@@ -156,6 +197,7 @@ struct Arena::Impl {
   void ReleaseRegion(Region& region) {
     for (Chunk* c = region.first; c != nullptr;) {
       Chunk* next = c->next;
+      SynchronizeQuietly(c->fences);
       delete c;
       c = next;
     }
@@ -182,12 +224,43 @@ struct Arena::Impl {
          options.max_bytes, " bytes)");
   }
 
-  // Merges `c` with its free neighbours and files the result in a bin.
-  void Release(Chunk* c) {
+  // An event recorded on `stream` now, going back to spare_events once no fence holds it.
+  std::shared_ptr<Event> RecordFence(Stream& stream) {
+    std::unique_ptr<Event> event;
+    {
+      std::lock_guard<std::mutex> lock(spare_events_mutex);
+      std::vector<std::unique_ptr<Event>>& spare = spare_events[&stream];
+      if (!spare.empty()) {
+        event = std::move(spare.back());
+        spare.pop_back();
+      }
+    }
+    if (event == nullptr) event = stream.CreateEvent();
+    event->Record(stream);
+    return std::shared_ptr<Event>(event.release(), [this, key = &stream](Event* done) {
+      std::lock_guard<std::mutex> lock(spare_events_mutex);
+      spare_events[key].emplace_back(done);
+    });
+  }
+
+  void* AllocateLocked(size_t bytes, std::vector<Fence>& fences) {
+    const size_t rounded = RoundUp(std::max<size_t>(bytes, 1), alignment);
+    if (Chunk* c = FindFreeChunk(rounded)) return TakeChunk(c, rounded, fences);
+    if (!TryExtend(rounded)) {
+      ShrinkLocked();
+      if (!TryExtend(rounded)) FailOutOfMemory(bytes);
+    }
+    return TakeChunk(FindFreeChunk(rounded), rounded, fences);
+  }
+
+  // Merges `c` (now free, last used up to `fences`) with its free neighbours and files the result in a bin.
+  void Release(Chunk* c, std::vector<Fence> fences) {
     c->in_use = false;
+    c->fences = std::move(fences);
     stats.bytes_in_use -= c->size;
     if (c->next != nullptr && !c->next->in_use) {
       Chunk* next = c->next;
+      MergeFences(c->fences, next->fences);
       EraseFree(next);
       c->size += next->size;
       c->next = next->next;
@@ -196,6 +269,7 @@ struct Arena::Impl {
     }
     if (c->prev != nullptr && !c->prev->in_use) {
       Chunk* prev = c->prev;
+      MergeFences(prev->fences, c->fences);
       EraseFree(prev);
       prev->size += c->size;
       prev->next = c->next;
@@ -212,26 +286,67 @@ Arena::Arena(AllocatorPtr underlying, ArenaOptions options)
 
 Arena::~Arena() = default;
 
-void* Arena::Allocate(size_t bytes) {
-  std::lock_guard<std::mutex> lock(impl_->mutex);
-  const size_t rounded = RoundUp(std::max<size_t>(bytes, 1), impl_->alignment);
-  if (Chunk* c = impl_->FindFreeChunk(rounded)) return impl_->TakeChunk(c, rounded);
-  if (!impl_->TryExtend(rounded)) {
-    impl_->ShrinkLocked();
-    if (!impl_->TryExtend(rounded)) impl_->FailOutOfMemory(bytes);
+void* Arena::Allocate(size_t bytes) { return AllocateOn(bytes, nullptr); }
+
+void* Arena::AllocateOn(size_t bytes, Stream* stream) {
+  std::vector<Fence> fences;
+  void* p;
+  {
+    std::lock_guard<std::mutex> lock(impl_->mutex);
+    p = impl_->AllocateLocked(bytes, fences);
   }
-  return impl_->TakeChunk(impl_->FindFreeChunk(rounded), rounded);
+  // Outside the lock: a host wait must not hold up other threads' allocations.
+  try {
+    size_t waits = 0;
+    for (const Fence& f : fences) {
+      if (stream != nullptr && f.stream == stream) continue;  // already in that stream's order
+      if (stream == nullptr)
+        f.event->Synchronize();
+      else
+        f.event->Wait(*stream);
+      ++waits;
+    }
+    if (waits > 0) {
+      std::lock_guard<std::mutex> lock(impl_->mutex);
+      impl_->stats.num_stream_waits += waits;
+    }
+  } catch (...) {
+    std::lock_guard<std::mutex> lock(impl_->mutex);
+    Chunk* c = impl_->in_use.at(p);
+    impl_->in_use.erase(p);
+    impl_->Release(c, std::move(fences));
+    throw;
+  }
+  return p;
 }
 
-void Arena::Free(void* p) {
+void Arena::Free(void* p) { FreeAfter(p, nullptr); }
+
+void Arena::FreeAfter(void* p, Stream* stream) {
   if (p == nullptr) return;
+  std::vector<Fence> fences;
+  if (impl_->options.stream_fences && stream != nullptr) {
+    // Free runs from tensor destructors, so it must not throw: without an event, wait for the stream instead.
+    try {
+      fences.push_back({stream, impl_->RecordFence(*stream), 0});
+    } catch (const std::exception& e) {
+      Log(LogLevel::kWarning, "arena for ", Info().ToString(), ": no event for a freed block (", e.what(),
+          "); waiting for its stream instead");
+      try {
+        stream->Synchronize();
+      } catch (const std::exception& again) {
+        Log(LogLevel::kWarning, "arena for ", Info().ToString(), ": the stream failed too (", again.what(), ")");
+      }
+    }
+  }
   std::lock_guard<std::mutex> lock(impl_->mutex);
   auto it = impl_->in_use.find(p);
   if (it == impl_->in_use.end())
     Fail(ErrorCode::kInvalidArgument, "arena for ", Info().ToString(), ": Free of a pointer it did not allocate");
   Chunk* c = it->second;
   impl_->in_use.erase(it);
-  impl_->Release(c);
+  for (Fence& f : fences) f.sequence = ++impl_->fence_sequence;
+  impl_->Release(c, std::move(fences));
 }
 
 const MemoryInfo& Arena::Info() const { return impl_->underlying->Info(); }

@@ -3,10 +3,11 @@
 // than the one it is produced in. Liveness is precomputed: each step lists the slots whose last use
 // it is, so the executor releases them right away and the arena reuses their memory.
 //
-// Streams: every EP that has one gets a single stream per session; all of that device's work (its
-// kernels and the copies in and out of its memory) is queued on it, so host-side release of a buffer
-// at its last use is ordered before any later reuse of the same memory. A step that consumes a value
-// produced on another stream waits on an event recorded after the producer.
+// Streams: every EP that has one gets a compute stream per session for its kernels. Copies between its
+// memory and the host run on that stream too, or on the EP's copy streams (one per direction) when it
+// has them. A step that consumes a value produced on another stream waits on an event recorded after
+// the producer. Buffers are released on the host at their last use, before the device has run it: the
+// allocators the plan hands out (PlanServices::allocator_on) order each block's reuse after that use.
 #pragma once
 
 #include <map>

@@ -125,20 +125,27 @@ Tensor CopyTensor(const Tensor& src, const AllocatorPtr& allocator, DataTransfer
   return dst;
 }
 
+// A copy of a tensor or sequence into `allocator`'s memory (none stays none), queued on `stream` (nullptr: done
+// before returning).
+Value CopyValue(const Value& src, const AllocatorPtr& allocator, DataTransfer* transfer, Stream* stream) {
+  if (src.is_tensor()) return Value(CopyTensor(src.tensor(), allocator, transfer, stream));
+  if (!src.is_sequence()) return Value();
+  TensorSequence out;
+  for (const Tensor& t : src.sequence()) out.push_back(CopyTensor(t, allocator, transfer, stream));
+  return Value(std::move(out));
+}
+
+// Later work on `later` waits (device-side) for the work queued on `earlier` so far.
+void OrderAfter(Stream& earlier, Stream& later) {
+  std::unique_ptr<Event> event = earlier.CreateEvent();
+  event->Record(earlier);
+  event->Wait(later);
+}
+
 void RunCopyStep(Frame& frame, const PlanStep& step) {
-  const Value& src = frame.values[step.inputs[0]];
-  const int dst_slot = step.outputs[0];
   if (step.stream == nullptr)  // copies between two devices: both sides must be idle
     for (Stream* s : frame.plan.streams) s->Synchronize();
-  if (src.is_tensor()) {
-    frame.values[dst_slot] = Value(CopyTensor(src.tensor(), step.allocator, step.transfer, step.stream));
-  } else if (src.is_sequence()) {
-    TensorSequence out;
-    for (const Tensor& t : src.sequence()) out.push_back(CopyTensor(t, step.allocator, step.transfer, step.stream));
-    frame.values[dst_slot] = Value(std::move(out));
-  } else {
-    frame.values[dst_slot] = Value();
-  }
+  frame.values[step.outputs[0]] = CopyValue(frame.values[step.inputs[0]], step.allocator, step.transfer, step.stream);
 }
 
 }  // namespace
@@ -149,17 +156,23 @@ Value CopyValueTo(const Value& value, const MemoryInfo& dst, const PlanServices&
                                            : (value.sequence().empty() ? dst : value.sequence()[0].memory_info());
   if (src == dst) return value;
   DataTransfer* transfer = services.find_transfer(src, dst);
-  AllocatorPtr allocator = services.allocator_for(dst);
   Stream* src_stream = services.stream_for(src);
   Stream* dst_stream = services.stream_for(dst);
-  // Host-bound or device-to-device copies complete before returning; host -> device copies may stay
-  // queued on the destination stream unless the caller waits.
-  Stream* stream = (src_stream == nullptr && dst_stream != nullptr && !wait) ? dst_stream : nullptr;
-  if (src_stream != nullptr) src_stream->Synchronize();
-  if (value.is_tensor()) return Value(CopyTensor(value.tensor(), allocator, transfer, stream));
-  TensorSequence out;
-  for (const Tensor& t : value.sequence()) out.push_back(CopyTensor(t, allocator, transfer, stream));
-  return Value(std::move(out));
+  Stream* stream = services.copy_stream_for(src, dst);
+  if (stream == nullptr) {  // between two devices (or host memory only): synchronous, once the source is complete
+    if (src_stream != nullptr) src_stream->Synchronize();
+    return CopyValue(value, services.allocator_for(dst), transfer, nullptr);
+  }
+  // The copy waits for the source's producer; the destination's compute stream (its readers) waits for the copy.
+  if (src_stream != nullptr && src_stream != stream) OrderAfter(*src_stream, *stream);
+  Value copied = CopyValue(value, services.allocator_on(dst, stream), transfer, stream);
+  if (dst_stream != nullptr && dst_stream != stream) OrderAfter(*stream, *dst_stream);
+  if (wait) {
+    std::unique_ptr<Event> done = stream->CreateEvent();
+    done->Record(*stream);
+    done->Synchronize();
+  }
+  return copied;
 }
 
 std::vector<Value> ExecutePlan(const ExecutionPlan& plan, RunRequest& request, const PlanServices& services) {

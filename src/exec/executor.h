@@ -29,8 +29,9 @@ struct RunRequest {
 // Runs the plan and returns the values of plan.output_slots (in the memory where they were produced).
 std::vector<Value> ExecutePlan(const ExecutionPlan& plan, RunRequest& request, const PlanServices& services);
 
-// Copies `value` (a tensor or a sequence) into memory `dst`. With `wait` the data has arrived when
-// this returns; otherwise it may still be in flight on the destination device's stream.
+// Copies `value` (a tensor or a sequence) into memory `dst`, after the work that produces it. With `wait` the
+// data has arrived when this returns; otherwise it may still be in flight on a stream, and work queued later
+// on the compute stream of `dst` is ordered after it.
 Value CopyValueTo(const Value& value, const MemoryInfo& dst, const PlanServices& services, bool wait);
 
 }  // namespace tessera

@@ -141,20 +141,11 @@ class Builder {
     step.inputs = {source};
     step.outputs = {dst};
     step.transfer = transfer;
-    step.allocator = services_.allocator_for(location);
-    step.stream = CopyStream(from, location);
+    step.stream = services_.copy_stream_for(from, location);
+    step.allocator = services_.allocator_on(location, step.stream);
     step.label = "copy '" + name + "' " + from.ToString() + " -> " + location.ToString();
     AddStep(std::move(step));
     return dst;
-  }
-
-  // Host -> device copies run on the device's stream, device -> host on the source device's stream;
-  // copies between two devices run synchronously on the host.
-  Stream* CopyStream(const MemoryInfo& from, const MemoryInfo& to) const {
-    Stream* src = services_.stream_for(from);
-    Stream* dst = services_.stream_for(to);
-    if (src != nullptr && dst != nullptr && src != dst) return nullptr;
-    return src != nullptr ? src : dst;
   }
 
   Value CopyConstant(const Tensor& host, const MemoryInfo& location, DataTransfer* transfer) {
@@ -188,7 +179,7 @@ class Builder {
     step.ep = ep;
     step.def = &reg.def;
     step.stream = services_.stream_for(ep->memory_info());
-    step.allocator = services_.allocator_for(ep->memory_info());
+    step.allocator = services_.allocator_on(ep->memory_info(), step.stream);
     step.label = "node '" + node.name + "' (" + node.op_type + ") on " + ep->type();
     for (size_t j = 0; j < node.inputs.size(); ++j)
       step.inputs.push_back(node.inputs[j].empty() ? -1 : SlotIn(node.inputs[j], RequiredLocation(node_index, static_cast<int>(j))));

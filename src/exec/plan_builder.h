@@ -19,8 +19,15 @@ struct PlanServices {
   std::function<DataTransfer*(const MemoryInfo& src, const MemoryInfo& dst)> find_transfer;
   // The allocator for a memory space the session uses.
   std::function<AllocatorPtr(const MemoryInfo& info)> allocator_for;
-  // The session's stream for work in a memory space (nullptr for host memory / synchronous EPs).
+  // The session's compute stream for work in a memory space (nullptr for host memory / synchronous EPs).
   std::function<Stream*(const MemoryInfo& info)> stream_for;
+  // The stream that runs copies from `src` to `dst` memory: between host and a device, the device's copy
+  // stream for that direction when its EP has them, else its compute stream; nullptr between two devices
+  // (such copies run synchronously once both are idle) or when neither side has a stream.
+  std::function<Stream*(const MemoryInfo& src, const MemoryInfo& dst)> copy_stream_for;
+  // The allocator for memory `info` to use for work queued on `use`: blocks come ordered after their last
+  // use (StreamAllocator), which the compute stream of `info` orders. allocator_for(info) when `use` is null.
+  std::function<AllocatorPtr(const MemoryInfo& info, Stream* use)> allocator_on;
   // Compiles a subgraph attribute of `parent` (If/Loop/Scan bodies).
   std::function<std::unique_ptr<SubgraphRunner>(const Graph& subgraph, const Node& parent)> compile_subgraph;
 };

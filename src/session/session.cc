@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "core/logging.h"
+#include "core/stream_allocator.h"
 #include "exec/executor.h"
 #include "exec/plan_builder.h"
 #include "graph/model_loader.h"
@@ -83,8 +84,13 @@ struct Session::Impl {
   std::vector<std::unique_ptr<ExecutionProvider>> eps;  // priority order
   std::vector<const EpDevice*> ep_devices;              // parallel to eps
   std::unique_ptr<CpuExecutionProvider> evaluator_ep;   // constant folding runs here
-  std::map<MemoryInfo, std::unique_ptr<Stream>> streams;
+  std::map<MemoryInfo, std::unique_ptr<Stream>> streams;       // compute stream per device memory
+  std::map<MemoryInfo, std::unique_ptr<Stream>> copy_in_streams;   // host -> device copies, when the EP has them
+  std::map<MemoryInfo, std::unique_ptr<Stream>> copy_out_streams;  // device -> host copies
   std::map<MemoryInfo, AllocatorPtr> allocators;
+  // Views of `allocators` for work on a stream (PlanServices::allocator_on), detached when the session ends.
+  std::map<std::pair<MemoryInfo, Stream*>, std::shared_ptr<StreamAllocator>> stream_allocators;
+  std::mutex stream_allocators_mutex;
   PlanServices services;
   ThreadPool threads;
   ExecutionPlan plan;
@@ -128,8 +134,11 @@ struct Session::Impl {
   std::string EndProfiling();
   std::vector<Value> RunWithGraph(RunRequest& request, const RunOptions& run_options);
   void Synchronize() const {
-    for (const auto& [info, stream] : streams) stream->Synchronize();
+    for (const auto* map : {&copy_in_streams, &streams, &copy_out_streams})
+      for (const auto& [info, stream] : *map) stream->Synchronize();
   }
+  Stream* CopyStream(const MemoryInfo& src, const MemoryInfo& dst) const;
+  AllocatorPtr AllocatorOn(const MemoryInfo& info, Stream* use);
 };
 
 void Session::Impl::AddProvider(const EpDevice& device, const ProviderOptions& provider_options) {
@@ -192,7 +201,11 @@ void Session::Impl::SetUpServices() {
     if (!allocators.count(info)) allocators[info] = shared ? shared : ep->allocator(MemoryType::kDefault);
     if (AllocatorPtr pinned = ep->allocator(MemoryType::kHostAccessible)) allocators.emplace(pinned->Info(), pinned);
     if (!streams.count(info))
-      if (std::unique_ptr<Stream> s = ep->CreateStream()) streams[info] = std::move(s);
+      if (std::unique_ptr<Stream> s = ep->CreateStream()) {
+        streams[info] = std::move(s);
+        if (std::unique_ptr<Stream> in = ep->CreateCopyStream()) copy_in_streams[info] = std::move(in);
+        if (std::unique_ptr<Stream> out = ep->CreateCopyStream()) copy_out_streams[info] = std::move(out);
+      }
   }
   if (!allocators.count(MemoryInfo::Host())) {
     AllocatorPtr shared = shared_for(MemoryInfo::Host());
@@ -219,7 +232,29 @@ void Session::Impl::SetUpServices() {
     auto it = streams.find(info);
     return it == streams.end() ? nullptr : it->second.get();
   };
+  services.copy_stream_for = [this](const MemoryInfo& src, const MemoryInfo& dst) { return CopyStream(src, dst); };
+  services.allocator_on = [this](const MemoryInfo& info, Stream* use) { return AllocatorOn(info, use); };
   services.compile_subgraph = [this](const Graph& subgraph, const Node&) { return CompileSubgraph(subgraph); };
+}
+
+Stream* Session::Impl::CopyStream(const MemoryInfo& src, const MemoryInfo& dst) const {
+  Stream* src_stream = services.stream_for(src);
+  Stream* dst_stream = services.stream_for(dst);
+  if (src_stream != nullptr && dst_stream != nullptr) return nullptr;  // two devices: synchronous
+  const auto& copy_streams = dst_stream != nullptr ? copy_in_streams : copy_out_streams;
+  auto it = copy_streams.find(dst_stream != nullptr ? dst : src);
+  if (it != copy_streams.end()) return it->second.get();
+  return src_stream != nullptr ? src_stream : dst_stream;
+}
+
+AllocatorPtr Session::Impl::AllocatorOn(const MemoryInfo& info, Stream* use) {
+  AllocatorPtr base = services.allocator_for(info);
+  Stream* release = services.stream_for(info);
+  if (use == nullptr || release == nullptr) return base;  // host memory: its device users hold it (DataTransfer)
+  std::lock_guard<std::mutex> lock(stream_allocators_mutex);
+  std::shared_ptr<StreamAllocator>& view = stream_allocators[{info, use}];
+  if (view == nullptr) view = std::make_shared<StreamAllocator>(base, use, release);
+  return view;
 }
 
 std::unique_ptr<SubgraphRunner> Session::Impl::CompileSubgraph(const Graph& subgraph) {
@@ -250,6 +285,8 @@ void Session::Impl::Optimize() {
     std::vector<ExecutionProvider*> assignment = {evaluator_ep.get()};
     PlanServices host_only = services;
     host_only.stream_for = [](const MemoryInfo&) -> Stream* { return nullptr; };
+    host_only.copy_stream_for = [](const MemoryInfo&, const MemoryInfo&) -> Stream* { return nullptr; };
+    host_only.allocator_on = [this](const MemoryInfo& info, Stream*) { return services.allocator_for(info); };
     ExecutionPlan single_plan = BuildExecutionPlan(single, assignment, host_only);
     RunRequest request;
     request.threads = &threads;
@@ -498,7 +535,13 @@ Session::Session(Environment& env, const void* model_bytes, size_t size, const S
 }
 
 Session::~Session() {
-  impl_->Synchronize();
+  try {
+    impl_->Synchronize();
+  } catch (const std::exception& e) {
+    Log(LogLevel::kWarning, "session end: a stream reported an error: ", e.what());
+  }
+  // Tensors the caller still holds free their memory after the streams are gone: no fences on them.
+  for (auto& [key, view] : impl_->stream_allocators) view->Detach();
   try {
     impl_->EndProfiling();
   } catch (const std::exception& e) {

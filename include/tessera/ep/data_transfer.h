@@ -20,7 +20,8 @@ class DataTransfer {
   virtual ~DataTransfer() = default;
   virtual bool CanCopy(const MemoryInfo& src, const MemoryInfo& dst) const = 0;
   // Copies every pair. With a stream the copies are queued on it (and may still be running on
-  // return); with nullptr the call returns once the data has arrived.
+  // return) and the transfer keeps the tensors (their buffers) alive until they have completed; with
+  // nullptr the call returns once the data has arrived.
   virtual void Copy(std::span<const CopyPair> pairs, Stream* stream) = 0;
 };
 

@@ -69,8 +69,13 @@ class ExecutionProvider {
   virtual AllocatorPtr allocator(MemoryType type) = 0;
   // Copies to and from its memory; nullptr when it only uses host memory.
   virtual DataTransfer* data_transfer() = 0;
-  // A new stream for one run (or nullptr for a synchronous EP such as the CPU).
+  // The session's compute stream: a new stream (or nullptr for a synchronous EP such as the CPU).
   virtual std::unique_ptr<Stream> CreateStream() = 0;
+  // A stream for copies between this EP's memory and host memory, or nullptr (the default) to queue them on
+  // the compute stream. The session creates two, one per direction, and orders them with the compute
+  // stream by events. An EP that returns one must give an allocator(kDefault) that orders reuse across
+  // streams (Arena with ArenaOptions::stream_fences), since copies then allocate on another stream.
+  virtual std::unique_ptr<Stream> CreateCopyStream() { return nullptr; }
 
   // Nodes (indices into graph.nodes, among `unassigned`) this EP will run. The default takes every
   // node that has a kernel in kernels().

@@ -58,8 +58,10 @@ AllocatorStats CudaAllocator::Stats() const {
   return stats_;
 }
 
-AllocatorPtr CreateCudaArena(int ordinal, bool pinned, size_t max_bytes, ArenaExtendStrategy strategy) {
+AllocatorPtr CreateCudaArena(int ordinal, bool pinned, size_t max_bytes, ArenaExtendStrategy strategy,
+                             bool stream_fences) {
   ArenaOptions options;
+  options.stream_fences = stream_fences;
   options.max_bytes = max_bytes;
   options.extend_strategy = strategy;
   return std::make_shared<Arena>(std::make_shared<CudaAllocator>(ordinal, pinned), options);

@@ -29,7 +29,9 @@ class CudaAllocator : public Allocator {
   std::map<void*, size_t> sizes_;
 };
 
-// An Arena over a CudaAllocator with the EP's limit and extend strategy (max_bytes 0 = no limit).
-AllocatorPtr CreateCudaArena(int ordinal, bool pinned, size_t max_bytes, ArenaExtendStrategy strategy);
+// An Arena over a CudaAllocator with the EP's limit and extend strategy (max_bytes 0 = no limit), and stream
+// fences when several streams use its memory (ArenaOptions::stream_fences).
+AllocatorPtr CreateCudaArena(int ordinal, bool pinned, size_t max_bytes, ArenaExtendStrategy strategy,
+                             bool stream_fences);
 
 }  // namespace tessera::cuda

@@ -50,8 +50,9 @@ CudaExecutionProvider::CudaExecutionProvider(int ordinal, const CudaProviderOpti
       ordinal_(CheckedOrdinal(ordinal, options)),
       options_(options),
       device_memory_(DeviceMemoryInfo(ordinal)),
-      device_allocator_(CreateCudaArena(ordinal, false, options.gpu_mem_limit, options.arena_extend_strategy)),
-      pinned_allocator_(CreateCudaArena(ordinal, true, 0, options.arena_extend_strategy)),
+      device_allocator_(CreateCudaArena(ordinal, false, options.gpu_mem_limit, options.arena_extend_strategy,
+                                        /*stream_fences=*/!options.do_copy_in_default_stream)),
+      pinned_allocator_(CreateCudaArena(ordinal, true, 0, options.arena_extend_strategy, false)),
       handles_(ordinal, device_allocator_),
       graphs_(ordinal) {
   RegisterCudaKernels(kernels_);
@@ -65,6 +66,10 @@ std::unique_ptr<Stream> CudaExecutionProvider::CreateStream() {
   if (options_.user_compute_stream != nullptr)
     return std::make_unique<CudaStream>(ordinal_, static_cast<cudaStream_t>(options_.user_compute_stream));
   return std::make_unique<CudaStream>(ordinal_);
+}
+
+std::unique_ptr<Stream> CudaExecutionProvider::CreateCopyStream() {
+  return options_.do_copy_in_default_stream ? nullptr : std::make_unique<CudaStream>(ordinal_);
 }
 
 void CudaExecutionProvider::BeginCapture(Stream& stream, int key) {

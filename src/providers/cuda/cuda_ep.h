@@ -25,6 +25,9 @@ class CudaExecutionProvider : public ExecutionProvider {
   DataTransfer* data_transfer() override { return &transfer_; }
   // A new non-blocking stream, or a non-owning wrapper of user_compute_stream when that option is set.
   std::unique_ptr<Stream> CreateStream() override;
+  // Copy streams (new non-blocking streams) when do_copy_in_default_stream = 0; the device arena then has
+  // stream fences.
+  std::unique_ptr<Stream> CreateCopyStream() override;
   // Nodes with a CUDA kernel whose attributes the kernel supports (see NodeIsSupported), except shape
   // computations on Shape's outputs, which are left to the CPU (see ShapeComputations in cuda_ep.cc).
   std::vector<size_t> GetCapability(const Graph& graph, const std::set<size_t>& unassigned) const override;

@@ -105,6 +105,9 @@ CudaProviderOptions ParseProviderOptions(const ProviderOptions& options) {
       Fail(ErrorCode::kInvalidArgument, kEpName, ": unknown provider option '", key, "' (known: ", KnownKeys(), ")");
     it->second(parsed, key, value);
   }
+  if (!parsed.do_copy_in_default_stream && parsed.enable_cuda_graph)
+    Fail(ErrorCode::kInvalidArgument, kEpName, ": provider options 'do_copy_in_default_stream' = 0 and ",
+         "'enable_cuda_graph' = 1 exclude each other (a captured run has no copies; set do_copy_in_default_stream = 1)");
   return parsed;
 }
 

@@ -26,6 +26,7 @@ struct EpConfig {
   std::optional<int64_t> fail_allocations_after;
   size_t memory_limit_bytes = 0;  // 0 = no limit
   bool enable_graph_capture = false;
+  bool copy_streams = false;  // copies on their own streams (like the CUDA EP's do_copy_in_default_stream = 0)
 };
 
 int64_t ParseNonNegative(const std::string& key, const std::string& text) {
@@ -44,21 +45,25 @@ EpConfig ParseOptions(const ProviderOptions& options) {
       config.fail_allocations_after = ParseNonNegative(key, value);
     } else if (key == "memory_limit_bytes") {
       config.memory_limit_bytes = static_cast<size_t>(ParseNonNegative(key, value));
-    } else if (key == "enable_graph_capture") {
+    } else if (key == "enable_graph_capture" || key == "copy_streams") {
       if (value != "0" && value != "1")
         Fail(ErrorCode::kInvalidArgument, kEpName, ": provider option '", key, "' must be 0 or 1, got '", value, "'");
-      config.enable_graph_capture = value == "1";
+      (key == "copy_streams" ? config.copy_streams : config.enable_graph_capture) = value == "1";
     } else {
       Fail(ErrorCode::kInvalidArgument, kEpName, ": unknown provider option '", key,
-           "' (known: fail_allocations_after, memory_limit_bytes, enable_graph_capture)");
+           "' (known: fail_allocations_after, memory_limit_bytes, enable_graph_capture, copy_streams)");
     }
   }
+  if (config.copy_streams && config.enable_graph_capture)
+    Fail(ErrorCode::kInvalidArgument, kEpName, ": provider options 'copy_streams' and 'enable_graph_capture' exclude ",
+         "each other (a captured run has no copies)");
   return config;
 }
 
 AllocatorPtr CreateDeviceArena(const EpConfig& config) {
   ArenaOptions arena_options;
   arena_options.max_bytes = config.memory_limit_bytes;
+  arena_options.stream_fences = config.copy_streams;
   AllocatorPtr arena = std::make_shared<Arena>(std::make_shared<DeviceAllocator>(), arena_options);
   if (!config.fail_allocations_after) return arena;
   return std::make_shared<FailingAllocator>(std::move(arena), *config.fail_allocations_after);
@@ -68,6 +73,7 @@ class TestingExecutionProvider : public ExecutionProvider {
  public:
   explicit TestingExecutionProvider(const EpConfig& config)
       : graph_capture_(config.enable_graph_capture),
+        copy_streams_(config.copy_streams),
         device_allocator_(CreateDeviceArena(config)),
         host_accessible_allocator_(std::make_shared<HostAccessibleAllocator>()) {
     RegisterTestingKernels(kernels_);
@@ -81,6 +87,9 @@ class TestingExecutionProvider : public ExecutionProvider {
   }
   DataTransfer* data_transfer() override { return &transfer_; }
   std::unique_ptr<Stream> CreateStream() override { return std::make_unique<TestingStream>(DeviceMemoryInfo()); }
+  std::unique_ptr<Stream> CreateCopyStream() override {
+    return copy_streams_ ? std::make_unique<TestingStream>(DeviceMemoryInfo()) : nullptr;
+  }
 
   // Graph capture records the closures a run queues and replays them: the same buffers, the same work,
   // like a CUDA graph.
@@ -106,6 +115,7 @@ class TestingExecutionProvider : public ExecutionProvider {
  private:
   const std::string type_ = kEpName;
   const bool graph_capture_;
+  const bool copy_streams_;
   std::mutex graphs_mutex_;
   std::map<int, std::vector<std::function<void()>>> graphs_;
   KernelRegistry kernels_;

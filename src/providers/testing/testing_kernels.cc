@@ -32,14 +32,6 @@ const float* InputData(const KernelContext& ctx, size_t i) {
 
 float* OutputData(const KernelContext& ctx, const Tensor& t) { return DeviceData(ctx, t, "output 0"); }
 
-// The tensors a queued task touches, held until it has run so that their memory stays allocated.
-std::vector<Tensor> Keep(const KernelContext& ctx, const Tensor& output) {
-  std::vector<Tensor> kept{output};
-  for (size_t i = 0; i < ctx.NumInputs(); ++i)
-    if (ctx.HasInput(i)) kept.push_back(ctx.Input(i));
-  return kept;
-}
-
 // ---- broadcasting ---------------------------------------------------------------------------------
 
 // numpy broadcasting of two shapes; throws naming the node when they are incompatible.
@@ -142,7 +134,7 @@ class BinaryKernel : public Kernel {
     const float* a_data = InputData(ctx, 0);
     const float* b_data = InputData(ctx, 1);
     float* out_data = OutputData(ctx, out);
-    RunOn(ctx.stream(), [plan = std::move(plan), a_data, b_data, out_data, kept = Keep(ctx, out)] {
+    RunOn(ctx.stream(), [plan = std::move(plan), a_data, b_data, out_data] {
       RunBinary<Op>(plan, a_data, b_data, out_data);
     });
   }
@@ -160,7 +152,7 @@ class ReluKernel : public Kernel {
     if (n == 0) return;
     const float* x = InputData(ctx, 0);
     float* y = OutputData(ctx, out);
-    RunOn(ctx.stream(), [x, y, n, kept = Keep(ctx, out)] {
+    RunOn(ctx.stream(), [x, y, n] {
       for (int64_t i = 0; i < n; ++i) y[i] = std::max(x[i], 0.0f);
     });
   }
@@ -233,7 +225,7 @@ class MatMulKernel : public Kernel {
     const float* a = InputData(ctx, 0);
     const float* b = InputData(ctx, 1);
     float* y = OutputData(ctx, out);
-    RunOn(ctx.stream(), [plan = std::move(plan), a, b, y, kept = Keep(ctx, out)] { RunMatMul(plan, a, b, y); });
+    RunOn(ctx.stream(), [plan = std::move(plan), a, b, y] { RunMatMul(plan, a, b, y); });
   }
 };
 
@@ -288,7 +280,7 @@ class ReshapeKernel : public Kernel {
     if (n == 0) return;
     const float* x = InputData(ctx, 0);
     float* y = OutputData(ctx, out);
-    RunOn(ctx.stream(), [x, y, n, kept = Keep(ctx, out)] { std::copy(x, x + n, y); });
+    RunOn(ctx.stream(), [x, y, n] { std::copy(x, x + n, y); });
   }
 
  private:

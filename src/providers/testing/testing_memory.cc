@@ -173,11 +173,11 @@ AllocatorStats DeviceAllocator::Stats() const {
 
 HostAccessibleAllocator::HostAccessibleAllocator() : host_(CreateHostAllocator()), info_(HostAccessibleMemoryInfo()) {}
 
-void* FailingAllocator::Allocate(size_t bytes) {
+void* FailingAllocator::AllocateOn(size_t bytes, Stream* stream) {
   if (made_.fetch_add(1) >= allowed_)
     Fail(ErrorCode::kOutOfMemory, Info().ToString(), ": cannot allocate ", bytes,
          " bytes: allocations fail after the first ", allowed_, " (fail_allocations_after)");
-  return inner_->Allocate(bytes);
+  return inner_->AllocateOn(bytes, stream);
 }
 
 }  // namespace tessera::testing_ep

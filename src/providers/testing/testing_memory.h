@@ -73,8 +73,10 @@ class HostAccessibleAllocator : public Allocator {
 class FailingAllocator : public Allocator {
  public:
   FailingAllocator(AllocatorPtr inner, int64_t allowed) : inner_(std::move(inner)), allowed_(allowed) {}
-  void* Allocate(size_t bytes) override;
+  void* Allocate(size_t bytes) override { return AllocateOn(bytes, nullptr); }
   void Free(void* p) override { inner_->Free(p); }
+  void* AllocateOn(size_t bytes, Stream* stream) override;
+  void FreeAfter(void* p, Stream* stream) override { inner_->FreeAfter(p, stream); }
   const MemoryInfo& Info() const override { return inner_->Info(); }
   AllocatorStats Stats() const override { return inner_->Stats(); }
 

@@ -57,6 +57,8 @@ class TestingStream::Queue : public TestingQueue {
       } catch (...) {
         error = std::current_exception();
       }
+      // Destroyed unlocked: the tensors a task holds may be freed now, and freeing can queue an event (stream fences).
+      work = nullptr;
       lock.lock();
       if (error && !error_) error_ = error;
       ++completed_;

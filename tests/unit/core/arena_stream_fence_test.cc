@@ -1,0 +1,171 @@
+// Stream fences of the Arena (ArenaOptions::stream_fences), with scripted streams that log what the arena
+// asks of them: which events it records at a free, which it waits for at a reuse, and where.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "tessera/arena.h"
+#include "tessera/stream.h"
+
+namespace tessera {
+namespace {
+
+// "record <event>@<stream>", "wait <event>@<stream>" (device-side), "sync <event>" (host).
+using Log = std::vector<std::string>;
+
+class LoggedEvent : public Event {
+ public:
+  LoggedEvent(Log& log, std::string name) : log_(log), name_(std::move(name)) {}
+  void Record(Stream& stream) override;
+  void Wait(Stream& stream) override;
+  void Synchronize() override { log_.push_back("sync " + name_); }
+
+ private:
+  Log& log_;
+  std::string name_;
+};
+
+class LoggedStream : public Stream {
+ public:
+  LoggedStream(Log& log, std::string name) : log_(log), name_(std::move(name)) {}
+  void* native_handle() const override { return nullptr; }
+  void Synchronize() override { log_.push_back("sync stream " + name_); }
+  std::unique_ptr<Event> CreateEvent() override {
+    return std::make_unique<LoggedEvent>(log_, name_ + std::to_string(++events_));
+  }
+  const MemoryInfo& memory_info() const override { return info_; }
+  const std::string& name() const { return name_; }
+
+ private:
+  Log& log_;
+  std::string name_;
+  int events_ = 0;
+  MemoryInfo info_ = MemoryInfo::Host();
+};
+
+void LoggedEvent::Record(Stream& stream) {
+  log_.push_back("record " + name_ + "@" + static_cast<LoggedStream&>(stream).name());
+}
+void LoggedEvent::Wait(Stream& stream) {
+  log_.push_back("wait " + name_ + "@" + static_cast<LoggedStream&>(stream).name());
+}
+
+class ArenaStreamFenceTest : public ::testing::Test {
+ protected:
+  Arena MakeArena(bool fences) {
+    ArenaOptions options;
+    options.stream_fences = fences;
+    return Arena(CreateHostAllocator(), options);
+  }
+  Log log;
+  LoggedStream compute{log, "C"};
+  LoggedStream copy{log, "X"};
+};
+
+TEST_F(ArenaStreamFenceTest, WithoutFencesStreamsAreIgnored) {
+  Arena arena = MakeArena(false);
+  void* p = arena.AllocateOn(1000, &compute);
+  arena.FreeAfter(p, &compute);
+  EXPECT_EQ(arena.AllocateOn(1000, &copy), p);
+  EXPECT_TRUE(log.empty()) << log.front();
+  EXPECT_EQ(arena.Stats().num_stream_waits, 0u);
+}
+
+TEST_F(ArenaStreamFenceTest, ReuseOnTheSameStreamNeedsNoWait) {
+  Arena arena = MakeArena(true);
+  void* p = arena.AllocateOn(1000, &compute);
+  arena.FreeAfter(p, &compute);
+  EXPECT_EQ(log, Log({"record C1@C"}));
+  EXPECT_EQ(arena.AllocateOn(1000, &compute), p);
+  EXPECT_EQ(log, Log({"record C1@C"})) << "the same stream is already ordered after the last use";
+  EXPECT_EQ(arena.Stats().num_stream_waits, 0u);
+}
+
+TEST_F(ArenaStreamFenceTest, ReuseOnAnotherStreamWaitsOnTheDeviceForTheLastUse) {
+  Arena arena = MakeArena(true);
+  void* p = arena.AllocateOn(1000, &compute);
+  void* guard = arena.AllocateOn(1000, &compute);  // keeps p from merging with the free rest of the region
+  arena.FreeAfter(p, &compute);
+  EXPECT_EQ(arena.AllocateOn(1000, &copy), p);
+  EXPECT_EQ(log, Log({"record C1@C", "wait C1@X"}));
+  EXPECT_EQ(arena.Stats().num_stream_waits, 1u);
+  arena.FreeAfter(p, &copy);
+  EXPECT_EQ(arena.AllocateOn(1000, &copy), p);
+  EXPECT_EQ(log.size(), 3u) << "the fence of C was consumed by the first reuse; X's own fence needs no wait";
+  arena.Free(p);
+  arena.Free(guard);
+}
+
+TEST_F(ArenaStreamFenceTest, EventsOfConsumedFencesAreRecordedAgain) {
+  Arena arena = MakeArena(true);
+  void* p = arena.AllocateOn(1000, &compute);
+  void* guard = arena.AllocateOn(1000, &compute);  // keeps p from merging with the free rest of the region
+  for (int i = 0; i < 3; ++i) {
+    arena.FreeAfter(p, &compute);
+    EXPECT_EQ(arena.AllocateOn(1000, &copy), p);
+  }
+  EXPECT_EQ(log, Log({"record C1@C", "wait C1@X", "record C1@C", "wait C1@X", "record C1@C", "wait C1@X"}));
+  EXPECT_EQ(arena.Stats().num_stream_waits, 3u);
+  arena.Free(p);
+  arena.Free(guard);
+}
+
+TEST_F(ArenaStreamFenceTest, ReuseWithoutAStreamWaitsOnTheHost) {
+  Arena arena = MakeArena(true);
+  void* p = arena.AllocateOn(1000, &compute);
+  void* guard = arena.AllocateOn(1000, &compute);  // keeps p from merging with the free rest of the region
+  arena.FreeAfter(p, &compute);
+  EXPECT_EQ(arena.Allocate(1000), p);
+  EXPECT_EQ(log, Log({"record C1@C", "sync C1"}));
+  arena.Free(p);  // no queued use: no fence
+  EXPECT_EQ(arena.Allocate(1000), p);
+  EXPECT_EQ(log.size(), 2u);
+  arena.Free(p);
+  arena.Free(guard);
+}
+
+TEST_F(ArenaStreamFenceTest, MergedChunksKeepTheLatestFenceOfEveryStream) {
+  Arena arena = MakeArena(true);
+  void* a = arena.AllocateOn(1024, &compute);
+  void* b = arena.AllocateOn(1024, &compute);
+  void* c = arena.AllocateOn(1024, &copy);
+  void* guard = arena.AllocateOn(1024, &compute);  // keeps the tail of the region out of the merge
+  arena.FreeAfter(a, &compute);                    // C1
+  arena.FreeAfter(c, &copy);                       // X1
+  arena.FreeAfter(b, &compute);                    // C2: a, b and c merge
+  log.clear();
+  void* whole = arena.Allocate(3 * 1024);
+  EXPECT_EQ(whole, a);
+  std::sort(log.begin(), log.end());
+  EXPECT_EQ(log, Log({"sync C2", "sync X1"})) << "C2 covers C1; the copy stream's fence stays";
+  arena.Free(whole);
+  arena.Free(guard);
+}
+
+TEST_F(ArenaStreamFenceTest, ASplitChunkKeepsItsFencesInBothHalves) {
+  Arena arena = MakeArena(true);
+  void* big = arena.AllocateOn(4096, &compute);
+  void* guard = arena.AllocateOn(1024, &compute);
+  arena.FreeAfter(big, &compute);  // C1
+  log.clear();
+  void* head = arena.AllocateOn(1024, &copy);
+  void* tail = arena.AllocateOn(1024, &copy);
+  EXPECT_EQ(head, big);
+  EXPECT_EQ(static_cast<char*>(tail), static_cast<char*>(big) + 1024);
+  EXPECT_EQ(log, Log({"wait C1@X", "wait C1@X"}));
+  for (void* p : {head, tail, guard}) arena.Free(p);
+}
+
+TEST_F(ArenaStreamFenceTest, ShrinkWaitsForFencesBeforeGivingMemoryBack) {
+  Arena arena = MakeArena(true);
+  void* p = arena.AllocateOn(1000, &compute);
+  arena.FreeAfter(p, &compute);
+  EXPECT_GT(arena.Shrink(), 0u);
+  EXPECT_EQ(log, Log({"record C1@C", "sync C1"}));
+}
+
+}  // namespace
+}  // namespace tessera

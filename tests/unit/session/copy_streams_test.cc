@@ -1,0 +1,171 @@
+// Copies on their own streams (the testing EP's copy_streams option, the CUDA EP's do_copy_in_default_stream
+// = 0): results stay right while copies overlap kernels, because a block reused by a copy waits for its last
+// use by a kernel on the compute stream (stream fences in the device arena).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <thread>
+
+#include "test_env.h"
+#include "unit/session/graph_builder.h"
+
+namespace tessera::test {
+namespace {
+
+constexpr int64_t kN = 160;  // slow enough on the simulated device (naive MatMul) for copies to race it
+
+// y = (a @ b) @ b on the device; z = s + s on the device, s = Sigmoid(c) computed on the CPU. The copy of s to
+// the device is queued while the two MatMuls still run, and reuses memory they free on the host (a, b and t
+// have s's size), so without fences it would overwrite their inputs.
+std::string RaceModel() {
+  return GraphBuilder()
+      .Input("a", {kN, kN})
+      .Input("b", {kN, kN})
+      .Input("c", {kN, kN})
+      .Node("MatMul", {"a", "b"}, {"t"})
+      .Node("MatMul", {"t", "b"}, {"y"})
+      .Node("Sigmoid", {"c"}, {"s"})
+      .Node("Add", {"s", "s"}, {"z"})
+      .Output("y")
+      .Output("z")
+      .Serialize();
+}
+
+Tensor Pattern(float scale, int shift) {
+  std::vector<float> v(static_cast<size_t>(kN * kN));
+  for (size_t i = 0; i < v.size(); ++i) v[i] = scale * static_cast<float>((static_cast<int>(i) + shift) % 7 - 3);
+  return Tensor::FromVector<float>({kN, kN}, v);
+}
+
+std::vector<float> MatMul(const std::vector<float>& x, const std::vector<float>& w) {
+  std::vector<float> out(x.size(), 0.0f);
+  for (int64_t i = 0; i < kN; ++i)
+    for (int64_t k = 0; k < kN; ++k)
+      for (int64_t j = 0; j < kN; ++j) out[i * kN + j] += x[i * kN + k] * w[k * kN + j];
+  return out;
+}
+
+struct Expected {
+  std::vector<float> y, z;
+};
+
+Expected Reference(const Tensor& a, const Tensor& b, const Tensor& c) {
+  Expected e;
+  e.y = MatMul(MatMul(a.ToVector<float>(), b.ToVector<float>()), b.ToVector<float>());
+  for (float v : c.ToVector<float>()) e.z.push_back(2.0f / (1.0f + std::exp(-v)));
+  return e;
+}
+
+// Largest relative difference, scaled by the largest magnitude of `want` (the MatMul sums are exact small
+// integers times powers of two, so only the Sigmoid path differs, by rounding).
+double MaxDiff(const std::vector<float>& got, const std::vector<float>& want) {
+  if (got.size() != want.size()) return INFINITY;
+  double diff = 0, scale = 1e-30;
+  for (size_t i = 0; i < got.size(); ++i) {
+    diff = std::max(diff, std::abs(static_cast<double>(got[i]) - want[i]));
+    scale = std::max(scale, std::abs(static_cast<double>(want[i])));
+  }
+  return diff / scale;
+}
+
+SessionOptions CopyStreamOptions() {
+  SessionOptions options;
+  options.AddProvider(kTestingEpName, {{"copy_streams", "1"}});
+  return options;
+}
+
+TEST(CopyStreamsTest, ACopyReusingMemoryOfRunningKernelsWaitsForThem) {
+  Session session = MakeSession(RaceModel(), CopyStreamOptions(), TestEnv());
+  for (int run = 0; run < 3; ++run) {
+    const Tensor a = Pattern(0.5f, run), b = Pattern(0.25f, 3 * run + 1), c = Pattern(1.0f, run + 2);
+    const Expected want = Reference(a, b, c);
+    std::vector<Value> out = session.Run({{"a", a}, {"b", b}, {"c", c}});
+    EXPECT_LT(MaxDiff(out[0].tensor().ToVector<float>(), want.y), 1e-6) << "run " << run;
+    EXPECT_LT(MaxDiff(out[1].tensor().ToVector<float>(), want.z), 1e-6) << "run " << run;
+  }
+}
+
+// The same model with its device arena shared through the Environment, so that the test can see the arena
+// wait for the kernels (a block reused across streams).
+TEST(CopyStreamsTest, TheSharedArenaCountsItsWaitsAcrossStreams) {
+  Environment env(LogLevel::kWarning);
+  env.RegisterEpLibrary("testing", TESSERA_TESTING_EP_PATH);
+  const EpDevice* device = nullptr;
+  for (const EpDevice* d : env.GetEpDevices())
+    if (d->ep_name == kTestingEpName) device = d;
+  ASSERT_NE(device, nullptr);
+  ArenaOptions arena;
+  arena.stream_fences = true;
+  AllocatorPtr shared = env.CreateSharedAllocator(*device, MemoryType::kDefault, &arena);
+  SessionOptions options = CopyStreamOptions();
+  options.config["session.use_env_allocators"] = "1";
+  {
+    Session session = MakeSession(RaceModel(), options, env);
+    const Tensor a = Pattern(0.5f, 0), b = Pattern(0.25f, 1), c = Pattern(1.0f, 2);
+    const Expected want = Reference(a, b, c);
+    std::vector<Value> out = session.Run({{"a", a}, {"b", b}, {"c", c}});
+    EXPECT_LT(MaxDiff(out[0].tensor().ToVector<float>(), want.y), 1e-6);
+    EXPECT_LT(MaxDiff(out[1].tensor().ToVector<float>(), want.z), 1e-6);
+  }
+  const AllocatorStats stats = shared->Stats();
+  EXPECT_GT(stats.num_stream_waits, 0u) << "the copy of s reused memory last used by a MatMul (" << stats.num_allocs
+                                        << " allocations, " << stats.bytes_reserved << " bytes reserved)";
+}
+
+TEST(CopyStreamsTest, ConcurrentRunsWithCopyStreamsGiveTheRightResults) {
+  Session session = MakeSession(RaceModel(), CopyStreamOptions(), TestEnv());
+  constexpr int kThreads = 4, kRuns = 3;
+  std::vector<std::string> failures(kThreads);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      try {
+        const Tensor a = Pattern(0.5f, t), b = Pattern(0.25f, 2 * t + 1), c = Pattern(1.0f, t + 3);
+        const Expected want = Reference(a, b, c);
+        for (int r = 0; r < kRuns; ++r) {
+          std::vector<Value> out = session.Run({{"a", a}, {"b", b}, {"c", c}});
+          if (MaxDiff(out[0].tensor().ToVector<float>(), want.y) > 1e-6 ||
+              MaxDiff(out[1].tensor().ToVector<float>(), want.z) > 1e-6)
+            failures[t] = "wrong result in run " + std::to_string(r);
+        }
+      } catch (const std::exception& e) {
+        failures[t] = e.what();
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  for (int t = 0; t < kThreads; ++t) EXPECT_EQ(failures[t], "") << "thread " << t;
+}
+
+TEST(CopyStreamsTest, AsyncRunWithHostOutputsIsCompleteAfterSessionSynchronize) {
+  Session session = MakeSession(RaceModel(), CopyStreamOptions(), TestEnv());
+  const Tensor a = Pattern(0.5f, 4), b = Pattern(0.25f, 5), c = Pattern(1.0f, 6);
+  const Expected want = Reference(a, b, c);
+  IoBinding binding = session.CreateIoBinding();
+  binding.BindInput("a", a);
+  binding.BindInput("b", b);
+  binding.BindInput("c", c);
+  binding.BindOutput("y", MemoryInfo::Host());
+  binding.BindOutput("z", MemoryInfo::Host());
+  RunOptions async;
+  async.synchronize = false;
+  session.Run(binding, async);
+  session.Synchronize();  // includes the copy streams
+  EXPECT_LT(MaxDiff(binding.BoundOutputs()[0].tensor().ToVector<float>(), want.y), 1e-6);
+  EXPECT_LT(MaxDiff(binding.BoundOutputs()[1].tensor().ToVector<float>(), want.z), 1e-6);
+}
+
+TEST(CopyStreamsTest, CopyStreamsAndGraphCaptureAreRejectedTogether) {
+  SessionOptions options;
+  options.AddProvider(kTestingEpName, {{"copy_streams", "1"}, {"enable_graph_capture", "1"}});
+  try {
+    MakeSession(RaceModel(), options, TestEnv());
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
+    EXPECT_NE(std::string(e.what()).find("copy_streams"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace tessera::test
