@@ -16,7 +16,7 @@ from onnx import helper, TensorProto
 x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [4096, 4096])
 y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [4096, 4096])
 graph = helper.make_graph([helper.make_node("Relu", ["x"], ["y"])], "copy_bound", [x], [y])
-onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), sys.argv[1])
+onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8), sys.argv[1])
 PY
 for model in copy_bound resnet50; do
   [[ -f $BENCH_DIR/$model.onnx ]] || continue
