@@ -3,36 +3,53 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <atomic>
 #include <exception>
 #include <mutex>
 
 namespace tessera {
+namespace {
+
+// Large loops are cut into this many chunks per thread, claimed dynamically, so a thread the OS takes off its
+// core for a while delays the loop by one chunk instead of by a whole 1/threads share.
+constexpr int64_t kChunksPerThread = 4;
+
+}  // namespace
 
 ThreadPool::ThreadPool(int num_threads) : num_threads_(num_threads > 0 ? num_threads : omp_get_num_procs()) {}
 
-void ThreadPool::ParallelFor(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& fn) const {
-  if (n <= 0) return;
+ThreadPool::Partition ThreadPool::PartitionOf(int64_t n, int64_t grain, int num_threads) {
+  if (n <= 0) return {0, 0};
   grain = std::max<int64_t>(grain, 1);
-  const int64_t max_tasks = (n + grain - 1) / grain;
-  const int threads = static_cast<int>(std::min<int64_t>(num_threads_, max_tasks));
-  if (threads <= 1 || omp_in_parallel()) {
+  const int64_t max_chunks = (n + grain - 1) / grain;
+  const int64_t wanted = max_chunks <= num_threads ? max_chunks : num_threads * kChunksPerThread;
+  const int64_t chunk = std::max((n + wanted - 1) / wanted, grain);
+  return {chunk, (n + chunk - 1) / chunk};
+}
+
+void ThreadPool::ParallelFor(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& fn) const {
+  const Partition p = PartitionOf(n, grain, num_threads_);
+  if (p.chunks == 0) return;
+  if (p.chunks == 1 || num_threads_ <= 1 || omp_in_parallel()) {
     fn(0, n);
     return;
   }
-  // One contiguous block per thread keeps each thread on its own cache lines.
-  const int64_t block = (n + threads - 1) / threads;
+  // Always the full team, however few the chunks: libgomp ends the surplus threads of its pool whenever a
+  // parallel region asks for fewer threads than the previous one, and creates them again for the next larger
+  // region (oneDNN's primitives use the full count), which costs far more than idle team members do.
+  std::atomic<int64_t> next_chunk{0};
   std::exception_ptr error;
   std::mutex error_mutex;
-#pragma omp parallel for num_threads(threads) schedule(static, 1)
-  for (int t = 0; t < threads; ++t) {
-    const int64_t begin = t * block;
-    const int64_t end = std::min(n, begin + block);
-    if (begin >= end) continue;
+#pragma omp parallel num_threads(num_threads_)
+  for (int64_t c = next_chunk.fetch_add(1, std::memory_order_relaxed); c < p.chunks;
+       c = next_chunk.fetch_add(1, std::memory_order_relaxed)) {
+    const int64_t begin = c * p.chunk;
     try {
-      fn(begin, end);
+      fn(begin, std::min(n, begin + p.chunk));
     } catch (...) {
       std::lock_guard<std::mutex> lock(error_mutex);
       if (!error) error = std::current_exception();
+      next_chunk.store(p.chunks, std::memory_order_relaxed);  // the loop fails anyway: skip what is left
     }
   }
   if (error) std::rethrow_exception(error);

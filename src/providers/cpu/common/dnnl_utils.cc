@@ -31,24 +31,40 @@ dnnl::memory::desc BlockedF32Desc(const dnnl::memory::dims& dims, int64_t block)
   return dnnl::memory::desc(dims, dnnl::memory::data_type::f32, layout);
 }
 
+void UseIntraOpThreads(const KernelContext& ctx) {
+  // OpenMP's count is per calling thread; oneDNN parallelizes with OpenMP from the calling thread.
+  const int threads = ctx.thread_pool().num_threads();
+  if (omp_get_max_threads() != threads) omp_set_num_threads(threads);
+}
+
+namespace {
+
+// The calling thread's stream on DnnlEngine(). A CPU stream executes on its caller and holds no work
+// between calls, so one per thread serves every primitive that thread runs.
+dnnl::stream& ThreadStream() {
+  thread_local dnnl::stream stream(DnnlEngine());
+  return stream;
+}
+
+}  // namespace
+
 void ExecuteDnnl(KernelContext& ctx, const dnnl::primitive& primitive, const dnnl::primitive_desc_base& pd,
                  std::unordered_map<int, dnnl::memory> args) {
-  // oneDNN parallelizes with OpenMP from the calling thread; match the session's intra-op setting.
-  omp_set_num_threads(ctx.thread_pool().num_threads());
+  UseIntraOpThreads(ctx);
   dnnl::memory::desc scratch_desc = pd.scratchpad_desc();
   Tensor scratch;
   if (scratch_desc.get_size() > 0) {
     scratch = Tensor::Allocate(DataType::kUInt8, Shape{static_cast<int64_t>(scratch_desc.get_size())}, ctx.allocator());
     args[DNNL_ARG_SCRATCHPAD] = dnnl::memory(scratch_desc, DnnlEngine(), scratch.raw_data());
   }
-  dnnl::stream stream(DnnlEngine());
+  dnnl::stream& stream = ThreadStream();
   primitive.execute(stream, args);
   stream.wait();
 }
 
 dnnl::memory ReorderInto(const dnnl::memory& from, const dnnl::memory::desc& to_desc) {
   dnnl::memory to(to_desc, DnnlEngine());
-  dnnl::stream stream(DnnlEngine());
+  dnnl::stream& stream = ThreadStream();
   dnnl::reorder(from, to).execute(stream, const_cast<dnnl::memory&>(from), to);
   stream.wait();
   return to;

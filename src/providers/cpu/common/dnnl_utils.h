@@ -1,8 +1,9 @@
 // oneDNN plumbing shared by the CPU kernels that run on oneDNN primitives (Conv, MatMul, Gemm).
 //
-// Contracts: one CPU engine serves the whole process (engines are thread-safe); every execution gets
-// its own dnnl::stream and a user-provided scratchpad, so a primitive can run from many threads at
-// once. Primitives are built per input shape and cached in the kernel (ShapeCache).
+// Contracts: one CPU engine serves the whole process (engines are thread-safe); each calling thread
+// executes on its own dnnl::stream with a user-provided scratchpad per execution, so a primitive can run
+// from many threads at once. Primitives are built per input shape and cached in the kernel (ShapeCache),
+// for the intra-op thread count of the context that first needed them.
 #pragma once
 
 #include <oneapi/dnnl/dnnl.hpp>
@@ -35,6 +36,11 @@ dnnl::memory::desc PlainF32Desc(const dnnl::memory::dims& dims);
 // [N, C/block, H, W, block] for block 8 or 16 (oneDNN nChw8c / nChw16c, the last block zero-padded), NHWC for 0.
 dnnl::memory::desc BlockedF32Desc(const dnnl::memory::dims& dims, int64_t block);
 
+// Makes oneDNN on the calling thread use the intra-op thread count of `ctx`. oneDNN reads OpenMP's count
+// when it creates a primitive and runs that primitive with that many threads ever after, so this must
+// precede primitive creation as well as execution (ShapeCache::Get and ExecuteDnnl call it).
+void UseIntraOpThreads(const KernelContext& ctx);
+
 // Runs `primitive` (built from `pd`) on the calling thread with the intra-op thread count of `ctx`.
 // Allocates the scratchpad from the kernel's allocator and waits for completion.
 void ExecuteDnnl(KernelContext& ctx, const dnnl::primitive& primitive, const dnnl::primitive_desc_base& pd,
@@ -65,7 +71,8 @@ template <typename Entry>
 class ShapeCache {
  public:
   template <typename Make>
-  std::shared_ptr<const Entry> Get(const std::vector<int64_t>& key, Make&& make) const {
+  std::shared_ptr<const Entry> Get(const KernelContext& ctx, const std::vector<int64_t>& key, Make&& make) const {
+    UseIntraOpThreads(ctx);
     {
       std::lock_guard lock(mutex_);
       auto it = entries_.find(key);

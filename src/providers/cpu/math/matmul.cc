@@ -276,7 +276,7 @@ class MatMul : public Kernel {
       AppendShapeKey(key, b.shape());
       key.push_back(bias != nullptr);
       if (addend) AppendShapeKey(key, addend->shape());
-      mm = primitives_.Get(key, [&] { return Build(s, bias != nullptr, addend ? &addend->shape() : nullptr); });
+      mm = primitives_.Get(ctx, key, [&] { return Build(s, bias != nullptr, addend ? &addend->shape() : nullptr); });
     }
     if (!mm || !mm->primitive) {
       ComputeReference<float>(ctx, s, a, b, y);
@@ -384,7 +384,7 @@ class Gemm : public Kernel {
       AppendShapeKey(key, a.shape());
       AppendShapeKey(key, b.shape());
       AppendShapeKey(key, Shape(s.c_dims));
-      std::shared_ptr<const DnnlMatMul> mm = primitives_.Get(key, [&] { return Build(s); });
+      std::shared_ptr<const DnnlMatMul> mm = primitives_.Get(ctx, key, [&] { return Build(s); });
       if (mm->primitive) return RunDnnl(ctx, *mm, s, a, b, c, y);
     }
     if (a.type() == DataType::kFloat) return ComputeReference<float>(ctx, s, a, b, c, y);

@@ -199,7 +199,7 @@ class Conv : public Kernel {
       options.sum_residual = sum_in_primitive;
       options.fuse_activation = (!residual || sum_in_primitive) && s.window.KernelSize() != 1;
       std::shared_ptr<const DnnlConv> conv =
-          primitives_.Get(CacheKey(x, w, sum_in_primitive), [&] { return Build(s, options); });
+          primitives_.Get(ctx, CacheKey(x, w, sum_in_primitive), [&] { return Build(s, options); });
       if (conv->primitive) {
         RunDnnl(ctx, *conv, x, w, bias, sum_in_primitive ? residual : nullptr, y);
         if (!conv->activation_fused) Finish(ctx, sum_in_primitive ? nullptr : residual, y.Data<float>(), y);
@@ -256,7 +256,7 @@ class Conv : public Kernel {
     options.dst_blocked = true;
     options.block = channel_block_;
     std::shared_ptr<const DnnlConv> conv =
-        primitives_.Get(CacheKey(x, w, sum_in_primitive), [&] { return Build(s, options); });
+        primitives_.Get(ctx, CacheKey(x, w, sum_in_primitive), [&] { return Build(s, options); });
     if (!conv->primitive)
       Fail(ErrorCode::kNotImplemented, node.Describe(), ": oneDNN has no convolution for X ", x.shape().ToString(),
            " and W ", w.shape().ToString());

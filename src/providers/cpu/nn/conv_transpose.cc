@@ -241,7 +241,7 @@ class ConvTranspose : public Kernel {
     Tensor& y = ctx.Output(0, x.type(), s.y);
     if (y.NumElements() == 0) return;
     if (x.type() == DataType::kFloat && s.rank() <= 3 && x.NumElements() > 0) {
-      std::shared_ptr<const DnnlDeconv> deconv = primitives_.Get(CacheKey(x, w), [&] { return Build(s); });
+      std::shared_ptr<const DnnlDeconv> deconv = primitives_.Get(ctx, CacheKey(x, w), [&] { return Build(s); });
       if (deconv->primitive) return RunDnnl(ctx, *deconv, x, w, bias, y);
     }
     if (x.type() == DataType::kFloat)

@@ -25,7 +25,7 @@ class ReorderFromBlocked : public Kernel {
     std::vector<int64_t> key;
     AppendShapeKey(key, x.shape());
     key.push_back(plain[1]);
-    std::shared_ptr<const std::optional<LayoutReorder>> reorder = reorders_.Get(key, [&] {
+    std::shared_ptr<const std::optional<LayoutReorder>> reorder = reorders_.Get(ctx, key, [&] {
       const dnnl::memory::dims dims = ToDnnlDims(plain.dims());
       const int64_t block = x.shape()[1] == 1 && x.shape()[4] == plain[1] ? 0 : x.shape()[4];  // 0: NHWC
       return MakeReorder(BlockedF32Desc(dims, block), PlainF32Desc(dims));

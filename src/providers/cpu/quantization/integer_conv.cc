@@ -298,7 +298,7 @@ class IntegerConvBase : public Kernel {
       AppendShapeKey(key, x.shape());
       AppendShapeKey(key, w.shape());
       std::shared_ptr<const DnnlIntConv> conv =
-          primitives_.Get(key, [&] { return BuildDnnlIntConv(s, x.type(), constant_weights_); });
+          primitives_.Get(ctx, key, [&] { return BuildDnnlIntConv(s, x.type(), constant_weights_); });
       if (conv->primitive) return DnnlSums(ctx, *conv, s, x, x_zero, w, direct, finish);
     }
     Visit8Bit(ctx.node(), x.type(), "x", [&]<typename TX>() {

@@ -249,7 +249,7 @@ class IntegerMatMulBase : public Kernel {
       const int64_t rows = static_cast<int64_t>(g.a_batch.size()) * g.m;
       const std::vector<int64_t> key{static_cast<int64_t>(a.type()), rows, g.k, g.n};
       std::shared_ptr<const DnnlIntMatMul> mm =
-          primitives_.Get(key, [&] { return BuildDnnlIntMatMul(rows, g.k, g.n, a.type(), constant_b_); });
+          primitives_.Get(ctx, key, [&] { return BuildDnnlIntMatMul(rows, g.k, g.n, a.type(), constant_b_); });
       if (mm->primitive) return DnnlSums(ctx, *mm, g, a, a_zero.values[0], b, direct, sink);
     }
     Visit8Bit(ctx.node(), a.type(), "A", [&]<typename TA>() {

@@ -298,7 +298,7 @@ void GateGemm::Run<float>(KernelContext& ctx, const float* a, int64_t rows, int6
                           const float* bias, float* out) const {
   if (rows == 0 || cols == 0) return;
   if (depth == 0) return ReferenceGateGemm(ctx.thread_pool(), a, rows, depth, w, cols, bias, out);
-  std::shared_ptr<const Primitive> p = primitives_.Get({rows, depth, cols, bias ? 1 : 0}, [&] {
+  std::shared_ptr<const Primitive> p = primitives_.Get(ctx, {rows, depth, cols, bias ? 1 : 0}, [&] {
     Primitive made;
     made.src = PlainF32Desc({rows, depth});
     made.weights = dnnl::memory::desc({depth, cols}, dnnl::memory::data_type::f32, dnnl::memory::dims{1, depth});

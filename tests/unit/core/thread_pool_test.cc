@@ -1,0 +1,140 @@
+#include "tessera/ep/thread_pool.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <barrier>
+#include <mutex>
+#include <set>
+#include <stdexcept>
+#include <thread>
+#include <utility>
+#include <vector>
+
+namespace tessera {
+namespace {
+
+// Every (begin, end) ParallelFor handed to fn, sorted.
+std::vector<std::pair<int64_t, int64_t>> RangesOf(const ThreadPool& pool, int64_t n, int64_t grain) {
+  std::vector<std::pair<int64_t, int64_t>> ranges;
+  std::mutex mutex;
+  pool.ParallelFor(n, grain, [&](int64_t begin, int64_t end) {
+    std::lock_guard lock(mutex);
+    ranges.emplace_back(begin, end);
+  });
+  std::sort(ranges.begin(), ranges.end());
+  return ranges;
+}
+
+TEST(ThreadPoolTest, CoversEveryIndexExactlyOnce) {
+  for (int threads : {1, 2, 3, 4, 7}) {
+    const ThreadPool pool(threads);
+    for (int64_t n : {1, 2, 5, 63, 64, 65, 1000, 100003}) {
+      for (int64_t grain : {1, 7, 64, 4096}) {
+        std::vector<std::atomic<int>> hits(n);
+        pool.ParallelFor(n, grain, [&](int64_t begin, int64_t end) {
+          for (int64_t i = begin; i < end; ++i) hits[i].fetch_add(1);
+        });
+        for (int64_t i = 0; i < n; ++i)
+          ASSERT_EQ(hits[i].load(), 1) << "threads " << threads << " n " << n << " grain " << grain << " index " << i;
+      }
+    }
+  }
+}
+
+TEST(ThreadPoolTest, RangesFollowPartitionOfAndHoldAtLeastGrain) {
+  const ThreadPool pool(4);
+  for (auto [n, grain] : {std::pair<int64_t, int64_t>{100, 10}, {1000000, 1}, {30, 10}, {129, 16}, {100003, 4096}}) {
+    const ThreadPool::Partition p = ThreadPool::PartitionOf(n, grain, pool.num_threads());
+    const auto ranges = RangesOf(pool, n, grain);
+    ASSERT_EQ(static_cast<int64_t>(ranges.size()), p.chunks) << "n " << n << " grain " << grain;
+    for (size_t i = 0; i < ranges.size(); ++i) {
+      EXPECT_EQ(ranges[i].first, static_cast<int64_t>(i) * p.chunk);
+      EXPECT_EQ(ranges[i].second, std::min(n, ranges[i].first + p.chunk));
+      if (i + 1 < ranges.size()) {
+        EXPECT_GE(ranges[i].second - ranges[i].first, grain);
+      }
+    }
+  }
+}
+
+TEST(ThreadPoolTest, PartitionGivesLargeLoopsSeveralChunksPerThread) {
+  // Few grains: one chunk per grain, never more than one per thread.
+  EXPECT_EQ(ThreadPool::PartitionOf(30, 10, 4).chunks, 3);
+  EXPECT_EQ(ThreadPool::PartitionOf(40, 10, 4).chunks, 4);
+  // Many grains: four chunks per thread, each still at least a grain.
+  EXPECT_EQ(ThreadPool::PartitionOf(1000000, 1, 4).chunks, 16);
+  EXPECT_EQ(ThreadPool::PartitionOf(1000000, 1, 4).chunk, 62500);
+  EXPECT_EQ(ThreadPool::PartitionOf(100, 10, 4).chunk, 10);
+  EXPECT_EQ(ThreadPool::PartitionOf(100, 10, 4).chunks, 10);
+  EXPECT_EQ(ThreadPool::PartitionOf(0, 10, 4).chunks, 0);
+  EXPECT_EQ(ThreadPool::PartitionOf(5, 0, 4).chunks, 5);  // grain <= 0 counts as 1
+}
+
+TEST(ThreadPoolTest, SmallLoopsRunInlineOnTheCallingThread) {
+  const ThreadPool pool(4);
+  const std::thread::id caller = std::this_thread::get_id();
+  int calls = 0;
+  pool.ParallelFor(100, 100, [&](int64_t begin, int64_t end) {
+    ++calls;
+    EXPECT_EQ(begin, 0);
+    EXPECT_EQ(end, 100);
+    EXPECT_EQ(std::this_thread::get_id(), caller);
+  });
+  EXPECT_EQ(calls, 1);
+  pool.ParallelFor(0, 1, [&](int64_t, int64_t) { ++calls; });
+  EXPECT_EQ(calls, 1);
+}
+
+// The Linux thread ids of the threads that run `threads` chunks at once (each chunk waits for all the others).
+std::set<pid_t> ThreadsRunningAllChunks(const ThreadPool& pool) {
+  const int threads = pool.num_threads();
+  std::barrier all_started(threads);
+  std::set<pid_t> ids;
+  std::mutex mutex;
+  pool.ParallelFor(threads, 1, [&](int64_t, int64_t) {
+    {
+      std::lock_guard lock(mutex);
+      ids.insert(gettid());
+    }
+    all_started.arrive_and_wait();
+  });
+  return ids;
+}
+
+// libgomp ends the surplus threads of its pool whenever a parallel region asks for fewer threads than the
+// previous one and starts new ones for the next larger region. ParallelFor must keep its threads alive
+// across loops of any size.
+TEST(ThreadPoolTest, KeepsItsThreadsAcrossLoopsOfAnySize) {
+  const ThreadPool pool(3);
+  const std::set<pid_t> before = ThreadsRunningAllChunks(pool);
+  ASSERT_EQ(before.size(), 3u);
+  pool.ParallelFor(2, 1, [](int64_t, int64_t) {});  // fewer chunks than threads
+  EXPECT_EQ(ThreadsRunningAllChunks(pool), before);
+}
+
+TEST(ThreadPoolTest, ExceptionsPropagate) {
+  for (int threads : {1, 4}) {
+    const ThreadPool pool(threads);
+    std::atomic<int> calls{0};
+    EXPECT_THROW(pool.ParallelFor(1000, 10,
+                                  [&](int64_t begin, int64_t end) {
+                                    calls.fetch_add(1);
+                                    if (begin <= 500 && 500 < end) throw std::runtime_error("index 500");
+                                  }),
+                 std::runtime_error)
+        << "threads " << threads;
+    EXPECT_GE(calls.load(), 1);
+    // The pool stays usable.
+    std::atomic<int64_t> sum{0};
+    pool.ParallelFor(1000, 10, [&](int64_t begin, int64_t end) {
+      for (int64_t i = begin; i < end; ++i) sum.fetch_add(i);
+    });
+    EXPECT_EQ(sum.load(), 999 * 1000 / 2);
+  }
+}
+
+}  // namespace
+}  // namespace tessera
