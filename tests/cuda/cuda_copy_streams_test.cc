@@ -7,7 +7,7 @@
 #include <thread>
 
 #include "cuda/cuda_test_util.h"
-#include "unit/session/graph_builder.h"
+#include "unit/session/copy_race_model.h"
 
 namespace tessera::test {
 namespace {
@@ -22,30 +22,9 @@ SessionOptions CopyStreamOptions() {
   return options;
 }
 
-// y = (a @ b) @ b on the GPU (milliseconds of work); z = s + s on the GPU with s = Sin(c) from the CPU. The
-// copy of s to the GPU is queued while the MatMuls run and reuses the memory of a, b or t, which the host
-// has already released: it must wait for them.
-std::string RaceModel() {
-  return GraphBuilder()
-      .Input("a", {kN, kN})
-      .Input("b", {kN, kN})
-      .Input("c", {kN, kN})
-      .Node("MatMul", {"a", "b"}, {"t"})
-      .Node("MatMul", {"t", "b"}, {"y"})
-      .Node("Sin", {"c"}, {"s"})
-      .Node("Add", {"s", "s"}, {"z"})
-      .Output("y")
-      .Output("z")
-      .Serialize();
-}
+std::string RaceModel() { return CopyRaceModel(kN, "Sin"); }  // Sin has no CUDA kernel
 
-// Small integers (exact in float32 products and sums of this size).
-Tensor Pattern(int modulus, int shift) {
-  std::vector<float> v(static_cast<size_t>(kN * kN));
-  for (size_t i = 0; i < v.size(); ++i)
-    v[i] = static_cast<float>((static_cast<int64_t>(i) * 7 + shift) % modulus - modulus / 2);
-  return Tensor::FromVector<float>({kN, kN}, v);
-}
+Tensor Pattern(int modulus, int shift) { return CopyRacePattern(kN, modulus, shift); }
 
 struct Expected {
   std::vector<float> y, z;

@@ -7,35 +7,16 @@
 #include <thread>
 
 #include "test_env.h"
-#include "unit/session/graph_builder.h"
+#include "unit/session/copy_race_model.h"
 
 namespace tessera::test {
 namespace {
 
 constexpr int64_t kN = 160;  // slow enough on the simulated device (naive MatMul) for copies to race it
 
-// y = (a @ b) @ b on the device; z = s + s on the device, s = Sigmoid(c) computed on the CPU. The copy of s to
-// the device is queued while the two MatMuls still run, and reuses memory they free on the host (a, b and t
-// have s's size), so without fences it would overwrite their inputs.
-std::string RaceModel() {
-  return GraphBuilder()
-      .Input("a", {kN, kN})
-      .Input("b", {kN, kN})
-      .Input("c", {kN, kN})
-      .Node("MatMul", {"a", "b"}, {"t"})
-      .Node("MatMul", {"t", "b"}, {"y"})
-      .Node("Sigmoid", {"c"}, {"s"})
-      .Node("Add", {"s", "s"}, {"z"})
-      .Output("y")
-      .Output("z")
-      .Serialize();
-}
+std::string RaceModel() { return CopyRaceModel(kN, "Sigmoid"); }
 
-Tensor Pattern(float scale, int shift) {
-  std::vector<float> v(static_cast<size_t>(kN * kN));
-  for (size_t i = 0; i < v.size(); ++i) v[i] = scale * static_cast<float>((static_cast<int>(i) + shift) % 7 - 3);
-  return Tensor::FromVector<float>({kN, kN}, v);
-}
+Tensor Pattern(int modulus, int shift) { return CopyRacePattern(kN, modulus, shift); }
 
 std::vector<float> MatMul(const std::vector<float>& x, const std::vector<float>& w) {
   std::vector<float> out(x.size(), 0.0f);
@@ -56,8 +37,8 @@ Expected Reference(const Tensor& a, const Tensor& b, const Tensor& c) {
   return e;
 }
 
-// Largest relative difference, scaled by the largest magnitude of `want` (the MatMul sums are exact small
-// integers times powers of two, so only the Sigmoid path differs, by rounding).
+// Largest difference, relative to the largest magnitude of `want` (the MatMul sums are exact small integers, so
+// only the Sigmoid path differs, by rounding).
 double MaxDiff(const std::vector<float>& got, const std::vector<float>& want) {
   if (got.size() != want.size()) return INFINITY;
   double diff = 0, scale = 1e-30;
@@ -77,7 +58,7 @@ SessionOptions CopyStreamOptions() {
 TEST(CopyStreamsTest, ACopyReusingMemoryOfRunningKernelsWaitsForThem) {
   Session session = MakeSession(RaceModel(), CopyStreamOptions(), TestEnv());
   for (int run = 0; run < 3; ++run) {
-    const Tensor a = Pattern(0.5f, run), b = Pattern(0.25f, 3 * run + 1), c = Pattern(1.0f, run + 2);
+    const Tensor a = Pattern(5, run), b = Pattern(3, 3 * run + 1), c = Pattern(11, run + 2);
     const Expected want = Reference(a, b, c);
     std::vector<Value> out = session.Run({{"a", a}, {"b", b}, {"c", c}});
     EXPECT_LT(MaxDiff(out[0].tensor().ToVector<float>(), want.y), 1e-6) << "run " << run;
@@ -101,7 +82,7 @@ TEST(CopyStreamsTest, TheSharedArenaCountsItsWaitsAcrossStreams) {
   options.config["session.use_env_allocators"] = "1";
   {
     Session session = MakeSession(RaceModel(), options, env);
-    const Tensor a = Pattern(0.5f, 0), b = Pattern(0.25f, 1), c = Pattern(1.0f, 2);
+    const Tensor a = Pattern(5, 0), b = Pattern(3, 1), c = Pattern(11, 2);
     const Expected want = Reference(a, b, c);
     std::vector<Value> out = session.Run({{"a", a}, {"b", b}, {"c", c}});
     EXPECT_LT(MaxDiff(out[0].tensor().ToVector<float>(), want.y), 1e-6);
@@ -120,7 +101,7 @@ TEST(CopyStreamsTest, ConcurrentRunsWithCopyStreamsGiveTheRightResults) {
   for (int t = 0; t < kThreads; ++t) {
     threads.emplace_back([&, t] {
       try {
-        const Tensor a = Pattern(0.5f, t), b = Pattern(0.25f, 2 * t + 1), c = Pattern(1.0f, t + 3);
+        const Tensor a = Pattern(5, t), b = Pattern(3, 2 * t + 1), c = Pattern(11, t + 3);
         const Expected want = Reference(a, b, c);
         for (int r = 0; r < kRuns; ++r) {
           std::vector<Value> out = session.Run({{"a", a}, {"b", b}, {"c", c}});
@@ -139,7 +120,7 @@ TEST(CopyStreamsTest, ConcurrentRunsWithCopyStreamsGiveTheRightResults) {
 
 TEST(CopyStreamsTest, AsyncRunWithHostOutputsIsCompleteAfterSessionSynchronize) {
   Session session = MakeSession(RaceModel(), CopyStreamOptions(), TestEnv());
-  const Tensor a = Pattern(0.5f, 4), b = Pattern(0.25f, 5), c = Pattern(1.0f, 6);
+  const Tensor a = Pattern(5, 4), b = Pattern(3, 5), c = Pattern(11, 6);
   const Expected want = Reference(a, b, c);
   IoBinding binding = session.CreateIoBinding();
   binding.BindInput("a", a);
