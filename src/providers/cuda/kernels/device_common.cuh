@@ -21,6 +21,20 @@ template <>
 __device__ __forceinline__ __half FromFloat<__half>(float v) { return __float2half_rn(v); }
 
 inline constexpr int kThreads = 256;
+inline constexpr int kWarp = 32;
+
+// Sum of `value` over the block (blockDim.x a multiple of 32, at most 1024), with `partial` shared memory of
+// kWarp floats; every thread gets it. The order of the additions is fixed (LayerNormalization and strict-mode
+// SkipLayerNormalization rely on the same order).
+__device__ __forceinline__ float BlockSum(float value, float* partial) {
+  for (int offset = kWarp / 2; offset > 0; offset /= 2) value += __shfl_xor_sync(0xffffffffu, value, offset);
+  if (threadIdx.x % kWarp == 0) partial[threadIdx.x / kWarp] = value;
+  __syncthreads();
+  float total = 0.0f;
+  for (unsigned w = 0; w < blockDim.x / kWarp; ++w) total += partial[w];
+  __syncthreads();  // partial is reused by the next call
+  return total;
+}
 
 // The activation of a fused node's epilogue (FusedConv, FusedMatMul).
 __device__ __forceinline__ float Activate(const launch::EpilogueActivation& a, float x) {

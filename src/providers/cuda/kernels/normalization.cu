@@ -6,7 +6,9 @@ namespace tessera::cuda::launch {
 namespace {
 
 using device::FromFloat;
+using device::BlockSum;
 using device::ToFloat;
+using device::kWarp;
 
 template <typename T, typename P>
 __global__ void BatchNormKernel(const T* x, const P* scale, const P* bias, const P* mean, const P* var, float epsilon,
@@ -19,18 +21,6 @@ __global__ void BatchNormKernel(const T* x, const P* scale, const P* bias, const
   }
 }
 
-constexpr int kWarp = 32;
-
-// Sum of `value` over the block (blockDim.x a multiple of 32, at most 1024); every thread gets it.
-__device__ float BlockSum(float value, float* partial) {
-  for (int offset = kWarp / 2; offset > 0; offset /= 2) value += __shfl_xor_sync(0xffffffffu, value, offset);
-  if (threadIdx.x % kWarp == 0) partial[threadIdx.x / kWarp] = value;
-  __syncthreads();
-  float total = 0.0f;
-  for (unsigned w = 0; w < blockDim.x / kWarp; ++w) total += partial[w];
-  __syncthreads();  // partial is reused by the next call
-  return total;
-}
 
 // One block per row: the mean, then the variance around it (two passes, numerically robust), then the
 // output; the row is re-read from L1/L2, which for transformer widths is far cheaper than DRAM.

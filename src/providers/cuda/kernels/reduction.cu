@@ -15,8 +15,8 @@ using device::FirstIndex;
 using device::FromFloat;
 using device::IndexStride;
 using device::ToFloat;
+using device::kWarp;
 
-constexpr int kWarp = 32;
 constexpr int64_t kBlockRowLength = 4096;  // rows at least this long get a whole block
 
 struct Accumulator {

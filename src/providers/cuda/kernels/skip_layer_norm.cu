@@ -12,9 +12,10 @@ namespace tessera::cuda::launch {
 namespace {
 
 using device::FromFloat;
+using device::BlockSum;
 using device::ToFloat;
+using device::kWarp;
 
-constexpr int kWarp = 32;
 constexpr int64_t kCachedRow = 8192;  // 32 KiB of shared memory; longer rows recompute the sum per pass
 
 template <typename T>
@@ -29,17 +30,6 @@ struct Row {
   int64_t hidden;
   float epsilon;
 };
-
-// Sum of `value` over the block (blockDim.x a multiple of 32, at most 1024); every thread gets it.
-__device__ float BlockSum(float value, float* partial) {
-  for (int offset = kWarp / 2; offset > 0; offset /= 2) value += __shfl_xor_sync(0xffffffffu, value, offset);
-  if (threadIdx.x % kWarp == 0) partial[threadIdx.x / kWarp] = value;
-  __syncthreads();
-  float total = 0.0f;
-  for (unsigned w = 0; w < blockDim.x / kWarp; ++w) total += partial[w];
-  __syncthreads();  // partial is reused by the next call
-  return total;
-}
 
 // An addition's result as the unfused Add stores it (strict) or as computed (default).
 template <typename T, bool kStrict>
