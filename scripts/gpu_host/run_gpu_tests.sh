@@ -85,9 +85,10 @@ tail -6 "$LOG_DIR/conformance_cuda.log"
 # Issue 3's bench models: export, accuracy against PyTorch (float64), placement, latency.
 BENCH_DIR=/tmp/tessera-bench
 ALL_MODELS="resnet50 resnet50_fp16 bert_base_s128 bert_base_s128_fp16 mobilenet_v2 mobilenet_v2_fp16 gpt2_past16 gpt2_past16_fp16"
+PREFOLDED="resnet50_fp16_prefolded mobilenet_v2_fp16_prefolded"  # accuracy only (export_models.py, export_vision)
 exported() {
   local name
-  for name in $ALL_MODELS; do [[ -f $BENCH_DIR/$name.ref/output.npy ]] || return 1; done
+  for name in $ALL_MODELS $PREFOLDED; do [[ -f $BENCH_DIR/$name.ref/output.npy ]] || return 1; done
 }
 bench_models() {
   local name
@@ -103,6 +104,13 @@ if python3 -c 'import torch, torchvision, transformers' 2>/dev/null; then
   step models_vs_pytorch models_vs_pytorch.log env TESSERA_BENCH_MODELS="$BENCH_DIR" \
     build-gpu/tessera_tests --gtest_filter='CudaModelsTest*'
   grep -E '^MODEL|off the GPU|FAILED|error' "$LOG_DIR/models_vs_pytorch.log" | head -30
+  # The float16 vision files' own error (their weights computed in float32) and PyTorch's float16 error.
+  if python3 -c 'import onnxruntime' 2>/dev/null; then
+    step fp16_file_error fp16_file_error.log python3 scripts/gpu_host/fp16_file_error.py \
+      "$BENCH_DIR"/{resnet50,mobilenet_v2}_fp16{,_prefolded}.onnx
+    cat "$LOG_DIR/fp16_file_error.log"
+  fi
+  for ref in "$BENCH_DIR"/*.ref/pytorch_error.txt; do echo "PyTorch's own error, $(basename "$(dirname "$ref")"): $(cat "$ref")"; done
   step bench bench.log bench_models
   grep -E '^====|^ *(host tensors|io binding)|not measured' "$LOG_DIR/bench.log"
   # PyTorch on the same GPU in the same session, the way the bench's CUDA-graph row is measured.
