@@ -122,10 +122,14 @@ std::string EpTypeFromName(const Environment& env, const std::string& name) {
 SessionOptions MakeSessionOptions(const Environment& env, const ParsedArgs& args) {
   SessionOptions options;
   for (const std::string& ep : args.All("--ep")) options.AddProvider(EpTypeFromName(env, ep));
-  // The CPU EP is the implicit fallback: listing it last changes nothing, so leave it to the session.
-  while (!options.providers.empty() && options.providers.back().ep_name == kCpuEp) options.providers.pop_back();
+  // The CPU EP is the implicit fallback: listing it last changes nothing, so leave it to the session -- unless it
+  // is the only EP named and --ep-option gives it options.
+  const bool cpu_with_options = options.providers.size() == 1 && options.providers[0].ep_name == kCpuEp &&
+                                !args.All("--ep-option").empty();
+  while (!cpu_with_options && !options.providers.empty() && options.providers.back().ep_name == kCpuEp)
+    options.providers.pop_back();
   for (const std::string& option : args.All("--ep-option")) {
-    if (options.providers.empty()) throw UsageError("--ep-option needs an --ep (other than cpu) to apply to");
+    if (options.providers.empty()) throw UsageError("--ep-option needs an --ep to apply to");
     auto [key, value] = SplitAssignment(option, "--ep-option");
     options.providers.front().options[key] = value;
   }

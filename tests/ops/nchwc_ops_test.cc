@@ -7,6 +7,8 @@
 #include <optional>
 
 #include "ops/op_tester.h"
+#include "providers/cpu/cpu_ep.h"
+#include "test_env.h"
 
 namespace tessera::test {
 namespace {
@@ -88,6 +90,49 @@ TEST(NchwcOpsTest, ConvMatchesPlainConv) {
   };
   for (int64_t block : {0, 8, 16})
     for (const ConvCase& c : cases) CheckNchwcConv(c, block);
+}
+
+// Dense 3x3 stride-1 convs with 64+ channels run oneDNN's Winograd algorithm (CPU EP option conv_winograd, on by
+// default) where the CPU has it: same results as the direct algorithm within float tolerance.
+TEST(NchwcOpsTest, WinogradConvsMatchPlainConv) {
+  const std::vector<ConvCase> cases = {
+      {{1, 64, 14, 14}, {64, 64, 3, 3}, 1, 1, 1, true, "Relu", std::nullopt},
+      {{2, 64, 9, 9}, {96, 64, 3, 3}, 1, 1, 1, true, "", Shape{2, 96, 9, 9}},
+      {{1, 128, 7, 7}, {128, 128, 3, 3}, 1, 1, 1, true, "Relu", Shape{1, 128, 7, 7}},
+  };
+  for (int64_t block : {0, 8, 16})
+    for (const ConvCase& c : cases) CheckNchwcConv(c, block);
+}
+
+// conv_winograd = 0 keeps the direct algorithm; on AVX-512 hosts (where oneDNN has Winograd kernels) the two
+// settings round differently, which shows the option reaches the kernel.
+TEST(NchwcOpsTest, ConvWinogradOptionSelectsTheAlgorithm) {
+  const Tensor x = RandomTensor(DataType::kFloat, Shape{1, 64, 14, 14}, 1);
+  OpTester t("NchwcConv", 1, "ai.tessera");
+  t.Attr("channel_block", int64_t{16}).Attr("pads", std::vector<int64_t>{1, 1, 1, 1});
+  t.Input("X", Block(x, 16)).Input("W", RandomTensor(DataType::kFloat, Shape{64, 64, 3, 3}, 2, -0.5, 0.5), true);
+  t.OutputName("Y");
+  const std::string model = t.SerializedModel();
+  auto run = [&](const char* winograd) {
+    SessionOptions options;
+    options.AddProvider(kCpuEpName, {{"conv_winograd", winograd}});
+    Session session(TestEnv(), model.data(), model.size(), options);
+    return session.Run({{"X", Value(Block(x, 16))}})[0].tensor();
+  };
+  const Tensor direct = run("0"), winograd = run("1");
+  EXPECT_EQ(CompareTensors(direct, winograd, 1e-4, 1e-4), "");
+  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl") &&
+      __builtin_cpu_supports("avx512dq")) {
+    EXPECT_FALSE(std::equal(direct.Data<float>(), direct.Data<float>() + direct.NumElements(), winograd.Data<float>()))
+        << "identical results: the Winograd algorithm did not run";
+  }
+}
+
+TEST(NchwcOpsTest, CpuProviderOptionsAreValidated) {
+  EXPECT_TRUE(ParseCpuProviderOptions({{"conv_winograd", "0"}}).conv_winograd == false);
+  EXPECT_TRUE(ParseCpuProviderOptions({}).conv_winograd);
+  EXPECT_THROW(ParseCpuProviderOptions({{"conv_winograd", "yes"}}), Error);
+  EXPECT_THROW(ParseCpuProviderOptions({{"bogus", "1"}}), Error);
 }
 
 TEST(NchwcOpsTest, ReorderFromBlockedRestoresNchw) {

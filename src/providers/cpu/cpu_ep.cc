@@ -74,7 +74,22 @@ const KernelRegistry& CpuKernelRegistry() {
   return registry;
 }
 
-CpuExecutionProvider::CpuExecutionProvider(AllocatorPtr allocator) : allocator_(std::move(allocator)) {}
+CpuProviderOptions ParseCpuProviderOptions(const ProviderOptions& options) {
+  CpuProviderOptions parsed;
+  for (const auto& [key, value] : options) {
+    if (key != "conv_winograd")
+      Fail(ErrorCode::kInvalidArgument, "CPUExecutionProvider: unknown provider option '", key,
+           "' (known: conv_winograd)");
+    if (value != "0" && value != "1")
+      Fail(ErrorCode::kInvalidArgument, "CPUExecutionProvider: provider option 'conv_winograd' must be 0 or 1, got '",
+           value, "'");
+    parsed.conv_winograd = value == "1";
+  }
+  return parsed;
+}
+
+CpuExecutionProvider::CpuExecutionProvider(AllocatorPtr allocator, CpuProviderOptions options)
+    : allocator_(std::move(allocator)), options_(options) {}
 
 const std::string& CpuExecutionProvider::type() const {
   static const std::string name = kCpuEpName;
@@ -128,9 +143,8 @@ class CpuEpFactory : public EpFactory {
     return out;
   }
   std::unique_ptr<ExecutionProvider> CreateEp(const EpDevice& /*device*/, const ProviderOptions& options) override {
-    if (!options.empty())
-      Fail(ErrorCode::kInvalidArgument, "CPUExecutionProvider: unknown provider option '", options.begin()->first, "'");
-    return std::make_unique<CpuExecutionProvider>(std::make_shared<Arena>(CreateHostAllocator(), ArenaOptions{}));
+    return std::make_unique<CpuExecutionProvider>(std::make_shared<Arena>(CreateHostAllocator(), ArenaOptions{}),
+                                                  ParseCpuProviderOptions(options));
   }
   AllocatorPtr CreateAllocator(const MemoryInfo& info) override {
     return info == MemoryInfo::Host() ? CreateHostAllocator() : nullptr;

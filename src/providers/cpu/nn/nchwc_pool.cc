@@ -6,6 +6,7 @@
 #include <limits>
 #include <vector>
 
+#include "providers/cpu/common/vector_math.h"
 #include "providers/cpu/common/window_geometry.h"
 #include "providers/cpu/cpu_kernels.h"
 #include "providers/cpu/nn/nchwc_shapes.h"
@@ -35,27 +36,32 @@ AxisWindow WindowAlong(const WindowGeometry& g, size_t axis, int64_t o) {
   return w;
 }
 
-// Pools output row `oh` of one (image, channel block): x is [H, W, width], y is [OH, OW, width]; `acc` holds
-// `width` floats. kWidth > 0 fixes the width at compile time (8 and 16, the common blocks); 0 takes
-// `runtime_width` (NHWC: C).
+// Pools output row `oh` of one (image, channel block): x is [H, W, width], y is [OH, OW, width]; `cols` holds the
+// window of every output column (the same for all rows); `acc` holds `width` floats. kWidth > 0 fixes the width
+// at compile time (8 and 16, the common blocks: the accumulator stays in registers); 0 takes `runtime_width`
+// (NHWC: C).
 template <int64_t kWidth, PoolKind kKind>
-void PoolRow(const WindowGeometry& g, const float* x, float* y, int64_t oh, int64_t runtime_width, float* acc,
-             bool count_include_pad) {
+void PoolRow(const WindowGeometry& g, const std::vector<AxisWindow>& cols, const float* x, float* y, int64_t oh,
+             int64_t runtime_width, float* acc_storage, bool count_include_pad) {
   const int64_t width = kWidth > 0 ? kWidth : runtime_width, image_width = g.input[1];
   const AxisWindow rows = WindowAlong(g, 0, oh);
+  float fixed[kWidth > 0 ? kWidth : 1];
+  float* acc = kWidth > 0 ? fixed : acc_storage;
   for (int64_t ow = 0; ow < g.output[1]; ++ow) {
-    const AxisWindow cols = WindowAlong(g, 1, ow);
-    std::fill_n(acc, width, kKind == PoolKind::kMax ? std::numeric_limits<float>::lowest() : 0.0f);
+    const AxisWindow& col = cols[ow];
+    for (int64_t b = 0; b < width; ++b) acc[b] = kKind == PoolKind::kMax ? std::numeric_limits<float>::lowest() : 0.0f;
     for (int64_t r = 0, h = rows.first; r < rows.count; ++r, h += rows.step)
-      for (int64_t c = 0, w = cols.first; c < cols.count; ++c, w += cols.step) {
+      for (int64_t c = 0, w = col.first; c < col.count; ++c, w += col.step) {
         const float* v = x + (h * image_width + w) * width;
-        for (int64_t b = 0; b < width; ++b) acc[b] = kKind == PoolKind::kMax ? std::max(acc[b], v[b]) : acc[b] + v[b];
+        // Select, not std::max: a float ?: keeps the loop scalar under -ftrapping-math (vector_math.h).
+        for (int64_t b = 0; b < width; ++b)
+          acc[b] = kKind == PoolKind::kMax ? Select(acc[b] < v[b], v[b], acc[b]) : acc[b] + v[b];
       }
     float* out = y + (oh * g.output[1] + ow) * width;
     if constexpr (kKind == PoolKind::kMax) {
-      std::copy_n(acc, width, out);
+      for (int64_t b = 0; b < width; ++b) out[b] = acc[b];
     } else {
-      const int64_t divisor = count_include_pad ? rows.padded_count * cols.padded_count : rows.count * cols.count;
+      const int64_t divisor = count_include_pad ? rows.padded_count * col.padded_count : rows.count * col.count;
       const float scale = divisor > 0 ? 1.0f / static_cast<float>(divisor) : 0.0f;
       for (int64_t b = 0; b < width; ++b) out[b] = acc[b] * scale;
     }
@@ -100,14 +106,16 @@ class NchwcPool : public Kernel {
     float* yd = y.Data<float>();
     const int64_t row_work = g.output[1] * width * g.KernelSize();
     const int64_t grain = std::max<int64_t>(1, 65536 / std::max<int64_t>(1, row_work));
+    std::vector<AxisWindow> cols(g.output[1]);
+    for (int64_t ow = 0; ow < g.output[1]; ++ow) cols[ow] = WindowAlong(g, 1, ow);
     ctx.thread_pool().ParallelFor(rows, grain, [&](int64_t begin, int64_t end) {
-      std::vector<float> acc(width);
+      std::vector<float> acc(kWidth > 0 ? 0 : width);
       for (int64_t task = begin; task < end; ++task) {
         const int64_t i = task / g.output[0], oh = task % g.output[0];
         if (kind_ == PoolKind::kMax)
-          PoolRow<kWidth, PoolKind::kMax>(g, xd + i * in_size, yd + i * out_size, oh, width, acc.data(), false);
+          PoolRow<kWidth, PoolKind::kMax>(g, cols, xd + i * in_size, yd + i * out_size, oh, width, acc.data(), false);
         else
-          PoolRow<kWidth, PoolKind::kAverage>(g, xd + i * in_size, yd + i * out_size, oh, width, acc.data(),
+          PoolRow<kWidth, PoolKind::kAverage>(g, cols, xd + i * in_size, yd + i * out_size, oh, width, acc.data(),
                                               count_include_pad_);
       }
     });
