@@ -1,22 +1,29 @@
-// Conv through cuDNN's convolution API (1-D, 2-D, 3-D; groups; bias; symmetric padding), and
+// Conv through cuDNN (1-D, 2-D, 3-D; groups; bias; symmetric padding), and
 // ai.tessera::FusedConv(X, W, B?, Z?): Conv, then `Y += Z` (the residual), then `activation` (see
 // graph/fused_activation.h), written by the conv_activation_fusion pass; and ai.tessera::NchwcConv, the same in
 // NHWC (channel_block 0, the only block the CUDA EP asks the nchwc_layout pass for): Y and Z are [N, 1, H, W, C],
-// X is that too or plain NCHW (the first conv of a chain; copied to NHWC first). cuDNN gets NHWC descriptors and
+// X is that too or plain NCHW (the first conv of a chain; copied to NHWC first). cuDNN gets NHWC layouts and
 // a KRSC copy of W, made once per weight tensor. NHWC spares cuDNN's tensor-core kernels the NCHW <-> NHWC
 // transposes they otherwise run around every float16 convolution.
 //
-// Per input shape the kernel builds a plan (descriptors and the algorithm chosen as
-// cudnn_conv_algo_search says) once, behind a mutex, and reuses it for every later run with that
-// shape. EXHAUSTIVE times the candidate algorithms on the run's real buffers the first time a shape is
-// seen, which blocks the host for that run only.
+// Per input shape (and pointer alignment) the kernel builds a plan once, behind a mutex, and reuses it for every
+// later run with that shape. Two APIs can run the convolution:
+// - cuDNN's graph API (cudnn_graph.h): an execution plan for the convolution alone, finalized once; a step costs
+//   one cudnnBackendExecute (7-24 us of host time on the H100 host) plus one epilogue kernel when the node has a
+//   bias, residual or activation;
+// - the legacy API: cudnnConvolutionForward, or cudnnConvolutionBiasActivationForward (y = act(conv + z + bias)
+//   in one call) when the activation is Relu, or none with the implicit-precomp-GEMM algorithm. Each call costs
+//   45-255 us of host time in cuDNN 9.19 (bench/cuda/call_overhead.cu), but the fused call saves the epilogue's
+//   pass over Y on the device.
+// Sessions that run eagerly (enable_cuda_graph = 0) are bound by the host, so they use graph-API plans (the
+// legacy API only where the graph API has no engine). Sessions that replay CUDA graphs pay no host cost per
+// step, so their candidates are the legacy algorithms (fused where cuDNN accepts it) and the graph-API plans,
+// and the fastest on the device wins.
 //
-// What follows the convolution runs in one of two ways, chosen per plan:
-// - one cudnnConvolutionBiasActivationForward call (y = act(conv + z + bias)) when the activation is Relu,
-//   or none with the implicit-precomp-GEMM algorithm (cuDNN's identity activation needs it), and a trial
-//   call on the first run succeeded;
-// - otherwise cudnnConvolutionForward and one epilogue kernel (bias + same-shape residual + activation in
-//   one pass over Y); a residual that only broadcasts to Y is added first by the broadcasting Add kernel.
+// cudnn_conv_algo_search: HEURISTIC and DEFAULT take the first candidate (eager: cuDNN's first graph-API
+// proposal; graph sessions: the legacy heuristic's first algorithm, or implicit-precomp GEMM for DEFAULT).
+// EXHAUSTIVE times every candidate on the run's real buffers the first time a shape is seen, blocking that run
+// only, running what the node really runs (the fused call, or convolution + epilogue) captured in a CUDA graph.
 #include <algorithm>
 #include <climits>
 #include <limits>
@@ -27,6 +34,7 @@
 #include "core/logging.h"
 #include "graph/fused_activation.h"
 #include "providers/cpu/common/window_geometry.h"
+#include "providers/cuda/cudnn_graph.h"
 #include "providers/cuda/kernels/cuda_kernels.h"
 #include "providers/cuda/kernels/kernel_utils.h"
 
@@ -55,9 +63,10 @@ using FilterDescriptor = Descriptor<cudnnFilterDescriptor_t, cudnnDestroyFilterD
 using ConvDescriptor = Descriptor<cudnnConvolutionDescriptor_t, cudnnDestroyConvolutionDescriptor>;
 using ActivationDescriptor = Descriptor<cudnnActivationDescriptor_t, cudnnDestroyActivationDescriptor>;
 
-// One way to run the convolution: cuDNN's algorithm and math type, its scratch size, and whether
-// bias, residual and activation go into the same cuDNN call.
+// One way to run the convolution: a graph-API plan, or cuDNN's legacy algorithm and math type; its scratch
+// size; and whether bias, residual and activation go into the same (legacy) cuDNN call.
 struct ConvChoice {
+  const cudnn_graph::Plan* graph = nullptr;  // not null: this graph-API plan (the other fields but the size unused)
   cudnnConvolutionFwdAlgo_t algorithm = CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM;
   cudnnMathType_t math = CUDNN_DEFAULT_MATH;
   size_t workspace_bytes = 0;
@@ -65,6 +74,10 @@ struct ConvChoice {
 };
 
 struct ConvPlan {
+  // Graph API (tensors X = 1, W = 2, Y = 3): its candidate plans and the descriptors they were built from.
+  std::vector<cudnn_graph::Descriptor> graph_parts;
+  std::vector<cudnn_graph::Plan> graph_plans;
+  // Legacy API.
   TensorDescriptor x, y;
   FilterDescriptor w;
   ConvDescriptor conv;
@@ -95,10 +108,31 @@ struct ConvGeometry {
 
 std::vector<int> ToInts(const std::vector<int64_t>& values) { return {values.begin(), values.end()}; }
 
-std::vector<int> PackedStrides(const std::vector<int>& dims) {
-  std::vector<int> strides(dims.size(), 1);
+// Strides of a packed tensor with `dims` in cuDNN's NCHW order; `channels_last` lays it out as NHWC (N,
+// spatial..., C) in memory.
+std::vector<int64_t> LayoutStrides(const std::vector<int>& dims, bool channels_last) {
+  std::vector<int64_t> strides(dims.size(), 1);
   for (size_t i = dims.size() - 1; i-- > 0;) strides[i] = strides[i + 1] * dims[i + 1];
+  if (channels_last) {
+    strides[1] = 1;
+    int64_t stride = dims[1];
+    for (size_t i = dims.size(); i-- > 2;) {
+      strides[i] = stride;
+      stride *= dims[i];
+    }
+    strides[0] = stride;
+  }
   return strides;
+}
+
+std::vector<int64_t> ToInt64s(const std::vector<int>& values) { return {values.begin(), values.end()}; }
+
+// The largest power of two up to 16 that divides the address: the alignment cuDNN may assume for a pointer.
+int64_t AlignmentOf(const void* p) {
+  const auto address = reinterpret_cast<uintptr_t>(p);
+  int64_t alignment = 16;
+  while (alignment > 1 && address % static_cast<uintptr_t>(alignment) != 0) alignment /= 2;
+  return alignment;
 }
 
 // A CUDA event with timing, for the exhaustive search.
@@ -114,16 +148,8 @@ struct TimingEvent {
 // `dims` in cuDNN's NCHW order; `channels_last` lays the tensor out as NHWC (N, spatial..., C) in memory.
 void SetTensor(TensorDescriptor& d, cudnnDataType_t type, const std::vector<int>& dims, bool channels_last = false) {
   CheckCudnn(cudnnCreateTensorDescriptor(&d.handle), "cudnnCreateTensorDescriptor");
-  std::vector<int> strides = PackedStrides(dims);
-  if (channels_last) {
-    strides[1] = 1;
-    int stride = dims[1];
-    for (size_t i = dims.size(); i-- > 2;) {
-      strides[i] = stride;
-      stride *= dims[i];
-    }
-    strides[0] = stride;
-  }
+  const std::vector<int64_t> wide = LayoutStrides(dims, channels_last);
+  const std::vector<int> strides(wide.begin(), wide.end());
   CheckCudnn(cudnnSetTensorNdDescriptor(d.handle, type, static_cast<int>(dims.size()), dims.data(), strides.data()),
              "cudnnSetTensorNdDescriptor");
 }
@@ -240,37 +266,59 @@ class ConvKernel : public Kernel {
 
   const ConvPlan& PlanFor(const KernelContext& ctx, const ConvGeometry& g, const Tensor& x, const Tensor& w, Tensor& y,
                           const ConvExtras& extras, cudaStream_t stream) const {
+    // Graph-API plans assume the pointers' alignment (their tensors declare it), so it is part of the key.
+    const int64_t alignment =
+        std::min({AlignmentOf(x.raw_data()), AlignmentOf(w.raw_data()), AlignmentOf(y.raw_data())});
     std::vector<int> key = g.x_dims;
     key.insert(key.end(), g.w_dims.begin(), g.w_dims.end());
+    key.push_back(static_cast<int>(alignment));
     std::lock_guard<std::mutex> lock(mutex_);
     auto it = plans_.find(key);
     if (it != plans_.end()) return *it->second;
     auto plan = std::make_unique<ConvPlan>();
     Describe(g, x.type(), *plan);
     PrepareFusion(ctx, g, x, y.shape(), extras, stream, *plan);
+    {
+      LibraryHandles::Lease lease = ep_.handles().Acquire(stream);
+      BuildGraphPlans(ctx, lease.cudnn(), g, x.type(), alignment, *plan);
+    }
+    if (plan->graph_plans.empty() && !GraphSession())
+      Log(LogLevel::kInfo, ctx.node().Describe(), ": cuDNN's graph API has no engine for X ", x.shape().ToString(),
+          " (", DataTypeName(x.type()), ", alignment ", alignment, "); the legacy convolution API runs it");
     Choose(ctx, x, w, y, extras, stream, *plan);
-    Log(LogLevel::kVerbose, ctx.node().Describe(), ": X ", x.shape().ToString(), " algorithm ",
-        static_cast<int>(plan->choice.algorithm), " math type ", static_cast<int>(plan->choice.math), " workspace ",
-        plan->choice.workspace_bytes, plan->choice.fused ? ", bias/residual/activation in cuDNN's call" : "");
+    if (plan->choice.graph != nullptr)
+      Log(LogLevel::kVerbose, ctx.node().Describe(), ": X ", x.shape().ToString(), " graph-API plan ",
+          plan->choice.graph->Describe());
+    else
+      Log(LogLevel::kVerbose, ctx.node().Describe(), ": X ", x.shape().ToString(), " legacy algorithm ",
+          static_cast<int>(plan->choice.algorithm), " math type ", static_cast<int>(plan->choice.math),
+          " workspace ", plan->choice.workspace_bytes,
+          plan->choice.fused ? ", bias/residual/activation in cuDNN's call" : "");
     return *plans_.emplace(std::move(key), std::move(plan)).first->second;
   }
 
-  // Queues the node's whole computation with `choice` (its math type must be set on plan.conv).
+  // Queues the node's whole computation with `choice` (a legacy choice's math type must be set on plan.conv).
   void Enqueue(const KernelContext& ctx, cudnnHandle_t cudnn, const ConvPlan& plan, const ConvChoice& choice,
                const Tensor& x, const Tensor& w, Tensor& y, ConvExtras extras, void* workspace,
                cudaStream_t stream) const {
     const Shape& y_shape = y.shape();
     const bool same_shape_residual = extras.residual != nullptr && extras.residual->shape() == y_shape;
-    if (choice.fused && (extras.residual == nullptr || same_shape_residual)) {
+    if (choice.graph != nullptr) {
+      static constexpr int64_t kUids[3] = {1, 2, 3};
+      void* pointers[3] = {const_cast<void*>(x.raw_data()), const_cast<void*>(w.raw_data()), y.raw_data()};
+      CheckCudnn(cudnn_graph::Execute(cudnn, *choice.graph, kUids, pointers, 3, workspace), ctx.node().Describe(),
+                 ": cudnnBackendExecute (", choice.graph->Describe(), ")");
+    } else if (choice.fused && (extras.residual == nullptr || same_shape_residual)) {
       CheckCudnn(RunFused(cudnn, plan, choice, x, w, y, extras, workspace), ctx.node().Describe(),
                  ": cudnnConvolutionBiasActivationForward");
       return;
+    } else {
+      const float one = 1.0f, zero = 0.0f;
+      CheckCudnn(cudnnConvolutionForward(cudnn, &one, plan.x.handle, x.raw_data(), plan.w.handle, w.raw_data(),
+                                         plan.conv.handle, choice.algorithm, workspace, choice.workspace_bytes,
+                                         &zero, plan.y.handle, y.raw_data()),
+                 ctx.node().Describe(), ": cudnnConvolutionForward");
     }
-    const float one = 1.0f, zero = 0.0f;
-    CheckCudnn(cudnnConvolutionForward(cudnn, &one, plan.x.handle, x.raw_data(), plan.w.handle, w.raw_data(),
-                                       plan.conv.handle, choice.algorithm, workspace, choice.workspace_bytes, &zero,
-                                       plan.y.handle, y.raw_data()),
-               ctx.node().Describe(), ": cudnnConvolutionForward");
     const launch::ElementType type = FloatElementType(ctx, x.type());
     if (extras.residual != nullptr && !same_shape_residual) {  // broadcasting residual: its own pass first
       const launch::BroadcastIndex index = MakeBroadcastIndex(ctx, y_shape, y_shape, extras.residual->shape());
@@ -359,19 +407,75 @@ class ConvKernel : public Kernel {
     CheckCudnn(cudnnSetConvolutionMathType(plan.conv.handle, math), "cudnnSetConvolutionMathType");
   }
 
+  // A session that replays CUDA graphs: no host cost per step, so the device time alone decides.
+  bool GraphSession() const { return ep_.options().enable_cuda_graph; }
+
+  // The graph API's candidate plans for the convolution alone, best first (none when it has no engine).
+  void BuildGraphPlans(const KernelContext& ctx, cudnnHandle_t cudnn, const ConvGeometry& g, DataType type,
+                       int64_t alignment, ConvPlan& plan) const {
+    namespace cg = cudnn_graph;
+    const cudnnDataType_t data = type == DataType::kFloat16 ? CUDNN_DATA_HALF : CUDNN_DATA_FLOAT;
+    auto tensor = [&](int64_t uid, const std::vector<int>& dims) {
+      return cg::MakeTensor({uid, data, ToInt64s(dims), LayoutStrides(dims, channels_last_), alignment, false});
+    };
+    try {
+      cg::Descriptor tx = tensor(1, g.x_dims), tw = tensor(2, g.w_dims), ty = tensor(3, g.y_dims);
+      cg::Descriptor conv =
+          cg::MakeConvolution({ToInt64s(g.pads), ToInt64s(g.strides), ToInt64s(g.dilations), CUDNN_DATA_FLOAT});
+      cg::Descriptor op(CUDNN_BACKEND_OPERATION_CONVOLUTION_FORWARD_DESCRIPTOR);
+      op.SetDescriptor(CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_X, tx)
+          .SetDescriptor(CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_W, tw)
+          .SetDescriptor(CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_Y, ty)
+          .SetDescriptor(CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_CONV_DESC, conv)
+          .SetFloat(CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_ALPHA, 1.0f)
+          .SetFloat(CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_BETA, 0.0f);
+      if (op.TryFinalize() != CUDNN_STATUS_SUCCESS) return;
+      cg::Descriptor graph = cg::TryMakeOperationGraph(cudnn, {&op});
+      if (!graph.defined()) return;
+      cg::PlanFilter filter;
+      filter.max_workspace_bytes = static_cast<int64_t>(WorkspaceLimit());
+      // float32 with use_tf32 = 0 must stay on FMA arithmetic; float16 always runs on tensor cores.
+      filter.allow_tensor_cores = type == DataType::kFloat16 || ep_.options().use_tf32;
+      // Engines that compile kernels when their plan is finalized took 0.2-1.4 s per shape on the H100 host.
+      filter.allow_runtime_compiled = false;
+      filter.max_plans = ep_.options().cudnn_conv_algo_search == ConvAlgoSearch::kExhaustive ? 8 : 1;
+      plan.graph_plans = cg::MakePlans(cudnn, graph, filter);
+      for (cg::Descriptor* part : {&tx, &tw, &ty, &conv, &op, &graph}) plan.graph_parts.push_back(std::move(*part));
+    } catch (const Error& e) {  // a descriptor cuDNN refuses: the legacy API runs the convolution
+      Log(LogLevel::kVerbose, ctx.node().Describe(), ": cuDNN graph API: ", e.what());
+      plan.graph_plans.clear();
+    }
+  }
+
   size_t WorkspaceLimit() const {
     size_t limit = ep_.options().cudnn_conv_use_max_workspace ? kMaxWorkspaceBytes : kSmallWorkspaceBytes;
     if (ep_.options().gpu_mem_limit != 0) limit = std::min(limit, ep_.options().gpu_mem_limit / 4);
     return limit;
   }
 
-  // Candidate algorithms, best first: DEFAULT: implicit-precomp GEMM; HEURISTIC: cuDNN's ranking;
+  // Candidates, best first. Eager sessions: the graph API's plans (cuDNN's heuristic order), or where it has none
+  // the legacy candidates. Graph sessions: the legacy candidates, then the graph API's plans. Legacy candidates:
+  // DEFAULT: implicit-precomp GEMM; HEURISTIC: cuDNN's ranking;
   // EXHAUSTIVE: cuDNN's ranking plus its measured list (cudnnFindConvolutionForwardAlgorithmEx). Grouped
   // convolutions (depthwise) leave out the FFT algorithms and cuDNN's measured list: timing MobileNetV2's float32
   // NCHW depthwise convolutions with FFT captured in a graph stalled the host for minutes on the H100 (cuDNN 9.19),
   // and FFT never wins on small per-group filters.
   std::vector<ConvChoice> Candidates(const KernelContext& ctx, const Tensor& x, const Tensor& w, Tensor& y,
                                      cudnnHandle_t cudnn, const ConvPlan& plan, Tensor& search_workspace) const {
+    std::vector<ConvChoice> graph_choices;
+    for (const cudnn_graph::Plan& p : plan.graph_plans)
+      graph_choices.push_back({&p, CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM, CUDNN_DEFAULT_MATH,
+                               static_cast<size_t>(p.workspace_bytes), false});
+    if (!GraphSession() && !graph_choices.empty()) return graph_choices;  // eager: host cost first
+    std::vector<ConvChoice> legacy = LegacyCandidates(ctx, x, w, y, cudnn, plan, search_workspace);
+    if (legacy.empty() && GraphSession()) legacy.push_back(DefaultChoice(ctx, cudnn, plan, x.type()));
+    legacy.insert(legacy.end(), graph_choices.begin(), graph_choices.end());
+    return legacy;
+  }
+
+  // The legacy API's candidates, best first (see Candidates).
+  std::vector<ConvChoice> LegacyCandidates(const KernelContext& ctx, const Tensor& x, const Tensor& w, Tensor& y,
+                                           cudnnHandle_t cudnn, const ConvPlan& plan, Tensor& search_workspace) const {
     const std::string where = ctx.node().Describe();
     const ConvAlgoSearch search = ep_.options().cudnn_conv_algo_search;
     if (search == ConvAlgoSearch::kDefault) return {};
@@ -389,7 +493,7 @@ class ConvKernel : public Kernel {
         const bool seen = std::any_of(candidates.begin(), candidates.end(), [&](const ConvChoice& c) {
           return c.algorithm == r.algo && c.math == r.mathType;
         });
-        if (!seen) candidates.push_back({r.algo, r.mathType, r.memory, false});
+        if (!seen) candidates.push_back({nullptr, r.algo, r.mathType, r.memory, false});
       }
     };
     cudnnConvolutionFwdAlgoPerf_t results[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
@@ -431,11 +535,13 @@ class ConvKernel : public Kernel {
     }
     float best_ms = std::numeric_limits<float>::infinity();
     for (ConvChoice& candidate : candidates) {
-      Apply(ctx, plan, candidate);
-      void* trial_workspace =
-          exhaustive ? search_workspace.raw_data() : lease.workspace(candidate.workspace_bytes);
-      candidate.fused = FusionAllowed(plan, extras, candidate.algorithm) &&
-                        RunFused(cudnn, plan, candidate, x, w, y, extras, trial_workspace) == CUDNN_STATUS_SUCCESS;
+      if (candidate.graph == nullptr) {
+        Apply(ctx, plan, candidate);
+        void* trial_workspace =
+            exhaustive ? search_workspace.raw_data() : lease.workspace(candidate.workspace_bytes);
+        candidate.fused = FusionAllowed(plan, extras, candidate.algorithm) &&
+                          RunFused(cudnn, plan, candidate, x, w, y, extras, trial_workspace) == CUDNN_STATUS_SUCCESS;
+      }
       if (!exhaustive) {
         plan.choice = candidate;
         return;
@@ -446,7 +552,16 @@ class ConvKernel : public Kernel {
         plan.choice = candidate;
       }
     }
-    Apply(ctx, plan, plan.choice);
+    if (plan.choice.graph == nullptr) Apply(ctx, plan, plan.choice);
+    // Only the chosen graph-API plan is kept (choice.graph points into graph_plans).
+    if (plan.choice.graph != nullptr && plan.graph_plans.size() > 1) {
+      const size_t chosen = static_cast<size_t>(plan.choice.graph - plan.graph_plans.data());
+      if (chosen != 0) std::swap(plan.graph_plans[0], plan.graph_plans[chosen]);
+      plan.graph_plans.resize(1);
+      plan.choice.graph = &plan.graph_plans[0];
+    } else if (plan.choice.graph == nullptr) {
+      plan.graph_plans.clear();
+    }
   }
 
   // GPU milliseconds per run of the node's computation with `candidate`, measured on a CUDA graph of a few

@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# Issue 13's GPU bench: ONNX Runtime 1.29's CUDA EP and Tessera's CUDA EP on the same .onnx files, alternating
+# (ORT, Tessera, ORT, Tessera per model) in one lease, every mode users run: host tensors, IO binding without a
+# graph, IO binding + CUDA graph, 4 threads calling Run(feeds) on one session, session creation, first run.
+#
+#   bash bench/gpu/side_by_side.sh [MODEL...]     (on the GPU host; default: the six models below)
+#
+# Needs: build-gpu/tessera (scripts/gpu_host/build_gpu.sh), ONNX Runtime staged in /tmp/ort by
+# ../shared/bench/ort_cuda/on_device.sh (libonnxruntime.so, libonnxruntime_providers_cuda.so, headers), and the
+# models in /tmp/tessera-bench (scripts/gpu_host/export_models.py; exported here when missing). Writes the raw
+# outputs and the table (bench/gpu/side_by_side_table.py) to $OUT (else out/gpu).
+set -uo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/../.."
+LOG_DIR=${OUT:-$PWD/out/gpu}
+BENCH_DIR=/tmp/tessera-bench
+RUNS=${RUNS:-300}
+CUDNN_ROOT=${CUDNN_ROOT:-/opt/torch/.venv/lib/python3.12/site-packages/nvidia/cudnn}
+MODELS=("$@")
+((${#MODELS[@]})) || MODELS=(resnet50 resnet50_fp16 mobilenet_v2 mobilenet_v2_fp16 bert_base_s128 gpt2_past16)
+mkdir -p "$LOG_DIR/side_by_side"
+export LD_LIBRARY_PATH="$CUDNN_ROOT/lib:/usr/local/cuda/lib64:/tmp/ort:${LD_LIBRARY_PATH:-}"
+if [[ ! -x /tmp/ort/ort_cuda_bench ]]; then
+  g++ -O2 -std=c++17 bench/gpu/ort_cuda_bench.cc -I/tmp/ort/include -I/usr/local/cuda/include -L/tmp/ort \
+    -lonnxruntime -L/usr/local/cuda/lib64 -lcudart -Wl,-rpath,/tmp/ort -o /tmp/ort/ort_cuda_bench || exit 1
+fi
+for m in "${MODELS[@]}"; do
+  if [[ ! -f $BENCH_DIR/$m.onnx ]]; then
+    family=${m%%_fp16}; family=${family%%_s128}; family=${family%%_past16}; family=${family/bert_base/bert}
+    python3 scripts/gpu_host/export_models.py "$BENCH_DIR" "$family" >>"$LOG_DIR/export.log" 2>&1
+  fi
+done
+for m in "${MODELS[@]}"; do
+  for round in 1 2; do
+    echo "==== $m round $round"
+    ORT_CUDA_EP_LIB=/tmp/ort/libonnxruntime_providers_cuda.so timeout 300 /tmp/ort/ort_cuda_bench \
+      "$BENCH_DIR/$m.onnx" "$RUNS" >"$LOG_DIR/side_by_side/${m}_ort_$round.txt" 2>&1
+    timeout 300 build-gpu/tessera bench "$BENCH_DIR/$m.onnx" --ep cuda --runs "$RUNS" --warmup 20 \
+      --time-budget 45 --concurrency 4 >"$LOG_DIR/side_by_side/${m}_tessera_$round.txt" 2>&1
+  done
+done
+python3 bench/gpu/side_by_side_table.py "$LOG_DIR/side_by_side" "${MODELS[@]}" | tee "$LOG_DIR/side_by_side.md"

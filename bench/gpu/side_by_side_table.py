@@ -1,0 +1,92 @@
+"""Turns bench/gpu/side_by_side.sh's raw outputs into one Markdown table: per model and mode, ONNX Runtime's and
+Tessera's value (the mean of the two alternating rounds) and their ratio.
+
+    python3 bench/gpu/side_by_side_table.py DIR MODEL...
+
+Latencies are medians in ms (ratio = Tessera / ORT: below 1 is faster); throughput rows are runs per second of
+4 threads over 1 thread on one session (ratio = Tessera's scaling / ORT's scaling is not printed: each runtime's
+own scaling is)."""
+import pathlib
+import re
+import sys
+
+
+def ort_values(text):
+    v = {}
+    for line in text.splitlines():
+        parts = line.split()
+        if len(parts) >= 2 and parts[0] in ("session_create_ms", "first_run_ms", "threads1_runs_per_s",
+                                            "threads4_runs_per_s"):
+            v[parts[0]] = float(parts[1])
+        elif len(parts) == 4 and parts[0] in ("host_io", "bound", "bound_cuda_graph"):
+            v[parts[0]] = float(parts[1])
+    return v
+
+
+def tessera_values(text):
+    v = {}
+    m = re.search(r"session creation: ([\d.]+) ms", text)
+    if m:
+        v["session_create_ms"] = float(m.group(1))
+    m = re.search(r"first run \(host tensors\): ([\d.]+) ms", text)
+    if m:
+        v["first_run_ms"] = float(m.group(1))
+    for line in text.splitlines():
+        cells = re.split(r"\s{2,}", line.strip())
+        if len(cells) != 7:
+            continue
+        mode, median, rate = cells[0], cells[2], cells[6]
+        try:
+            median, rate = float(median), float(rate)
+        except ValueError:
+            continue
+        if mode == "host tensors":
+            v["host_io"], v["threads1_runs_per_s"] = median, rate
+        elif mode == "host tensors, 4 threads":
+            v["threads4_runs_per_s"] = rate
+        elif mode == "io binding":
+            v["bound"] = median
+        elif mode == "io binding + cuda graph":
+            v["bound_cuda_graph"] = median
+    return v
+
+
+def mean(values):
+    values = [x for x in values if x is not None]
+    return sum(values) / len(values) if values else None
+
+
+def fmt(x, digits=3):
+    return "n/a" if x is None else f"{x:.{digits}f}"
+
+
+def main():
+    folder, models = pathlib.Path(sys.argv[1]), sys.argv[2:]
+    rows = [("host tensors (ms)", "host_io", 3), ("IO-bound, no graph (ms)", "bound", 3),
+            ("IO-bound + CUDA graph (ms)", "bound_cuda_graph", 3), ("session creation (ms)", "session_create_ms", 1),
+            ("first run (ms)", "first_run_ms", 1)]
+    print("| model | mode | ONNX Runtime 1.29 | Tessera | Tessera / ORT |")
+    print("|---|---|---:|---:|---:|")
+    for model in models:
+        runs = {"ort": [], "tessera": []}
+        for who, parse in (("ort", ort_values), ("tessera", tessera_values)):
+            for r in (1, 2):
+                f = folder / f"{model}_{who}_{r}.txt"
+                runs[who].append(parse(f.read_text()) if f.exists() else {})
+        for label, key, digits in rows:
+            o = mean([r.get(key) for r in runs["ort"]])
+            t = mean([r.get(key) for r in runs["tessera"]])
+            ratio = fmt(t / o, 2) if o and t else "n/a"
+            print(f"| {model} | {label} | {fmt(o, digits)} | {fmt(t, digits)} | {ratio} |")
+        scale = {}
+        for who in ("ort", "tessera"):
+            one = mean([r.get("threads1_runs_per_s") for r in runs[who]])
+            four = mean([r.get("threads4_runs_per_s") for r in runs[who]])
+            scale[who] = (one, four, four / one if one and four else None)
+        print(f"| {model} | 4 threads, runs/s (x one thread) | {fmt(scale['ort'][1], 0)} ({fmt(scale['ort'][2], 2)}x) | "
+              f"{fmt(scale['tessera'][1], 0)} ({fmt(scale['tessera'][2], 2)}x) | "
+              f"{fmt(scale['tessera'][1] / scale['ort'][1], 2) if scale['ort'][1] and scale['tessera'][1] else 'n/a'} |")
+
+
+if __name__ == "__main__":
+    main()

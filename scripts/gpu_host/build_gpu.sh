@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Sourced by the GPU-host scripts: unpacks the build dependencies into a prefix and configures build-gpu
+# (system g++, see docs/CUDA.md "Compiler"); `build_gpu TARGET...` then builds those targets with ninja.
+# Logs land in $LOG_DIR.
+PREFIX=${TESSERA_DEPS_PREFIX:-/tmp/tessera-deps}
+HOST_CXX=${HOST_CXX:-$( [[ -x /usr/bin/g++ ]] && echo /usr/bin/g++ || command -v g++ )}
+ARCHS=${TESSERA_CUDA_ARCHITECTURES:-90}
+CUDNN_ROOT=${CUDNN_ROOT:-/opt/torch/.venv/lib/python3.12/site-packages/nvidia/cudnn}
+JOBS=${JOBS:-16}
+LOG_DIR=${LOG_DIR:-${OUT:-$PWD/out/gpu}}
+mkdir -p "$LOG_DIR"
+bash scripts/gpu_host/setup_prefix.sh install "$PREFIX" >"$LOG_DIR/setup_prefix.log" 2>&1 || {
+  tail -5 "$LOG_DIR/setup_prefix.log"; return 1; }
+eval "$(bash scripts/gpu_host/setup_prefix.sh env "$PREFIX")"
+export PATH="/usr/local/cuda/bin:$PATH"
+export LD_LIBRARY_PATH="$CUDNN_ROOT/lib:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
+
+build_gpu() {
+  if [[ ! -f build-gpu/build.ninja ]]; then
+    cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DTESSERA_WERROR=OFF \
+      -DTESSERA_CUDA_ARCHITECTURES="$ARCHS" -DCUDNN_ROOT="$CUDNN_ROOT" \
+      -DCMAKE_CUDA_COMPILER=/usr/local/cuda/bin/nvcc -DCMAKE_CXX_COMPILER="$HOST_CXX" \
+      -DCMAKE_CUDA_HOST_COMPILER="$HOST_CXX" >"$LOG_DIR/configure.log" 2>&1 || { tail -20 "$LOG_DIR/configure.log"; return 1; }
+  fi
+  ninja -C build-gpu -j"$JOBS" "$@" >"$LOG_DIR/build.log" 2>&1 || { grep -E "error|FAILED" "$LOG_DIR/build.log" | head -30; return 1; }
+}
