@@ -170,14 +170,11 @@ void ConvBench(cudnnHandle_t cudnn, const ConvCase& cc) {
   cg::Descriptor tz = cg::MakeTensor({5, dt, yd, Strides(yd, nhwc), align});
   cg::Descriptor conv_desc = cg::MakeConvolution({{cc.pad, cc.pad}, {cc.stride, cc.stride}, {1, 1}, CUDNN_DATA_FLOAT});
   auto conv_op = [&](const cg::Descriptor& out) {
-    cg::Descriptor op(CUDNN_BACKEND_OPERATION_CONVOLUTION_FORWARD_DESCRIPTOR);
-    op.SetDescriptor(CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_X, tx)
-        .SetDescriptor(CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_W, tw)
-        .SetDescriptor(CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_Y, out)
-        .SetDescriptor(CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_CONV_DESC, conv_desc)
-        .SetFloat(CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_ALPHA, 1.0f)
-        .SetFloat(CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_BETA, 0.0f);
-    op.Finalize("conv op");
+    cg::Descriptor op = cg::TryMakeConvolutionForward(tx, tw, out, conv_desc);
+    if (!op.defined()) {
+      std::fprintf(stderr, "%s: cuDNN refused the convolution operation\n", tag.c_str());
+      std::exit(1);
+    }
     return op;
   };
   cg::PlanFilter filter;

@@ -159,6 +159,19 @@ Descriptor MakePointwise(cudnnPointwiseMode_t mode, const Descriptor& x, const D
   return op;
 }
 
+Descriptor TryMakeConvolutionForward(const Descriptor& x, const Descriptor& w, const Descriptor& y,
+                                     const Descriptor& convolution) {
+  Descriptor op(CUDNN_BACKEND_OPERATION_CONVOLUTION_FORWARD_DESCRIPTOR);
+  op.SetDescriptor(CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_X, x)
+      .SetDescriptor(CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_W, w)
+      .SetDescriptor(CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_Y, y)
+      .SetDescriptor(CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_CONV_DESC, convolution)
+      .SetFloat(CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_ALPHA, 1.0f)
+      .SetFloat(CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_BETA, 0.0f);
+  if (op.TryFinalize() != CUDNN_STATUS_SUCCESS) return Descriptor();
+  return op;
+}
+
 Descriptor TryMakeOperationGraph(cudnnHandle_t handle, const std::vector<const Descriptor*>& operations) {
   std::vector<cudnnBackendDescriptor_t> raw;
   for (const Descriptor* op : operations) raw.push_back(op->get());

@@ -73,6 +73,10 @@ Descriptor MakeConvolution(const ConvolutionSpec& spec);
 // A pointwise operation y = mode(x) or y = mode(x, b), computed in float.
 Descriptor MakePointwise(cudnnPointwiseMode_t mode, const Descriptor& x, const Descriptor* b, const Descriptor& y);
 
+// A convolution forward operation y = conv(x, w) (alpha 1, beta 0); empty when cuDNN refuses the combination.
+Descriptor TryMakeConvolutionForward(const Descriptor& x, const Descriptor& w, const Descriptor& y,
+                                     const Descriptor& convolution);
+
 // An operation graph of `operations` (finalized); nullopt-like empty Descriptor when cuDNN does not support it.
 Descriptor TryMakeOperationGraph(cudnnHandle_t handle, const std::vector<const Descriptor*>& operations);
 

@@ -306,8 +306,10 @@ class ConvKernel : public Kernel {
     if (choice.graph != nullptr) {
       static constexpr int64_t kUids[3] = {1, 2, 3};
       void* pointers[3] = {const_cast<void*>(x.raw_data()), const_cast<void*>(w.raw_data()), y.raw_data()};
-      CheckCudnn(cudnn_graph::Execute(cudnn, *choice.graph, kUids, pointers, 3, workspace), ctx.node().Describe(),
-                 ": cudnnBackendExecute (", choice.graph->Describe(), ")");
+      // The message is built only on failure: this runs once per step.
+      const cudnnStatus_t status = cudnn_graph::Execute(cudnn, *choice.graph, kUids, pointers, 3, workspace);
+      if (status != CUDNN_STATUS_SUCCESS)
+        CheckCudnn(status, ctx.node().Describe(), ": cudnnBackendExecute (", choice.graph->Describe(), ")");
     } else if (choice.fused && (extras.residual == nullptr || same_shape_residual)) {
       CheckCudnn(RunFused(cudnn, plan, choice, x, w, y, extras, workspace), ctx.node().Describe(),
                  ": cudnnConvolutionBiasActivationForward");
@@ -422,14 +424,8 @@ class ConvKernel : public Kernel {
       cg::Descriptor tx = tensor(1, g.x_dims), tw = tensor(2, g.w_dims), ty = tensor(3, g.y_dims);
       cg::Descriptor conv =
           cg::MakeConvolution({ToInt64s(g.pads), ToInt64s(g.strides), ToInt64s(g.dilations), CUDNN_DATA_FLOAT});
-      cg::Descriptor op(CUDNN_BACKEND_OPERATION_CONVOLUTION_FORWARD_DESCRIPTOR);
-      op.SetDescriptor(CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_X, tx)
-          .SetDescriptor(CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_W, tw)
-          .SetDescriptor(CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_Y, ty)
-          .SetDescriptor(CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_CONV_DESC, conv)
-          .SetFloat(CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_ALPHA, 1.0f)
-          .SetFloat(CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_BETA, 0.0f);
-      if (op.TryFinalize() != CUDNN_STATUS_SUCCESS) return;
+      cg::Descriptor op = cg::TryMakeConvolutionForward(tx, tw, ty, conv);
+      if (!op.defined()) return;
       cg::Descriptor graph = cg::TryMakeOperationGraph(cudnn, {&op});
       if (!graph.defined()) return;
       cg::PlanFilter filter;
