@@ -241,6 +241,7 @@ int BenchCommand(std::span<const std::string> args) {
   if (!session.providers().empty() && session.providers().front() == kCudaEp)
     MeasureCudaGraph(*env, model, parsed, feeds, settings, results);
   PrintLatencies(results);
+  if (session.StreamSets() > 1) std::cout << "stream sets used by concurrent runs: " << session.StreamSets() << "\n";
   if (parsed.Last("--profile")) std::cout << "\nProfile: " << session.EndProfiling() << "\n";
   return 0;
 }

@@ -12,24 +12,33 @@ namespace {
 
 constexpr const char* kProfileSummaryUsage =
     "usage: tessera profile-summary FILE.json [--top N]\n"
-    "Prints, per op type, the number of node executions and their total host and device time, slowest\n"
-    "first (the N slowest op types with --top), then the session phases and the runs.\n";
+    "Prints the session phases, the runs (mean and median), the median host time of a step per execution\n"
+    "provider, then per op type the number of node executions, their total host and device time and their\n"
+    "median host time, slowest first (the N slowest op types with --top). Totals include first runs (plan\n"
+    "building, algorithm searches); medians show the steady state.\n";
 
 void PrintRunsAndPhases(const Profile& profile) {
   int runs = 0;
   double run_ms = 0;
+  std::vector<double> run_us;
   for (const ProfileEvent& e : profile.events) {
     if (e.phase != "X" || e.category != "Session") continue;
     if (e.name == "model_run") {
       ++runs;
       run_ms += e.dur_us / 1000;
+      run_us.push_back(e.dur_us);
     } else {
       std::cout << "  " << e.name << ": " << FormatFixed(e.dur_us / 1000, 3) << " ms\n";
     }
   }
   std::cout << "runs: " << runs;
-  if (runs > 0) std::cout << ", " << FormatFixed(run_ms, 3) << " ms total, " << FormatFixed(run_ms / runs, 3) << " ms mean";
+  if (runs > 0)
+    std::cout << ", " << FormatFixed(run_ms, 3) << " ms total, " << FormatFixed(run_ms / runs, 3) << " ms mean, "
+              << FormatFixed(Median(run_us) / 1000, 3) << " ms median";
   std::cout << "\n";
+  for (const ProviderStepTimes& p : MedianStepTimesByProvider(profile))
+    std::cout << "steps on " << (p.provider.empty() ? "(none)" : p.provider) << ": " << p.count
+              << ", median host time " << FormatFixed(p.median_host_us, 1) << " us\n";
 }
 
 }  // namespace
@@ -51,14 +60,15 @@ int ProfileSummaryCommand(std::span<const std::string> args) {
     device_ms += t.device_ms;
   }
   auto share = [](double part, double whole) { return whole > 0 ? FormatFixed(100 * part / whole, 1) : std::string("-"); };
-  Table table({"op type", "count", "host ms", "host %", "device ms", "device %"});
-  table.RightAlign({1, 2, 3, 4, 5});
+  Table table({"op type", "count", "host ms", "host %", "device ms", "device %", "median host us"});
+  table.RightAlign({1, 2, 3, 4, 5, 6});
   for (size_t i = 0; i < totals.size() && i < top; ++i) {
     const OpTypeTotals& t = totals[i];
     table.AddRow({t.op_type, std::to_string(t.count), FormatFixed(t.host_ms, 3), share(t.host_ms, host_ms),
-                  t.device_ms > 0 ? FormatFixed(t.device_ms, 3) : "-", t.device_ms > 0 ? share(t.device_ms, device_ms) : "-"});
+                  t.device_ms > 0 ? FormatFixed(t.device_ms, 3) : "-", t.device_ms > 0 ? share(t.device_ms, device_ms) : "-",
+                  FormatFixed(t.median_host_us, 1)});
   }
-  table.AddRow({"total", "", FormatFixed(host_ms, 3), "", device_ms > 0 ? FormatFixed(device_ms, 3) : "-", ""});
+  table.AddRow({"total", "", FormatFixed(host_ms, 3), "", device_ms > 0 ? FormatFixed(device_ms, 3) : "-", "", ""});
   std::cout << "Profile: " << parsed.positional[0] << "\n";
   PrintRunsAndPhases(profile);
   std::cout << "\n";

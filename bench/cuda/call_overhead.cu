@@ -192,6 +192,11 @@ void ConvBench(cudnnHandle_t cudnn, const ConvCase& cc) {
     for (size_t i = 0; i < plans.size() && i < 2; ++i) {
       Measure(tag + ": graph conv [" + plans[i].Describe() + "]",
               [&] { CK(cg::Execute(cudnn, plans[i], uids, ptrs, 3, ws)); });
+      cudnnStatus_t made = CUDNN_STATUS_SUCCESS;
+      cg::Descriptor pack = cg::MakeVariantPack(uids, ptrs, 3, ws, &made);
+      CK(made);
+      Measure(tag + ": graph conv, cached variant pack [" + plans[i].Describe() + "]",
+              [&] { CK(cg::Execute(cudnn, plans[i], pack)); });
     }
   }
   {

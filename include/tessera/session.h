@@ -67,6 +67,9 @@ class Session {
   std::vector<PartitionEntry> Partition() const;
   // Blocks until all work queued on the session's device streams has finished.
   void Synchronize() const;
+  // How many sets of device streams the session has created so far (see SessionOptions::stream_sets): 1 until
+  // runs overlapped, up to stream_sets; 0 when no EP of the session has streams.
+  size_t StreamSets() const;
   // Profiling (SessionOptions::enable_profiling): waits for the session's streams, writes the profile and
   // returns its path; profiling stops. Returns "" when profiling is off or already ended. Throws kIo
   // when the file cannot be written. A session never ended writes its profile when destroyed.

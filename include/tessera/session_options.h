@@ -29,6 +29,9 @@ struct ProviderRequest {
   int device_index = 0;        // which of this EP's EP devices (in GetEpDevices order)
 };
 
+// Stream sets a session creates at most for concurrent runs when SessionOptions::stream_sets is 0.
+constexpr int kDefaultStreamSets = 8;
+
 struct SessionOptions {
   // EPs in priority order; when empty, `policy` chooses. The CPU EP is always added last as the
   // fallback unless disable_cpu_fallback is set.
@@ -49,6 +52,13 @@ struct SessionOptions {
   // kEpProfiling). Written by Session::EndProfiling, or when the session is destroyed.
   bool enable_profiling = false;
   std::string profile_file_prefix = "tessera_profile";
+  // Concurrent runs on EPs with streams (docs/ARCHITECTURE.md, "Concurrent runs"): each run in flight takes a
+  // set of device streams of its own (a compute stream and the copy streams per device, with the EP's library
+  // handles and scratch memory on them), so that runs from several threads overlap on the device. At most this
+  // many sets are created, on demand (0 = kDefaultStreamSets); further concurrent runs share the least busy set.
+  // 1 keeps every run on one set of streams. Sessions with graph capture, or with an EP that does not allow
+  // several streams (kEpRunStreams; e.g. the CUDA EP with user_compute_stream), always use one set.
+  int stream_sets = 0;
 
   SessionOptions& AddProvider(std::string ep_name, ProviderOptions options = {});
 };

@@ -61,6 +61,10 @@ void BindSessionOptions(py::module_& m) {
       .def_property(
           "profile_file_prefix", [](const S& s) { return s.options.profile_file_prefix; },
           [](S& s, std::string prefix) { s.options.profile_file_prefix = std::move(prefix); })
+      .def_property(
+          "stream_sets", [](const S& s) { return s.options.stream_sets; },
+          [](S& s, int n) { s.options.stream_sets = n; },
+          "Sets of device streams for runs from several threads at once (0 = default, 1 = one set).")
       .def_readwrite("enable_mem_pattern", &S::enable_mem_pattern)
       .def_readwrite("enable_cpu_mem_arena", &S::enable_cpu_mem_arena)
       .def_readwrite("optimized_model_filepath", &S::optimized_model_filepath)

@@ -27,7 +27,7 @@ MODELS=${MODELS:-resnet50 resnet50_fp16 mobilenet_v2_fp16}
 need=()
 for m in $MODELS; do [[ -f $BENCH_DIR/$m.onnx ]] || need+=("${m%%_fp16}"); done
 if ((${#need[@]})); then
-  python3 scripts/gpu_host/export_models.py "$BENCH_DIR" $(printf '%s\n' "${need[@]}" | sed 's/_s128//;s/_past16//' | sort -u) \
+  python3 scripts/gpu_host/export_models.py "$BENCH_DIR" $(printf '%s\n' "${need[@]}" | sed 's/_s128//;s/_past16//;s/^bert_base$/bert/' | sort -u) \
     >"$LOG_DIR/export.log" 2>&1 || tail -5 "$LOG_DIR/export.log"
 fi
 for m in $MODELS; do
@@ -36,6 +36,7 @@ for m in $MODELS; do
   build-gpu/tessera bench "$BENCH_DIR/$m.onnx" --ep cuda --runs 200 --warmup 20 --time-budget 12 | grep -E "^ *(host|io)"
   build-gpu/tessera bench "$BENCH_DIR/$m.onnx" --ep cuda --runs 100 --warmup 20 --time-budget 6 \
     --profile /tmp/profile_$m >/dev/null
-  # Two files: the CUDA-graph session's, then the eager session's (written last).
+  # Two files: the CUDA-graph session's, then the eager session's (written last). Its totals include the first
+  # run (plans, algorithm searches); the medians are the steady state.
   build-gpu/tessera profile-summary "$(ls -t /tmp/profile_${m}_*.json | head -1)" --top 12
 done

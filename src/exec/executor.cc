@@ -12,11 +12,20 @@ struct Frame {
   const PlanServices& services;
   std::vector<Value> values;
   std::vector<std::unique_ptr<Event>> events;
+
+  // The run's stream and allocator for a step's (the plan's) ones.
+  Stream* StreamOf(const PlanStep& step) const {
+    return request.streams == nullptr ? step.stream : request.streams->Map(step.stream);
+  }
+  const AllocatorPtr& AllocatorOf(const PlanStep& step) const {
+    return request.streams == nullptr ? step.allocator : request.streams->Map(step.allocator);
+  }
 };
 
 class StepContext : public KernelContext {
  public:
-  StepContext(Frame& frame, const PlanStep& step) : frame_(frame), step_(step) {}
+  StepContext(Frame& frame, const PlanStep& step)
+      : frame_(frame), step_(step), stream_(frame.StreamOf(step)), allocator_(frame.AllocatorOf(step)) {}
 
   const Node& node() const override { return *step_.node; }
   size_t NumInputs() const override { return step_.inputs.size(); }
@@ -45,9 +54,9 @@ class StepContext : public KernelContext {
       }
     }
     // Host outputs (KernelDef::host_outputs) of a device kernel live in host memory, not the EP's.
-    const bool elsewhere = slot >= 0 && frame_.plan.slots[slot].location != step_.allocator->Info();
+    const bool elsewhere = slot >= 0 && frame_.plan.slots[slot].location != allocator_->Info();
     const AllocatorPtr& allocator =
-        elsewhere ? frame_.services.allocator_for(frame_.plan.slots[slot].location) : step_.allocator;
+        elsewhere ? frame_.services.allocator_for(frame_.plan.slots[slot].location) : allocator_;
     target = Value(Tensor::Allocate(type, shape, allocator));
     return target.tensor();
   }
@@ -61,9 +70,9 @@ class StepContext : public KernelContext {
     set_by_kernel_[i] = true;  // a none value set explicitly is an empty optional, not a missing output
   }
 
-  Stream* stream() const override { return step_.stream; }
+  Stream* stream() const override { return stream_; }
   const ThreadPool& thread_pool() const override { return *frame_.request.threads; }
-  const AllocatorPtr& allocator() const override { return step_.allocator; }
+  const AllocatorPtr& allocator() const override { return allocator_; }
   const Value* OuterScopeValue(const std::string& name) const override {
     // A none value here is an empty optional, not a miss: ONNX forbids subgraphs to shadow outer names.
     const int slot = frame_.plan.FindSlot(name);
@@ -74,6 +83,7 @@ class StepContext : public KernelContext {
     return frame_.request.options != nullptr && frame_.request.options->terminate.load();
   }
   bool SetByKernel(size_t i) const { return i < set_by_kernel_.size() && set_by_kernel_[i]; }
+  const RunRequest& request() const { return frame_.request; }
 
  private:
   Value& Scratch(size_t i) {
@@ -82,6 +92,8 @@ class StepContext : public KernelContext {
   }
   Frame& frame_;
   const PlanStep& step_;
+  Stream* stream_;
+  const AllocatorPtr& allocator_;
   std::vector<Value> scratch_;  // outputs the graph omits but the kernel writes anyway
   std::vector<bool> set_by_kernel_;  // outputs given through SetOutput
 };
@@ -90,10 +102,11 @@ void WaitForProducers(Frame& frame, const PlanStep& step) {
   for (const PlanStep::Wait& w : step.wait_for) {
     Event* event = frame.events[w.producer].get();
     if (event == nullptr) continue;  // the producer ran synchronously
-    if (w.on_host || step.stream == nullptr)
+    Stream* stream = frame.StreamOf(step);
+    if (w.on_host || stream == nullptr)
       event->Synchronize();
     else
-      event->Wait(*step.stream);
+      event->Wait(*stream);
   }
 }
 
@@ -142,13 +155,23 @@ void OrderAfter(Stream& earlier, Stream& later) {
   event->Wait(later);
 }
 
+void SynchronizeStreams(const Frame& frame) {
+  for (Stream* s : frame.plan.streams)
+    (frame.request.streams == nullptr ? s : frame.request.streams->Map(s))->Synchronize();
+}
+
 void RunCopyStep(Frame& frame, const PlanStep& step) {
-  if (step.stream == nullptr)  // copies between two devices: both sides must be idle
-    for (Stream* s : frame.plan.streams) s->Synchronize();
-  frame.values[step.outputs[0]] = CopyValue(frame.values[step.inputs[0]], step.allocator, step.transfer, step.stream);
+  Stream* stream = frame.StreamOf(step);
+  if (stream == nullptr) SynchronizeStreams(frame);  // copies between two devices: both sides must be idle
+  frame.values[step.outputs[0]] = CopyValue(frame.values[step.inputs[0]], frame.AllocatorOf(step), step.transfer, stream);
 }
 
 }  // namespace
+
+const RunRequest* RequestOf(const KernelContext& ctx) {
+  const auto* step = dynamic_cast<const StepContext*>(&ctx);
+  return step != nullptr ? &step->request() : nullptr;
+}
 
 Value CopyValueTo(const Value& value, const MemoryInfo& dst, const PlanServices& services, bool wait) {
   if (value.is_none()) return value;
@@ -200,15 +223,15 @@ std::vector<Value> ExecutePlan(const ExecutionPlan& plan, RunRequest& request, c
     else
       RunCopyStep(frame, step);
     if (step.record_event && step.stream != nullptr) {
-      frame.events[t] = step.stream->CreateEvent();
-      frame.events[t]->Record(*step.stream);
+      Stream* stream = frame.StreamOf(step);
+      frame.events[t] = stream->CreateEvent();
+      frame.events[t]->Record(*stream);
     }
     if (request.observer != nullptr) request.observer->AfterStep(step, frame.values);
     if (request.retained_frame == nullptr)
       for (int s : step.release_after) frame.values[s] = Value();
   }
-  if (request.synchronize)
-    for (Stream* s : plan.streams) s->Synchronize();
+  if (request.synchronize) SynchronizeStreams(frame);
   std::vector<Value> outputs;
   outputs.reserve(plan.output_slots.size());
   for (int slot : plan.output_slots) outputs.push_back(frame.values[slot]);

@@ -8,6 +8,7 @@
 #include "exec/execution_plan.h"
 #include "exec/plan_builder.h"
 #include "exec/run_observer.h"
+#include "exec/run_streams.h"
 #include "tessera/session_options.h"
 
 namespace tessera {
@@ -24,7 +25,14 @@ struct RunRequest {
   // capture keeps every buffer the recorded work touches).
   std::vector<Value>* retained_frame = nullptr;
   RunObserver* observer = nullptr;          // profiling / EP step hooks; null when nothing watches steps
+  // The run's own stream set when it is not the one the plan names (concurrent runs); `services` passed to
+  // ExecutePlan must then be streams->services. Subgraphs called from the run's kernels inherit it.
+  const RunStreams* streams = nullptr;
 };
+
+// The request of the run a kernel context belongs to (for subgraphs called from it); nullptr when the context
+// was not made by ExecutePlan.
+const RunRequest* RequestOf(const KernelContext& ctx);
 
 // Runs the plan and returns the values of plan.output_slots (in the memory where they were produced).
 std::vector<Value> ExecutePlan(const ExecutionPlan& plan, RunRequest& request, const PlanServices& services);

@@ -52,8 +52,18 @@ Profile ReadProfile(const std::filesystem::path& path) {
   }
 }
 
+double Median(std::vector<double>& values) {
+  if (values.empty()) return 0;
+  const size_t mid = values.size() / 2;
+  std::nth_element(values.begin(), values.begin() + mid, values.end());
+  if (values.size() % 2 == 1) return values[mid];
+  const double upper = values[mid];
+  return (*std::max_element(values.begin(), values.begin() + mid) + upper) / 2;
+}
+
 std::vector<OpTypeTotals> SummarizeByOpType(const Profile& profile) {
   std::map<std::string, OpTypeTotals> by_op;
+  std::map<std::string, std::vector<double>> host_us;
   for (const ProfileEvent& e : profile.events) {
     if (e.phase != "X" || (e.category != "Node" && e.category != "Kernel")) continue;
     OpTypeTotals& totals = by_op[e.op_type()];
@@ -61,16 +71,30 @@ std::vector<OpTypeTotals> SummarizeByOpType(const Profile& profile) {
     if (e.category == "Node") {
       ++totals.count;
       totals.host_ms += e.dur_us / 1000;
+      host_us[e.op_type()].push_back(e.dur_us);
     } else {
       totals.device_ms += e.dur_us / 1000;
     }
   }
   std::vector<OpTypeTotals> sorted;
-  for (auto& [op, totals] : by_op) sorted.push_back(totals);
+  for (auto& [op, totals] : by_op) {
+    totals.median_host_us = Median(host_us[op]);
+    sorted.push_back(totals);
+  }
   std::stable_sort(sorted.begin(), sorted.end(), [](const OpTypeTotals& a, const OpTypeTotals& b) {
     return std::max(a.host_ms, a.device_ms) > std::max(b.host_ms, b.device_ms);
   });
   return sorted;
+}
+
+std::vector<ProviderStepTimes> MedianStepTimesByProvider(const Profile& profile) {
+  std::map<std::string, std::vector<double>> host_us;
+  for (const ProfileEvent& e : profile.events)
+    if (e.phase == "X" && e.category == "Node") host_us[e.provider()].push_back(e.dur_us);
+  std::vector<ProviderStepTimes> out;
+  for (auto& [provider, durations] : host_us)
+    out.push_back({provider, static_cast<int64_t>(durations.size()), Median(durations)});
+  return out;
 }
 
 }  // namespace tessera

@@ -37,9 +37,21 @@ struct OpTypeTotals {
   int64_t count = 0;     // host "Node" events
   double host_ms = 0;    // sum of their durations
   double device_ms = 0;  // sum of the device ("Kernel") events of that op type
+  double median_host_us = 0;  // median duration of its host events: the steady state, unlike a first run's search
 };
 
 // Totals per op type, slowest first (by the larger of host and device time).
 std::vector<OpTypeTotals> SummarizeByOpType(const Profile& profile);
+
+// The median host time of the steps ("Node" events) of each execution provider, and their count.
+struct ProviderStepTimes {
+  std::string provider;
+  int64_t count = 0;
+  double median_host_us = 0;
+};
+std::vector<ProviderStepTimes> MedianStepTimesByProvider(const Profile& profile);
+
+// The median of `values` (0 when empty); reorders them.
+double Median(std::vector<double>& values);
 
 }  // namespace tessera

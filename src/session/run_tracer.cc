@@ -44,50 +44,57 @@ std::string TypeShapes(const std::vector<int>& slots, const std::vector<Value>& 
 
 }  // namespace
 
-RunTracer::RunTracer(const RunTracing& tracing, const std::string& run_tag)
+RunTracer::RunTracer(const RunTracing& tracing, const std::string& run_tag, const RunStreams* streams)
     : tracing_(tracing),
       run_tag_(run_tag),
+      streams_(streams),
       profiler_(tracing.profiler != nullptr && tracing.profiler->active() ? tracing.profiler : nullptr),
       observes_steps_(profiler_ != nullptr || !tracing.step_hooks.empty()) {
   if (profiler_ != nullptr) run_begin_us_ = profiler_->Now();
-  for (const RunTracing::EpStream& hooked : tracing_.run_hooks) hooked.ep->OnRunStart(hooked.stream, run_tag_);
+  for (const RunTracing::EpStream& hooked : tracing_.run_hooks) hooked.ep->OnRunStart(StreamOf(hooked.stream), run_tag_);
   run_hooks_open_ = true;
   if (profiler_ == nullptr) return;
   timers_.reserve(tracing_.timed.size());  // timed_step_ points into it
   for (const RunTracing::EpStream& timed : tracing_.timed) {
     const double start_us = profiler_->Now();
-    if (std::unique_ptr<DeviceTimer> timer = timed.ep->CreateDeviceTimer(*timed.stream))
-      timers_.push_back({timed.stream, DeviceRun{std::move(timer), start_us, {}}});
+    Stream* stream = StreamOf(timed.stream);
+    if (std::unique_ptr<DeviceTimer> timer = timed.ep->CreateDeviceTimer(*stream))
+      timers_.push_back({stream, DeviceRun{std::move(timer), start_us, {}}});
   }
 }
 
 RunTracer::~RunTracer() {
   if (timed_step_ != nullptr) timed_step_->timer->EndStep();  // keeps the timer's markers paired
-  if (hooked_step_ != nullptr) hooked_step_->ep->OnStepEnd(*hooked_step_->node, hooked_step_->stream);
+  if (hooked_step_ != nullptr) hooked_step_->ep->OnStepEnd(*hooked_step_->node, StreamOf(hooked_step_->stream));
   EndRunHooks();
 }
 
 void RunTracer::EndRunHooks() {
   if (!run_hooks_open_) return;
   run_hooks_open_ = false;
-  for (auto it = tracing_.run_hooks.rbegin(); it != tracing_.run_hooks.rend(); ++it) it->ep->OnRunEnd(it->stream);
+  for (auto it = tracing_.run_hooks.rbegin(); it != tracing_.run_hooks.rend(); ++it) it->ep->OnRunEnd(StreamOf(it->stream));
 }
 
 void RunTracer::BeforeStep(const PlanStep& step) {
   if (step.kind == PlanStep::Kind::kKernel && Contains(tracing_.step_hooks, step.ep)) {
-    step.ep->OnStepBegin(*step.node, step.stream);
+    step.ep->OnStepBegin(*step.node, StreamOf(step.stream));
     hooked_step_ = &step;
   }
   if (profiler_ == nullptr) return;
-  step_begin_us_ = profiler_->Now();
-  if (step.stream == nullptr) return;
+  // The step's host time starts after the profiler's own bookkeeping (its name, the device timer's marker), so
+  // that it measures what the step costs the host, not what profiling it costs.
+  Stream* stream = step.stream != nullptr ? StreamOf(step.stream) : nullptr;
+  DeviceRun::Step* timed = nullptr;
   for (StreamTimer& t : timers_) {
-    if (t.stream != step.stream) continue;
+    if (stream == nullptr || t.stream != stream) continue;
+    t.run.steps.push_back({StepName(step), "", 0});
+    timed = &t.run.steps.back();
     t.run.timer->BeginStep();
-    t.run.steps.push_back({StepName(step), "", step_begin_us_});
     timed_step_ = &t.run;
     break;
   }
+  step_begin_us_ = profiler_->Now();
+  if (timed != nullptr) timed->host_begin_us = step_begin_us_;
 }
 
 void RunTracer::AfterStep(const PlanStep& step, const std::vector<Value>& frame) {
@@ -104,7 +111,7 @@ void RunTracer::AfterStep(const PlanStep& step, const std::vector<Value>& frame)
   }
   if (hooked_step_ != nullptr) {
     hooked_step_ = nullptr;
-    step.ep->OnStepEnd(*step.node, step.stream);
+    step.ep->OnStepEnd(*step.node, StreamOf(step.stream));
   }
 }
 

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "exec/run_observer.h"
+#include "exec/run_streams.h"
 #include "session/profiler.h"
 
 namespace tessera {
@@ -35,7 +36,8 @@ struct RunTracing {
 
 class RunTracer : public RunObserver {
  public:
-  RunTracer(const RunTracing& tracing, const std::string& run_tag);
+  // `streams`: the run's stream set when it is not the primary (the hooks and timers see the run's streams).
+  RunTracer(const RunTracing& tracing, const std::string& run_tag, const RunStreams* streams = nullptr);
   ~RunTracer() override;
   RunTracer(const RunTracer&) = delete;
   RunTracer& operator=(const RunTracer&) = delete;
@@ -55,8 +57,11 @@ class RunTracer : public RunObserver {
   std::string StepArgs(const PlanStep& step, const std::vector<Value>& frame) const;
   void EndRunHooks();
 
+  Stream* StreamOf(Stream* plan_stream) const { return streams_ != nullptr ? streams_->Map(plan_stream) : plan_stream; }
+
   const RunTracing& tracing_;
   const std::string run_tag_;
+  const RunStreams* streams_;
   Profiler* profiler_;  // null when this run is not profiled
   bool observes_steps_;
   bool run_hooks_open_ = false;

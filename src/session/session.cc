@@ -17,6 +17,7 @@
 #include "session/environment_impl.h"
 #include "session/profiler.h"
 #include "session/run_tracer.h"
+#include "session/stream_pool.h"
 
 namespace tessera {
 
@@ -42,9 +43,14 @@ class CompiledSubgraph : public SubgraphRunner {
     }
     request.threads = &parent.thread_pool();
     request.parent = &parent;
-    std::vector<Value> outputs = ExecutePlan(plan_, request, services_);
+    // The body's plan names the session's primary streams, like the calling run's plan: it runs on the calling
+    // run's stream set.
+    const RunRequest* caller = RequestOf(parent);
+    request.streams = caller != nullptr ? caller->streams : nullptr;
+    const PlanServices& services = request.streams != nullptr ? *request.streams->services : services_;
+    std::vector<Value> outputs = ExecutePlan(plan_, request, services);
     // The calling kernel reads the outputs (and its node's output slots live) in its own memory space.
-    for (Value& v : outputs) v = CopyValueTo(v, parent.allocator()->Info(), services_, true);
+    for (Value& v : outputs) v = CopyValueTo(v, parent.allocator()->Info(), services, true);
     return outputs;
   }
 
@@ -84,14 +90,10 @@ struct Session::Impl {
   std::vector<std::unique_ptr<ExecutionProvider>> eps;  // priority order
   std::vector<const EpDevice*> ep_devices;              // parallel to eps
   std::unique_ptr<CpuExecutionProvider> evaluator_ep;   // constant folding runs here
-  std::map<MemoryInfo, std::unique_ptr<Stream>> streams;       // compute stream per device memory
-  std::map<MemoryInfo, std::unique_ptr<Stream>> copy_in_streams;   // host -> device copies, when the EP has them
-  std::map<MemoryInfo, std::unique_ptr<Stream>> copy_out_streams;  // device -> host copies
   std::map<MemoryInfo, AllocatorPtr> allocators;
-  // Views of `allocators` for work on a stream (PlanServices::allocator_on), detached when the session ends.
-  std::map<std::pair<MemoryInfo, Stream*>, std::shared_ptr<StreamAllocator>> stream_allocators;
-  std::mutex stream_allocators_mutex;
-  PlanServices services;
+  // Device streams in sets, one set per run in flight; the plan names the primary set's streams.
+  StreamPool stream_pool;
+  PlanServices services;  // the primary set's
   ThreadPool threads;
   ExecutionPlan plan;
 
@@ -133,12 +135,8 @@ struct Session::Impl {
   void SetUpRunTracing();
   std::string EndProfiling();
   std::vector<Value> RunWithGraph(RunRequest& request, const RunOptions& run_options);
-  void Synchronize() const {
-    for (const auto* map : {&copy_in_streams, &streams, &copy_out_streams})
-      for (const auto& [info, stream] : *map) stream->Synchronize();
-  }
-  Stream* CopyStream(const MemoryInfo& src, const MemoryInfo& dst) const;
-  AllocatorPtr AllocatorOn(const MemoryInfo& info, Stream* use);
+  void Synchronize() const { stream_pool.Synchronize(); }
+  size_t MaxStreamSets() const;
 };
 
 void Session::Impl::AddProvider(const EpDevice& device, const ProviderOptions& provider_options) {
@@ -200,12 +198,6 @@ void Session::Impl::SetUpServices() {
     AllocatorPtr shared = shared_for(info);
     if (!allocators.count(info)) allocators[info] = shared ? shared : ep->allocator(MemoryType::kDefault);
     if (AllocatorPtr pinned = ep->allocator(MemoryType::kHostAccessible)) allocators.emplace(pinned->Info(), pinned);
-    if (!streams.count(info))
-      if (std::unique_ptr<Stream> s = ep->CreateStream()) {
-        streams[info] = std::move(s);
-        if (std::unique_ptr<Stream> in = ep->CreateCopyStream()) copy_in_streams[info] = std::move(in);
-        if (std::unique_ptr<Stream> out = ep->CreateCopyStream()) copy_out_streams[info] = std::move(out);
-      }
   }
   if (!allocators.count(MemoryInfo::Host())) {
     AllocatorPtr shared = shared_for(MemoryInfo::Host());
@@ -228,33 +220,16 @@ void Session::Impl::SetUpServices() {
     if (it == allocators.end()) Fail(ErrorCode::kInvalidArgument, "this session has no allocator for ", info.ToString());
     return it->second;
   };
-  services.stream_for = [this](const MemoryInfo& info) -> Stream* {
-    auto it = streams.find(info);
-    return it == streams.end() ? nullptr : it->second.get();
-  };
-  services.copy_stream_for = [this](const MemoryInfo& src, const MemoryInfo& dst) { return CopyStream(src, dst); };
-  services.allocator_on = [this](const MemoryInfo& info, Stream* use) { return AllocatorOn(info, use); };
   services.compile_subgraph = [this](const Graph& subgraph, const Node&) { return CompileSubgraph(subgraph); };
+  stream_pool.Initialize(ProviderList(), services);
+  services = stream_pool.primary().services;
 }
 
-Stream* Session::Impl::CopyStream(const MemoryInfo& src, const MemoryInfo& dst) const {
-  Stream* src_stream = services.stream_for(src);
-  Stream* dst_stream = services.stream_for(dst);
-  if (src_stream != nullptr && dst_stream != nullptr) return nullptr;  // two devices: synchronous
-  const auto& copy_streams = dst_stream != nullptr ? copy_in_streams : copy_out_streams;
-  auto it = copy_streams.find(dst_stream != nullptr ? dst : src);
-  if (it != copy_streams.end()) return it->second.get();
-  return src_stream != nullptr ? src_stream : dst_stream;
-}
-
-AllocatorPtr Session::Impl::AllocatorOn(const MemoryInfo& info, Stream* use) {
-  AllocatorPtr base = services.allocator_for(info);
-  Stream* release = services.stream_for(info);
-  if (use == nullptr || release == nullptr) return base;  // host memory: its device users hold it (DataTransfer)
-  std::lock_guard<std::mutex> lock(stream_allocators_mutex);
-  std::shared_ptr<StreamAllocator>& view = stream_allocators[{info, use}];
-  if (view == nullptr) view = std::make_shared<StreamAllocator>(base, use, release);
-  return view;
+size_t Session::Impl::MaxStreamSets() const {
+  if (!stream_pool.has_streams() || capture_ep != nullptr) return 1;  // captured graphs replay on the primary set
+  for (const auto& ep : eps)
+    if (services.stream_for(ep->memory_info()) != nullptr && !(ep->capability_flags() & kEpRunStreams)) return 1;
+  return options.stream_sets > 0 ? static_cast<size_t>(options.stream_sets) : kDefaultStreamSets;
 }
 
 std::unique_ptr<SubgraphRunner> Session::Impl::CompileSubgraph(const Graph& subgraph) {
@@ -328,6 +303,7 @@ void Session::Impl::Initialize() {
   phases.Mark("partition");
   plan = BuildExecutionPlan(graph, assignment, services);
   SetUpGraphCapture();
+  stream_pool.set_max_sets(MaxStreamSets());
   SetUpRunTracing();
   phases.Mark("plan");
   if (LogEnabled(LogLevel::kVerbose))
@@ -508,7 +484,7 @@ std::vector<Value> Session::Impl::Execute(RunRequest& request, const RunOptions&
   request.threads = &threads;
   request.synchronize = run_options.synchronize || synchronize_anyway;
   if (!run_options.tag.empty()) Log(LogLevel::kVerbose, "run '", run_options.tag, "'");
-  return ExecutePlan(plan, request, services);
+  return ExecutePlan(plan, request, request.streams != nullptr ? *request.streams->services : services);
 }
 
 size_t Session::Impl::OutputIndex(const std::string& name) const {
@@ -541,7 +517,7 @@ Session::~Session() {
     Log(LogLevel::kWarning, "session end: a stream reported an error: ", e.what());
   }
   // Tensors the caller still holds free their memory after the streams are gone: no fences on them.
-  for (auto& [key, view] : impl_->stream_allocators) view->Detach();
+  impl_->stream_pool.Detach();
   try {
     impl_->EndProfiling();
   } catch (const std::exception& e) {
@@ -551,9 +527,12 @@ Session::~Session() {
 
 std::vector<Value> Session::Run(const NamedValues& feeds, const std::vector<std::string>& output_names,
                                 const RunOptions& options) {
-  RunTracer tracer(impl_->tracing, options.tag);
+  StreamPool::Lease lease = impl_->stream_pool.Acquire();
+  const StreamPool::Set& streams = lease.set();
+  RunTracer tracer(impl_->tracing, options.tag, streams.streams());
   RunRequest request;
   request.observer = tracer.observer();
+  request.streams = streams.streams();
   request.inputs = impl_->CollectInputs(feeds);
   std::vector<size_t> wanted;
   for (const std::string& name : output_names) wanted.push_back(impl_->OutputIndex(name));
@@ -563,7 +542,7 @@ std::vector<Value> Session::Run(const NamedValues& feeds, const std::vector<std:
   // so that a terminate flag set from another thread is seen.
   std::vector<Value> produced = impl_->Execute(request, options, /*synchronize_anyway=*/true);
   std::vector<Value> result;
-  for (size_t i : wanted) result.push_back(CopyValueTo(produced[i], MemoryInfo::Host(), impl_->services, true));
+  for (size_t i : wanted) result.push_back(CopyValueTo(produced[i], MemoryInfo::Host(), streams.services, true));
   tracer.Finish(/*synchronized=*/true);
   return result;
 }
@@ -572,9 +551,12 @@ void Session::Run(IoBinding& binding, const RunOptions& options) {
   if (&binding.session() != this) Fail(ErrorCode::kInvalidArgument, "the IoBinding was created for another session");
   NamedValues feeds;
   for (const IoBinding::Input& in : binding.inputs()) feeds.push_back({in.name, in.value});
-  RunTracer tracer(impl_->tracing, options.tag);
+  StreamPool::Lease lease = impl_->stream_pool.Acquire();
+  const StreamPool::Set& streams = lease.set();
+  RunTracer tracer(impl_->tracing, options.tag, streams.streams());
   RunRequest request;
   request.observer = tracer.observer();
+  request.streams = streams.streams();
   request.inputs = impl_->CollectInputs(feeds);
   for (const IoBinding::Output& out : binding.outputs())
     if (out.preallocated.is_tensor())
@@ -585,7 +567,7 @@ void Session::Run(IoBinding& binding, const RunOptions& options) {
   for (const IoBinding::Output& out : binding.outputs()) {
     const Value& value = produced[impl_->OutputIndex(out.name)];
     if (!out.preallocated.is_tensor()) {
-      results.push_back(CopyValueTo(value, out.where, impl_->services, options.synchronize));
+      results.push_back(CopyValueTo(value, out.where, streams.services, options.synchronize));
       continue;
     }
     Tensor target = out.preallocated.tensor();
@@ -595,7 +577,7 @@ void Session::Run(IoBinding& binding, const RunOptions& options) {
         Fail(ErrorCode::kInvalidArgument, "output '", out.name, "' is bound to ", target.Describe(),
              " but the model produced ", produced_tensor.Describe());
       impl_->services.find_transfer(produced_tensor.memory_info(), target.memory_info());  // names a missing path
-      impl_->Synchronize();
+      streams.Synchronize();
       impl_->env.CopyTensors({&produced_tensor, 1}, {&target, 1}, nullptr);
     }
     results.push_back(Value(target));
@@ -674,6 +656,8 @@ std::vector<PartitionEntry> Session::Partition() const {
 }
 
 void Session::Synchronize() const { impl_->Synchronize(); }
+
+size_t Session::StreamSets() const { return impl_->stream_pool.has_streams() ? impl_->stream_pool.size() : 0; }
 
 std::string Session::EndProfiling() { return impl_->EndProfiling(); }
 

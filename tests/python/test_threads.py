@@ -5,6 +5,7 @@ import time
 
 import numpy as np
 
+from helpers import requires_testing_ep
 import onnx_models
 import tessera as ort
 
@@ -68,3 +69,38 @@ def test_python_threads_progress_during_a_run():
     worker.join()
     assert run_seconds > 0.02, "the model is too small to show anything"
     assert longest_gap < max(0.5 * run_seconds, 0.02), (longest_gap, run_seconds)
+
+
+def test_stream_sets_option_round_trips():
+    options = ort.SessionOptions()
+    assert options.stream_sets == 0
+    options.stream_sets = 2
+    assert options.stream_sets == 2
+
+
+@requires_testing_ep
+def test_concurrent_runs_on_the_testing_device_match_serial_runs():
+    """Each Python thread's run takes its own stream set on the simulated device; results equal serial runs."""
+    size = 96
+    session = ort.InferenceSession(onnx_models.matmul_chain(size, 6), providers=["TestingExecutionProvider"])
+    inputs = [np.random.default_rng(i).integers(-2, 3, (size, size)).astype(np.float32) for i in range(4)]
+    expected = [session.run(None, {"X": x})[0] for x in inputs]
+    results, errors = {}, []
+    start = threading.Barrier(len(inputs))
+
+    def work(index):
+        try:
+            start.wait()
+            results[index] = [session.run(None, {"X": inputs[index]})[0] for _ in range(4)]
+        except Exception as error:  # pragma: no cover - reported below
+            errors.append(error)
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(len(inputs))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=120)
+    assert not errors and sorted(results) == list(range(len(inputs)))
+    for index, outputs in results.items():
+        for out in outputs:
+            np.testing.assert_array_equal(out, expected[index])

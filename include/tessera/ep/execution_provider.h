@@ -24,6 +24,12 @@ enum EpCapabilityFlags : uint32_t {
   kEpGraphCapture = 1u << 1, // BeginCapture / EndCapture / ReplayGraph record and replay whole runs
   kEpStepHooks = 1u << 2,    // OnStepBegin / OnStepEnd are called around each of its kernel steps
   kEpProfiling = 1u << 3,    // CreateDeviceTimer measures its steps on the device in profiled runs
+  // The session may give each concurrent run streams of its own: CreateStream and CreateCopyStream may be called
+  // again while the session runs, each stream independent of the others, and kernels must work on any of them
+  // (per-stream library handles and scratch; data a kernel caches on one stream is complete before another
+  // reads it). The EP's allocator(kDefault) must order reuse across streams (ArenaOptions::stream_fences).
+  // Without the flag every run of a session queues its work on the one stream the EP gave.
+  kEpRunStreams = 1u << 4,
 };
 
 // Device time of the steps of one profiled run on one stream (kEpProfiling), e.g. CUDA events.
@@ -69,7 +75,8 @@ class ExecutionProvider {
   virtual AllocatorPtr allocator(MemoryType type) = 0;
   // Copies to and from its memory; nullptr when it only uses host memory.
   virtual DataTransfer* data_transfer() = 0;
-  // The session's compute stream: a new stream (or nullptr for a synchronous EP such as the CPU).
+  // A compute stream for the session: a new stream (or nullptr for a synchronous EP such as the CPU). Called once
+  // per session, and once more per concurrent run's stream set when the EP advertises kEpRunStreams.
   virtual std::unique_ptr<Stream> CreateStream() = 0;
   // A stream for copies between this EP's memory and host memory, or nullptr (the default) to queue them on
   // the compute stream. The session creates two, one per direction, and orders them with the compute

@@ -43,6 +43,12 @@ std::set<size_t> ShapeComputations(const Graph& graph) {
   return nodes;
 }
 
+// Whether device memory is used on more than one stream: copy streams, or streams per concurrent run (every
+// session without user_compute_stream). Its arena then orders reuse across streams.
+bool RunsOnSeveralStreams(const CudaProviderOptions& options) {
+  return !options.do_copy_in_default_stream || options.user_compute_stream == nullptr;
+}
+
 }  // namespace
 
 CudaExecutionProvider::CudaExecutionProvider(int ordinal, const CudaProviderOptions& options)
@@ -51,7 +57,7 @@ CudaExecutionProvider::CudaExecutionProvider(int ordinal, const CudaProviderOpti
       options_(options),
       device_memory_(DeviceMemoryInfo(ordinal)),
       device_allocator_(CreateCudaArena(ordinal, false, options.gpu_mem_limit, options.arena_extend_strategy,
-                                        /*stream_fences=*/!options.do_copy_in_default_stream)),
+                                        /*stream_fences=*/RunsOnSeveralStreams(options))),
       pinned_allocator_(CreateCudaArena(ordinal, true, 0, options.arena_extend_strategy, false)),
       handles_(ordinal, device_allocator_),
       graphs_(ordinal) {

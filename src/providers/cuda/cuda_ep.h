@@ -37,7 +37,10 @@ class CudaExecutionProvider : public ExecutionProvider {
   std::optional<int64_t> PreferredChannelBlock(const Node& conv, const Graph& graph) const override;
 
   // CUDA graphs (enable_cuda_graph): the session captures whole runs on its stream and replays them.
-  uint32_t capability_flags() const override { return kEpGraphCapture | profiling_.flags(); }
+  // Streams per concurrent run (kEpRunStreams) unless the session runs on the caller's user_compute_stream.
+  uint32_t capability_flags() const override {
+    return kEpGraphCapture | profiling_.flags() | (options_.user_compute_stream == nullptr ? kEpRunStreams : 0u);
+  }
   bool graph_capture_enabled() const override { return options_.enable_cuda_graph; }
   void BeginCapture(Stream& stream, int key) override;
   void EndCapture(Stream& stream, int key) override;

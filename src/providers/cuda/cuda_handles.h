@@ -1,15 +1,17 @@
-// cuDNN and cuBLAS handles of one EP, shared by its kernels, and the scratch memory the libraries use.
+// cuDNN and cuBLAS handles of one EP, per stream, and the scratch memory the libraries use on it.
 //
-// The libraries' handles are not safe to use from two threads at once and carry a stream, while
-// kernels run concurrently (Session::Run from many threads). A kernel therefore borrows them through a
-// Lease: exclusive use, stream set, for the few host calls that enqueue its work. Handles are created
-// on first use, so sessions that never need cuDNN do not pay for loading it.
+// The libraries' handles are not safe to use from two threads at once and carry a stream. A session queues its
+// runs on one or more streams (one set per concurrent run, kEpRunStreams), so each stream gets its own cuDNN and
+// cuBLAS handles, bound to it once, and its own workspaces: runs on different streams never wait for each other
+// on the host, nor share scratch memory on the device. A kernel borrows a stream's handles through a Lease:
+// exclusive use (runs sharing one stream take turns) for the few host calls that enqueue its work. Handles are
+// created on a stream's first use, so sessions that never need cuDNN do not pay for loading it.
 //
 // Workspaces are persistent buffers from the EP's device arena rather than per-call allocations: a CUDA
 // graph bakes their addresses in, so they must stay valid (and never be handed to another tensor) for as
-// long as the graph may be replayed. Sharing them between kernels is safe because all of a session's
-// device work runs in order on its one stream. A workspace that must grow is replaced by a larger one;
-// the old one is kept until the handles are destroyed, since captured graphs may still use it.
+// long as the graph may be replayed. Sharing them between the kernels of a stream is safe because its work runs
+// in order. A workspace that must grow is replaced by a larger one; the old one is kept until the handles are
+// destroyed, since captured graphs may still use it.
 #pragma once
 
 #include <cublas_v2.h>
@@ -45,35 +47,44 @@ class LibraryHandles {
   LibraryHandles(const LibraryHandles&) = delete;
   LibraryHandles& operator=(const LibraryHandles&) = delete;
 
+ private:
+  struct PerStream {
+    cudaStream_t stream = nullptr;
+    std::mutex mutex;
+    cudnnHandle_t cudnn = nullptr;
+    cublasHandle_t cublas = nullptr;
+    Tensor cublas_workspace;
+    Tensor cudnn_workspace;
+    std::vector<Tensor> retired_workspaces;
+  };
+
+ public:
   class Lease {
    public:
+    // The cuDNN handle bound to the stream.
     cudnnHandle_t cudnn() const;
-    // The cuBLAS handle bound to the stream, using the persistent cuBLAS workspace.
+    // The cuBLAS handle bound to the stream, using the stream's persistent cuBLAS workspace.
     cublasHandle_t cublas() const;
-    // At least `bytes` of scratch memory for cuDNN, valid while no graph using it can be replayed
-    // (i.e. for the EP's lifetime); nullptr for 0 bytes.
+    // At least `bytes` of scratch memory for cuDNN on this stream, valid while no graph using it can be
+    // replayed (i.e. for the EP's lifetime); nullptr for 0 bytes.
     void* workspace(size_t bytes) const;
 
    private:
     friend class LibraryHandles;
-    Lease(LibraryHandles& owner, cudaStream_t stream);
+    Lease(const LibraryHandles& owner, PerStream& handles) : lock_(handles.mutex), owner_(&owner), handles_(&handles) {}
     std::unique_lock<std::mutex> lock_;
-    LibraryHandles* owner_;
-    cudaStream_t stream_;
+    const LibraryHandles* owner_;
+    PerStream* handles_;
   };
 
-  // Exclusive use of the handles, bound to `stream`, until the Lease is destroyed.
-  Lease Acquire(cudaStream_t stream) { return Lease(*this, stream); }
+  // Exclusive use of `stream`'s handles until the Lease is destroyed.
+  Lease Acquire(cudaStream_t stream);
 
  private:
   int ordinal_;
   AllocatorPtr device_memory_;
-  std::mutex mutex_;
-  cudnnHandle_t cudnn_ = nullptr;
-  cublasHandle_t cublas_ = nullptr;
-  Tensor cublas_workspace_;
-  Tensor cudnn_workspace_;
-  std::vector<Tensor> retired_workspaces_;
+  std::mutex mutex_;  // streams_
+  std::vector<std::unique_ptr<PerStream>> streams_;  // few: one per stream of the session's stream sets
 };
 
 }  // namespace tessera::cuda

@@ -231,21 +231,32 @@ std::vector<Plan> MakePlans(cudnnHandle_t handle, const Descriptor& graph, const
   return plans;
 }
 
+Descriptor MakeVariantPack(const int64_t* uids, void* const* pointers, int count, void* workspace,
+                           cudnnStatus_t* status) {
+  cudnnBackendDescriptor_t raw = nullptr;
+  *status = cudnnBackendCreateDescriptor(CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR, &raw);
+  if (*status != CUDNN_STATUS_SUCCESS) return Descriptor();
+  Descriptor pack = Descriptor::Adopt(raw);
+  if ((*status = cudnnBackendSetAttribute(raw, CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS, CUDNN_TYPE_INT64, count, uids)) !=
+          CUDNN_STATUS_SUCCESS ||
+      (*status = cudnnBackendSetAttribute(raw, CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS, CUDNN_TYPE_VOID_PTR, count,
+                                          pointers)) != CUDNN_STATUS_SUCCESS ||
+      (*status = cudnnBackendSetAttribute(raw, CUDNN_ATTR_VARIANT_PACK_WORKSPACE, CUDNN_TYPE_VOID_PTR, 1,
+                                          &workspace)) != CUDNN_STATUS_SUCCESS ||
+      (*status = cudnnBackendFinalize(raw)) != CUDNN_STATUS_SUCCESS)
+    return Descriptor();
+  return pack;
+}
+
+cudnnStatus_t Execute(cudnnHandle_t handle, const Plan& plan, const Descriptor& pack) {
+  return cudnnBackendExecute(handle, plan.plan.get(), pack.get());
+}
+
 cudnnStatus_t Execute(cudnnHandle_t handle, const Plan& plan, const int64_t* uids, void* const* pointers, int count,
                       void* workspace) {
-  cudnnBackendDescriptor_t pack = nullptr;
-  cudnnStatus_t status = cudnnBackendCreateDescriptor(CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR, &pack);
-  if (status != CUDNN_STATUS_SUCCESS) return status;
-  if ((status = cudnnBackendSetAttribute(pack, CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS, CUDNN_TYPE_INT64, count, uids)) ==
-          CUDNN_STATUS_SUCCESS &&
-      (status = cudnnBackendSetAttribute(pack, CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS, CUDNN_TYPE_VOID_PTR, count,
-                                         pointers)) == CUDNN_STATUS_SUCCESS &&
-      (status = cudnnBackendSetAttribute(pack, CUDNN_ATTR_VARIANT_PACK_WORKSPACE, CUDNN_TYPE_VOID_PTR, 1,
-                                         &workspace)) == CUDNN_STATUS_SUCCESS &&
-      (status = cudnnBackendFinalize(pack)) == CUDNN_STATUS_SUCCESS)
-    status = cudnnBackendExecute(handle, plan.plan.get(), pack);
-  cudnnBackendDestroyDescriptor(pack);
-  return status;
+  cudnnStatus_t status = CUDNN_STATUS_SUCCESS;
+  Descriptor pack = MakeVariantPack(uids, pointers, count, workspace, &status);
+  return status == CUDNN_STATUS_SUCCESS ? Execute(handle, plan, pack) : status;
 }
 
 }  // namespace tessera::cuda::cudnn_graph

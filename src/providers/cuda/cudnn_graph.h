@@ -23,6 +23,12 @@ class Descriptor {
  public:
   Descriptor() = default;
   explicit Descriptor(cudnnBackendDescriptorType_t type);
+  // Takes ownership of a descriptor created by the caller.
+  static Descriptor Adopt(cudnnBackendDescriptor_t handle) {
+    Descriptor d;
+    d.handle_ = handle;
+    return d;
+  }
   ~Descriptor();
   Descriptor(Descriptor&& other) noexcept : handle_(other.handle_) { other.handle_ = nullptr; }
   Descriptor& operator=(Descriptor&& other) noexcept;
@@ -103,7 +109,15 @@ struct PlanFilter {
 // propose for `graph`, finalized as plans, best first, filtered. Empty when none is supported.
 std::vector<Plan> MakePlans(cudnnHandle_t handle, const Descriptor& graph, const PlanFilter& filter);
 
-// Queues `plan` on the handle's stream with the given tensors (uids[i] bound to pointers[i]).
+// A finalized variant pack: the tensors (uids[i] bound to pointers[i]) and the workspace of an execution. It can
+// be executed any number of times while those buffers stay where they are. Sets *status (empty pack on failure).
+Descriptor MakeVariantPack(const int64_t* uids, void* const* pointers, int count, void* workspace,
+                           cudnnStatus_t* status);
+
+// Queues `plan` on the handle's stream with the buffers of `pack`.
+cudnnStatus_t Execute(cudnnHandle_t handle, const Plan& plan, const Descriptor& pack);
+
+// Queues `plan` on the handle's stream with the given tensors, through a variant pack made for this call.
 cudnnStatus_t Execute(cudnnHandle_t handle, const Plan& plan, const int64_t* uids, void* const* pointers, int count,
                       void* workspace);
 

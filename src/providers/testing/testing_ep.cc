@@ -27,6 +27,7 @@ struct EpConfig {
   size_t memory_limit_bytes = 0;  // 0 = no limit
   bool enable_graph_capture = false;
   bool copy_streams = false;  // copies on their own streams (like the CUDA EP's do_copy_in_default_stream = 0)
+  bool run_streams = true;    // streams per concurrent run (kEpRunStreams), like the CUDA EP
 };
 
 int64_t ParseNonNegative(const std::string& key, const std::string& text) {
@@ -45,13 +46,16 @@ EpConfig ParseOptions(const ProviderOptions& options) {
       config.fail_allocations_after = ParseNonNegative(key, value);
     } else if (key == "memory_limit_bytes") {
       config.memory_limit_bytes = static_cast<size_t>(ParseNonNegative(key, value));
-    } else if (key == "enable_graph_capture" || key == "copy_streams") {
+    } else if (key == "enable_graph_capture" || key == "copy_streams" || key == "run_streams") {
       if (value != "0" && value != "1")
         Fail(ErrorCode::kInvalidArgument, kEpName, ": provider option '", key, "' must be 0 or 1, got '", value, "'");
-      (key == "copy_streams" ? config.copy_streams : config.enable_graph_capture) = value == "1";
+      bool& flag = key == "copy_streams" ? config.copy_streams
+                   : key == "run_streams" ? config.run_streams
+                                          : config.enable_graph_capture;
+      flag = value == "1";
     } else {
       Fail(ErrorCode::kInvalidArgument, kEpName, ": unknown provider option '", key,
-           "' (known: fail_allocations_after, memory_limit_bytes, enable_graph_capture, copy_streams)");
+           "' (known: fail_allocations_after, memory_limit_bytes, enable_graph_capture, copy_streams, run_streams)");
     }
   }
   if (config.copy_streams && config.enable_graph_capture)
@@ -63,7 +67,7 @@ EpConfig ParseOptions(const ProviderOptions& options) {
 AllocatorPtr CreateDeviceArena(const EpConfig& config) {
   ArenaOptions arena_options;
   arena_options.max_bytes = config.memory_limit_bytes;
-  arena_options.stream_fences = config.copy_streams;
+  arena_options.stream_fences = config.copy_streams || config.run_streams;  // several streams use its memory
   AllocatorPtr arena = std::make_shared<Arena>(std::make_shared<DeviceAllocator>(), arena_options);
   if (!config.fail_allocations_after) return arena;
   return std::make_shared<FailingAllocator>(std::move(arena), *config.fail_allocations_after);
@@ -74,6 +78,7 @@ class TestingExecutionProvider : public ExecutionProvider {
   explicit TestingExecutionProvider(const EpConfig& config)
       : graph_capture_(config.enable_graph_capture),
         copy_streams_(config.copy_streams),
+        run_streams_(config.run_streams),
         device_allocator_(CreateDeviceArena(config)),
         host_accessible_allocator_(std::make_shared<HostAccessibleAllocator>()) {
     RegisterTestingKernels(kernels_);
@@ -93,7 +98,10 @@ class TestingExecutionProvider : public ExecutionProvider {
 
   // Graph capture records the closures a run queues and replays them: the same buffers, the same work,
   // like a CUDA graph.
-  uint32_t capability_flags() const override { return kEpGraphCapture | kEpProfiling; }
+  // run_streams: concurrent runs get streams of their own (every stream is an independent queue).
+  uint32_t capability_flags() const override {
+    return kEpGraphCapture | kEpProfiling | (run_streams_ ? kEpRunStreams : 0u);
+  }
   bool graph_capture_enabled() const override { return graph_capture_; }
   void BeginCapture(Stream& stream, int /*key*/) override { static_cast<TestingStream&>(stream).BeginRecording(); }
   void EndCapture(Stream& stream, int key) override {
@@ -116,6 +124,7 @@ class TestingExecutionProvider : public ExecutionProvider {
   const std::string type_ = kEpName;
   const bool graph_capture_;
   const bool copy_streams_;
+  const bool run_streams_;
   std::mutex graphs_mutex_;
   std::map<int, std::vector<std::function<void()>>> graphs_;
   KernelRegistry kernels_;

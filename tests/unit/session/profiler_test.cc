@@ -384,6 +384,13 @@ TEST(ProfileReaderTest, JsonStringRoundTripsAnyText) {
   EXPECT_EQ(ParseJson(JsonString(text)).string, text);
 }
 
+TEST(ProfileReaderTest, MedianOfOddAndEvenCounts) {
+  std::vector<double> odd = {5, 1, 3}, even = {4, 1, 3, 2}, none;
+  EXPECT_DOUBLE_EQ(Median(odd), 3);
+  EXPECT_DOUBLE_EQ(Median(even), 2.5);
+  EXPECT_DOUBLE_EQ(Median(none), 0);
+}
+
 TEST(ProfileReaderTest, SummarizesPerOpTypeSlowestFirst) {
   const Profile profile = ParseProfile(R"({"traceEvents":[
     {"ph":"M","name":"thread_name","pid":1,"tid":9,"args":{"name":"gpu"}},
@@ -404,6 +411,15 @@ TEST(ProfileReaderTest, SummarizesPerOpTypeSlowestFirst) {
   EXPECT_EQ(totals[1].count, 2);
   EXPECT_DOUBLE_EQ(totals[1].host_ms, 0.04);
   EXPECT_DOUBLE_EQ(totals[1].device_ms, 0);
+  EXPECT_DOUBLE_EQ(totals[0].median_host_us, 5);
+  EXPECT_DOUBLE_EQ(totals[1].median_host_us, 20);  // of 10 and 30
+  const std::vector<ProviderStepTimes> steps = MedianStepTimesByProvider(profile);
+  ASSERT_EQ(steps.size(), 2u);
+  EXPECT_EQ(steps[0].provider, "cpu");
+  EXPECT_EQ(steps[0].count, 2);
+  EXPECT_DOUBLE_EQ(steps[0].median_host_us, 20);
+  EXPECT_EQ(steps[1].provider, "gpu");
+  EXPECT_DOUBLE_EQ(steps[1].median_host_us, 5);
   EXPECT_THROW(ParseProfile("{\"events\":[]}"), Error);
 }
 

@@ -25,11 +25,13 @@
 // EXHAUSTIVE times every candidate on the run's real buffers the first time a shape is seen, blocking that run
 // only, running what the node really runs (the fused call, or convolution + epilogue) captured in a CUDA graph.
 #include <algorithm>
+#include <array>
 #include <climits>
 #include <limits>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <shared_mutex>
 
 #include "core/logging.h"
 #include "graph/fused_activation.h"
@@ -87,6 +89,39 @@ struct ConvPlan {
   TensorDescriptor bias;             // [1, C, 1, ...]
   ActivationDescriptor activation;   // Relu or identity
   Tensor zero_bias;                  // C zeros when the node has no bias
+
+  // Variant packs of the chosen graph-API plan by the buffers they bind (X, W, Y, workspace). Building a pack
+  // costs several us of host time per step; in steady state a step sees the same few buffer sets run after run
+  // (the arena hands out the same blocks; one set per stream set), so the most recent ones are kept.
+  struct Pack {
+    std::array<void*, 4> buffers;
+    std::shared_ptr<const cudnn_graph::Descriptor> pack;  // held by an execution while another thread evicts it
+  };
+  static constexpr size_t kMaxPacks = 16;
+  mutable std::mutex packs_mutex;
+  mutable std::vector<Pack> packs;  // most recently used last
+  // The variant pack for `buffers`, made and cached on a miss; nullptr (with *status) when cuDNN refuses it.
+  std::shared_ptr<const cudnn_graph::Descriptor> PackFor(const std::array<void*, 4>& buffers,
+                                                         cudnnStatus_t* status) const {
+    static constexpr int64_t kUids[3] = {1, 2, 3};
+    *status = CUDNN_STATUS_SUCCESS;
+    {
+      std::lock_guard<std::mutex> lock(packs_mutex);
+      for (size_t i = packs.size(); i-- > 0;)
+        if (packs[i].buffers == buffers) {
+          std::shared_ptr<const cudnn_graph::Descriptor> found = packs[i].pack;
+          if (i + 1 != packs.size()) std::rotate(packs.begin() + i, packs.begin() + i + 1, packs.end());
+          return found;
+        }
+    }
+    auto made = std::make_shared<const cudnn_graph::Descriptor>(
+        cudnn_graph::MakeVariantPack(kUids, buffers.data(), 3, buffers[3], status));
+    if (*status != CUDNN_STATUS_SUCCESS) return nullptr;
+    std::lock_guard<std::mutex> lock(packs_mutex);
+    if (packs.size() == kMaxPacks) packs.erase(packs.begin());
+    packs.push_back({buffers, made});
+    return made;
+  }
 };
 
 // The operands after the convolution: bias [C], residual Z and the activation.
@@ -216,12 +251,18 @@ class ConvKernel : public Kernel {
   // W [K, C, R, S] copied once to KRSC, cuDNN's NHWC filter layout (W is a constant: the nchwc_layout pass
   // requires it), cached by its address.
   const Tensor& FilterInKrsc(const KernelContext& ctx, const Tensor& w, cudaStream_t stream) const {
-    std::lock_guard<std::mutex> lock(mutex_);
+    {
+      std::shared_lock<std::shared_mutex> lock(mutex_);  // every step: concurrent runs read together
+      auto it = krsc_filters_.find(w.raw_data());
+      if (it != krsc_filters_.end()) return it->second;
+    }
+    std::unique_lock<std::shared_mutex> lock(mutex_);
     auto it = krsc_filters_.find(w.raw_data());
     if (it != krsc_filters_.end()) return it->second;
     const Shape& s = w.shape();
     Tensor krsc = Tensor::Allocate(w.type(), Shape{s[0], s[2], s[3], s[1]}, ctx.allocator());
     LaunchToChannelsLast(ctx, w, krsc.raw_data(), stream);
+    CompleteBeforeSharing(ctx, stream);
     return krsc_filters_.emplace(w.raw_data(), std::move(krsc)).first->second;
   }
 
@@ -272,7 +313,12 @@ class ConvKernel : public Kernel {
     std::vector<int> key = g.x_dims;
     key.insert(key.end(), g.w_dims.begin(), g.w_dims.end());
     key.push_back(static_cast<int>(alignment));
-    std::lock_guard<std::mutex> lock(mutex_);
+    {
+      std::shared_lock<std::shared_mutex> lock(mutex_);  // every step: concurrent runs read together
+      auto it = plans_.find(key);
+      if (it != plans_.end()) return *it->second;
+    }
+    std::unique_lock<std::shared_mutex> lock(mutex_);  // a new shape: planned once, other runs wait for it
     auto it = plans_.find(key);
     if (it != plans_.end()) return *it->second;
     auto plan = std::make_unique<ConvPlan>();
@@ -294,6 +340,7 @@ class ConvKernel : public Kernel {
           static_cast<int>(plan->choice.algorithm), " math type ", static_cast<int>(plan->choice.math),
           " workspace ", plan->choice.workspace_bytes,
           plan->choice.fused ? ", bias/residual/activation in cuDNN's call" : "");
+    CompleteBeforeSharing(ctx, stream);  // plan.zero_bias
     return *plans_.emplace(std::move(key), std::move(plan)).first->second;
   }
 
@@ -304,10 +351,12 @@ class ConvKernel : public Kernel {
     const Shape& y_shape = y.shape();
     const bool same_shape_residual = extras.residual != nullptr && extras.residual->shape() == y_shape;
     if (choice.graph != nullptr) {
-      static constexpr int64_t kUids[3] = {1, 2, 3};
-      void* pointers[3] = {const_cast<void*>(x.raw_data()), const_cast<void*>(w.raw_data()), y.raw_data()};
+      const std::array<void*, 4> buffers = {const_cast<void*>(x.raw_data()), const_cast<void*>(w.raw_data()),
+                                            y.raw_data(), workspace};
+      cudnnStatus_t status = CUDNN_STATUS_SUCCESS;
+      const std::shared_ptr<const cudnn_graph::Descriptor> pack = plan.PackFor(buffers, &status);
+      if (pack != nullptr) status = cudnn_graph::Execute(cudnn, *choice.graph, *pack);
       // The message is built only on failure: this runs once per step.
-      const cudnnStatus_t status = cudnn_graph::Execute(cudnn, *choice.graph, kUids, pointers, 3, workspace);
       if (status != CUDNN_STATUS_SUCCESS)
         CheckCudnn(status, ctx.node().Describe(), ": cudnnBackendExecute (", choice.graph->Describe(), ")");
     } else if (choice.fused && (extras.residual == nullptr || same_shape_residual)) {
@@ -634,7 +683,7 @@ class ConvKernel : public Kernel {
   bool fused_node_;                        // ai.tessera::FusedConv or NchwcConv: Z and activation
   bool channels_last_;                     // ai.tessera::NchwcConv: NHWC
   launch::EpilogueActivation activation_;  // the fused activation (none for Conv)
-  mutable std::mutex mutex_;
+  mutable std::shared_mutex mutex_;  // plans_ and krsc_filters_
   mutable std::map<std::vector<int>, std::unique_ptr<ConvPlan>> plans_;
   mutable std::map<const void*, Tensor> krsc_filters_;  // NchwcConv: W in KRSC, by W's address
 };

@@ -46,6 +46,13 @@ CudaExecutionProvider& CudaEpOf(const KernelInfo& info) {
 
 cudaStream_t StreamOf(const KernelContext& ctx) { return NativeStream(ctx.stream(), ctx.node().Describe().c_str()); }
 
+void CompleteBeforeSharing(const KernelContext& ctx, cudaStream_t stream) {
+  cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+  CheckCuda(cudaStreamIsCapturing(stream, &capture), ctx.node().Describe(), ": cudaStreamIsCapturing");
+  if (capture == cudaStreamCaptureStatusNone)
+    CheckCuda(cudaStreamSynchronize(stream), ctx.node().Describe(), ": cudaStreamSynchronize (cached data)");
+}
+
 launch::ElementType FloatElementType(const KernelContext& ctx, DataType type) {
   if (type == DataType::kFloat) return launch::ElementType::kFloat;
   if (type == DataType::kFloat16) return launch::ElementType::kHalf;

@@ -27,6 +27,11 @@ CudaExecutionProvider& CudaEpOf(const KernelInfo& info);
 // The cudaStream_t the kernel runs on (nullptr, CUDA's default stream, when run without a stream).
 cudaStream_t StreamOf(const KernelContext& ctx);
 
+// Waits until the work queued so far on `stream` is done, unless the stream is being captured into a graph. For
+// data a kernel prepares once on one run's stream and caches for every run: runs on other streams
+// (kEpRunStreams) read it without any device-side ordering, so it must be complete before it is shared.
+void CompleteBeforeSharing(const KernelContext& ctx, cudaStream_t stream);
+
 // float or half; throws kInvalidArgument naming the node for any other type.
 launch::ElementType FloatElementType(const KernelContext& ctx, DataType type);
 
