@@ -35,6 +35,9 @@ class Event {
   virtual void Wait(Stream& stream) = 0;
   // Blocks the host until the recorded point is reached. A never-recorded event is complete.
   virtual void Synchronize() = 0;
+  // Whether the recorded point has been reached, without blocking (a never-recorded event has). An EP that
+  // cannot tell cheaply keeps the default, false: callers then wait as if it had not.
+  virtual bool Query() { return false; }
 };
 
 }  // namespace tessera

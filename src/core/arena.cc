@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <bit>
 #include <memory>
 #include <mutex>
@@ -23,16 +24,35 @@ constexpr size_t kNumBins = 24;
 
 struct Region;
 
+// The event of a fence, and whether it is known to have been reached. Fences are copied to every piece of a split
+// chunk and merged into its neighbours, so one event can guard many chunks for a long time after its stream has
+// passed it (e.g. blocks last used by a concurrent run that ended long ago): once an allocation finds it reached,
+// no later one waits for it, and merges drop it.
+struct FenceEvent {
+  explicit FenceEvent(std::unique_ptr<Event> e) : event(std::move(e)) {}
+  std::unique_ptr<Event> event;
+  std::atomic<bool> reached{false};
+
+  bool Reached() {
+    if (reached.load(std::memory_order_relaxed)) return true;
+    if (!event->Query()) return false;
+    reached.store(true, std::memory_order_relaxed);
+    return true;
+  }
+};
+
 // A point on a stream after which a freed chunk's memory is no longer used (stream_fences).
 struct Fence {
   const Stream* stream = nullptr;  // compared, never dereferenced
-  std::shared_ptr<Event> event;
+  std::shared_ptr<FenceEvent> event;
   uint64_t sequence = 0;           // arena-wide recording order: a later fence of a stream covers earlier ones
 };
 
-// Adds `from` to `into`, keeping one fence per stream: the latest.
+// Adds `from` to `into`, keeping one fence per stream: the latest. Fences known to be reached are dropped.
 void MergeFences(std::vector<Fence>& into, const std::vector<Fence>& from) {
+  std::erase_if(into, [](const Fence& f) { return f.event->reached.load(std::memory_order_relaxed); });
   for (const Fence& f : from) {
+    if (f.event->reached.load(std::memory_order_relaxed)) continue;
     auto same = std::find_if(into.begin(), into.end(), [&](const Fence& g) { return g.stream == f.stream; });
     if (same == into.end())
       into.push_back(f);
@@ -45,7 +65,7 @@ void MergeFences(std::vector<Fence>& into, const std::vector<Fence>& from) {
 void SynchronizeQuietly(const std::vector<Fence>& fences) {
   for (const Fence& f : fences) {
     try {
-      f.event->Synchronize();
+      f.event->event->Synchronize();
     } catch (const std::exception& e) {
       Log(LogLevel::kWarning, "arena: waiting for a freed block's last use failed: ", e.what());
     }
@@ -225,7 +245,7 @@ struct Arena::Impl {
   }
 
   // An event recorded on `stream` now, going back to spare_events once no fence holds it.
-  std::shared_ptr<Event> RecordFence(Stream& stream) {
+  std::shared_ptr<FenceEvent> RecordFence(Stream& stream) {
     std::unique_ptr<Event> event;
     {
       std::lock_guard<std::mutex> lock(spare_events_mutex);
@@ -237,9 +257,12 @@ struct Arena::Impl {
     }
     if (event == nullptr) event = stream.CreateEvent();
     event->Record(stream);
-    return std::shared_ptr<Event>(event.release(), [this, key = &stream](Event* done) {
-      std::lock_guard<std::mutex> lock(spare_events_mutex);
-      spare_events[key].emplace_back(done);
+    return std::shared_ptr<FenceEvent>(new FenceEvent(std::move(event)), [this, key = &stream](FenceEvent* done) {
+      {
+        std::lock_guard<std::mutex> lock(spare_events_mutex);
+        spare_events[key].push_back(std::move(done->event));
+      }
+      delete done;
     });
   }
 
@@ -300,10 +323,11 @@ void* Arena::AllocateOn(size_t bytes, Stream* stream) {
     size_t waits = 0;
     for (const Fence& f : fences) {
       if (stream != nullptr && f.stream == stream) continue;  // already in that stream's order
+      if (f.event->Reached()) continue;                       // its stream is past it: nothing to wait for
       if (stream == nullptr)
-        f.event->Synchronize();
+        f.event->event->Synchronize();
       else
-        f.event->Wait(*stream);
+        f.event->event->Wait(*stream);
       ++waits;
     }
     if (waits > 0) {

@@ -26,6 +26,12 @@ class CudaEvent : public Event {
     CheckCuda(cudaStreamWaitEvent(NativeStream(&stream, "Event::Wait"), event_, 0), "cudaStreamWaitEvent");
   }
   void Synchronize() override { CheckCuda(cudaEventSynchronize(event_), "cudaEventSynchronize on GPU ", ordinal_); }
+  bool Query() override {
+    const cudaError_t status = cudaEventQuery(event_);
+    if (status == cudaSuccess) return true;
+    if (status != cudaErrorNotReady) CheckCuda(status, "cudaEventQuery on GPU ", ordinal_);
+    return false;
+  }
 
  private:
   int ordinal_;

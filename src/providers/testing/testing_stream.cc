@@ -93,6 +93,10 @@ class Marker {
     std::unique_lock<std::mutex> lock(mutex_);
     reached_cv_.wait(lock, [&] { return reached_; });
   }
+  bool reached() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return reached_;
+  }
 
  private:
   std::mutex mutex_;
@@ -125,6 +129,11 @@ class TestingEvent : public Event {
   void Synchronize() override {
     std::shared_ptr<Marker> marker = Current();
     if (marker != nullptr) marker->WaitUntilReached();
+  }
+
+  bool Query() override {
+    std::shared_ptr<Marker> marker = Current();
+    return marker == nullptr || marker->reached();
   }
 
  private:
