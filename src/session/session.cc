@@ -5,7 +5,6 @@
 #include <sstream>
 
 #include "core/logging.h"
-#include "core/stream_allocator.h"
 #include "exec/executor.h"
 #include "exec/plan_builder.h"
 #include "graph/model_loader.h"

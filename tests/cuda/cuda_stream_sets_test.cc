@@ -19,14 +19,9 @@ constexpr int kRuns = 12;
 
 Tensor Input(int thread) { return RandomTensor(DataType::kFloat, {1, 3, 16, 16}, 100 + thread, -1.0, 1.0); }
 
-void ExpectConcurrentRunsMatchSerialRuns(const ProviderOptions& provider_options) {
-  SessionOptions options;
-  options.AddProvider(kCudaEpName, provider_options);
-  Session session = MakeSession(SmallConvNetModel(), options, TestEnv());
-  std::vector<std::vector<float>> expected;
-  for (int t = 0; t < kThreads; ++t)
-    expected.push_back(session.Run({{"x", Value(Input(t))}})[0].tensor().ToVector<float>());
-  ASSERT_EQ(session.StreamSets(), 1u);
+// `runs` Run(feeds) calls on each of kThreads threads, released together; thread t feeds Input(t) and expects
+// expected[t] bit for bit. Returns each thread's failure ("" when none).
+std::vector<std::string> RunFromThreads(Session& session, const std::vector<std::vector<float>>& expected, int runs) {
   std::vector<std::string> failures(kThreads);
   std::barrier start(kThreads);
   std::vector<std::thread> threads;
@@ -35,7 +30,7 @@ void ExpectConcurrentRunsMatchSerialRuns(const ProviderOptions& provider_options
       try {
         const Tensor x = Input(t);
         start.arrive_and_wait();
-        for (int r = 0; r < kRuns; ++r)
+        for (int r = 0; r < runs; ++r)
           if (session.Run({{"x", Value(x)}})[0].tensor().ToVector<float>() != expected[t])
             failures[t] = "run " + std::to_string(r) + " differs from the serial run";
       } catch (const std::exception& e) {
@@ -43,6 +38,18 @@ void ExpectConcurrentRunsMatchSerialRuns(const ProviderOptions& provider_options
       }
     });
   for (auto& th : threads) th.join();
+  return failures;
+}
+
+void ExpectConcurrentRunsMatchSerialRuns(const ProviderOptions& provider_options) {
+  SessionOptions options;
+  options.AddProvider(kCudaEpName, provider_options);
+  Session session = MakeSession(SmallConvNetModel(), options, TestEnv());
+  std::vector<std::vector<float>> expected;
+  for (int t = 0; t < kThreads; ++t)
+    expected.push_back(session.Run({{"x", Value(Input(t))}})[0].tensor().ToVector<float>());
+  ASSERT_EQ(session.StreamSets(), 1u);
+  const std::vector<std::string> failures = RunFromThreads(session, expected, kRuns);
   for (int t = 0; t < kThreads; ++t) EXPECT_EQ(failures[t], "") << "thread " << t;
   EXPECT_GT(session.StreamSets(), 1u) << "runs released together shared one stream set";
 }
@@ -67,22 +74,7 @@ TEST_F(CudaStreamSetsTest, ConcurrentFirstRunsOfNewShapesMatchSerialRuns) {
       expected.push_back(serial.Run({{"x", Value(Input(t))}})[0].tensor().ToVector<float>());
   }
   Session session = MakeSession(SmallConvNetModel(), options, TestEnv());
-  std::vector<std::string> failures(kThreads);
-  std::barrier start(kThreads);
-  std::vector<std::thread> threads;
-  for (int t = 0; t < kThreads; ++t)
-    threads.emplace_back([&, t] {
-      try {
-        const Tensor x = Input(t);
-        start.arrive_and_wait();
-        for (int r = 0; r < 3; ++r)
-          if (session.Run({{"x", Value(x)}})[0].tensor().ToVector<float>() != expected[t])
-            failures[t] = "run " + std::to_string(r) + " differs from the serial session's";
-      } catch (const std::exception& e) {
-        failures[t] = e.what();
-      }
-    });
-  for (auto& th : threads) th.join();
+  const std::vector<std::string> failures = RunFromThreads(session, expected, 3);
   for (int t = 0; t < kThreads; ++t) EXPECT_EQ(failures[t], "") << "thread " << t;
 }
 
