@@ -29,6 +29,11 @@ class Tensor {
   static Tensor Allocate(DataType type, Shape shape);
   // Wraps caller memory without copying. `bytes` must be >= NumElements * SizeOf(type).
   static Tensor Wrap(DataType type, Shape shape, void* data, size_t bytes, const MemoryInfo& where);
+  // Owns memory held by `owner` without copying: `data` (at least NumElements * SizeOf(type) bytes, aligned to
+  // the element size) stays valid while `owner` lives, and `owner` is released with the last Tensor sharing it.
+  // Not a string type.
+  static Tensor Share(DataType type, Shape shape, std::shared_ptr<void> owner, void* data, size_t bytes,
+                      const MemoryInfo& where);
   // A host tensor holding a copy of `values`.
   template <typename T>
   static Tensor FromVector(Shape shape, const std::vector<T>& values);

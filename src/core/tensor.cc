@@ -67,6 +67,19 @@ Tensor Tensor::Wrap(DataType type, Shape shape, void* data, size_t bytes, const 
   return t;
 }
 
+Tensor Tensor::Share(DataType type, Shape shape, std::shared_ptr<void> owner, void* data, size_t bytes,
+                     const MemoryInfo& where) {
+  if (type == DataType::kString || type == DataType::kUndefined)
+    Fail(ErrorCode::kInvalidArgument, "Tensor::Share: element type ", DataTypeName(type), " cannot share a buffer");
+  Tensor t = Wrap(type, std::move(shape), data, bytes, where);
+  if (owner == nullptr) Fail(ErrorCode::kInvalidArgument, "Tensor::Share: no owner");
+  if (reinterpret_cast<uintptr_t>(data) % SizeOf(type) != 0)
+    Fail(ErrorCode::kInvalidArgument, "Tensor::Share: data is not aligned to its ", SizeOf(type), "-byte elements");
+  t.buffer_ = std::shared_ptr<void>(std::move(owner), data);
+  t.borrowed_ = false;
+  return t;
+}
+
 template <>
 Tensor Tensor::FromVector<bool>(Shape shape, const std::vector<bool>& values) {
   Tensor t = Allocate(DataType::kBool, std::move(shape));

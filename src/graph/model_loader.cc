@@ -4,9 +4,16 @@
 
 #include <onnx/onnx_pb.h>  // defines ONNX_API, then includes onnx-ml.pb.h (ONNX_ML=1)
 
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <bit>
+#include <cerrno>
 #include <charconv>
 #include <climits>
+#include <cstring>
 #include <fstream>
 #include <set>
 #include <system_error>
@@ -20,11 +27,16 @@ namespace {
 
 static_assert(std::endian::native == std::endian::little, "raw_data is little-endian; add byte swapping here");
 
+// IR versions before 3 have no opset imports. Newer IR versions are accepted whatever their number: what a model
+// uses that Tessera lacks (an element type, a sparse initializer, an op) fails by name where it is read.
 constexpr int64_t kMinIrVersion = 3;
-constexpr int64_t kMaxIrVersion = 10;
 constexpr int64_t kMinDefaultOpset = 1;  // kernels decide which versions they support
 constexpr int64_t kMaxDefaultOpset = 21;
 constexpr int kMaxSubgraphDepth = 64;
+// raw_data of at least this many bytes becomes the tensor's buffer without a copy, when its address is aligned
+// to kAdoptedAlignment (the widest element; heap strings of this size are 16-byte aligned).
+constexpr size_t kAdoptRawDataBytes = size_t{64} << 10;
+constexpr uintptr_t kAdoptedAlignment = 16;
 
 // What every part of one load needs: the name for messages, where external data lives, the imports.
 struct LoadContext {
@@ -222,7 +234,7 @@ Tensor ReadExternalTensor(const onnx::TensorProto& proto, DataType type, Shape s
 }
 
 // A host tensor from a TensorProto; `what` names it ("initializer 'w'") in messages.
-Tensor ReadTensor(const onnx::TensorProto& proto, const LoadContext& ctx, const std::string& what) {
+Tensor ReadTensor(onnx::TensorProto& proto, const LoadContext& ctx, const std::string& what) {
   if (!IsKnownDataType(proto.data_type()))
     FailModel(ctx, what, " has unsupported element type ", proto.data_type());
   if (proto.has_segment()) FailModel(ctx, what, " is segmented; tensor segments are not supported");
@@ -236,6 +248,14 @@ Tensor ReadTensor(const onnx::TensorProto& proto, const LoadContext& ctx, const 
   if (proto.has_raw_data()) {
     if (proto.raw_data().size() != bytes)
       FailModel(ctx, what, " needs ", bytes, " bytes for its dims but raw_data holds ", proto.raw_data().size());
+    if (bytes >= kAdoptRawDataBytes && type != DataType::kBool &&
+        reinterpret_cast<uintptr_t>(proto.raw_data().data()) % kAdoptedAlignment == 0) {
+      // Large weights keep the parsed bytes: the tensor takes over the string's buffer instead of copying it
+      // (for a model of hundreds of megabytes, the copy and the fresh pages it touches are most of the load).
+      auto owner = std::make_shared<std::string>(std::move(*proto.mutable_raw_data()));
+      void* data = owner->data();
+      return Tensor::Share(type, std::move(shape), std::move(owner), data, bytes, MemoryInfo::Host());
+    }
     Tensor tensor = Tensor::Allocate(type, std::move(shape));
     FillFromBytes(tensor, proto.raw_data().data(), bytes);
     return tensor;
@@ -300,10 +320,10 @@ ValueInfo ConvertValueInfo(const onnx::ValueInfoProto& proto, const LoadContext&
 
 // ---- graphs and nodes --------------------------------------------------------------------------
 
-std::shared_ptr<Graph> LoadSubgraph(const onnx::GraphProto& proto, const LoadContext& ctx, const Graph& parent,
+std::shared_ptr<Graph> LoadSubgraph(onnx::GraphProto& proto, const LoadContext& ctx, const Graph& parent,
                                     int depth);
 
-void ConvertAttributeValue(const onnx::AttributeProto& proto, Attribute& out, const LoadContext& ctx,
+void ConvertAttributeValue(onnx::AttributeProto& proto, Attribute& out, const LoadContext& ctx,
                            const Graph& graph, const std::string& what, int depth) {
   using Proto = onnx::AttributeProto;
   switch (proto.type()) {
@@ -321,11 +341,11 @@ void ConvertAttributeValue(const onnx::AttributeProto& proto, Attribute& out, co
       return;
     case Proto::TENSOR:
       out.type = Attribute::Type::kTensor;
-      out.t = ReadTensor(proto.t(), ctx, what);
+      out.t = ReadTensor(*proto.mutable_t(), ctx, what);
       return;
     case Proto::GRAPH:
       out.type = Attribute::Type::kGraph;
-      out.g = LoadSubgraph(proto.g(), ctx, graph, depth);
+      out.g = LoadSubgraph(*proto.mutable_g(), ctx, graph, depth);
       return;
     case Proto::FLOATS:
       out.type = Attribute::Type::kFloats;
@@ -341,11 +361,11 @@ void ConvertAttributeValue(const onnx::AttributeProto& proto, Attribute& out, co
       return;
     case Proto::TENSORS:
       out.type = Attribute::Type::kTensors;
-      for (const auto& tensor : proto.tensors()) out.tensors.push_back(ReadTensor(tensor, ctx, what));
+      for (auto& tensor : *proto.mutable_tensors()) out.tensors.push_back(ReadTensor(tensor, ctx, what));
       return;
     case Proto::GRAPHS:
       out.type = Attribute::Type::kGraphs;
-      for (const auto& subgraph : proto.graphs()) out.graphs.push_back(LoadSubgraph(subgraph, ctx, graph, depth));
+      for (auto& subgraph : *proto.mutable_graphs()) out.graphs.push_back(LoadSubgraph(subgraph, ctx, graph, depth));
       return;
     case Proto::TYPE_PROTO:
       out.type = Attribute::Type::kTypeProto;
@@ -356,7 +376,7 @@ void ConvertAttributeValue(const onnx::AttributeProto& proto, Attribute& out, co
   }
 }
 
-Attribute ConvertAttribute(const onnx::AttributeProto& proto, const LoadContext& ctx, const Graph& graph,
+Attribute ConvertAttribute(onnx::AttributeProto& proto, const LoadContext& ctx, const Graph& graph,
                            const Node& node, int depth) {
   const std::string what = node.Describe() + ": attribute '" + proto.name() + "'";
   if (proto.name().empty()) FailModel(ctx, node.Describe(), ": an attribute has no name");
@@ -369,7 +389,7 @@ Attribute ConvertAttribute(const onnx::AttributeProto& proto, const LoadContext&
   return attribute;
 }
 
-std::unique_ptr<Node> ConvertNode(const onnx::NodeProto& proto, size_t index, const LoadContext& ctx,
+std::unique_ptr<Node> ConvertNode(onnx::NodeProto& proto, size_t index, const LoadContext& ctx,
                                   const Graph& graph, int depth) {
   if (proto.op_type().empty()) FailModel(ctx, "graph '", graph.name, "': node ", index, " has no op_type");
   auto node = std::make_unique<Node>();
@@ -382,7 +402,7 @@ std::unique_ptr<Node> ConvertNode(const onnx::NodeProto& proto, size_t index, co
   node->opset = opset->second;
   node->inputs.assign(proto.input().begin(), proto.input().end());
   node->outputs.assign(proto.output().begin(), proto.output().end());
-  for (const auto& attribute_proto : proto.attribute()) {
+  for (auto& attribute_proto : *proto.mutable_attribute()) {
     Attribute attribute = ConvertAttribute(attribute_proto, ctx, graph, *node, depth);
     const std::string key = attribute.name;
     if (!node->attributes.emplace(key, std::move(attribute)).second)
@@ -391,10 +411,10 @@ std::unique_ptr<Node> ConvertNode(const onnx::NodeProto& proto, size_t index, co
   return node;
 }
 
-void LoadInitializers(const onnx::GraphProto& proto, const LoadContext& ctx, Graph& graph) {
+void LoadInitializers(onnx::GraphProto& proto, const LoadContext& ctx, Graph& graph) {
   if (proto.sparse_initializer_size() > 0)
     FailModel(ctx, "graph '", graph.name, "' has sparse initializers, which are not supported");
-  for (const auto& tensor_proto : proto.initializer()) {
+  for (auto& tensor_proto : *proto.mutable_initializer()) {
     const std::string what = "initializer '" + tensor_proto.name() + "'";
     if (tensor_proto.name().empty()) FailModel(ctx, "graph '", graph.name, "': an initializer has no name");
     if (graph.initializers.count(tensor_proto.name())) FailModel(ctx, what, " appears twice");
@@ -433,7 +453,7 @@ void LoadValueInfos(const onnx::GraphProto& proto, const LoadContext& ctx, Graph
   }
 }
 
-void LoadGraph(const onnx::GraphProto& proto, const LoadContext& ctx, Graph& graph, int depth) {
+void LoadGraph(onnx::GraphProto& proto, const LoadContext& ctx, Graph& graph, int depth) {
   if (depth > kMaxSubgraphDepth)
     FailModel(ctx, "subgraphs are nested more than ", kMaxSubgraphDepth, " levels deep");
   graph.name = proto.name();
@@ -443,7 +463,7 @@ void LoadGraph(const onnx::GraphProto& proto, const LoadContext& ctx, Graph& gra
   std::set<std::string> produced;
   graph.nodes.reserve(proto.node_size());
   for (int i = 0; i < proto.node_size(); ++i) {
-    std::unique_ptr<Node> node = ConvertNode(proto.node(i), static_cast<size_t>(i), ctx, graph, depth);
+    std::unique_ptr<Node> node = ConvertNode(*proto.mutable_node(i), static_cast<size_t>(i), ctx, graph, depth);
     for (const std::string& output : node->outputs)
       if (!output.empty() && !produced.insert(output).second)
         FailModel(ctx, node->Describe(), ": output '", output, "' is already produced by another node");
@@ -451,7 +471,7 @@ void LoadGraph(const onnx::GraphProto& proto, const LoadContext& ctx, Graph& gra
   }
 }
 
-std::shared_ptr<Graph> LoadSubgraph(const onnx::GraphProto& proto, const LoadContext& ctx, const Graph& parent,
+std::shared_ptr<Graph> LoadSubgraph(onnx::GraphProto& proto, const LoadContext& ctx, const Graph& parent,
                                     int depth) {
   auto graph = std::make_shared<Graph>();
   graph->parent = &parent;
@@ -500,10 +520,10 @@ std::map<std::string, int> LoadOpsets(const onnx::ModelProto& proto, const LoadC
   return opsets;
 }
 
-std::unique_ptr<Model> ConvertModel(const onnx::ModelProto& proto, const LoadContext& base_ctx) {
-  if (proto.ir_version() < kMinIrVersion || proto.ir_version() > kMaxIrVersion)
-    FailModel(base_ctx, "IR version ", proto.ir_version(), " is not supported (supported: ", kMinIrVersion, "..",
-              kMaxIrVersion, ")");
+std::unique_ptr<Model> ConvertModel(onnx::ModelProto& proto, const LoadContext& base_ctx) {
+  if (proto.ir_version() < kMinIrVersion)
+    FailModel(base_ctx, "IR version ", proto.ir_version(), " is not supported (supported: ", kMinIrVersion,
+              " and newer)");
   if (!proto.has_graph()) FailModel(base_ctx, "the model has no graph");
   LoadContext ctx = base_ctx;
   ctx.opsets = LoadOpsets(proto, ctx);
@@ -519,7 +539,7 @@ std::unique_ptr<Model> ConvertModel(const onnx::ModelProto& proto, const LoadCon
   for (const auto& entry : proto.metadata_props()) model->metadata[entry.key()] = entry.value();
   model->graph_name = proto.graph().name();
   model->graph = std::make_unique<Graph>();
-  LoadGraph(proto.graph(), ctx, *model->graph, 0);
+  LoadGraph(*proto.mutable_graph(), ctx, *model->graph, 0);
   try {
     SortRecursively(*model->graph, {});
     InferElementTypes(*model->graph);
@@ -544,19 +564,63 @@ std::unique_ptr<Model> LoadModelFromBytes(const void* data, size_t size, const s
   return ConvertModel(proto, ctx);
 }
 
+namespace {
+
+// A read-only mapping of a whole file: the parser reads the page cache directly, with no copy of the file into
+// freshly allocated memory.
+class MappedFile {
+ public:
+  explicit MappedFile(const std::filesystem::path& path) {
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) Fail(ErrorCode::kIo, "cannot read model '", path.string(), "': ", std::strerror(errno));
+    struct stat info{};
+    if (::fstat(fd, &info) != 0) {
+      const int error = errno;
+      ::close(fd);
+      Fail(ErrorCode::kIo, "cannot read model '", path.string(), "': ", std::strerror(error));
+    }
+    size_ = static_cast<size_t>(info.st_size);
+    if (size_ > static_cast<size_t>(INT_MAX)) {
+      ::close(fd);
+      Fail(ErrorCode::kInvalidModel, "model '", path.string(), "' is ", size_,
+           " bytes; protobuf models must be under 2 GiB (store weights as external data)");
+    }
+    if (size_ > 0) {
+      void* mapped = ::mmap(nullptr, size_, PROT_READ, MAP_PRIVATE, fd, 0);
+      if (mapped == MAP_FAILED) {
+        const int error = errno;
+        ::close(fd);
+        Fail(ErrorCode::kIo, "cannot map model '", path.string(), "': ", std::strerror(error));
+      }
+      ::madvise(mapped, size_, MADV_SEQUENTIAL);
+      data_ = mapped;
+    }
+    ::close(fd);
+  }
+  ~MappedFile() {
+    if (data_ != nullptr) ::munmap(data_, size_);
+  }
+  MappedFile(const MappedFile&) = delete;
+  MappedFile& operator=(const MappedFile&) = delete;
+
+  const void* data() const { return data_ != nullptr ? data_ : ""; }
+  size_t size() const { return size_; }
+
+ private:
+  void* data_ = nullptr;
+  size_t size_ = 0;
+};
+
+}  // namespace
+
 std::unique_ptr<Model> LoadModel(const std::filesystem::path& path) {
   std::error_code ec;
-  const uintmax_t size = std::filesystem::file_size(path, ec);
-  if (ec) Fail(ErrorCode::kIo, "cannot read model '", path.string(), "': ", ec.message());
-  if (size > static_cast<uintmax_t>(INT_MAX))
-    Fail(ErrorCode::kInvalidModel, "model '", path.string(), "' is ", size,
-         " bytes; protobuf models must be under 2 GiB (store weights as external data)");
-  std::ifstream in(path, std::ios::binary);
-  std::string bytes(static_cast<size_t>(size), '\0');
-  if (!in || !in.read(bytes.data(), static_cast<std::streamsize>(size)))
-    Fail(ErrorCode::kIo, "cannot read model '", path.string(), "'");
+  if (!std::filesystem::is_regular_file(path, ec))
+    Fail(ErrorCode::kIo, "cannot read model '", path.string(), "': ",
+         ec ? ec.message() : (std::filesystem::exists(path, ec) ? "not a regular file" : "No such file or directory"));
+  const MappedFile file(path);
   const std::filesystem::path folder = path.has_parent_path() ? path.parent_path() : std::filesystem::path(".");
-  auto model = LoadModelFromBytes(bytes.data(), bytes.size(), folder, path.string());
+  auto model = LoadModelFromBytes(file.data(), file.size(), folder, path.string());
   model->path = path;
   return model;
 }

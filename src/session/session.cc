@@ -125,8 +125,11 @@ struct Session::Impl {
   void SetUpServices();
   std::unique_ptr<SubgraphRunner> CompileSubgraph(const Graph& subgraph);
   std::vector<ExecutionProvider*> ProviderList() const;
-  // `synchronize_anyway` waits for the streams even when run_options.synchronize is false.
-  std::vector<Value> Execute(RunRequest& request, const RunOptions& run_options, bool synchronize_anyway = false) const;
+  // Whether a run waits for its streams at its end: as run_options.synchronize says, or never (the caller waits
+  // later, after queuing more work such as the copies of outputs to the host).
+  enum class EndOfRun { kAsOptionsSay, kNoWait };
+  std::vector<Value> Execute(RunRequest& request, const RunOptions& run_options,
+                             EndOfRun end = EndOfRun::kAsOptionsSay) const;
   std::vector<Value> CollectInputs(const NamedValues& feeds) const;
   void CheckInput(const ValueInfo& info, const Value& value) const;
   size_t OutputIndex(const std::string& name) const;
@@ -477,11 +480,10 @@ std::vector<Value> Session::Impl::CollectInputs(const NamedValues& feeds) const 
   return values;
 }
 
-std::vector<Value> Session::Impl::Execute(RunRequest& request, const RunOptions& run_options,
-                                          bool synchronize_anyway) const {
+std::vector<Value> Session::Impl::Execute(RunRequest& request, const RunOptions& run_options, EndOfRun end) const {
   request.options = &run_options;
   request.threads = &threads;
-  request.synchronize = run_options.synchronize || synchronize_anyway;
+  request.synchronize = end == EndOfRun::kAsOptionsSay && run_options.synchronize;
   if (!run_options.tag.empty()) Log(LogLevel::kVerbose, "run '", run_options.tag, "'");
   return ExecutePlan(plan, request, request.streams != nullptr ? *request.streams->services : services);
 }
@@ -537,11 +539,13 @@ std::vector<Value> Session::Run(const NamedValues& feeds, const std::vector<std:
   for (const std::string& name : output_names) wanted.push_back(impl_->OutputIndex(name));
   if (output_names.empty())
     for (size_t i = 0; i < impl_->model->graph->outputs.size(); ++i) wanted.push_back(i);
-  // Outputs are returned in host memory, so the run must finish; `options` stays the caller's object
-  // so that a terminate flag set from another thread is seen.
-  std::vector<Value> produced = impl_->Execute(request, options, /*synchronize_anyway=*/true);
+  // Outputs are returned in host memory, so the run must finish: the copies of device outputs queue behind the
+  // run on its streams, and one wait at the end covers the run and every copy (no wait per output). `options`
+  // stays the caller's object so that a terminate flag set from another thread is seen.
+  std::vector<Value> produced = impl_->Execute(request, options, Impl::EndOfRun::kNoWait);
   std::vector<Value> result;
-  for (size_t i : wanted) result.push_back(CopyValueTo(produced[i], MemoryInfo::Host(), streams.services, true));
+  for (size_t i : wanted) result.push_back(CopyValueTo(produced[i], MemoryInfo::Host(), streams.services, false));
+  streams.Synchronize();
   tracer.Finish(/*synchronized=*/true);
   return result;
 }

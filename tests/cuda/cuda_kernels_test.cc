@@ -265,6 +265,10 @@ std::vector<FusedMatMulCase> FusedMatMulCases() {
       {{4, 8}, {8, 5}, 1.0f, false, std::nullopt, "Relu", {}},
       {{3, 4}, {4, 5}, 2.0f, true, Shape{2, 1, 5}, "LeakyRelu", {0.1f}},          // the addend widens Y
       {{5, 8}, {8, 3}, 1.0f, true, std::nullopt, "GeluTanh", {}},
+      // cuBLASLt's epilogues: bias + ReLU, ReLU then an addend (a kernel), a batch with a bias.
+      {{6, 16}, {16, 24}, 1.0f, true, std::nullopt, "Relu", {}},
+      {{2, 3, 8}, {8, 5}, 1.0f, true, Shape{2, 3, 5}, "Relu", {}},
+      {{2, 4, 6, 8}, {2, 4, 8, 6}, 0.5f, true, std::nullopt, "", {}},
   };
 }
 
@@ -440,6 +444,9 @@ TEST_F(CudaKernelTest, GemmWithTransposesAndBroadcastC) {
       {{4, 7}, {7, 5}, {5}, 0, 0, 1.0f, 1.0f},      {{7, 4}, {7, 5}, {4, 5}, 1, 0, 0.5f, 2.0f},
       {{4, 7}, {5, 7}, {4, 1}, 0, 1, 1.0f, 1.0f},   {{7, 4}, {5, 7}, {}, 1, 1, 2.0f, 0.5f},
       {{1, 2048}, {1000, 2048}, {1000}, 0, 1, 1.0f, 1.0f},  // ResNet-50's classifier
+      // C as cuBLASLt's bias ([N] or [1, N] with beta 1), as its C matrix ([M, N]), or broadcast into Y first.
+      {{3, 6}, {6, 9}, {1, 9}, 0, 0, 1.0f, 1.0f},   {{3, 6}, {6, 9}, {9}, 0, 0, 1.0f, 0.5f},
+      {{3, 6}, {6, 9}, {3, 9}, 0, 0, 1.0f, 1.0f},   {{1, 6}, {6, 9}, {1, 9}, 0, 0, 1.0f, 1.0f},
   };
   for (const GemmCase& c : cases) {
     OpTester t("Gemm", 13);
@@ -456,12 +463,20 @@ TEST_F(CudaKernelTest, GemmWithTransposesAndBroadcastC) {
     const std::vector<Tensor> actual = RunOnCuda(exact.SerializedModel(), {{"A", a}}, {{"use_tf32", "0"}});
     EXPECT_EQ(CompareTensors(expected[0], actual[0], 1e-4, 1e-4), "") << c.a.ToString() << " x " << c.b.ToString();
   }
-  CompareFloat16WithCpu(
-      "Gemm", 13, {RandomTensor(kF16, {8, 64}, 87), RandomTensor(kF16, {32, 64}, 88), RandomTensor(kF16, {32}, 89)},
-      [](OpTester& t, const std::vector<Tensor>& in) {
-        t.Attr("transB", int64_t{1}).Input("A", in[0]).Input("B", in[1], true).Input("C", in[2], true);
-      },
-      kHalfAbsolute, kHalfRelative);
+  for (const Shape& c_shape : {Shape{32}, Shape{8, 32}, Shape{8, 1}}) {
+    CompareFloat16WithCpu(
+        "Gemm", 13, {RandomTensor(kF16, {8, 64}, 87), RandomTensor(kF16, {32, 64}, 88), RandomTensor(kF16, c_shape, 89)},
+        [](OpTester& t, const std::vector<Tensor>& in) {
+          t.Attr("transB", int64_t{1}).Input("A", in[0]).Input("B", in[1], true).Input("C", in[2], true);
+        },
+        kHalfAbsolute, kHalfRelative);
+  }
+  OpTester no_c("Gemm", 13);
+  const Tensor a = RandomTensor(kF32, {5, 7}, 80);
+  no_c.Input("A", a).Input("B", RandomTensor(kF32, {7, 3}, 79), true).OutputName("Y");
+  const std::vector<Tensor> expected = no_c.RunOn("cpu");
+  const std::vector<Tensor> actual = RunOnCuda(no_c.SerializedModel(), {{"A", a}}, {{"use_tf32", "0"}});
+  EXPECT_EQ(CompareTensors(expected[0], actual[0], 1e-4, 1e-4), "");
 }
 
 TEST_F(CudaKernelTest, MatMulWithBatchBroadcastingAndVectors) {
@@ -539,6 +554,20 @@ TEST_F(CudaKernelTest, ConcatAndTranspose) {
         .OutputName("Y");
     t.CompareWithCpu({"cuda"});
   }
+  // More inputs than one launch takes (32), an empty one, and byte-sized rows (no wider copy words).
+  OpTester many("Concat", 13);
+  many.Attr("axis", int64_t{1});
+  const char kLetters[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMN";  // 40 input names
+  for (int i = 0; i < 40; ++i)
+    many.Input(std::string(1, kLetters[i]), RandomTensor(kF16, {2, i == 7 ? 0 : 1 + i % 3, 5}, 130 + i));
+  many.OutputName("Y");
+  many.CompareWithCpu({"cuda"});
+  OpTester bytes("Concat", 13);
+  bytes.Attr("axis", int64_t{-1})
+      .Input("A", RandomTensor(DataType::kUInt8, {3, 3}, 128, 0, 255))
+      .Input("B", RandomTensor(DataType::kUInt8, {3, 1}, 129, 0, 255))
+      .OutputName("Y");
+  bytes.CompareWithCpu({"cuda"});
   OpTester uneven("Concat", 13);
   uneven.Attr("axis", int64_t{1})
       .Input("A", RandomTensor(DataType::kInt64, {2, 1, 3}, 124, -9, 9))

@@ -4,17 +4,11 @@
 
 namespace tessera::cuda {
 
-namespace {
-
-// cuBLAS's recommended workspace on Hopper; enough for every GEMM algorithm it picks.
-constexpr int64_t kCublasWorkspaceBytes = int64_t{32} << 20;
-
-}  // namespace
-
 LibraryHandles::~LibraryHandles() {
   for (const auto& handles : streams_) {
     if (handles->cudnn != nullptr) cudnnDestroy(handles->cudnn);
     if (handles->cublas != nullptr) cublasDestroy(handles->cublas);
+    if (handles->cublas_lt != nullptr) cublasLtDestroy(handles->cublas_lt);
   }
 }
 
@@ -46,22 +40,42 @@ cudnnHandle_t LibraryHandles::Lease::cudnn() const {
   return handles_->cudnn;
 }
 
+Tensor& LibraryHandles::Lease::CublasWorkspace() const {
+  if (!handles_->cublas_workspace.defined())
+    handles_->cublas_workspace = Tensor::Allocate(DataType::kUInt8, Shape{static_cast<int64_t>(kCublasWorkspaceBytes)},
+                                                  owner_->device_memory_);
+  return handles_->cublas_workspace;
+}
+
 cublasHandle_t LibraryHandles::Lease::cublas() const {
   if (handles_->cublas == nullptr) {
     DeviceGuard guard(owner_->ordinal_);
-    Tensor workspace = Tensor::Allocate(DataType::kUInt8, Shape{kCublasWorkspaceBytes}, owner_->device_memory_);
+    void* workspace = CublasWorkspace().raw_data();
     cublasHandle_t handle = nullptr;
     CheckCublas(cublasCreate(&handle), "cublasCreate on GPU ", owner_->ordinal_);
     // cublasSetStream resets the workspace to cuBLAS's own pool, so the workspace is set after it.
     cublasStatus_t status = cublasSetStream(handle, handles_->stream);
-    if (status == CUBLAS_STATUS_SUCCESS)
-      status = cublasSetWorkspace(handle, workspace.raw_data(), static_cast<size_t>(kCublasWorkspaceBytes));
+    if (status == CUBLAS_STATUS_SUCCESS) status = cublasSetWorkspace(handle, workspace, kCublasWorkspaceBytes);
     if (status != CUBLAS_STATUS_SUCCESS) cublasDestroy(handle);
     CheckCublas(status, "binding a cuBLAS handle to its stream and workspace");
     handles_->cublas = handle;
-    handles_->cublas_workspace = std::move(workspace);
   }
   return handles_->cublas;
+}
+
+cublasLtHandle_t LibraryHandles::Lease::cublas_lt() const {
+  if (handles_->cublas_lt == nullptr) {
+    DeviceGuard guard(owner_->ordinal_);
+    cublasLtHandle_t handle = nullptr;
+    CheckCublas(cublasLtCreate(&handle), "cublasLtCreate on GPU ", owner_->ordinal_);
+    handles_->cublas_lt = handle;
+  }
+  return handles_->cublas_lt;
+}
+
+void* LibraryHandles::Lease::cublas_workspace() const {
+  DeviceGuard guard(owner_->ordinal_);
+  return CublasWorkspace().raw_data();
 }
 
 void* LibraryHandles::Lease::workspace(size_t bytes) const {

@@ -14,6 +14,7 @@
 // destroyed, since captured graphs may still use it.
 #pragma once
 
+#include <cublasLt.h>
 #include <cublas_v2.h>
 #include <cudnn.h>
 #include <cuda_runtime_api.h>
@@ -53,7 +54,8 @@ class LibraryHandles {
     std::mutex mutex;
     cudnnHandle_t cudnn = nullptr;
     cublasHandle_t cublas = nullptr;
-    Tensor cublas_workspace;
+    cublasLtHandle_t cublas_lt = nullptr;
+    Tensor cublas_workspace;  // shared by cuBLAS and cuBLASLt calls on the stream
     Tensor cudnn_workspace;
     std::vector<Tensor> retired_workspaces;
   };
@@ -65,6 +67,11 @@ class LibraryHandles {
     cudnnHandle_t cudnn() const;
     // The cuBLAS handle bound to the stream, using the stream's persistent cuBLAS workspace.
     cublasHandle_t cublas() const;
+    // A cuBLASLt handle for calls on the stream (cuBLASLt takes the stream per call).
+    cublasLtHandle_t cublas_lt() const;
+    // The stream's persistent cuBLAS workspace, for cuBLASLt calls: kCublasWorkspaceBytes at cublas_workspace().
+    void* cublas_workspace() const;
+    static constexpr size_t kCublasWorkspaceBytes = size_t{32} << 20;  // cuBLAS's recommendation on Hopper
     // At least `bytes` of scratch memory for cuDNN on this stream, valid while no graph using it can be
     // replayed (i.e. for the EP's lifetime); nullptr for 0 bytes.
     void* workspace(size_t bytes) const;
@@ -72,6 +79,7 @@ class LibraryHandles {
    private:
     friend class LibraryHandles;
     Lease(const LibraryHandles& owner, PerStream& handles) : lock_(handles.mutex), owner_(&owner), handles_(&handles) {}
+    Tensor& CublasWorkspace() const;
     std::unique_lock<std::mutex> lock_;
     const LibraryHandles* owner_;
     PerStream* handles_;

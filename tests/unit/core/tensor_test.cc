@@ -29,6 +29,35 @@ TEST(TensorTest, WrapBorrowsWithoutCopying) {
   EXPECT_THROW(Tensor::Wrap(DataType::kFloat, {3, 2}, data.data(), 16, MemoryInfo::Host()), Error);
 }
 
+TEST(TensorTest, ShareKeepsItsOwnerAliveWithoutCopying) {
+  bool released = false;
+  auto values = std::shared_ptr<std::vector<float>>(new std::vector<float>{1, 2, 3, 4, 5, 6},
+                                                    [&released](std::vector<float>* v) {
+                                                      released = true;
+                                                      delete v;
+                                                    });
+  float* data = values->data();
+  {
+    Tensor t = Tensor::Share(DataType::kFloat, {2, 3}, values, data, 6 * sizeof(float), MemoryInfo::Host());
+    values.reset();
+    EXPECT_FALSE(released) << "the tensor keeps its owner";
+    EXPECT_FALSE(t.is_borrowed());
+    EXPECT_EQ(t.raw_data(), data);
+    EXPECT_EQ(t.ToVector<float>(), (std::vector<float>{1, 2, 3, 4, 5, 6}));
+    Tensor view = t.Reshaped({6});
+    t = Tensor();
+    EXPECT_FALSE(released) << "a view shares the owner too";
+  }
+  EXPECT_TRUE(released);
+  auto bytes = std::make_shared<std::vector<char>>(64);
+  EXPECT_THROW(Tensor::Share(DataType::kFloat, {4}, bytes, bytes->data() + 1, 32, MemoryInfo::Host()), Error)
+      << "misaligned floats";
+  EXPECT_THROW(Tensor::Share(DataType::kFloat, {16}, bytes, bytes->data(), 32, MemoryInfo::Host()), Error)
+      << "too small";
+  EXPECT_THROW(Tensor::Share(DataType::kString, {1}, bytes, bytes->data(), 64, MemoryInfo::Host()), Error);
+  EXPECT_THROW(Tensor::Share(DataType::kFloat, {1}, nullptr, bytes->data(), 64, MemoryInfo::Host()), Error);
+}
+
 TEST(TensorTest, TypedAccessIsChecked) {
   Tensor t = Tensor::FromVector<int64_t>({3}, {1, 2, 3});
   EXPECT_THROW(t.Data<float>(), Error);

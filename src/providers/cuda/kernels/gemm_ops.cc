@@ -7,22 +7,11 @@
 #include "providers/cpu/common/broadcast.h"
 #include "providers/cuda/kernels/cuda_kernels.h"
 #include "providers/cuda/kernels/kernel_utils.h"
+#include "providers/cuda/kernels/lt_matmul.h"
 
 namespace tessera::cuda {
 
 namespace {
-
-// Row-major, batched: out[i] = alpha * op(a[i]) * op(b[i]) + beta * out[i] for i < batch, where
-// operand i starts stride elements after operand i - 1 (stride 0: one matrix shared by all).
-struct GemmCall {
-  bool trans_a = false, trans_b = false;
-  int64_t m = 0, n = 0, k = 0;
-  const void* a = nullptr;
-  const void* b = nullptr;
-  void* out = nullptr;
-  float alpha = 1.0f, beta = 0.0f;
-  int64_t batch = 1, stride_a = 0, stride_b = 0, stride_out = 0;
-};
 
 int CheckedInt(const KernelContext& ctx, int64_t value) {
   if (value > INT_MAX)
@@ -30,8 +19,10 @@ int CheckedInt(const KernelContext& ctx, int64_t value) {
   return static_cast<int>(value);
 }
 
-void RowMajorGemm(const KernelContext& ctx, const CudaExecutionProvider& ep, DataType type, const GemmCall& c) {
-  const bool half = type == DataType::kFloat16;
+// The product through cuBLAS's strided-batched GEMM: out = alpha * op(a) x op(b) + beta * out. Neither c (other
+// than out itself) nor an epilogue.
+void CublasProduct(const KernelContext& ctx, const CudaExecutionProvider& ep, const RowMajorProduct& c) {
+  const bool half = c.type == DataType::kFloat16;
   const cudaDataType_t data = half ? CUDA_R_16F : CUDA_R_32F;
   const cublasComputeType_t compute =
       !half && ep.options().use_tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
@@ -45,6 +36,21 @@ void RowMajorGemm(const KernelContext& ctx, const CudaExecutionProvider& ep, Dat
                                          CheckedInt(ctx, c.n), c.stride_out, CheckedInt(ctx, c.batch), compute,
                                          CUBLAS_GEMM_DEFAULT),
               ctx.node().Describe(), ": cublasGemmStridedBatchedEx");
+}
+
+// out = alpha * op(a) x op(b) + beta * out through cuBLASLt's cached plan when it has one, else cuBLAS.
+void PlainProduct(const KernelContext& ctx, const CudaExecutionProvider& ep, const LtMatmulPlans& plans,
+                  RowMajorProduct product) {
+  product.c = product.beta != 0.0f ? product.out : nullptr;
+  product.epilogue = LtEpilogue::kNone;
+  product.bias = nullptr;
+  if (!plans.Run(ctx, ep, product)) CublasProduct(ctx, ep, product);
+}
+
+// Whether C of a Gemm is a bias: one value per output column ([N] or [1, N]).
+bool IsColumnBias(const Tensor& c, int64_t n) {
+  const Shape& shape = c.shape();
+  return (shape.rank() == 1 && shape[0] == n) || (shape.rank() == 2 && shape[0] == 1 && shape[1] == n);
 }
 
 class GemmKernel : public Kernel {
@@ -64,7 +70,8 @@ class GemmKernel : public Kernel {
     if (a.shape().rank() != 2 || b.shape().rank() != 2)
       Fail(ErrorCode::kInvalidArgument, ctx.node().Describe(), ": A ", a.shape().ToString(), " and B ",
            b.shape().ToString(), " must be matrices");
-    GemmCall call;
+    RowMajorProduct call;
+    call.type = a.type();
     call.trans_a = trans_a_;
     call.trans_b = trans_b_;
     call.m = trans_a_ ? a.shape()[1] : a.shape()[0];
@@ -79,35 +86,58 @@ class GemmKernel : public Kernel {
     if (y.NumElements() == 0) return;
     const bool add_c = c != nullptr && beta_ != 0.0f && c->NumElements() > 0;
     if (add_c) {
+      if (c->type() != a.type())
+        Fail(ErrorCode::kInvalidArgument, ctx.node().Describe(), ": C is ", c->Describe(), ", A is ", a.Describe());
       cpu::CheckUnidirectionalBroadcast(ctx.node(), c->shape(), y_shape, "C");
-      const launch::BroadcastIndex index = MakeBroadcastIndex(ctx, y_shape, c->shape(), Shape{});
-      CheckLaunch(ctx, launch::BroadcastTo(type, c->raw_data(), y.raw_data(), y.NumElements(), index, StreamOf(ctx)),
-                  "broadcast of C");
     }
     call.a = a.raw_data();
     call.b = b.raw_data();
     call.out = y.raw_data();
     call.alpha = alpha_;
+    // One cuBLASLt call when C is a bias of the columns (beta 1: the bias epilogue) or has Y's shape.
+    if (call.k > 0) {
+      RowMajorProduct fused = call;
+      bool fusable = true;
+      if (add_c && beta_ == 1.0f && IsColumnBias(*c, call.n)) {
+        fused.epilogue = LtEpilogue::kBias;
+        fused.bias = c->raw_data();
+      } else if (add_c && c->shape() == y_shape) {
+        fused.c = c->raw_data();
+        fused.beta = beta_;
+      } else {
+        fusable = !add_c;
+      }
+      if (fusable && plans_.Run(ctx, ep_, fused)) return;
+    }
+    // Otherwise C is broadcast into Y first and accumulated into by the product.
+    if (add_c) {
+      const launch::BroadcastIndex index = MakeBroadcastIndex(ctx, y_shape, c->shape(), Shape{});
+      CheckLaunch(ctx, launch::BroadcastTo(type, c->raw_data(), y.raw_data(), y.NumElements(), index, StreamOf(ctx)),
+                  "broadcast of C");
+    }
     call.beta = add_c ? beta_ : 0.0f;
     if (call.k == 0 && !add_c) {
       CheckCuda(cudaMemsetAsync(y.raw_data(), 0, y.SizeInBytes(), StreamOf(ctx)), ctx.node().Describe(), ": memset");
       return;
     }
-    RowMajorGemm(ctx, ep_, a.type(), call);
+    PlainProduct(ctx, ep_, plans_, call);
   }
 
  private:
   const CudaExecutionProvider& ep_;
   float alpha_, beta_;
   bool trans_a_, trans_b_;
+  LtMatmulPlans plans_;
 };
 
 // numpy.matmul: 1-D operands are promoted to matrices (and the added dimension dropped from the
 // result); batch dimensions broadcast. Also ai.tessera::FusedMatMul(A, B, bias?, addend?) with attributes
 // alpha, activation, activation_params (graph/passes/matmul_epilogue_fusion.h):
 //   Y = activation(alpha * (A x B) + bias) + addend
-// alpha goes into cuBLAS's call; bias, activation and addend into one epilogue kernel over Y. An addend that
-// widens the product (broadcasts to a larger shape) is added by the broadcasting Add from a temporary.
+// alpha goes into the product's call. cuBLASLt's epilogue takes the bias and a ReLU, and an addend of the product's
+// shape when there is no activation; whatever it cannot take (other activations, an addend after an activation or
+// broadcasting to the product) goes into one epilogue kernel over Y. An addend that widens the product (broadcasts
+// to a larger shape) is added by the broadcasting Add from a temporary.
 class MatMulKernel : public Kernel {
  public:
   explicit MatMulKernel(const KernelInfo& info)
@@ -127,7 +157,8 @@ class MatMulKernel : public Kernel {
     const bool a_vector = a_dims.size() == 1, b_vector = b_dims.size() == 1;
     if (a_vector) a_dims.insert(a_dims.begin(), 1);
     if (b_vector) b_dims.push_back(1);
-    GemmCall call;
+    RowMajorProduct call;
+    call.type = a.type();
     call.m = a_dims[a_dims.size() - 2];
     call.k = a_dims.back();
     call.n = b_dims.back();
@@ -151,6 +182,7 @@ class MatMulKernel : public Kernel {
     const bool widening = y_shape != product_shape;
     Tensor product = widening ? Tensor::Allocate(a.type(), product_shape, ctx.allocator()) : Tensor();
     Tensor& target = widening ? product : y;
+    Epilogue rest{bias, activation_, widening ? nullptr : addend};
     if (call.k == 0) {
       CheckCuda(cudaMemsetAsync(target.raw_data(), 0, target.SizeInBytes(), StreamOf(ctx)), ctx.node().Describe(),
                 ": memset");
@@ -159,12 +191,50 @@ class MatMulKernel : public Kernel {
       call.b = b.raw_data();
       call.out = target.raw_data();
       call.alpha = alpha_;
-      Multiply(ctx, a.type(), call, a_batch, b_batch, batch);
+      if (!Batch(call, a_batch, b_batch, batch)) {
+        MultiplyEach(ctx, call, a_batch, b_batch, batch);
+      } else {
+        RowMajorProduct fused = call;
+        const Epilogue fused_rest = FuseIntoProduct(fused, rest, product_shape);
+        if (plans_.Run(ctx, ep_, fused))
+          rest = fused_rest;
+        else
+          CublasProduct(ctx, ep_, call);
+      }
     }
-    if (fused_) ApplyEpilogue(ctx, target, call.n, bias, widening ? nullptr : addend, widening ? &y : nullptr, addend);
+    ApplyEpilogue(ctx, target, call.n, rest, widening ? &y : nullptr, addend);
   }
 
  private:
+  // What of bias, activation and addend is still to be applied to the product.
+  struct Epilogue {
+    const Tensor* bias = nullptr;
+    launch::EpilogueActivation activation;
+    const Tensor* addend = nullptr;  // with the product's shape or broadcasting to it
+  };
+
+  // Moves into `product` what cuBLASLt fuses into the product's kernel (bias, ReLU, and an addend of the
+  // product's shape when there is no activation: Y = alpha * A x B + addend + bias) and returns what is left.
+  static Epilogue FuseIntoProduct(RowMajorProduct& product, Epilogue rest, const Shape& product_shape) {
+    using Kind = launch::EpilogueActivation::Kind;
+    const Kind kind = rest.activation.kind;
+    if (kind != Kind::kNone && kind != Kind::kRelu) return rest;
+    if (rest.bias != nullptr) {
+      product.epilogue = kind == Kind::kRelu ? LtEpilogue::kReluBias : LtEpilogue::kBias;
+      product.bias = rest.bias->raw_data();
+      rest.bias = nullptr;
+    } else if (kind == Kind::kRelu) {
+      product.epilogue = LtEpilogue::kRelu;
+    }
+    rest.activation = {};
+    if (kind == Kind::kNone && rest.addend != nullptr && rest.addend->shape() == product_shape) {
+      product.c = rest.addend->raw_data();
+      product.beta = 1.0f;
+      rest.addend = nullptr;
+    }
+    return rest;
+  }
+
   static void CheckEpilogueOperands(const KernelContext& ctx, DataType type, const Tensor* bias, const Tensor* addend,
                                     int64_t columns) {
     if ((bias != nullptr && bias->type() != type) || (addend != nullptr && addend->type() != type))
@@ -174,14 +244,15 @@ class MatMulKernel : public Kernel {
            " must be 1-D with N = ", columns, " values");
   }
 
-  // product = activation(product + bias) (+ addend when it has the product's shape or broadcasts to it);
-  // with `widened` set, widened = product + addend, broadcasting both.
-  void ApplyEpilogue(const KernelContext& ctx, Tensor& product, int64_t columns, const Tensor* bias,
-                     const Tensor* addend, Tensor* widened, const Tensor* widening_addend) const {
+  // product = activation(product + bias) + addend for what `rest` holds; then, with `widened` set,
+  // widened = product + widening_addend, broadcasting both.
+  void ApplyEpilogue(const KernelContext& ctx, Tensor& product, int64_t columns, const Epilogue& rest,
+                     Tensor* widened, const Tensor* widening_addend) const {
     const launch::ElementType type = FloatElementType(ctx, product.type());
     const cudaStream_t stream = StreamOf(ctx);
-    const bool any = bias != nullptr || addend != nullptr ||
-                     activation_.kind != launch::EpilogueActivation::Kind::kNone;
+    const Tensor* addend = rest.addend;
+    const bool any = rest.bias != nullptr || addend != nullptr ||
+                     rest.activation.kind != launch::EpilogueActivation::Kind::kNone;
     if (any) {
       const bool same_shape = addend == nullptr || addend->shape() == product.shape();
       const launch::BroadcastIndex index =
@@ -189,7 +260,7 @@ class MatMulKernel : public Kernel {
                      : MakeBroadcastIndex(ctx, product.shape(), product.shape(), addend->shape());
       CheckLaunch(ctx,
                   launch::MatMulEpilogue(type, product.raw_data(), product.NumElements(), columns,
-                                         bias != nullptr ? bias->raw_data() : nullptr, activation_,
+                                         rest.bias != nullptr ? rest.bias->raw_data() : nullptr, rest.activation,
                                          addend != nullptr ? addend->raw_data() : nullptr,
                                          same_shape ? nullptr : &index, stream),
                   "epilogue launch");
@@ -203,31 +274,34 @@ class MatMulKernel : public Kernel {
                 "addend launch");
   }
 
-  void Multiply(const KernelContext& ctx, DataType type, GemmCall call, const Shape& a_batch, const Shape& b_batch,
-                const Shape& batch) const {
+  // Folds the batch dimensions into `call` (a taller product, or fixed strides between batch entries) and
+  // returns true; false when the batch needs one product per entry (general broadcasting).
+  static bool Batch(RowMajorProduct& call, const Shape& a_batch, const Shape& b_batch, const Shape& batch) {
     const int64_t batches = batch.NumElements();
     const int64_t a_count = a_batch.NumElements(), b_count = b_batch.NumElements();
-    const int64_t a_matrix = call.m * call.k, b_matrix = call.k * call.n, out_matrix = call.m * call.n;
     if (b_count == 1 && a_count == batches) {  // one B for every A: a single taller product
       call.m *= batches;
-      RowMajorGemm(ctx, ep_, type, call);
-      return;
+      return true;
     }
     // An operand holding every batch entry is indexed by the entry itself (broadcasting only added unit
     // dimensions); one holding a single matrix is shared. Either way a fixed stride reaches it.
     const bool a_linear = a_count == batches || a_count == 1;
     const bool b_linear = b_count == batches || b_count == 1;
-    if (a_linear && b_linear) {
-      call.batch = batches;
-      call.stride_a = a_count == 1 ? 0 : a_matrix;
-      call.stride_b = b_count == 1 ? 0 : b_matrix;
-      call.stride_out = out_matrix;
-      RowMajorGemm(ctx, ep_, type, call);
-      return;
-    }
-    // General broadcasting: one product per batch entry.
+    if (!a_linear || !b_linear) return false;
+    call.batch = batches;
+    call.stride_a = a_count == 1 ? 0 : call.m * call.k;
+    call.stride_b = b_count == 1 ? 0 : call.k * call.n;
+    call.stride_out = call.m * call.n;
+    return true;
+  }
+
+  // General broadcasting: one product per batch entry.
+  void MultiplyEach(const KernelContext& ctx, const RowMajorProduct& call, const Shape& a_batch, const Shape& b_batch,
+                    const Shape& batch) const {
+    const int64_t batches = batch.NumElements();
+    const int64_t a_matrix = call.m * call.k, b_matrix = call.k * call.n, out_matrix = call.m * call.n;
     const launch::BroadcastIndex index = MakeBroadcastIndex(ctx, batch, a_batch, b_batch);
-    const size_t element = SizeOf(type);
+    const size_t element = SizeOf(call.type);
     for (int64_t i = 0; i < batches; ++i) {
       int64_t rest = i, a_offset = 0, b_offset = 0;
       for (int d = index.rank - 1; d >= 0; --d) {
@@ -236,11 +310,11 @@ class MatMulKernel : public Kernel {
         a_offset += coordinate * index.a_strides[d];
         b_offset += coordinate * index.b_strides[d];
       }
-      GemmCall one = call;
+      RowMajorProduct one = call;
       one.a = static_cast<const char*>(call.a) + a_offset * a_matrix * element;
       one.b = static_cast<const char*>(call.b) + b_offset * b_matrix * element;
       one.out = static_cast<char*>(call.out) + i * out_matrix * element;
-      RowMajorGemm(ctx, ep_, type, one);
+      PlainProduct(ctx, ep_, plans_, one);
     }
   }
 
@@ -248,6 +322,7 @@ class MatMulKernel : public Kernel {
   bool fused_;                             // ai.tessera::FusedMatMul
   float alpha_;                            // FusedMatMul's scale of the product
   launch::EpilogueActivation activation_;  // FusedMatMul's activation (none for MatMul)
+  LtMatmulPlans plans_;
 };
 
 }  // namespace

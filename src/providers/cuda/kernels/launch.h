@@ -76,6 +76,21 @@ struct SplitParts {
 cudaError_t Split(int element_size, const void* in, int64_t outer, int64_t axis_dim, int64_t inner,
                   const SplitParts& parts, cudaStream_t stream);
 
+// ---- Concat (concat.cu) -------------------------------------------------------------------------
+// Up to kMaxConcatInputs inputs of one Concat in one launch: input j fills the axis positions
+// [begin[j], begin[j + 1]) and may be null when that range is empty.
+inline constexpr int kMaxConcatInputs = 32;
+struct ConcatParts {
+  int count = 0;
+  const void* data[kMaxConcatInputs] = {};
+  int64_t begin[kMaxConcatInputs + 1] = {};
+};
+// `out` viewed as [outer, axis_dim, inner] elements of `element_size` bytes: out[o, a, i] =
+// in_j[o, a - begin[j], i] for every a in [begin[0], begin[count]). Copies in the widest word (up to 16
+// bytes) that the row length and every pointer's alignment allow.
+cudaError_t Concat(int element_size, void* out, int64_t outer, int64_t axis_dim, int64_t inner,
+                   const ConcatParts& parts, cudaStream_t stream);
+
 // ---- comparisons, logic, selection (logic.cu) -----------------------------------------------------
 enum class CompareOp { kEqual, kLess, kLessOrEqual, kGreater, kGreaterOrEqual };
 // out[i] = a[i] op b[i] as bool; `index` as for Binary.

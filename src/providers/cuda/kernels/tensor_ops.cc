@@ -1,4 +1,5 @@
-// Concat (strided device-to-device copies, any element type) and Transpose (a gather kernel).
+// Concat (one copy kernel per 32 inputs, any element type) and Transpose (a gather kernel).
+#include <algorithm>
 #include <climits>
 #include <numeric>
 
@@ -34,19 +35,22 @@ class ConcatKernel : public Kernel {
     const Shape out_shape(dims);
     Tensor& out = ctx.Output(0, first.type(), out_shape);
     if (out.NumElements() == 0) return;
-    // Every input is a block of `outer` rows; its rows land side by side in the output's rows.
-    const size_t element = SizeOf(first.type());
-    const int64_t outer = out_shape.SizeTo(axis);
-    const size_t out_row = static_cast<size_t>(out_shape.SizeFrom(axis)) * element;
-    size_t column = 0;
-    for (size_t i = 0; i < ctx.NumInputs(); ++i) {
-      const Tensor& t = ctx.Input(i);
-      const size_t row = static_cast<size_t>(t.shape().SizeFrom(axis)) * element;
-      if (row > 0)
-        CheckCuda(cudaMemcpy2DAsync(static_cast<char*>(out.raw_data()) + column, out_row, t.raw_data(), row, row,
-                                    static_cast<size_t>(outer), cudaMemcpyDeviceToDevice, StreamOf(ctx)),
-                  ctx.node().Describe(), ": copy of input ", i);
-      column += row;
+    // One launch per kMaxConcatInputs inputs, each filling its range of the output's axis.
+    const int element_size = static_cast<int>(SizeOf(first.type()));
+    const int64_t outer = out_shape.SizeTo(axis), inner = out_shape.SizeFrom(axis + 1);
+    int64_t begin = 0;
+    for (size_t base = 0; base < ctx.NumInputs(); base += launch::kMaxConcatInputs) {
+      launch::ConcatParts parts;
+      parts.count = static_cast<int>(std::min<size_t>(launch::kMaxConcatInputs, ctx.NumInputs() - base));
+      parts.begin[0] = begin;
+      for (int j = 0; j < parts.count; ++j) {
+        const Tensor& t = ctx.Input(base + j);
+        parts.data[j] = t.NumElements() > 0 ? t.raw_data() : nullptr;
+        begin += t.shape()[axis];
+        parts.begin[j + 1] = begin;
+      }
+      CheckLaunch(ctx, launch::Concat(element_size, out.raw_data(), outer, dims[axis], inner, parts, StreamOf(ctx)),
+                  "concat launch");
     }
   }
 

@@ -1,0 +1,199 @@
+#include "providers/cuda/kernels/lt_matmul.h"
+
+#include <cublasLt.h>
+
+#include <mutex>
+
+#include "providers/cuda/cuda_handles.h"
+#include "providers/cuda/kernels/kernel_utils.h"
+
+namespace tessera::cuda {
+
+namespace {
+
+// The largest power of two (at most 256) dividing an address: the alignment cuBLASLt may assume for it.
+uint32_t AlignmentOf(const void* pointer) {
+  const uintptr_t address = reinterpret_cast<uintptr_t>(pointer);
+  uint32_t alignment = 256;
+  while (alignment > 1 && address % alignment != 0) alignment /= 2;
+  return alignment;
+}
+
+cublasLtEpilogue_t ToCublas(LtEpilogue epilogue) {
+  switch (epilogue) {
+    case LtEpilogue::kRelu: return CUBLASLT_EPILOGUE_RELU;
+    case LtEpilogue::kBias: return CUBLASLT_EPILOGUE_BIAS;
+    case LtEpilogue::kReluBias: return CUBLASLT_EPILOGUE_RELU_BIAS;
+    case LtEpilogue::kNone: break;
+  }
+  return CUBLASLT_EPILOGUE_DEFAULT;
+}
+
+template <typename Value>
+void SetDesc(const KernelContext& ctx, cublasLtMatmulDesc_t desc, cublasLtMatmulDescAttributes_t attribute,
+             const Value& value) {
+  CheckCublas(cublasLtMatmulDescSetAttribute(desc, attribute, &value, sizeof(value)), ctx.node().Describe(),
+              ": cublasLtMatmulDescSetAttribute");
+}
+
+template <typename Value>
+void SetLayout(const KernelContext& ctx, cublasLtMatrixLayout_t layout, cublasLtMatrixLayoutAttribute_t attribute,
+               const Value& value) {
+  CheckCublas(cublasLtMatrixLayoutSetAttribute(layout, attribute, &value, sizeof(value)), ctx.node().Describe(),
+              ": cublasLtMatrixLayoutSetAttribute");
+}
+
+struct DescDeleter {
+  void operator()(cublasLtMatmulDesc_t desc) const { cublasLtMatmulDescDestroy(desc); }
+};
+struct LayoutDeleter {
+  void operator()(cublasLtMatrixLayout_t layout) const { cublasLtMatrixLayoutDestroy(layout); }
+};
+struct PreferenceDeleter {
+  void operator()(cublasLtMatmulPreference_t preference) const { cublasLtMatmulPreferenceDestroy(preference); }
+};
+using DescPtr = std::unique_ptr<cublasLtMatmulDescOpaque_t, DescDeleter>;
+using LayoutPtr = std::unique_ptr<cublasLtMatrixLayoutOpaque_t, LayoutDeleter>;
+using PreferencePtr = std::unique_ptr<cublasLtMatmulPreferenceOpaque_t, PreferenceDeleter>;
+
+}  // namespace
+
+struct LtMatmulPlans::Key {
+  DataType type;
+  bool tf32, trans_a, trans_b, with_c;
+  int64_t m, n, k, batch, stride_a, stride_b, stride_out;
+  LtEpilogue epilogue;
+  const void* bias;
+  uint32_t align_a, align_b, align_c, align_out;
+
+  bool operator==(const Key&) const = default;
+};
+
+struct LtMatmulPlans::Plan {
+  Key key;
+  bool supported = false;  // false: cuBLASLt found no algorithm
+  DescPtr desc;
+  LayoutPtr a_layout, b_layout, out_layout;  // cuBLASLt's A (our b), B (our a), C and D
+  cublasLtMatmulAlgo_t algo{};
+  size_t workspace_bytes = 0;
+};
+
+LtMatmulPlans::LtMatmulPlans() = default;
+LtMatmulPlans::~LtMatmulPlans() = default;
+
+bool LtMatmulPlans::Supports(const RowMajorProduct& product) {
+  const bool with_bias = product.epilogue == LtEpilogue::kBias || product.epilogue == LtEpilogue::kReluBias;
+  if (with_bias && (product.bias == nullptr || AlignmentOf(product.bias) < 16)) return false;
+  if (product.m == 0 || product.n == 0 || product.k == 0) return false;
+  return product.batch == 1 || (product.stride_a != 0 && product.stride_b != 0 && product.stride_out != 0);
+}
+
+std::shared_ptr<const LtMatmulPlans::Plan> LtMatmulPlans::Find(const Key& key) const {
+  std::shared_lock<std::shared_mutex> lock(mutex_);
+  for (const auto& plan : plans_)
+    if (plan->key == key) return plan;
+  return nullptr;
+}
+
+bool LtMatmulPlans::Run(const KernelContext& ctx, const CudaExecutionProvider& ep,
+                        const RowMajorProduct& product) const {
+  if (!Supports(product)) return false;
+  const bool half = product.type == DataType::kFloat16;
+  const Key key{product.type,
+                !half && ep.options().use_tf32,
+                product.trans_a,
+                product.trans_b,
+                product.c != nullptr,
+                product.m,
+                product.n,
+                product.k,
+                product.batch,
+                product.stride_a,
+                product.stride_b,
+                product.stride_out,
+                product.epilogue,
+                product.bias,
+                AlignmentOf(product.a),
+                AlignmentOf(product.b),
+                AlignmentOf(product.c != nullptr ? product.c : product.out),
+                AlignmentOf(product.out)};
+  const cudaStream_t stream = StreamOf(ctx);
+  LibraryHandles::Lease lease = ep.handles().Acquire(stream);
+  std::shared_ptr<const Plan> plan = Find(key);
+  if (plan == nullptr) {
+    auto made = std::make_shared<Plan>();
+    made->key = key;
+    const std::string node = ctx.node().Describe();
+    const cudaDataType_t data = half ? CUDA_R_16F : CUDA_R_32F;
+    const cublasComputeType_t compute = key.tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
+    cublasLtMatmulDesc_t desc = nullptr;
+    CheckCublas(cublasLtMatmulDescCreate(&desc, compute, CUDA_R_32F), node, ": cublasLtMatmulDescCreate");
+    made->desc.reset(desc);
+    // Column-major: out^T [n, m] = op(b)^T [n, k] x op(a)^T [k, m].
+    const cublasOperation_t op_b = product.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
+    const cublasOperation_t op_a = product.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
+    SetDesc(ctx, desc, CUBLASLT_MATMUL_DESC_TRANSA, op_b);
+    SetDesc(ctx, desc, CUBLASLT_MATMUL_DESC_TRANSB, op_a);
+    SetDesc(ctx, desc, CUBLASLT_MATMUL_DESC_EPILOGUE, ToCublas(product.epilogue));
+    if (product.epilogue == LtEpilogue::kBias || product.epilogue == LtEpilogue::kReluBias)
+      SetDesc(ctx, desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, product.bias);
+    auto layout = [&](uint64_t rows, uint64_t cols, int64_t stride) {
+      cublasLtMatrixLayout_t made_layout = nullptr;
+      CheckCublas(cublasLtMatrixLayoutCreate(&made_layout, data, rows, cols, static_cast<int64_t>(rows)), node,
+                  ": cublasLtMatrixLayoutCreate");
+      LayoutPtr owned(made_layout);
+      if (product.batch > 1) {
+        SetLayout(ctx, made_layout, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, static_cast<int32_t>(product.batch));
+        SetLayout(ctx, made_layout, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, stride);
+      }
+      return owned;
+    };
+    const uint64_t m = static_cast<uint64_t>(product.m), n = static_cast<uint64_t>(product.n),
+                   k = static_cast<uint64_t>(product.k);
+    made->a_layout = product.trans_b ? layout(k, n, product.stride_b) : layout(n, k, product.stride_b);
+    made->b_layout = product.trans_a ? layout(m, k, product.stride_a) : layout(k, m, product.stride_a);
+    made->out_layout = layout(n, m, product.stride_out);
+
+    cublasLtMatmulPreference_t preference = nullptr;
+    CheckCublas(cublasLtMatmulPreferenceCreate(&preference), node, ": cublasLtMatmulPreferenceCreate");
+    PreferencePtr owned_preference(preference);
+    const uint64_t workspace_cap = LibraryHandles::Lease::kCublasWorkspaceBytes;
+    CheckCublas(cublasLtMatmulPreferenceSetAttribute(preference, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
+                                                     &workspace_cap, sizeof(workspace_cap)),
+                node, ": cublasLtMatmulPreferenceSetAttribute");
+    const std::pair<cublasLtMatmulPreferenceAttributes_t, uint32_t> alignments[] = {
+        {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, key.align_b},
+        {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, key.align_a},
+        {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, key.align_c},
+        {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, key.align_out}};
+    for (const auto& [attribute, bytes] : alignments)
+      CheckCublas(cublasLtMatmulPreferenceSetAttribute(preference, attribute, &bytes, sizeof(bytes)), node,
+                  ": cublasLtMatmulPreferenceSetAttribute");
+    cublasLtMatmulHeuristicResult_t result{};
+    int found = 0;
+    const cublasStatus_t status =
+        cublasLtMatmulAlgoGetHeuristic(lease.cublas_lt(), desc, made->a_layout.get(), made->b_layout.get(),
+                                       made->out_layout.get(), made->out_layout.get(), preference, 1, &result, &found);
+    if (status == CUBLAS_STATUS_SUCCESS && found > 0 && result.state == CUBLAS_STATUS_SUCCESS) {
+      made->supported = true;
+      made->algo = result.algo;
+      made->workspace_bytes = result.workspaceSize;
+    } else if (status != CUBLAS_STATUS_SUCCESS && status != CUBLAS_STATUS_NOT_SUPPORTED) {
+      CheckCublas(status, node, ": cublasLtMatmulAlgoGetHeuristic");
+    }
+    std::unique_lock<std::shared_mutex> lock(mutex_);
+    if (plans_.size() >= kMaxPlans) plans_.erase(plans_.begin());
+    plans_.push_back(made);
+    plan = std::move(made);
+  }
+  if (!plan->supported) return false;
+  void* workspace = plan->workspace_bytes > 0 ? lease.cublas_workspace() : nullptr;
+  const void* c = product.c != nullptr ? product.c : product.out;
+  CheckCublas(cublasLtMatmul(lease.cublas_lt(), plan->desc.get(), &product.alpha, product.b, plan->a_layout.get(),
+                             product.a, plan->b_layout.get(), &product.beta, c, plan->out_layout.get(), product.out,
+                             plan->out_layout.get(), &plan->algo, workspace, plan->workspace_bytes, stream),
+              ctx.node().Describe(), ": cublasLtMatmul");
+  return true;
+}
+
+}  // namespace tessera::cuda
