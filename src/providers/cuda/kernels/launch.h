@@ -61,7 +61,7 @@ cudaError_t BinaryRow(BinaryOp op, ScalarType type, const void* a, const void* r
                       int64_t row_length, bool row_first, cudaStream_t stream);
 cudaError_t Unary(UnaryOp op, ScalarType type, const void* x, void* y, int64_t n, cudaStream_t stream);
 
-// ---- Split (split.cu) ---------------------------------------------------------------------------
+// ---- Split (axis_parts.cu) ---------------------------------------------------------------------------
 // Up to kMaxSplitOutputs parts of one Split in one launch: output j takes the axis positions
 // [begin[j], begin[j + 1]) and may be null when that range is empty.
 inline constexpr int kMaxSplitOutputs = 32;
@@ -76,7 +76,7 @@ struct SplitParts {
 cudaError_t Split(int element_size, const void* in, int64_t outer, int64_t axis_dim, int64_t inner,
                   const SplitParts& parts, cudaStream_t stream);
 
-// ---- Concat (concat.cu) -------------------------------------------------------------------------
+// ---- Concat (axis_parts.cu) -------------------------------------------------------------------------
 // Up to kMaxConcatInputs inputs of one Concat in one launch: input j fills the axis positions
 // [begin[j], begin[j + 1]) and may be null when that range is empty.
 inline constexpr int kMaxConcatInputs = 32;
