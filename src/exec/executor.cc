@@ -1,5 +1,8 @@
 #include "exec/executor.h"
 
+#include <algorithm>
+#include <cstring>
+
 #include "core/logging.h"
 
 namespace tessera {
@@ -174,28 +177,137 @@ const RunRequest* RequestOf(const KernelContext& ctx) {
 }
 
 Value CopyValueTo(const Value& value, const MemoryInfo& dst, const PlanServices& services, bool wait) {
-  if (value.is_none()) return value;
-  const MemoryInfo src = value.is_tensor() ? value.tensor().memory_info()
-                                           : (value.sequence().empty() ? dst : value.sequence()[0].memory_info());
-  if (src == dst) return value;
+  return std::move(CopyValuesTo({&value, 1}, {&dst, 1}, services, wait)[0]);
+}
+
+namespace {
+
+// Host tensors up to this size bound for a device with staging memory are packed into one staging block (a host
+// memcpy each, then one DMA); larger ones are copied directly, where a memcpy would cost more than it saves.
+constexpr size_t kMaxStagedTensorBytes = size_t{256} << 10;
+constexpr size_t kMaxStagedBatchBytes = size_t{4} << 20;
+constexpr size_t kStagingAlignment = 256;
+
+size_t RoundUpTo(size_t value, size_t multiple) { return (value + multiple - 1) / multiple * multiple; }
+
+// The tensors `which` of `values`, in memory `src`, copied into memory `dst` (results into `out`), in one batch.
+void CopyBatch(std::span<const Value> values, const std::vector<size_t>& which, const MemoryInfo& src,
+               const MemoryInfo& dst, const PlanServices& services, bool wait, std::vector<Value>& out) {
   DataTransfer* transfer = services.find_transfer(src, dst);
   Stream* src_stream = services.stream_for(src);
   Stream* dst_stream = services.stream_for(dst);
   Stream* stream = services.copy_stream_for(src, dst);
   if (stream == nullptr) {  // between two devices (or host memory only): synchronous, once the source is complete
     if (src_stream != nullptr) src_stream->Synchronize();
-    return CopyValue(value, services.allocator_for(dst), transfer, nullptr);
+    const AllocatorPtr allocator = services.allocator_for(dst);
+    std::vector<CopyPair> pairs;
+    for (size_t i : which) {
+      out[i] = Value(Tensor::Allocate(values[i].tensor().type(), values[i].tensor().shape(), allocator));
+      pairs.push_back({&values[i].tensor(), &out[i].tensor()});
+    }
+    transfer->Copy(pairs, nullptr);
+    return;
   }
-  // The copy waits for the source's producer; the destination's compute stream (its readers) waits for the copy.
+  // The copies wait for the sources' producers; the destination's compute stream (its readers) waits for them.
   if (src_stream != nullptr && src_stream != stream) OrderAfter(*src_stream, *stream);
-  Value copied = CopyValue(value, services.allocator_on(dst, stream), transfer, stream);
+  const AllocatorPtr allocator = services.allocator_on(dst, stream);
+  // Small pageable host tensors: packed into one staging block, one copy into one device block.
+  const std::optional<MemoryInfo> staging =
+      src == MemoryInfo::Host() && services.staging_memory_for ? services.staging_memory_for(dst) : std::nullopt;
+  std::vector<size_t> staged, direct;
+  std::vector<size_t> offsets;
+  size_t staged_bytes = 0;
+  for (size_t i : which) {
+    const Tensor& t = values[i].tensor();
+    const size_t bytes = t.SizeInBytes();
+    const bool stage = staging.has_value() && t.type() != DataType::kString && bytes > 0 &&
+                       bytes <= kMaxStagedTensorBytes && staged_bytes + bytes <= kMaxStagedBatchBytes;
+    if (!stage) {
+      direct.push_back(i);
+      continue;
+    }
+    staged.push_back(i);
+    offsets.push_back(staged_bytes);
+    staged_bytes = RoundUpTo(staged_bytes + bytes, kStagingAlignment);
+  }
+  if (staged.size() == 1) {  // nothing to pack: a single tensor goes directly from its staging copy
+    staged_bytes = values[staged[0]].tensor().SizeInBytes();
+  }
+  if (!staged.empty()) {
+    const Shape block_shape{static_cast<int64_t>(staged_bytes)};
+    Tensor host_block = Tensor::Allocate(DataType::kUInt8, block_shape, services.allocator_for(*staging));
+    auto* host_base = static_cast<char*>(host_block.raw_data());
+    for (size_t k = 0; k < staged.size(); ++k) {
+      const Tensor& t = values[staged[k]].tensor();
+      std::memcpy(host_base + offsets[k], t.raw_data(), t.SizeInBytes());
+    }
+    auto device_block = std::make_shared<Tensor>(Tensor::Allocate(DataType::kUInt8, block_shape, allocator));
+    const CopyPair pair{&host_block, device_block.get()};
+    services.find_transfer(*staging, dst)->Copy({&pair, 1}, stream);
+    auto* device_base = static_cast<char*>(device_block->raw_data());
+    for (size_t k = 0; k < staged.size(); ++k) {
+      const Tensor& t = values[staged[k]].tensor();
+      out[staged[k]] =
+          Value(Tensor::Share(t.type(), t.shape(), device_block, device_base + offsets[k], t.SizeInBytes(), dst));
+    }
+  }
+  if (!direct.empty()) {
+    std::vector<CopyPair> pairs;
+    for (size_t i : direct) {
+      out[i] = Value(Tensor::Allocate(values[i].tensor().type(), values[i].tensor().shape(), allocator));
+      pairs.push_back({&values[i].tensor(), &out[i].tensor()});
+    }
+    transfer->Copy(pairs, stream);
+  }
   if (dst_stream != nullptr && dst_stream != stream) OrderAfter(*stream, *dst_stream);
   if (wait) {
     std::unique_ptr<Event> done = stream->CreateEvent();
     done->Record(*stream);
     done->Synchronize();
   }
-  return copied;
+}
+
+}  // namespace
+
+std::vector<Value> CopyValuesTo(std::span<const Value> values, std::span<const MemoryInfo> dsts,
+                                const PlanServices& services, bool wait) {
+  if (values.size() != dsts.size())
+    Fail(ErrorCode::kRuntime, "CopyValuesTo: ", values.size(), " values but ", dsts.size(), " destinations");
+  std::vector<Value> out(values.size());
+  struct Batch {
+    MemoryInfo src, dst;
+    std::vector<size_t> which;
+  };
+  std::vector<Batch> batches;
+  for (size_t i = 0; i < values.size(); ++i) {
+    const Value& v = values[i];
+    if (v.is_none()) continue;
+    if (v.is_sequence()) {  // each element on its own, as one value
+      const MemoryInfo src = v.sequence().empty() ? dsts[i] : v.sequence()[0].memory_info();
+      if (src == dsts[i]) {
+        out[i] = v;
+        continue;
+      }
+      std::vector<Value> elements;
+      for (const Tensor& t : v.sequence()) elements.push_back(Value(t));
+      std::vector<MemoryInfo> where(elements.size(), dsts[i]);
+      TensorSequence copied;
+      for (Value& e : CopyValuesTo(elements, where, services, wait)) copied.push_back(e.tensor());
+      out[i] = Value(std::move(copied));
+      continue;
+    }
+    const MemoryInfo& src = v.tensor().memory_info();
+    if (src == dsts[i]) {
+      out[i] = v;
+      continue;
+    }
+    auto batch = std::find_if(batches.begin(), batches.end(),
+                              [&](const Batch& b) { return b.src == src && b.dst == dsts[i]; });
+    if (batch == batches.end()) batch = batches.insert(batches.end(), Batch{src, dsts[i], {}});
+    batch->which.push_back(i);
+  }
+  for (const Batch& b : batches) CopyBatch(values, b.which, b.src, b.dst, services, wait, out);
+  return out;
 }
 
 std::vector<Value> ExecutePlan(const ExecutionPlan& plan, RunRequest& request, const PlanServices& services) {
@@ -203,14 +315,19 @@ std::vector<Value> ExecutePlan(const ExecutionPlan& plan, RunRequest& request, c
   frame.events.resize(plan.steps.size());
   for (size_t s = 0; s < plan.slots.size(); ++s)
     if (!plan.slots[s].constant.is_none()) frame.values[s] = plan.slots[s].constant;
-  for (size_t i = 0; i < plan.input_slots.size(); ++i) {
-    const int slot = plan.input_slots[i];
-    frame.values[slot] = CopyValueTo(request.inputs[i], plan.slots[slot].location, services, false);
-  }
-  for (size_t i = 0; i < plan.outer_slots.size() && i < request.outer.size(); ++i) {
-    const int slot = plan.outer_slots[i];
-    frame.values[slot] = CopyValueTo(request.outer[i], plan.slots[slot].location, services, true);
-  }
+  // The feeds move where their readers are, as one batch (one staging block for small host tensors).
+  std::vector<MemoryInfo> input_places;
+  for (int slot : plan.input_slots) input_places.push_back(plan.slots[slot].location);
+  const size_t fed = std::min(request.inputs.size(), input_places.size());
+  std::vector<Value> placed = CopyValuesTo(std::span<const Value>(request.inputs.data(), fed),
+                                           std::span<const MemoryInfo>(input_places.data(), fed), services, false);
+  for (size_t i = 0; i < fed; ++i) frame.values[plan.input_slots[i]] = std::move(placed[i]);
+  const size_t outer = std::min(plan.outer_slots.size(), request.outer.size());
+  std::vector<MemoryInfo> outer_places;
+  for (size_t i = 0; i < outer; ++i) outer_places.push_back(plan.slots[plan.outer_slots[i]].location);
+  std::vector<Value> outer_placed =
+      CopyValuesTo(std::span<const Value>(request.outer.data(), outer), outer_places, services, true);
+  for (size_t i = 0; i < outer; ++i) frame.values[plan.outer_slots[i]] = std::move(outer_placed[i]);
   for (size_t t = 0; t < plan.steps.size(); ++t) {
     const PlanStep& step = plan.steps[t];
     if (request.options != nullptr && request.options->terminate.load())

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <map>
+#include <span>
 #include <vector>
 
 #include "exec/execution_plan.h"
@@ -41,5 +42,12 @@ std::vector<Value> ExecutePlan(const ExecutionPlan& plan, RunRequest& request, c
 // data has arrived when this returns; otherwise it may still be in flight on a stream, and work queued later
 // on the compute stream of `dst` is ordered after it.
 Value CopyValueTo(const Value& value, const MemoryInfo& dst, const PlanServices& services, bool wait);
+
+// CopyValueTo for values[i] -> dsts[i], as one batch: the copies between two memories share one ordering of
+// their streams and one DataTransfer::Copy call, and small pageable host tensors bound for a device with
+// staging memory (PlanServices::staging_memory_for) are packed into one staging block and moved by one copy
+// into one device block, which their device tensors share. Values already in place are returned as they are.
+std::vector<Value> CopyValuesTo(std::span<const Value> values, std::span<const MemoryInfo> dsts,
+                                const PlanServices& services, bool wait);
 
 }  // namespace tessera

@@ -5,6 +5,7 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -28,6 +29,10 @@ struct PlanServices {
   // The allocator for memory `info` to use for work queued on `use`: blocks come ordered after their last
   // use (StreamAllocator), which the compute stream of `info` orders. allocator_for(info) when `use` is null.
   std::function<AllocatorPtr(const MemoryInfo& info, Stream* use)> allocator_on;
+  // Host memory that the device of memory `info` reads and writes directly (pinned memory), used to stage
+  // small copies between pageable host memory and that device; nullopt when it has none (or for host memory).
+  // May be left empty: nothing is staged.
+  std::function<std::optional<MemoryInfo>(const MemoryInfo& info)> staging_memory_for;
   // Compiles a subgraph attribute of `parent` (If/Loop/Scan bodies).
   std::function<std::unique_ptr<SubgraphRunner>(const Graph& subgraph, const Node& parent)> compile_subgraph;
 };

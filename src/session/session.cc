@@ -1,6 +1,7 @@
 #include "tessera/session.h"
 
 #include <algorithm>
+#include <cstring>
 #include <mutex>
 #include <sstream>
 
@@ -14,6 +15,7 @@
 #include "graph/type_inference.h"
 #include "providers/cpu/cpu_ep.h"
 #include "session/environment_impl.h"
+#include "session/host_staged_transfer.h"
 #include "session/profiler.h"
 #include "session/run_tracer.h"
 #include "session/stream_pool.h"
@@ -59,6 +61,17 @@ class CompiledSubgraph : public SubgraphRunner {
   std::vector<std::string> outer_;
   const PlanServices& services_;
 };
+
+// Where Run(feeds) first copies an output before it lands in host memory: the staging (pinned) memory of the
+// output's device for a small tensor of a device that has it, else host memory directly.
+MemoryInfo StagingPlace(const Value& output, const PlanServices& services) {
+  constexpr size_t kMaxStagedOutputBytes = size_t{1} << 20;
+  if (!output.is_tensor() || !services.staging_memory_for) return MemoryInfo::Host();
+  const Tensor& t = output.tensor();
+  if (t.memory_info().IsHostReadable() || t.type() == DataType::kString || t.SizeInBytes() > kMaxStagedOutputBytes)
+    return MemoryInfo::Host();
+  return services.staging_memory_for(t.memory_info()).value_or(MemoryInfo::Host());
+}
 
 int DevicePreference(EpSelectionPolicy policy, DeviceType type) {
   auto rank = [type](std::initializer_list<DeviceType> order) {
@@ -109,6 +122,10 @@ struct Session::Impl {
   std::mutex capture_mutex;
   std::map<int, CapturedGraph> graphs;
 
+  // Copies between two memories that no EP copies between directly go through host memory.
+  std::mutex staged_transfers_mutex;
+  std::map<std::pair<MemoryInfo, MemoryInfo>, std::unique_ptr<HostStagedTransfer>> staged_transfers;
+
   std::unique_ptr<Profiler> profiler;  // SessionOptions::enable_profiling
   RunTracing tracing;
 
@@ -139,6 +156,10 @@ struct Session::Impl {
   std::vector<Value> RunWithGraph(RunRequest& request, const RunOptions& run_options);
   void Synchronize() const { stream_pool.Synchronize(); }
   size_t MaxStreamSets() const;
+  // The transfer an EP (or the environment) offers for src -> dst, or nullptr.
+  DataTransfer* DirectTransfer(const MemoryInfo& src, const MemoryInfo& dst) const;
+  // DirectTransfer, else a copy through host memory (HostStagedTransfer); throws kNotImplemented when neither exists.
+  DataTransfer* FindTransfer(const MemoryInfo& src, const MemoryInfo& dst);
 };
 
 void Session::Impl::AddProvider(const EpDevice& device, const ProviderOptions& provider_options) {
@@ -205,26 +226,44 @@ void Session::Impl::SetUpServices() {
     AllocatorPtr shared = shared_for(MemoryInfo::Host());
     allocators[MemoryInfo::Host()] = shared ? shared : std::make_shared<Arena>(CreateHostAllocator(), ArenaOptions{});
   }
-  services.find_transfer = [this](const MemoryInfo& src, const MemoryInfo& dst) -> DataTransfer* {
-    for (const auto& ep : eps)
-      if (DataTransfer* t = ep->data_transfer(); t != nullptr && t->CanCopy(src, dst)) return t;
-    DataTransfer* t;
-    {
-      std::lock_guard<std::mutex> lock(env.impl().mutex);
-      t = env.impl().FindTransfer(src, dst);
-    }
-    if (t == nullptr)
-      Fail(ErrorCode::kNotImplemented, "no execution provider can copy ", src.ToString(), " -> ", dst.ToString());
-    return t;
-  };
+  services.find_transfer = [this](const MemoryInfo& src, const MemoryInfo& dst) { return FindTransfer(src, dst); };
   services.allocator_for = [this](const MemoryInfo& info) -> AllocatorPtr {
     auto it = allocators.find(info);
     if (it == allocators.end()) Fail(ErrorCode::kInvalidArgument, "this session has no allocator for ", info.ToString());
     return it->second;
   };
+  std::map<MemoryInfo, MemoryInfo> staging;  // device memory -> its EP's host-accessible memory
+  for (const auto& ep : eps)
+    if (AllocatorPtr pinned = ep->allocator(MemoryType::kHostAccessible)) staging.emplace(ep->memory_info(), pinned->Info());
+  services.staging_memory_for = [staging](const MemoryInfo& info) -> std::optional<MemoryInfo> {
+    auto it = staging.find(info);
+    return it == staging.end() ? std::nullopt : std::optional<MemoryInfo>(it->second);
+  };
   services.compile_subgraph = [this](const Graph& subgraph, const Node&) { return CompileSubgraph(subgraph); };
   stream_pool.Initialize(ProviderList(), services);
   services = stream_pool.primary().services;
+}
+
+DataTransfer* Session::Impl::DirectTransfer(const MemoryInfo& src, const MemoryInfo& dst) const {
+  for (const auto& ep : eps)
+    if (DataTransfer* t = ep->data_transfer(); t != nullptr && t->CanCopy(src, dst)) return t;
+  std::lock_guard<std::mutex> lock(env.impl().mutex);
+  return env.impl().FindTransfer(src, dst);
+}
+
+DataTransfer* Session::Impl::FindTransfer(const MemoryInfo& src, const MemoryInfo& dst) {
+  if (DataTransfer* direct = DirectTransfer(src, dst)) return direct;
+  const MemoryInfo host = MemoryInfo::Host();
+  DataTransfer* to_host = src == host ? nullptr : DirectTransfer(src, host);
+  DataTransfer* from_host = dst == host ? nullptr : DirectTransfer(host, dst);
+  if (to_host == nullptr || from_host == nullptr)
+    Fail(ErrorCode::kNotImplemented, "no execution provider can copy ", src.ToString(), " -> ", dst.ToString(),
+         ", directly or through host memory");
+  std::lock_guard<std::mutex> lock(staged_transfers_mutex);
+  std::unique_ptr<HostStagedTransfer>& staged = staged_transfers[{src, dst}];
+  if (staged == nullptr)
+    staged = std::make_unique<HostStagedTransfer>(src, dst, to_host, from_host, allocators.at(host));
+  return staged.get();
 }
 
 size_t Session::Impl::MaxStreamSets() const {
@@ -543,9 +582,24 @@ std::vector<Value> Session::Run(const NamedValues& feeds, const std::vector<std:
   // run on its streams, and one wait at the end covers the run and every copy (no wait per output). `options`
   // stays the caller's object so that a terminate flag set from another thread is seen.
   std::vector<Value> produced = impl_->Execute(request, options, Impl::EndOfRun::kNoWait);
-  std::vector<Value> result;
-  for (size_t i : wanted) result.push_back(CopyValueTo(produced[i], MemoryInfo::Host(), streams.services, false));
+  // Small device outputs go to their device's staging (pinned) memory, where the copy is asynchronous: a copy to
+  // pageable memory would block the host copy by copy. After the wait they are copied to host memory.
+  std::vector<Value> picked;
+  std::vector<MemoryInfo> places;
+  for (size_t i : wanted) {
+    picked.push_back(produced[i]);
+    places.push_back(StagingPlace(produced[i], streams.services));
+  }
+  std::vector<Value> result = CopyValuesTo(picked, places, streams.services, false);
   streams.Synchronize();
+  const AllocatorPtr host = streams.services.allocator_for(MemoryInfo::Host());
+  for (size_t k = 0; k < result.size(); ++k) {
+    if (places[k] == MemoryInfo::Host() || !result[k].is_tensor()) continue;
+    const Tensor& staged = result[k].tensor();
+    Tensor copy = Tensor::Allocate(staged.type(), staged.shape(), host);
+    std::memcpy(copy.raw_data(), staged.raw_data(), staged.SizeInBytes());
+    result[k] = Value(std::move(copy));
+  }
   tracer.Finish(/*synchronized=*/true);
   return result;
 }
@@ -566,11 +620,21 @@ void Session::Run(IoBinding& binding, const RunOptions& options) {
       request.preallocated[impl_->plan.output_slots[impl_->OutputIndex(out.name)]] = out.preallocated.tensor();
   std::vector<Value> produced =
       impl_->capture_ep != nullptr ? impl_->RunWithGraph(request, options) : impl_->Execute(request, options);
+  // Outputs bound to a memory (not a tensor) are copied there as one batch.
+  std::vector<Value> moving;
+  std::vector<MemoryInfo> places;
+  for (const IoBinding::Output& out : binding.outputs()) {
+    if (out.preallocated.is_tensor()) continue;
+    moving.push_back(produced[impl_->OutputIndex(out.name)]);
+    places.push_back(out.where);
+  }
+  std::vector<Value> moved = CopyValuesTo(moving, places, streams.services, options.synchronize);
   std::vector<Value> results;
+  size_t next_moved = 0;
   for (const IoBinding::Output& out : binding.outputs()) {
     const Value& value = produced[impl_->OutputIndex(out.name)];
     if (!out.preallocated.is_tensor()) {
-      results.push_back(CopyValueTo(value, out.where, streams.services, options.synchronize));
+      results.push_back(std::move(moved[next_moved++]));
       continue;
     }
     Tensor target = out.preallocated.tensor();

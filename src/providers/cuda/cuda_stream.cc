@@ -49,12 +49,79 @@ CudaStream::CudaStream(int ordinal, cudaStream_t borrowed)
     : ordinal_(ordinal), info_(DeviceMemoryInfo(ordinal)), stream_(borrowed), owned_(false) {}
 
 CudaStream::~CudaStream() {
+  if (!kept_.empty() || !held_for_graphs_.empty()) {  // their copies must be over before the tensors go
+    DeviceGuard guard(ordinal_);
+    if (cudaStreamSynchronize(stream_) != cudaSuccess) cudaGetLastError();
+  }
+  for (Kept& k : kept_) spare_events_.push_back(k.event);
+  kept_.clear();
+  for (cudaEvent_t e : spare_events_)
+    if (cudaEventDestroy(e) != cudaSuccess) cudaGetLastError();
   if (!owned_) return;
   // Destroying a stream with queued work is allowed: CUDA finishes the work, then releases it.
   if (cudaStreamDestroy(stream_) != cudaSuccess) cudaGetLastError();
 }
 
-void CudaStream::Synchronize() { CheckCuda(cudaStreamSynchronize(stream_), "cudaStreamSynchronize on GPU ", ordinal_); }
+void CudaStream::Synchronize() {
+  CheckCuda(cudaStreamSynchronize(stream_), "cudaStreamSynchronize on GPU ", ordinal_);
+  std::vector<Tensor> released;
+  std::lock_guard<std::mutex> lock(kept_mutex_);
+  if (!kept_.empty()) CollectReachedLocked(released);
+}
+
+void CudaStream::CollectReachedLocked(std::vector<Tensor>& released) {
+  // Entries of several threads may sit out of recording order: every one is asked.
+  for (auto it = kept_.begin(); it != kept_.end();) {
+    const cudaError_t status = cudaEventQuery(it->event);
+    if (status == cudaErrorNotReady) {
+      ++it;
+      continue;
+    }
+    if (status != cudaSuccess) cudaGetLastError();  // the stream failed: its work is over either way
+    for (Tensor& t : it->tensors) released.push_back(std::move(t));
+    spare_events_.push_back(it->event);
+    it = kept_.erase(it);
+  }
+}
+
+void CudaStream::KeepUntilDone(std::vector<Tensor> tensors) {
+  if (tensors.empty()) return;
+  std::vector<Tensor> released;  // dropped after the lock is let go (freeing may take other locks)
+  cudaEvent_t event = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(kept_mutex_);
+    CollectReachedLocked(released);
+    if (!spare_events_.empty()) {
+      event = spare_events_.back();
+      spare_events_.pop_back();
+    }
+  }
+  DeviceGuard guard(ordinal_);
+  cudaStreamCaptureStatus capturing = cudaStreamCaptureStatusNone;
+  if (cudaStreamIsCapturing(stream_, &capturing) == cudaSuccess && capturing != cudaStreamCaptureStatusNone) {
+    // The copies are part of a CUDA graph that replays them: the tensors stay as long as this stream.
+    std::lock_guard<std::mutex> lock(kept_mutex_);
+    if (event != nullptr) spare_events_.push_back(event);
+    for (Tensor& t : tensors) held_for_graphs_.push_back(std::move(t));
+    return;
+  }
+  cudaError_t status = event != nullptr ? cudaSuccess : cudaEventCreateWithFlags(&event, cudaEventDisableTiming);
+  if (status == cudaSuccess) status = cudaEventRecord(event, stream_);
+  if (status != cudaSuccess) {
+    cudaGetLastError();
+    if (event != nullptr) cudaEventDestroy(event);
+    const cudaError_t waited = cudaStreamSynchronize(stream_);  // the tensors go once their work is over
+    if (waited != cudaSuccess) cudaGetLastError();
+    CheckCuda(status, "recording the event that keeps copied tensors alive on GPU ", ordinal_);
+  }
+  std::lock_guard<std::mutex> lock(kept_mutex_);
+  kept_.push_back({event, std::move(tensors)});
+}
+
+size_t CudaStream::KeptGroups() const {
+  std::lock_guard<std::mutex> lock(kept_mutex_);
+  return kept_.size();
+}
 
 std::unique_ptr<Event> CudaStream::CreateEvent() { return std::make_unique<CudaEvent>(ordinal_); }
 

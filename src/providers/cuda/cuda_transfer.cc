@@ -1,9 +1,5 @@
 #include "providers/cuda/cuda_transfer.h"
 
-#include <condition_variable>
-#include <deque>
-#include <mutex>
-#include <thread>
 #include <vector>
 
 #include "providers/cuda/cuda_common.h"
@@ -12,48 +8,6 @@
 namespace tessera::cuda {
 
 namespace {
-
-using KeptTensors = std::vector<Tensor>;
-
-// Destroys tensors handed over from CUDA host functions on an ordinary thread, where releasing their
-// memory (possibly cudaFree) is allowed. Process-wide, started on first use.
-class Releaser {
- public:
-  static Releaser& Get() {
-    static Releaser* releaser = new Releaser();  // never destroyed: host functions may run at exit
-    return *releaser;
-  }
-
-  void Hand(KeptTensors* kept) {
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      pending_.push_back(kept);
-    }
-    ready_.notify_one();
-  }
-
- private:
-  Releaser() : worker_([this] { Work(); }) { worker_.detach(); }
-
-  void Work() {
-    std::unique_lock<std::mutex> lock(mutex_);
-    for (;;) {
-      ready_.wait(lock, [&] { return !pending_.empty(); });
-      KeptTensors* kept = pending_.front();
-      pending_.pop_front();
-      lock.unlock();
-      delete kept;
-      lock.lock();
-    }
-  }
-
-  std::mutex mutex_;
-  std::condition_variable ready_;
-  std::deque<KeptTensors*> pending_;
-  std::thread worker_;
-};
-
-void CUDART_CB ReleaseAfterStream(void* kept) { Releaser::Get().Hand(static_cast<KeptTensors*>(kept)); }
 
 bool IsCuda(const MemoryInfo& info) { return IsCudaDeviceMemory(info) || IsCudaPinnedMemory(info); }
 
@@ -119,22 +73,26 @@ void CudaDataTransfer::Copy(std::span<const CopyPair> pairs, Stream* stream) {
     }
     return;
   }
-  auto kept = std::make_unique<KeptTensors>();
-  kept->reserve(pairs.size() * 2);
+  auto* owner = dynamic_cast<CudaStream*>(stream);  // a CUDA stream made by another library: no keep-alive list
+  std::vector<Tensor> kept;
+  kept.reserve(pairs.size() * 2);
   try {
     for (const CopyPair& pair : pairs) {
       DeviceGuard guard(DeviceOf(*pair.src, *pair.dst));
-      kept->push_back(*pair.src);
-      kept->push_back(*pair.dst);
+      kept.push_back(*pair.src);
+      kept.push_back(*pair.dst);
       CopyOne(*pair.src, *pair.dst, native, true);
     }
-    CheckCuda(cudaLaunchHostFunc(native, ReleaseAfterStream, kept.get()), "cudaLaunchHostFunc after copies");
   } catch (...) {
     // Copies queued before the failure may still read or write the tensors: let them finish first.
     if (cudaStreamSynchronize(native) != cudaSuccess) cudaGetLastError();
     throw;
   }
-  kept.release();  // owned by the queued host function now
+  if (owner != nullptr) {
+    owner->KeepUntilDone(std::move(kept));
+  } else {
+    CheckCuda(cudaStreamSynchronize(native), "waiting for copies on a stream this EP did not create");
+  }
 }
 
 }  // namespace tessera::cuda

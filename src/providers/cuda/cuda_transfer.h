@@ -3,8 +3,8 @@
 //
 // With a stream (a CUDA stream, see NativeStream) the copies are queued on it with cudaMemcpyAsync /
 // cudaMemcpyPeerAsync and may still run when Copy returns; the source and destination Tensors are
-// kept alive until the stream has passed them (a host function queued after the copies hands them to
-// a releaser thread, since CUDA calls, and so freeing device memory, are not allowed inside it).
+// kept alive until the stream has passed them (CudaStream::KeepUntilDone: no host callback stalls the
+// stream). On a CUDA stream this EP did not create, Copy waits for the copies instead.
 // Without a stream the copies have finished when Copy returns.
 #pragma once
 

@@ -91,6 +91,10 @@ TEST(SessionTest, SelectionPolicyPicksTheSimulatedNpu) {
   options.policy = EpSelectionPolicy::kPreferNpu;
   Session session = MakeSession(model, options, TestEnv());
   EXPECT_EQ(session.providers().front(), kTestingEpName);
+  // Where a GPU is present too, Sigmoid runs there: its values cross between the NPU's and the GPU's memories,
+  // which no EP copies between directly (through host memory instead).
+  Tensor x = InputX(6);
+  ExpectNear(MixedReference(x.ToVector<float>(), 6), session.Run({{"x", x}})[0].tensor());
   options.policy = EpSelectionPolicy::kPreferCpu;
   Session cpu_first = MakeSession(model, options, TestEnv());
   EXPECT_EQ(cpu_first.providers().front(), "CPUExecutionProvider");
