@@ -72,10 +72,14 @@ struct ConvChoice {
   cudnnConvolutionFwdAlgo_t algorithm = CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM;
   cudnnMathType_t math = CUDNN_DEFAULT_MATH;
   size_t workspace_bytes = 0;
-  bool fused = false;  // cudnnConvolutionBiasActivationForward
+  bool fused = false;      // cudnnConvolutionBiasActivationForward
+  bool depthwise = false;  // Tessera's depthwise kernel (launch::DepthwiseConvChannelsLast) with the epilogue fused
 };
 
 struct ConvPlan {
+  // Set when Tessera's depthwise kernel can run the node (channels last, one filter per channel).
+  bool depthwise_ok = false;
+  launch::DepthwiseGeometry depthwise;
   // Graph API (tensors X = 1, W = 2, Y = 3): its candidate plans and the descriptors they were built from.
   std::vector<cudnn_graph::Descriptor> graph_parts;
   std::vector<cudnn_graph::Plan> graph_plans;
@@ -322,6 +326,14 @@ class ConvKernel : public Kernel {
     auto it = plans_.find(key);
     if (it != plans_.end()) return *it->second;
     auto plan = std::make_unique<ConvPlan>();
+    plan->depthwise_ok = DepthwiseApplies(g);
+    if (plan->depthwise_ok) plan->depthwise = DepthwiseGeometryOf(g);
+    if (plan->depthwise_ok && !GraphSession()) {
+      // Eager sessions are bound by the host: one launch with the epilogue beats cuDNN's call plus an epilogue.
+      plan->choice.depthwise = true;
+      Log(LogLevel::kVerbose, ctx.node().Describe(), ": X ", x.shape().ToString(), " Tessera's depthwise kernel");
+      return *plans_.emplace(std::move(key), std::move(plan)).first->second;
+    }
     Describe(g, x.type(), *plan);
     PrepareFusion(ctx, g, x, y.shape(), extras, stream, *plan);
     {
@@ -350,7 +362,20 @@ class ConvKernel : public Kernel {
                cudaStream_t stream) const {
     const Shape& y_shape = y.shape();
     const bool same_shape_residual = extras.residual != nullptr && extras.residual->shape() == y_shape;
-    if (choice.graph != nullptr) {
+    if (choice.depthwise) {
+      // A residual that broadcasts is added by the passes below, and the activation must follow it.
+      const bool whole = extras.residual == nullptr || same_shape_residual;
+      const launch::EpilogueActivation none;
+      CheckLaunch(ctx,
+                  launch::DepthwiseConvChannelsLast(
+                      FloatElementType(ctx, x.type()), x.raw_data(), w.raw_data(),
+                      extras.bias != nullptr ? extras.bias->raw_data() : nullptr,
+                      whole && extras.residual != nullptr ? extras.residual->raw_data() : nullptr, y.raw_data(),
+                      plan.depthwise, whole ? extras.activation : none, stream),
+                  "depthwise convolution launch");
+      if (whole) return;
+      extras.bias = nullptr;
+    } else if (choice.graph != nullptr) {
       const std::array<void*, 4> buffers = {const_cast<void*>(x.raw_data()), const_cast<void*>(w.raw_data()),
                                             y.raw_data(), workspace};
       cudnnStatus_t status = CUDNN_STATUS_SUCCESS;
@@ -458,6 +483,31 @@ class ConvKernel : public Kernel {
     CheckCudnn(cudnnSetConvolutionMathType(plan.conv.handle, math), "cudnnSetConvolutionMathType");
   }
 
+  // Whether Tessera's depthwise kernel computes this convolution: channels last, 2-D, one filter per channel.
+  bool DepthwiseApplies(const ConvGeometry& g) const {
+    return channels_last_ && g.x_dims.size() == 4 && g.group > 1 && g.group == g.x_dims[1] &&
+           g.w_dims[0] == g.x_dims[1] && g.w_dims[1] == 1;
+  }
+
+  static launch::DepthwiseGeometry DepthwiseGeometryOf(const ConvGeometry& g) {
+    launch::DepthwiseGeometry d;
+    d.batch = g.x_dims[0];
+    d.channels = g.x_dims[1];
+    d.in_h = g.x_dims[2];
+    d.in_w = g.x_dims[3];
+    d.out_h = g.y_dims[2];
+    d.out_w = g.y_dims[3];
+    d.kernel_h = g.w_dims[2];
+    d.kernel_w = g.w_dims[3];
+    d.stride_h = g.strides[0];
+    d.stride_w = g.strides[1];
+    d.pad_h = g.pads[0];
+    d.pad_w = g.pads[1];
+    d.dilation_h = g.dilations[0];
+    d.dilation_w = g.dilations[1];
+    return d;
+  }
+
   // A session that replays CUDA graphs: no host cost per step, so the device time alone decides.
   bool GraphSession() const { return ep_.options().enable_cuda_graph; }
 
@@ -515,6 +565,11 @@ class ConvKernel : public Kernel {
     std::vector<ConvChoice> legacy = LegacyCandidates(ctx, x, w, y, cudnn, plan, search_workspace);
     if (legacy.empty() && GraphSession()) legacy.push_back(DefaultChoice(ctx, cudnn, plan, x.type()));
     legacy.insert(legacy.end(), graph_choices.begin(), graph_choices.end());
+    if (plan.depthwise_ok) {  // timed against cuDNN's (EXHAUSTIVE); the others take cuDNN's first
+      ConvChoice depthwise;
+      depthwise.depthwise = true;
+      legacy.push_back(depthwise);
+    }
     return legacy;
   }
 
@@ -580,7 +635,7 @@ class ConvKernel : public Kernel {
     }
     float best_ms = std::numeric_limits<float>::infinity();
     for (ConvChoice& candidate : candidates) {
-      if (candidate.graph == nullptr) {
+      if (candidate.graph == nullptr && !candidate.depthwise) {
         Apply(ctx, plan, candidate);
         void* trial_workspace =
             exhaustive ? search_workspace.raw_data() : lease.workspace(candidate.workspace_bytes);
@@ -597,7 +652,7 @@ class ConvKernel : public Kernel {
         plan.choice = candidate;
       }
     }
-    if (plan.choice.graph == nullptr) Apply(ctx, plan, plan.choice);
+    if (plan.choice.graph == nullptr && !plan.choice.depthwise) Apply(ctx, plan, plan.choice);
     // Only the chosen graph-API plan is kept (choice.graph points into graph_plans).
     if (plan.choice.graph != nullptr && plan.graph_plans.size() > 1) {
       const size_t chosen = static_cast<size_t>(plan.choice.graph - plan.graph_plans.data());
