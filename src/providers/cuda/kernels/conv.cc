@@ -15,8 +15,11 @@
 //   in one call) when the activation is Relu, or none with the implicit-precomp-GEMM algorithm. Each call costs
 //   45-255 us of host time in cuDNN 9.19 (bench/cuda/call_overhead.cu), but the fused call saves the epilogue's
 //   pass over Y on the device.
-// Sessions that run eagerly (enable_cuda_graph = 0) are bound by the host, so they use graph-API plans (the
-// legacy API only where the graph API has no engine). Sessions that replay CUDA graphs pay no host cost per
+// - Tessera's depthwise kernel (depthwise_conv.cu), for NHWC convolutions with one filter per channel: one launch
+//   with bias, residual and activation fused.
+// Sessions that run eagerly (enable_cuda_graph = 0) are bound by the host, so they use the depthwise kernel where it
+// applies (no cuDNN plan is built for such shapes), else graph-API plans (the legacy API only where the graph API
+// has no engine). Graph sessions add the depthwise kernel to the timed candidates. Sessions that replay CUDA graphs pay no host cost per
 // step, so their candidates are the legacy algorithms (fused where cuDNN accepts it) and the graph-API plans,
 // and the fastest on the device wins.
 //
