@@ -2,7 +2,6 @@
 // memory in one packed copy each way, the large ones directly; the copies' operands are kept alive by the stream
 // (CudaStream::KeepUntilDone) instead of host callbacks. Outputs must be exact run after run, from several threads,
 // with copies on the compute stream and on their own streams.
-#include <thread>
 
 #include "cuda/cuda_test_util.h"
 #include "unit/session/staged_feeds_model.h"
@@ -32,22 +31,8 @@ TEST_F(CudaStagedFeedsTest, RunAfterRunOutputsAreTwiceTheirFeeds) {
 TEST_F(CudaStagedFeedsTest, ConcurrentRunsEachGetTheirOwnNumbers) {
   for (const char* default_stream : {"1", "0"}) {
     Session session = MakeSession(DoublingModel(), CudaOptions(default_stream), TestEnv());
-    constexpr int kThreads = 4, kRuns = 20;
-    std::vector<std::string> failures(kThreads);
-    std::vector<std::thread> threads;
-    for (int t = 0; t < kThreads; ++t)
-      threads.emplace_back([&, t] {
-        try {
-          for (int r = 0; r < kRuns && failures[t].empty(); ++r) {
-            const Session::NamedValues feeds = StagedFeeds(100 * t + r);
-            failures[t] = CheckDoubled(feeds, session.Run(feeds));
-          }
-        } catch (const std::exception& e) {
-          failures[t] = e.what();
-        }
-      });
-    for (auto& th : threads) th.join();
-    for (int t = 0; t < kThreads; ++t)
+    const std::vector<std::string> failures = RunDoublingConcurrently(session, 4, 20);
+    for (size_t t = 0; t < failures.size(); ++t)
       EXPECT_EQ(failures[t], "") << "copies in default stream " << default_stream << ", thread " << t;
   }
 }

@@ -4,6 +4,7 @@
 
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "unit/session/graph_builder.h"
@@ -58,6 +59,26 @@ inline std::string CheckDoubled(const Session::NamedValues& feeds, const std::ve
       if (got[k] != 2 * x[k]) return DescribeOutput(i, "wrong value");
   }
   return "";
+}
+
+// Runs the doubling model `runs` times from each of `threads` threads at once, each run with its own numbers;
+// per thread "" or what went wrong first.
+inline std::vector<std::string> RunDoublingConcurrently(Session& session, int threads, int runs) {
+  std::vector<std::string> failures(threads);
+  std::vector<std::thread> workers;
+  for (int t = 0; t < threads; ++t)
+    workers.emplace_back([&, t] {
+      try {
+        for (int r = 0; r < runs && failures[t].empty(); ++r) {
+          const Session::NamedValues feeds = StagedFeeds(100 * t + r);
+          failures[t] = CheckDoubled(feeds, session.Run(feeds));
+        }
+      } catch (const std::exception& e) {
+        failures[t] = e.what();
+      }
+    });
+  for (auto& w : workers) w.join();
+  return failures;
 }
 
 }  // namespace tessera::test

@@ -6,7 +6,6 @@
 #include <gtest/gtest.h>
 
 #include <string>
-#include <thread>
 
 #include "test_env.h"
 #include "unit/session/staged_feeds_model.h"
@@ -33,22 +32,9 @@ TEST(StagedFeedsTest, RunAfterRunOutputsAreTwiceTheirFeeds) {
 TEST(StagedFeedsTest, ConcurrentRunsEachGetTheirOwnNumbers) {
   for (const char* copy_streams : {"0", "1"}) {
     Session session = MakeSession(DoublingModel(), OnDevice(copy_streams, "1"), TestEnv());
-    constexpr int kThreads = 4, kRuns = 5;
-    std::vector<std::string> failures(kThreads);
-    std::vector<std::thread> threads;
-    for (int t = 0; t < kThreads; ++t)
-      threads.emplace_back([&, t] {
-        try {
-          for (int r = 0; r < kRuns && failures[t].empty(); ++r) {
-            const Session::NamedValues feeds = StagedFeeds(100 * t + r);
-            failures[t] = CheckDoubled(feeds, session.Run(feeds));
-          }
-        } catch (const std::exception& e) {
-          failures[t] = e.what();
-        }
-      });
-    for (auto& th : threads) th.join();
-    for (int t = 0; t < kThreads; ++t) EXPECT_EQ(failures[t], "") << "copy_streams " << copy_streams << ", thread " << t;
+    const std::vector<std::string> failures = RunDoublingConcurrently(session, 4, 5);
+    for (size_t t = 0; t < failures.size(); ++t)
+      EXPECT_EQ(failures[t], "") << "copy_streams " << copy_streams << ", thread " << t;
   }
 }
 
