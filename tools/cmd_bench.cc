@@ -10,6 +10,8 @@
 #include <functional>
 #include <iostream>
 #include <mutex>
+#include <set>
+#include <sstream>
 #include <thread>
 
 #include "cli_session.h"
@@ -24,11 +26,13 @@ constexpr const char* kBenchUsage =
     "usage: tessera bench [MODEL] [--runs N] [--warmup N] [--time-budget SECONDS] [--threads N]\n"
     "                     [--input NAME=FILE.npy]... [--dim SYMBOL=VALUE]... [--shape NAME=D1xD2...]...\n"
     "                     [--ep NAME]... [--plugin NAME=PATH]... [--profile PREFIX] [--concurrency N]\n"
+    "                     [--modes host,concurrent,io,graph]\n"
     "Measures Run(feeds) with host tensors and Run(IoBinding) with inputs bound once and outputs bound to the\n"
     "EP's memory; on the CUDA EP also Run(IoBinding) replaying a CUDA graph. --concurrency N adds Run(feeds)\n"
     "from N threads at once on the same session (latency of each call, and calls per second over all threads).\n"
     "MODEL defaults to .models/default.onnx (PP-OCRv4 detection, input x 1x3x640x640).\n"
-    "--profile writes a Chrome-trace profile of every run to PREFIX_<date-time>.json (one file per session).\n";
+    "--profile writes a Chrome-trace profile of every run to PREFIX_<date-time>.json (one file per session).\n"
+    "--modes measures only the modes named (default: all that apply); `concurrent` needs --concurrency N > 1.\n";
 constexpr const char* kDefaultModel = ".models/default.onnx";
 // The default model's image input is [N,3,H,W] with every dimension symbolic; see docs/MODELS.md.
 const ShapeChoices kDefaultModelShapes = {{}, {{"x", Shape{1, 3, 640, 640}}}};
@@ -41,7 +45,10 @@ struct BenchSettings {
   int runs = 50;
   int warmup = 5;
   double budget_seconds = 20;  // per mode
+  std::set<std::string> modes = {"host", "concurrent", "io", "graph"};
 };
+
+const std::set<std::string> kModes = {"host", "concurrent", "io", "graph"};
 
 struct Latency {
   std::string mode;
@@ -162,6 +169,16 @@ BenchSettings ParseSettings(const ParsedArgs& args) {
   settings.runs = args.IntOr("--runs", settings.runs, 1);
   settings.warmup = args.IntOr("--warmup", settings.warmup, 0);
   settings.budget_seconds = args.IntOr("--time-budget", 20, 1) / 3.0;  // up to three modes share the budget
+  if (const std::optional<std::string> modes = args.Last("--modes")) {
+    settings.modes.clear();
+    std::stringstream list(*modes);
+    for (std::string mode; std::getline(list, mode, ',');) {
+      if (!kModes.contains(mode))
+        throw UsageError("--modes: unknown mode '" + mode + "' (known: host, concurrent, io, graph)");
+      settings.modes.insert(mode);
+    }
+    if (settings.modes.empty()) throw UsageError("--modes names no mode");
+  }
   return settings;
 }
 
@@ -202,7 +219,8 @@ void MeasureCudaGraph(Environment& env, const std::filesystem::path& model, cons
 int BenchCommand(std::span<const std::string> args) {
   std::set<std::string> value_options = kSessionValueOptions;
   value_options.insert(
-      {"--runs", "--warmup", "--time-budget", "--input", "--dim", "--shape", "--seed", "--profile", "--concurrency"});
+      {"--runs", "--warmup", "--time-budget", "--input", "--dim", "--shape", "--seed", "--profile", "--concurrency",
+       "--modes"});
   const ParsedArgs parsed = ParseArgs(args, value_options, kSessionFlags);
   if (parsed.Has("--help")) {
     std::cout << kBenchUsage;
@@ -232,13 +250,16 @@ int BenchCommand(std::span<const std::string> args) {
             << FormatFixed(first_run_ms, 1) << " ms\n";
 
   std::vector<Latency> results;
-  results.push_back(Measure("host tensors", settings, [&] { session.Run(feeds); }));
-  if (const int threads = parsed.IntOr("--concurrency", 1, 1); threads > 1)
+  const auto measured = [&](const char* mode) { return settings.modes.contains(mode); };
+  if (measured("host")) results.push_back(Measure("host tensors", settings, [&] { session.Run(feeds); }));
+  if (const int threads = parsed.IntOr("--concurrency", 1, 1); threads > 1 && measured("concurrent"))
     results.push_back(MeasureConcurrent("host tensors, " + std::to_string(threads) + " threads", settings, threads,
                                         [&] { session.Run(feeds); }));
-  IoBinding binding = BindOnce(*env, session, feeds);
-  results.push_back(Measure("io binding", settings, [&] { session.Run(binding); }));
-  if (!session.providers().empty() && session.providers().front() == kCudaEp)
+  if (measured("io")) {
+    IoBinding binding = BindOnce(*env, session, feeds);
+    results.push_back(Measure("io binding", settings, [&] { session.Run(binding); }));
+  }
+  if (measured("graph") && !session.providers().empty() && session.providers().front() == kCudaEp)
     MeasureCudaGraph(*env, model, parsed, feeds, settings, results);
   PrintLatencies(results);
   if (session.StreamSets() > 1) std::cout << "stream sets used by concurrent runs: " << session.StreamSets() << "\n";

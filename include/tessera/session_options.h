@@ -31,6 +31,8 @@ struct ProviderRequest {
 
 // Stream sets a session creates at most for concurrent runs when SessionOptions::stream_sets is 0.
 constexpr int kDefaultStreamSets = 8;
+// Device memory each compute stream of a session keeps for reuse when SessionOptions::stream_cache_bytes is -1.
+constexpr int64_t kDefaultStreamCacheBytes = int64_t{64} << 20;
 
 struct SessionOptions {
   // EPs in priority order; when empty, `policy` chooses. The CPU EP is always added last as the
@@ -59,6 +61,12 @@ struct SessionOptions {
   // 1 keeps every run on one set of streams. Sessions with graph capture, or with an EP that does not allow
   // several streams (kEpRunStreams; e.g. the CUDA EP with user_compute_stream), always use one set.
   int stream_sets = 0;
+  // Same-stream reuse (docs/ARCHITECTURE.md, "Memory"): device blocks (up to 16 MiB each) that kernels free on a
+  // compute stream are kept for that stream's next allocations of the same size, so that a run in steady state
+  // allocates without the shared arena's lock or a device event per free. Up to this many bytes per compute stream
+  // (-1 = kDefaultStreamCacheBytes, 0 = off); the memory stays reserved in the arena until the session ends or an
+  // allocation on that stream finds the arena full.
+  int64_t stream_cache_bytes = -1;
 
   SessionOptions& AddProvider(std::string ep_name, ProviderOptions options = {});
 };

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstring>
+#include <iosfwd>
 #include <memory>
 #include <span>
 #include <string>
@@ -100,5 +101,8 @@ Tensor Tensor::FromVector(Shape shape, const std::vector<T>& values) {
 // std::vector<bool> is bit-packed: provide the bool overload explicitly.
 template <>
 Tensor Tensor::FromVector<bool>(Shape shape, const std::vector<bool>& values);
+
+// Writes tensor.Describe(); error-message parts take the tensor itself so that success paths build no string.
+std::ostream& operator<<(std::ostream& os, const Tensor& tensor);
 
 }  // namespace tessera

@@ -65,6 +65,10 @@ void BindSessionOptions(py::module_& m) {
           "stream_sets", [](const S& s) { return s.options.stream_sets; },
           [](S& s, int n) { s.options.stream_sets = n; },
           "Sets of device streams for runs from several threads at once (0 = default, 1 = one set).")
+      .def_property(
+          "stream_cache_bytes", [](const S& s) { return s.options.stream_cache_bytes; },
+          [](S& s, int64_t n) { s.options.stream_cache_bytes = n; },
+          "Device memory each compute stream keeps for same-stream reuse (-1 = default 64 MiB, 0 = none).")
       .def_readwrite("enable_mem_pattern", &S::enable_mem_pattern)
       .def_readwrite("enable_cpu_mem_arena", &S::enable_cpu_mem_arena)
       .def_readwrite("optimized_model_filepath", &S::optimized_model_filepath)

@@ -119,6 +119,8 @@ Tensor Tensor::CloneOnHost() const {
   return out;
 }
 
+std::ostream& operator<<(std::ostream& os, const Tensor& tensor) { return os << tensor.Describe(); }
+
 std::string Tensor::Describe() const {
   if (!defined()) return "undefined tensor";
   std::ostringstream os;

@@ -151,6 +151,8 @@ const Graph& Node::GetGraph(const std::string& key) const {
   return *attribute.g;
 }
 
+std::ostream& operator<<(std::ostream& os, const Node& node) { return os << node.Describe(); }
+
 std::string Node::Describe() const {
   std::ostringstream os;
   os << op_type << " '" << name << "' (";

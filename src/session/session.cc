@@ -240,6 +240,11 @@ void Session::Impl::SetUpServices() {
     return it == staging.end() ? std::nullopt : std::optional<MemoryInfo>(it->second);
   };
   services.compile_subgraph = [this](const Graph& subgraph, const Node&) { return CompileSubgraph(subgraph); };
+  if (options.stream_cache_bytes < -1)
+    Fail(ErrorCode::kInvalidArgument, "SessionOptions::stream_cache_bytes is ", options.stream_cache_bytes,
+         " (-1 for the default, 0 for none, or a byte count)");
+  stream_pool.set_cache_bytes(static_cast<size_t>(options.stream_cache_bytes < 0 ? kDefaultStreamCacheBytes
+                                                                                 : options.stream_cache_bytes));
   stream_pool.Initialize(ProviderList(), services);
   services = stream_pool.primary().services;
 }

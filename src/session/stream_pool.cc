@@ -74,7 +74,7 @@ AllocatorPtr StreamPool::View(const MemoryInfo& info, Stream* use, Stream* relea
   if (use == nullptr || release == nullptr) return base;  // host memory: its device users hold it (DataTransfer)
   std::lock_guard<std::mutex> lock(views_mutex_);
   std::shared_ptr<StreamAllocator>& view = views_[{info, use}];
-  if (view == nullptr) view = std::make_shared<StreamAllocator>(base, use, release);
+  if (view == nullptr) view = std::make_shared<StreamAllocator>(base, use, release, cache_bytes_);
   return view;
 }
 

@@ -66,6 +66,8 @@ class StreamPool {
   void Initialize(const std::vector<ExecutionProvider*>& eps, const PlanServices& base);
   // How many sets runs may spread over (>= 1; 1 keeps every run on the primary set).
   void set_max_sets(size_t max_sets) { max_sets_ = max_sets < 1 ? 1 : max_sets; }
+  // Bytes each compute stream's allocator view keeps for same-stream reuse (StreamAllocator); before Initialize.
+  void set_cache_bytes(size_t bytes) { cache_bytes_ = bytes; }
   size_t max_sets() const { return max_sets_; }
 
   Set& primary() { return *sets_.front(); }
@@ -95,6 +97,7 @@ class StreamPool {
   std::vector<StreamEp> stream_eps_;
   PlanServices base_;
   size_t max_sets_ = 1;
+  size_t cache_bytes_ = 0;
   mutable std::mutex mutex_;  // sets_ (the vector and each set's `runs`)
   std::vector<std::unique_ptr<Set>> sets_;
   std::mutex views_mutex_;

@@ -16,9 +16,12 @@ using CudaCopyStreamsTest = CudaTest;
 
 constexpr int64_t kN = 1024;
 
-SessionOptions CopyStreamOptions() {
+// stream_cache_bytes 0: kernels' freed blocks go back to the arena (not to the compute stream's reuse cache), so
+// the copy can race for them.
+SessionOptions CopyStreamOptions(int64_t stream_cache_bytes = 0) {
   SessionOptions options;
   options.AddProvider(kCudaEpName, {{"do_copy_in_default_stream", "0"}, {"use_tf32", "0"}});
+  options.stream_cache_bytes = stream_cache_bytes;
   return options;
 }
 
@@ -45,10 +48,13 @@ bool Matches(const std::vector<Value>& out, const Expected& want) {
 }
 
 TEST_F(CudaCopyStreamsTest, ACopyReusingMemoryOfRunningKernelsWaitsForThem) {
-  Session session = MakeSession(RaceModel(), CopyStreamOptions(), TestEnv());
-  for (int run = 0; run < 4; ++run) {
-    const Tensor a = Pattern(5, run), b = Pattern(3, run + 1), c = Pattern(11, run + 2);
-    EXPECT_TRUE(Matches(session.Run({{"a", a}, {"b", b}, {"c", c}}), Reference(a, b, c))) << "run " << run;
+  for (int64_t cache : {int64_t{0}, int64_t{-1}}) {
+    Session session = MakeSession(RaceModel(), CopyStreamOptions(cache), TestEnv());
+    for (int run = 0; run < 4; ++run) {
+      const Tensor a = Pattern(5, run), b = Pattern(3, run + 1), c = Pattern(11, run + 2);
+      EXPECT_TRUE(Matches(session.Run({{"a", a}, {"b", b}, {"c", c}}), Reference(a, b, c)))
+          << "run " << run << ", stream_cache_bytes " << cache;
+    }
   }
 }
 

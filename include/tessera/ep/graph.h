@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <iosfwd>
 #include <map>
 #include <memory>
 #include <optional>
@@ -85,6 +86,10 @@ class Node {
   size_t NumInputs() const;
   bool HasInput(size_t i) const { return i < inputs.size() && !inputs[i].empty(); }
 };
+
+// Writes node.Describe(). Error-message parts take the node itself, so that the description is only built
+// when a check fails (checks run on every step; building the string costs more than many launches).
+std::ostream& operator<<(std::ostream& os, const Node& node);
 
 class Graph {
  public:

@@ -36,17 +36,17 @@ void CopyOne(const Tensor& src, Tensor& dst, cudaStream_t stream, bool async) {
     const cudaError_t status =
         async ? cudaMemcpyPeerAsync(dst.raw_data(), dst_device, src.raw_data(), src_device, bytes, stream)
               : cudaMemcpyPeer(dst.raw_data(), dst_device, src.raw_data(), src_device, bytes);
-    CheckCuda(status, "peer copy of ", src.Describe(), " to ", dst.Describe());
+    CheckCuda(status, "peer copy of ", src, " to ", dst);
     return;
   }
   // Unified addressing tells CUDA the direction from the pointers.
   const cudaError_t status = async ? cudaMemcpyAsync(dst.raw_data(), src.raw_data(), bytes, cudaMemcpyDefault, stream)
                                    : cudaMemcpy(dst.raw_data(), src.raw_data(), bytes, cudaMemcpyDefault);
-  CheckCuda(status, "copy of ", src.Describe(), " to ", dst.Describe());
+  CheckCuda(status, "copy of ", src, " to ", dst);
   // cudaMemcpy may return before the data has landed (pageable host -> device: once staged; device ->
   // device: once queued). A synchronous copy promises the data is in place, and the session's
   // non-blocking streams are not ordered after the legacy stream, so wait for it.
-  if (!async) CheckCuda(cudaStreamSynchronize(cudaStreamLegacy), "synchronizing after the copy of ", src.Describe());
+  if (!async) CheckCuda(cudaStreamSynchronize(cudaStreamLegacy), "synchronizing after the copy of ", src);
 }
 
 // A GPU taking part in the copy, made current so that CUDA attributes the work to it.

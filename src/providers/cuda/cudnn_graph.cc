@@ -181,6 +181,8 @@ Descriptor TryMakeOperationGraph(cudnnHandle_t handle, const std::vector<const D
   return graph;
 }
 
+std::ostream& operator<<(std::ostream& os, const Plan& plan) { return os << plan.Describe(); }
+
 std::string Plan::Describe() const {
   std::ostringstream out;
   out << "engine " << engine_index << ", workspace " << workspace_bytes << (tensor_cores ? ", tensor cores" : "")

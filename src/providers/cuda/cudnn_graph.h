@@ -11,6 +11,7 @@
 #include <cudnn.h>
 
 #include <cstdint>
+#include <iosfwd>
 #include <string>
 #include <vector>
 
@@ -96,6 +97,8 @@ struct Plan {
   int64_t engine_index = -1;         // CUDNN_ATTR_ENGINE_GLOBAL_INDEX, for logs
   std::string Describe() const;
 };
+// Writes plan.Describe() (for error-message parts, built only when a check fails).
+std::ostream& operator<<(std::ostream& os, const Plan& plan);
 
 // Which engine configurations a caller accepts.
 struct PlanFilter {

@@ -386,9 +386,9 @@ class ConvKernel : public Kernel {
       if (pack != nullptr) status = cudnn_graph::Execute(cudnn, *choice.graph, *pack);
       // The message is built only on failure: this runs once per step.
       if (status != CUDNN_STATUS_SUCCESS)
-        CheckCudnn(status, ctx.node().Describe(), ": cudnnBackendExecute (", choice.graph->Describe(), ")");
+        CheckCudnn(status, ctx.node(), ": cudnnBackendExecute (", *choice.graph, ")");
     } else if (choice.fused && (extras.residual == nullptr || same_shape_residual)) {
-      CheckCudnn(RunFused(cudnn, plan, choice, x, w, y, extras, workspace), ctx.node().Describe(),
+      CheckCudnn(RunFused(cudnn, plan, choice, x, w, y, extras, workspace), ctx.node(),
                  ": cudnnConvolutionBiasActivationForward");
       return;
     } else {
@@ -396,7 +396,7 @@ class ConvKernel : public Kernel {
       CheckCudnn(cudnnConvolutionForward(cudnn, &one, plan.x.handle, x.raw_data(), plan.w.handle, w.raw_data(),
                                          plan.conv.handle, choice.algorithm, workspace, choice.workspace_bytes,
                                          &zero, plan.y.handle, y.raw_data()),
-                 ctx.node().Describe(), ": cudnnConvolutionForward");
+                 ctx.node(), ": cudnnConvolutionForward");
     }
     const launch::ElementType type = FloatElementType(ctx, x.type());
     if (extras.residual != nullptr && !same_shape_residual) {  // broadcasting residual: its own pass first
@@ -709,7 +709,7 @@ class ConvKernel : public Kernel {
   }
 
   void Apply(const KernelContext& ctx, const ConvPlan& plan, const ConvChoice& choice) const {
-    CheckCudnn(cudnnSetConvolutionMathType(plan.conv.handle, choice.math), ctx.node().Describe(),
+    CheckCudnn(cudnnSetConvolutionMathType(plan.conv.handle, choice.math), ctx.node(),
                ": cudnnSetConvolutionMathType");
   }
 
@@ -720,7 +720,7 @@ class ConvKernel : public Kernel {
                                              : CUDNN_FMA_MATH;
     CheckCudnn(cudnnGetConvolutionForwardWorkspaceSize(cudnn, plan.x.handle, plan.w.handle, plan.conv.handle,
                                                        plan.y.handle, choice.algorithm, &choice.workspace_bytes),
-               ctx.node().Describe(), ": cudnnGetConvolutionForwardWorkspaceSize");
+               ctx.node(), ": cudnnGetConvolutionForwardWorkspaceSize");
     return choice;
   }
 

@@ -192,7 +192,7 @@ class PowKernel : public Kernel {
     // From pageable memory, cudaMemcpyAsync has staged the values when it returns: `values` may go.
     CheckCuda(cudaMemcpyAsync(as_float.raw_data(), values.data(), values.size() * sizeof(float),
                               cudaMemcpyHostToDevice, stream),
-              ctx.node().Describe(), ": copying the exponents");
+              ctx.node(), ": copying the exponents");
     Tensor as_x_type = as_float;
     if (x.type() == DataType::kFloat16) {
       as_x_type = Tensor::Allocate(DataType::kFloat16, exponent.shape(), ctx.allocator());

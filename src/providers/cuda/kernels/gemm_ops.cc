@@ -35,7 +35,7 @@ void CublasProduct(const KernelContext& ctx, const CudaExecutionProvider& ep, co
                                          c.stride_b, c.a, data, lda, c.stride_a, &c.beta, c.out, data,
                                          CheckedInt(ctx, c.n), c.stride_out, CheckedInt(ctx, c.batch), compute,
                                          CUBLAS_GEMM_DEFAULT),
-              ctx.node().Describe(), ": cublasGemmStridedBatchedEx");
+              ctx.node(), ": cublasGemmStridedBatchedEx");
 }
 
 // out = alpha * op(a) x op(b) + beta * out through cuBLASLt's cached plan when it has one, else cuBLAS.
@@ -117,7 +117,7 @@ class GemmKernel : public Kernel {
     }
     call.beta = add_c ? beta_ : 0.0f;
     if (call.k == 0 && !add_c) {
-      CheckCuda(cudaMemsetAsync(y.raw_data(), 0, y.SizeInBytes(), StreamOf(ctx)), ctx.node().Describe(), ": memset");
+      CheckCuda(cudaMemsetAsync(y.raw_data(), 0, y.SizeInBytes(), StreamOf(ctx)), ctx.node(), ": memset");
       return;
     }
     PlainProduct(ctx, ep_, plans_, call);
@@ -184,7 +184,7 @@ class MatMulKernel : public Kernel {
     Tensor& target = widening ? product : y;
     Epilogue rest{bias, activation_, widening ? nullptr : addend};
     if (call.k == 0) {
-      CheckCuda(cudaMemsetAsync(target.raw_data(), 0, target.SizeInBytes(), StreamOf(ctx)), ctx.node().Describe(),
+      CheckCuda(cudaMemsetAsync(target.raw_data(), 0, target.SizeInBytes(), StreamOf(ctx)), ctx.node(),
                 ": memset");
     } else {
       call.a = a.raw_data();

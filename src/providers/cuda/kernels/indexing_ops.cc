@@ -84,7 +84,7 @@ class GatherKernel : public Kernel {
     // From pageable memory, cudaMemcpyAsync has staged the values when it returns: `values` may go.
     CheckCuda(cudaMemcpyAsync(on_device.raw_data(), values.data(), values.size() * sizeof(int64_t),
                               cudaMemcpyHostToDevice, stream),
-              ctx.node().Describe(), ": copying host indices");
+              ctx.node(), ": copying host indices");
     CheckLaunch(ctx,
                 launch::Gather(element_size, data.raw_data(), on_device.raw_data(), true, out.raw_data(), outer,
                                axis_dim, inner, count, stream),

@@ -44,13 +44,20 @@ CudaExecutionProvider& CudaEpOf(const KernelInfo& info) {
   return *ep;
 }
 
-cudaStream_t StreamOf(const KernelContext& ctx) { return NativeStream(ctx.stream(), ctx.node().Describe().c_str()); }
+cudaStream_t StreamOf(const KernelContext& ctx) {
+  Stream* stream = ctx.stream();
+  if (stream == nullptr) return nullptr;
+  if (!IsCudaDeviceMemory(stream->memory_info()))
+    Fail(ErrorCode::kInvalidArgument, ctx.node(), ": a ", stream->memory_info().ToString(),
+         " stream cannot order CUDA work (a CUDA stream is needed)");
+  return static_cast<cudaStream_t>(stream->native_handle());
+}
 
 void CompleteBeforeSharing(const KernelContext& ctx, cudaStream_t stream) {
   cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
-  CheckCuda(cudaStreamIsCapturing(stream, &capture), ctx.node().Describe(), ": cudaStreamIsCapturing");
+  CheckCuda(cudaStreamIsCapturing(stream, &capture), ctx.node(), ": cudaStreamIsCapturing");
   if (capture == cudaStreamCaptureStatusNone)
-    CheckCuda(cudaStreamSynchronize(stream), ctx.node().Describe(), ": cudaStreamSynchronize (cached data)");
+    CheckCuda(cudaStreamSynchronize(stream), ctx.node(), ": cudaStreamSynchronize (cached data)");
 }
 
 launch::ElementType FloatElementType(const KernelContext& ctx, DataType type) {
@@ -120,7 +127,7 @@ launch::EpilogueActivation ToLaunchActivation(const FusedActivation& activation)
 }
 
 void CheckLaunch(const KernelContext& ctx, cudaError_t status, const char* what) {
-  CheckCuda(status, ctx.node().Describe(), ": ", what);
+  CheckCuda(status, ctx.node(), ": ", what);
 }
 
 launch::BroadcastIndex MakeBroadcastIndex(const KernelContext& ctx, const Shape& out, const Shape& a, const Shape& b) {

@@ -155,7 +155,7 @@ class CastKernel : public Kernel {
     if (y.NumElements() == 0) return;
     if (x.type() == to_) {
       CheckCuda(cudaMemcpyAsync(y.raw_data(), x.raw_data(), x.SizeInBytes(), cudaMemcpyDeviceToDevice, StreamOf(ctx)),
-                ctx.node().Describe(), ": copy");
+                ctx.node(), ": copy");
       return;
     }
     CheckLaunch(ctx,

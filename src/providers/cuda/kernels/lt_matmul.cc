@@ -32,14 +32,14 @@ cublasLtEpilogue_t ToCublas(LtEpilogue epilogue) {
 template <typename Value>
 void SetDesc(const KernelContext& ctx, cublasLtMatmulDesc_t desc, cublasLtMatmulDescAttributes_t attribute,
              const Value& value) {
-  CheckCublas(cublasLtMatmulDescSetAttribute(desc, attribute, &value, sizeof(value)), ctx.node().Describe(),
+  CheckCublas(cublasLtMatmulDescSetAttribute(desc, attribute, &value, sizeof(value)), ctx.node(),
               ": cublasLtMatmulDescSetAttribute");
 }
 
 template <typename Value>
 void SetLayout(const KernelContext& ctx, cublasLtMatrixLayout_t layout, cublasLtMatrixLayoutAttribute_t attribute,
                const Value& value) {
-  CheckCublas(cublasLtMatrixLayoutSetAttribute(layout, attribute, &value, sizeof(value)), ctx.node().Describe(),
+  CheckCublas(cublasLtMatrixLayoutSetAttribute(layout, attribute, &value, sizeof(value)), ctx.node(),
               ": cublasLtMatrixLayoutSetAttribute");
 }
 
@@ -192,7 +192,7 @@ bool LtMatmulPlans::Run(const KernelContext& ctx, const CudaExecutionProvider& e
   CheckCublas(cublasLtMatmul(lease.cublas_lt(), plan->desc.get(), &product.alpha, product.b, plan->a_layout.get(),
                              product.a, plan->b_layout.get(), &product.beta, c, plan->out_layout.get(), product.out,
                              plan->out_layout.get(), &plan->algo, workspace, plan->workspace_bytes, stream),
-              ctx.node().Describe(), ": cublasLtMatmul");
+              ctx.node(), ": cublasLtMatmul");
   return true;
 }
 

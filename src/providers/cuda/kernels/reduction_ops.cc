@@ -66,7 +66,7 @@ class ReduceKernel : public Kernel {
     if (reduced_count == 0) {
       if (op_ != launch::ReduceOp::kSum)
         Fail(ErrorCode::kNotImplemented, ctx.node().Describe(), ": reducing an empty axis");
-      CheckCuda(cudaMemsetAsync(y.raw_data(), 0, y.SizeInBytes(), StreamOf(ctx)), ctx.node().Describe(), ": memset");
+      CheckCuda(cudaMemsetAsync(y.raw_data(), 0, y.SizeInBytes(), StreamOf(ctx)), ctx.node(), ": memset");
       return;
     }
     Launch(ctx, type, x, y, MergedSegments(x.shape(), reduced), reduced);
@@ -122,7 +122,7 @@ class ReduceKernel : public Kernel {
   static void CopyOnDevice(const KernelContext& ctx, const Tensor& x, Tensor& y) {
     if (y.SizeInBytes() == 0) return;
     CheckCuda(cudaMemcpyAsync(y.raw_data(), x.raw_data(), y.SizeInBytes(), cudaMemcpyDeviceToDevice, StreamOf(ctx)),
-              ctx.node().Describe(), ": copy");
+              ctx.node(), ": copy");
   }
 
   const CudaExecutionProvider& ep_;
