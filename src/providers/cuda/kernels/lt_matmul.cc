@@ -2,7 +2,6 @@
 
 #include <cublasLt.h>
 
-#include <chrono>
 #include <mutex>
 
 #include "providers/cuda/cuda_handles.h"
@@ -89,49 +88,6 @@ bool LtMatmulPlans::Supports(const RowMajorProduct& product) {
   return product.batch == 1 || (product.stride_a != 0 && product.stride_b != 0 && product.stride_out != 0);
 }
 
-size_t LtMatmulPlans::FastestCandidate(const KernelContext& ctx, const LibraryHandles::Lease& lease, const Plan& plan,
-                                       const std::vector<cublasLtMatmulHeuristicResult_t>& candidates,
-                                       const RowMajorProduct& product, cudaStream_t stream) const {
-  // Repeated calls must compute the same thing: not when out is also the accumulated c.
-  const void* c = product.c != nullptr ? product.c : product.out;
-  if (c == product.out && product.beta != 0.0f) return 0;
-  cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
-  if (cudaStreamIsCapturing(stream, &capture) != cudaSuccess || capture != cudaStreamCaptureStatusNone) {
-    cudaGetLastError();
-    return 0;
-  }
-  // The run's earlier work must not count against the first candidate.
-  CheckCuda(cudaStreamSynchronize(stream), ctx.node(), ": cudaStreamSynchronize (timing cuBLASLt algorithms)");
-  void* workspace = lease.cublas_workspace();
-  auto call = [&](const cublasLtMatmulHeuristicResult_t& candidate) {
-    return cublasLtMatmul(lease.cublas_lt(), plan.desc.get(), &product.alpha, product.b, plan.a_layout.get(), product.a,
-                          plan.b_layout.get(), &product.beta, c, plan.out_layout.get(), product.out,
-                          plan.out_layout.get(), &candidate.algo, candidate.workspaceSize > 0 ? workspace : nullptr,
-                          candidate.workspaceSize, stream);
-  };
-  size_t best = 0;
-  double best_us = 0;
-  for (size_t i = 0; i < candidates.size(); ++i) {
-    if (call(candidates[i]) != CUBLAS_STATUS_SUCCESS) continue;  // warm-up; a candidate that fails is skipped
-    CheckCuda(cudaStreamSynchronize(stream), ctx.node(), ": cudaStreamSynchronize (timing cuBLASLt algorithms)");
-    // Calls queued back to back, then one wait: the time per call is the larger of the host's cost of a call and
-    // the device's, which is what an eager run pays (in a graph only the device's counts, and it is the lower
-    // bound of this measure).
-    const auto start = std::chrono::steady_clock::now();
-    bool failed = false;
-    for (int r = 0; r < kTimedCalls && !failed; ++r) failed = call(candidates[i]) != CUBLAS_STATUS_SUCCESS;
-    CheckCuda(cudaStreamSynchronize(stream), ctx.node(), ": cudaStreamSynchronize (timing cuBLASLt algorithms)");
-    if (failed) continue;
-    const double us =
-        std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count() / kTimedCalls;
-    if (i == 0 || us < best_us) {
-      best = i;
-      best_us = us;
-    }
-  }
-  return best;
-}
-
 std::shared_ptr<const LtMatmulPlans::Plan> LtMatmulPlans::Find(const Key& key) const {
   std::shared_lock<std::shared_mutex> lock(mutex_);
   for (const auto& plan : plans_)
@@ -213,21 +169,17 @@ bool LtMatmulPlans::Run(const KernelContext& ctx, const CudaExecutionProvider& e
     for (const auto& [attribute, bytes] : alignments)
       CheckCublas(cublasLtMatmulPreferenceSetAttribute(preference, attribute, &bytes, sizeof(bytes)), node,
                   ": cublasLtMatmulPreferenceSetAttribute");
-    cublasLtMatmulHeuristicResult_t results[kCandidates] = {};
+    cublasLtMatmulHeuristicResult_t result{};
     int found = 0;
-    const cublasStatus_t status = cublasLtMatmulAlgoGetHeuristic(
-        lease.cublas_lt(), desc, made->a_layout.get(), made->b_layout.get(), made->out_layout.get(),
-        made->out_layout.get(), preference, kCandidates, results, &found);
-    if (status != CUBLAS_STATUS_SUCCESS && status != CUBLAS_STATUS_NOT_SUPPORTED)
-      CheckCublas(status, node, ": cublasLtMatmulAlgoGetHeuristic");
-    std::vector<cublasLtMatmulHeuristicResult_t> usable;
-    for (int i = 0; status == CUBLAS_STATUS_SUCCESS && i < found; ++i)
-      if (results[i].state == CUBLAS_STATUS_SUCCESS) usable.push_back(results[i]);
-    if (!usable.empty()) {
+    const cublasStatus_t status =
+        cublasLtMatmulAlgoGetHeuristic(lease.cublas_lt(), desc, made->a_layout.get(), made->b_layout.get(),
+                                       made->out_layout.get(), made->out_layout.get(), preference, 1, &result, &found);
+    if (status == CUBLAS_STATUS_SUCCESS && found > 0 && result.state == CUBLAS_STATUS_SUCCESS) {
       made->supported = true;
-      const size_t best = usable.size() > 1 ? FastestCandidate(ctx, lease, *made, usable, product, stream) : 0;
-      made->algo = usable[best].algo;
-      made->workspace_bytes = usable[best].workspaceSize;
+      made->algo = result.algo;
+      made->workspace_bytes = result.workspaceSize;
+    } else if (status != CUBLAS_STATUS_SUCCESS && status != CUBLAS_STATUS_NOT_SUPPORTED) {
+      CheckCublas(status, node, ": cublasLtMatmulAlgoGetHeuristic");
     }
     std::unique_lock<std::shared_mutex> lock(mutex_);
     if (plans_.size() >= kMaxPlans) plans_.erase(plans_.begin());

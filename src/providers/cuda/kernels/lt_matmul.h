@@ -2,10 +2,7 @@
 //   out = epilogue(alpha * op(a) x op(b) + beta * c + bias)
 // for a batch of products at fixed strides. A product's descriptors, layouts and algorithm are chosen once per
 // shape, strides, epilogue, bias and operand alignment and cached, so a steady-state call is one
-// cublasLtMatmul: no descriptor creation and no heuristic query. A new plan times cuBLASLt's first few
-// candidates on the run's operands and keeps the one whose calls cost least queued back to back (cuBLASLt's
-// heuristic ranks by device time only; on the H100 host a call's host cost differs by several microseconds
-// between kernel families, and eager runs pay it).
+// cublasLtMatmul: no descriptor creation and no heuristic query.
 //
 // Tessera tensors are row-major and cuBLAS is column-major: out = a x b is computed as the column-major
 // product out^T = b^T x a^T, which reads the same memory without any transpose. A bias of the row-major
@@ -18,10 +15,7 @@
 #include <shared_mutex>
 #include <vector>
 
-#include <cublasLt.h>
-
 #include "providers/cuda/cuda_ep.h"
-#include "providers/cuda/cuda_handles.h"
 #include "tessera/ep/kernel.h"
 
 namespace tessera::cuda {
@@ -61,16 +55,7 @@ class LtMatmulPlans {
  private:
   struct Key;
   struct Plan;
-  // cuBLASLt's best guesses that a new plan times (FastestCandidate), and calls per timing.
-  static constexpr int kCandidates = 4;
-  static constexpr int kTimedCalls = 8;
   std::shared_ptr<const Plan> Find(const Key& key) const;
-  // Of cuBLASLt's candidates for a new plan, the index of the one whose calls cost least when queued back to back
-  // on `stream` (waited for first, so earlier work does not count); 0 (cuBLASLt's first choice) while the stream
-  // is being captured or when out accumulates into itself. Runs the product on the run's own operands.
-  size_t FastestCandidate(const KernelContext& ctx, const LibraryHandles::Lease& lease, const Plan& plan,
-                          const std::vector<cublasLtMatmulHeuristicResult_t>& candidates,
-                          const RowMajorProduct& product, cudaStream_t stream) const;
 
   mutable std::shared_mutex mutex_;  // plans_
   mutable std::vector<std::shared_ptr<const Plan>> plans_;  // oldest first, at most kMaxPlans
