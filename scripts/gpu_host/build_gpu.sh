@@ -24,3 +24,14 @@ build_gpu() {
   fi
   ninja -C build-gpu -j"$JOBS" "$@" >"$LOG_DIR/build.log" 2>&1 || { grep -E "error|FAILED" "$LOG_DIR/build.log" | head -30; return 1; }
 }
+
+# export_bench_models DIR MODEL...: exports the bench models (resnet50, mobilenet_v2_fp16, bert_base_s128,
+# gpt2_past16, ...) that DIR lacks, by family; the log goes to $LOG_DIR/export.log.
+export_bench_models() {
+  local dir=$1 m need=()
+  shift
+  for m in "$@"; do [[ -f $dir/$m.onnx ]] || need+=("${m%%_fp16}"); done
+  ((${#need[@]})) || return 0
+  python3 scripts/gpu_host/export_models.py "$dir" $(printf '%s\n' "${need[@]}" | sed 's/_s128//;s/_past16//;s/^bert_base$/bert/' | sort -u) \
+    >"$LOG_DIR/export.log" 2>&1 || tail -5 "$LOG_DIR/export.log"
+}

@@ -18,12 +18,7 @@ BENCH_DIR=/tmp/tessera-bench
 MODELS=${MODELS:-gpt2_past16 bert_base_s128 mobilenet_v2 resnet50}
 MODES=${MODES:-io concurrent}
 SECONDS_PER_RUN=${SECONDS_PER_RUN:-12}
-need=()
-for m in $MODELS; do [[ -f $BENCH_DIR/$m.onnx ]] || need+=("${m%%_fp16}"); done
-if ((${#need[@]})); then
-  python3 scripts/gpu_host/export_models.py "$BENCH_DIR" $(printf '%s\n' "${need[@]}" | sed 's/_s128//;s/_past16//;s/^bert_base$/bert/' | sort -u) \
-    >"$LOG_DIR/export.log" 2>&1 || tail -5 "$LOG_DIR/export.log"
-fi
+export_bench_models "$BENCH_DIR" $MODELS
 for m in $MODELS; do
   for mode in $MODES; do
     extra=()

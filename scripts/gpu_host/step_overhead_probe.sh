@@ -24,12 +24,7 @@ if [[ ${CALL_OVERHEAD:-1} == 1 ]]; then
 fi
 BENCH_DIR=/tmp/tessera-bench
 MODELS=${MODELS:-resnet50 resnet50_fp16 mobilenet_v2_fp16}
-need=()
-for m in $MODELS; do [[ -f $BENCH_DIR/$m.onnx ]] || need+=("${m%%_fp16}"); done
-if ((${#need[@]})); then
-  python3 scripts/gpu_host/export_models.py "$BENCH_DIR" $(printf '%s\n' "${need[@]}" | sed 's/_s128//;s/_past16//;s/^bert_base$/bert/' | sort -u) \
-    >"$LOG_DIR/export.log" 2>&1 || tail -5 "$LOG_DIR/export.log"
-fi
+export_bench_models "$BENCH_DIR" $MODELS
 for m in $MODELS; do
   echo "==== $m"
   rm -f /tmp/profile_${m}_*.json
