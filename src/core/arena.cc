@@ -118,12 +118,21 @@ struct Arena::Impl {
   std::array<std::set<Chunk*, BySizeThenAddress>, kNumBins> bins;
   std::unordered_map<void*, Chunk*> in_use;
   size_t last_region_bytes = 0;
-  uint64_t fence_sequence = 0;
   AllocatorStats stats;
-  // Events of fences no chunk needs any more, per stream, recorded again for later fences (creating a device
-  // event costs about as much as recording it). Fences drop their events with or without `mutex` held.
-  std::mutex spare_events_mutex;
-  std::unordered_map<const Stream*, std::vector<std::unique_ptr<Event>>> spare_events;
+  // Fences of one stream are numbered in the order their events are recorded on it: threads that free blocks
+  // at the same time (a run's thread, a stream's completion callback) take the arena's lock in either order, and
+  // a merge that kept the fence it was told was later could keep the earlier point and let a block be reused
+  // while the later use still runs.
+  std::atomic<uint64_t> fence_sequence{0};
+  // Per stream: the lock that makes recording an event and numbering its fence one step, and the events of fences
+  // no chunk needs any more, recorded again for later fences (creating a device event costs about as much as
+  // recording it). Fences drop their events with or without `mutex` held; never with a StreamFences lock held.
+  struct StreamFences {
+    std::mutex mutex;
+    std::vector<std::unique_ptr<Event>> spare;
+  };
+  std::mutex streams_mutex;
+  std::unordered_map<const Stream*, std::unique_ptr<StreamFences>> fences_by_stream;
 
   Impl(AllocatorPtr under, ArenaOptions opts)
       : underlying(std::move(under)),
@@ -244,26 +253,38 @@ struct Arena::Impl {
          options.max_bytes, " bytes)");
   }
 
-  // An event recorded on `stream` now, going back to spare_events once no fence holds it.
-  std::shared_ptr<FenceEvent> RecordFence(Stream& stream) {
+  StreamFences& FencesOf(const Stream& stream) {
+    std::lock_guard<std::mutex> lock(streams_mutex);
+    std::unique_ptr<StreamFences>& state = fences_by_stream[&stream];
+    if (state == nullptr) state = std::make_unique<StreamFences>();
+    return *state;
+  }
+
+  // A fence at the end of the work queued on `stream` so far; its event goes back to the stream's spares once no
+  // fence holds it.
+  Fence RecordFence(Stream& stream) {
+    StreamFences& state = FencesOf(stream);
     std::unique_ptr<Event> event;
+    uint64_t sequence = 0;
     {
-      std::lock_guard<std::mutex> lock(spare_events_mutex);
-      std::vector<std::unique_ptr<Event>>& spare = spare_events[&stream];
-      if (!spare.empty()) {
-        event = std::move(spare.back());
-        spare.pop_back();
+      std::lock_guard<std::mutex> lock(state.mutex);
+      if (!state.spare.empty()) {
+        event = std::move(state.spare.back());
+        state.spare.pop_back();
+      } else {
+        event = stream.CreateEvent();
       }
+      event->Record(stream);
+      sequence = ++fence_sequence;
     }
-    if (event == nullptr) event = stream.CreateEvent();
-    event->Record(stream);
-    return std::shared_ptr<FenceEvent>(new FenceEvent(std::move(event)), [this, key = &stream](FenceEvent* done) {
+    auto fence_event = std::shared_ptr<FenceEvent>(new FenceEvent(std::move(event)), [&state](FenceEvent* done) {
       {
-        std::lock_guard<std::mutex> lock(spare_events_mutex);
-        spare_events[key].push_back(std::move(done->event));
+        std::lock_guard<std::mutex> lock(state.mutex);
+        state.spare.push_back(std::move(done->event));
       }
       delete done;
     });
+    return Fence{&stream, std::move(fence_event), sequence};
   }
 
   void* AllocateLocked(size_t bytes, std::vector<Fence>& fences) {
@@ -352,7 +373,7 @@ void Arena::FreeAfter(void* p, Stream* stream) {
   if (impl_->options.stream_fences && stream != nullptr) {
     // Free runs from tensor destructors, so it must not throw: without an event, wait for the stream instead.
     try {
-      fences.push_back({stream, impl_->RecordFence(*stream), 0});
+      fences.push_back(impl_->RecordFence(*stream));
     } catch (const std::exception& e) {
       Log(LogLevel::kWarning, "arena for ", Info().ToString(), ": no event for a freed block (", e.what(),
           "); waiting for its stream instead");
@@ -369,7 +390,6 @@ void Arena::FreeAfter(void* p, Stream* stream) {
     Fail(ErrorCode::kInvalidArgument, "arena for ", Info().ToString(), ": Free of a pointer it did not allocate");
   Chunk* c = it->second;
   impl_->in_use.erase(it);
-  for (Fence& f : fences) f.sequence = ++impl_->fence_sequence;
   impl_->Release(c, std::move(fences));
 }
 

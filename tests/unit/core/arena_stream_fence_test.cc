@@ -3,7 +3,13 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <functional>
 #include <memory>
+#include <mutex>
+#include <thread>
 #include <string>
 #include <vector>
 
@@ -183,6 +189,91 @@ TEST_F(ArenaStreamFenceTest, ShrinkWaitsForFencesBeforeGivingMemoryBack) {
   arena.FreeAfter(p, &compute);
   EXPECT_GT(arena.Shrink(), 0u);
   EXPECT_EQ(log, Log({"record C1@C", "sync C1"}));
+}
+
+// A stream for several threads: every Record takes the next position in the stream's order; waits note the
+// position they wait for. `after_first_record` runs inside the first Record, after its position is taken.
+class OrderedStream : public Stream {
+ public:
+  void* native_handle() const override { return nullptr; }
+  void Synchronize() override {}
+  std::unique_ptr<Event> CreateEvent() override;
+  const MemoryInfo& memory_info() const override { return info_; }
+
+  std::atomic<int> position{0};
+  std::function<void()> after_first_record;
+  std::mutex waits_mutex;
+  std::vector<int> waited_for;
+
+ private:
+  MemoryInfo info_ = MemoryInfo::Host();
+};
+
+class OrderedEvent : public Event {
+ public:
+  void Record(Stream& stream) override {
+    auto& ordered = static_cast<OrderedStream&>(stream);
+    position_ = ++ordered.position;
+    if (position_ == 1 && ordered.after_first_record) ordered.after_first_record();
+  }
+  void Wait(Stream& stream) override {
+    auto& ordered = static_cast<OrderedStream&>(stream);
+    std::lock_guard<std::mutex> lock(ordered.waits_mutex);
+    ordered.waited_for.push_back(position_);
+  }
+  void Synchronize() override {}
+  bool Query() override { return false; }
+
+ private:
+  int position_ = 0;
+};
+
+std::unique_ptr<Event> OrderedStream::CreateEvent() { return std::make_unique<OrderedEvent>(); }
+
+// Two threads free neighbouring blocks last used on one stream at the same time (a run's thread and a stream's
+// worker dropping a finished copy's tensors do). Thread A records its fence first, then is held up before it
+// reaches the arena's lock; thread B records the later fence meanwhile, if the arena lets it. Whichever order the
+// frees then take the arena's lock in, the merged block must wait for the later point of the stream: the earlier
+// one may come before B's last use. (With recording and numbering fences apart, B's free took the lock first and
+// the merge kept A's earlier fence as "the latest".)
+TEST(ArenaConcurrentFenceTest, NeighboursFreedByTwoThreadsAtOnceKeepTheLaterPointOfTheStream) {
+  ArenaOptions options;
+  options.stream_fences = true;
+  Arena arena(CreateHostAllocator(), options);
+  OrderedStream compute;
+  OrderedStream copy;
+  void* p = arena.AllocateOn(1000, &compute);
+  void* q = arena.AllocateOn(1000, &compute);
+  void* guard = arena.AllocateOn(1000, &compute);  // keeps p and q from merging with the free rest of the region
+
+  std::mutex mutex;
+  std::condition_variable changed;
+  bool a_recorded = false, b_freed = false;
+  compute.after_first_record = [&] {
+    std::unique_lock<std::mutex> lock(mutex);
+    a_recorded = true;
+    changed.notify_all();
+    // Gives B time to finish its free; an arena that orders recording stops B until A goes on.
+    changed.wait_for(lock, std::chrono::milliseconds(300), [&] { return b_freed; });
+  };
+  std::thread a([&] { arena.FreeAfter(q, &compute); });
+  {
+    std::unique_lock<std::mutex> lock(mutex);
+    changed.wait(lock, [&] { return a_recorded; });
+  }
+  arena.FreeAfter(p, &compute);
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    b_freed = true;
+  }
+  changed.notify_all();
+  a.join();
+
+  EXPECT_EQ(compute.position.load(), 2);
+  EXPECT_EQ(arena.AllocateOn(2000, &copy), p) << "p and q merged";
+  EXPECT_EQ(copy.waited_for, std::vector<int>{2}) << "the reuse waits for the later of the two points on the stream";
+  arena.Free(p);
+  arena.Free(guard);
 }
 
 }  // namespace
