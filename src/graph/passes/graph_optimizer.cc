@@ -1,5 +1,6 @@
 #include "graph/passes/graph_optimizer.h"
 
+#include "graph/passes/attention_fusion.h"
 #include "graph/passes/conv_activation_fusion.h"
 #include "graph/passes/conv_bn_folding.h"
 #include "graph/passes/dead_node_elimination.h"
@@ -34,6 +35,8 @@ void RunExtended(Graph& graph, const OptimizerContext& context, std::vector<Pass
 
 // Fusions into ai.tessera ops, after the standard ones (a folded BatchNorm leaves a Conv to fuse).
 void RunAll(Graph& graph, const OptimizerContext& context, std::vector<PassResult>& results) {
+  // Before matmul_epilogue_fusion, which would take the attention's scalar Mul/Div and mask Add as epilogues.
+  results.push_back({"attention_fusion", FuseAttention(graph, context.can_fuse)});
   // Before matmul_epilogue_fusion: the residual Add (and a bias Add before it) go with the LayerNormalization.
   results.push_back({"skip_layer_norm_fusion", FuseSkipLayerNorm(graph, context.can_fuse)});
   results.push_back({"conv_activation_fusion", FuseConvActivation(graph, context.can_fuse)});

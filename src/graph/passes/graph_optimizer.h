@@ -6,7 +6,8 @@
 //   kExtended  + fusions into standard ONNX ops (Conv+BatchNormalization folding, LayerNormalization and
 //              Gelu pattern fusion, shape-subgraph elimination, transpose elimination)
 //   kAll       + fusions into Tessera's own ops (domain "ai.tessera"), which only EPs that register those
-//              kernels run: residual Add + LayerNormalization (SkipLayerNormalization), Conv/MatMul with bias,
+//              kernels run: scaled dot-product attention (Attention), residual Add + LayerNormalization
+//              (SkipLayerNormalization), Conv/MatMul with bias,
 //              residual and activation, and the channel-inner convolution layout each conv's EP prefers
 #pragma once
 

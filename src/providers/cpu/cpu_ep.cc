@@ -29,6 +29,7 @@ const KernelRegistry& CpuKernelRegistry() {
     cpu::RegisterNchwcPoolKernels(r);
     cpu::RegisterNchwcReorderKernels(r);
     cpu::RegisterNormalizationKernels(r);
+    cpu::RegisterAttentionKernels(r);
     cpu::RegisterSkipLayerNormKernels(r);
     cpu::RegisterSoftmaxKernels(r);
     cpu::RegisterReductionKernels(r);

@@ -15,6 +15,7 @@ void RegisterPoolKernels(KernelRegistry& registry);            // nn/pool.cc
 void RegisterNchwcPoolKernels(KernelRegistry& registry);       // nn/nchwc_pool.cc (ai.tessera, blocked layout)
 void RegisterNchwcReorderKernels(KernelRegistry& registry);    // nn/nchwc_reorder.cc (ai.tessera)
 void RegisterNormalizationKernels(KernelRegistry& registry);   // nn/normalization.cc
+void RegisterAttentionKernels(KernelRegistry& registry);        // nn/attention.cc (ai.tessera)
 void RegisterSkipLayerNormKernels(KernelRegistry& registry);   // nn/skip_layer_norm.cc (ai.tessera, com.microsoft)
 void RegisterSoftmaxKernels(KernelRegistry& registry);         // nn/softmax.cc
 void RegisterReductionKernels(KernelRegistry& registry);       // reduction/reduce.cc

@@ -59,6 +59,7 @@ void RegisterCudaKernels(KernelRegistry& registry) {
   RegisterLogicKernels(registry);
   RegisterIndexingKernels(registry);
   RegisterReductionKernels(registry);
+  RegisterAttentionKernels(registry);
   RegisterSkipLayerNormKernels(registry);
   RegisterSplitKernels(registry);
   RegisterReorderKernels(registry);

@@ -18,6 +18,7 @@ void RegisterLogicKernels(KernelRegistry& registry);        // comparisons, And 
 void RegisterIndexingKernels(KernelRegistry& registry);     // Gather Slice Expand Shape ConstantOfShape
 void RegisterReorderKernels(KernelRegistry& registry);      // ai.tessera::ReorderFromBlocked (NHWC -> NCHW)
 void RegisterReductionKernels(KernelRegistry& registry);    // ReduceSum ReduceMean ReduceMax ReduceMin
+void RegisterAttentionKernels(KernelRegistry& registry);  // Attention (ai.tessera)
 void RegisterSkipLayerNormKernels(KernelRegistry& registry);  // SkipLayerNormalization (ai.tessera, com.microsoft)
 void RegisterSplitKernels(KernelRegistry& registry);        // Split
 

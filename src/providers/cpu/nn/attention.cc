@@ -1,0 +1,106 @@
+// ai.tessera::Attention (opset 1), made by graph/passes/attention_fusion: scaled dot-product attention over
+// rank-4 Q, K, V read through axis maps, with an optional additive (or Boolean) mask. Semantics in
+// graph/passes/attention_fusion.h. Float32 and float16; scores, softmax and the weighted sum of V are computed
+// in float32 per query row (float16 results are rounded once, at the end).
+#include <cmath>
+#include <limits>
+#include <type_traits>
+#include <vector>
+
+#include "providers/cpu/cpu_kernels.h"
+#include "providers/cpu/nn/attention_geometry.h"
+
+namespace tessera::cpu {
+namespace {
+
+inline float Widen(float v) { return v; }
+inline float Widen(Float16 v) { return ToFloat(v); }
+
+template <typename T>
+T Narrow(float v) {
+  if constexpr (std::is_same_v<T, float>) return v;
+  else return ToFloat16(v);
+}
+
+template <typename T>
+void RunAttention(const ThreadPool& pool, const AttentionGeometry& g, const AttentionAttributes& a, const T* q,
+                  const T* k, const T* v, const void* mask, T* out) {
+  const int64_t rows = g.batch * g.heads * g.q_len;
+  const float minus_inf = -std::numeric_limits<float>::infinity();
+  pool.ParallelFor(rows, std::max<int64_t>(1, 4096 / std::max<int64_t>(1, g.k_len * g.head_size)),
+                   [&](int64_t begin, int64_t end) {
+    std::vector<float> scores(g.k_len), acc(g.v_head_size), query(g.head_size);
+    for (int64_t row = begin; row < end; ++row) {
+      const int64_t i = row % g.q_len, h = (row / g.q_len) % g.heads, b = row / (g.q_len * g.heads);
+      const T* q_row = q + b * g.q[0] + h * g.q[1] + i * g.q[2];
+      for (int64_t d = 0; d < g.head_size; ++d) query[d] = Widen(q_row[d * g.q[3]]);
+      float max = minus_inf;
+      for (int64_t j = 0; j < g.k_len; ++j) {
+        const T* k_row = k + b * g.k[0] + h * g.k[1] + j * g.k[2];
+        float dot = 0;
+        for (int64_t d = 0; d < g.head_size; ++d) dot += query[d] * Widen(k_row[d * g.k[3]]);
+        float s = a.scale * dot;
+        if (g.has_mask) {
+          const int64_t at = b * g.mask[0] + h * g.mask[1] + i * g.mask[2] + j * g.mask[3];
+          if (g.bool_mask) s = static_cast<const bool*>(mask)[at] ? s : minus_inf;
+          else s += Widen(static_cast<const T*>(mask)[at]);
+        }
+        scores[j] = s;
+        max = std::max(max, s);
+      }
+      T* out_row = out + b * g.out[0] + h * g.out[1] + i * g.out[2];
+      if (max == minus_inf || std::isnan(max)) {  // every score -inf (or NaN): softmax is NaN, or 0 when asked
+        // No keys at all: the empty weighted sum is 0, as the unfused MatMul gives.
+        const float fill = (a.masked_rows_zero && max == minus_inf) || g.k_len == 0
+                               ? 0.0f : std::numeric_limits<float>::quiet_NaN();
+        for (int64_t d = 0; d < g.v_head_size; ++d) out_row[d * g.out[3]] = Narrow<T>(fill);
+        continue;
+      }
+      float sum = 0;
+      for (int64_t j = 0; j < g.k_len; ++j) sum += scores[j] = std::exp(scores[j] - max);
+      std::fill(acc.begin(), acc.end(), 0.0f);
+      for (int64_t j = 0; j < g.k_len; ++j) {
+        const float p = scores[j] / sum;
+        const T* v_row = v + b * g.v[0] + h * g.v[1] + j * g.v[2];
+        for (int64_t d = 0; d < g.v_head_size; ++d) acc[d] += p * Widen(v_row[d * g.v[3]]);
+      }
+      for (int64_t d = 0; d < g.v_head_size; ++d) out_row[d * g.out[3]] = Narrow<T>(acc[d]);
+    }
+  });
+}
+
+class Attention : public Kernel {
+ public:
+  explicit Attention(const KernelInfo& info) : attributes_(ReadAttentionAttributes(info.node())) {}
+
+  void Compute(KernelContext& ctx) const override {
+    const Tensor& q = ctx.Input(0);
+    const Tensor* mask = ctx.OptionalInput(3);
+    const AttentionGeometry g = MakeAttentionGeometry(ctx.node(), attributes_, q, ctx.Input(1), ctx.Input(2), mask);
+    Tensor& y = ctx.Output(0, q.type(), g.output_shape);
+    if (y.NumElements() == 0) return;
+    const void* mask_data = mask != nullptr ? mask->raw_data() : nullptr;
+    if (q.type() == DataType::kFloat)
+      RunAttention<float>(ctx.thread_pool(), g, attributes_, q.Data<float>(), ctx.Input(1).Data<float>(),
+                          ctx.Input(2).Data<float>(), mask_data, y.Data<float>());
+    else
+      RunAttention<Float16>(ctx.thread_pool(), g, attributes_, q.Data<Float16>(), ctx.Input(1).Data<Float16>(),
+                            ctx.Input(2).Data<Float16>(), mask_data, y.Data<Float16>());
+  }
+
+ private:
+  AttentionAttributes attributes_;
+};
+
+}  // namespace
+
+void RegisterAttentionKernels(KernelRegistry& registry) {
+  KernelDef def;
+  def.op_type = "Attention";
+  def.domain = "ai.tessera";
+  def.since_version = 1;
+  def.input_types = {{0, {DataType::kFloat, DataType::kFloat16}}};
+  registry.Register<Attention>(def);
+}
+
+}  // namespace tessera::cpu

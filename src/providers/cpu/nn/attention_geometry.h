@@ -1,0 +1,40 @@
+// The geometry of ai.tessera::Attention (graph/passes/attention_fusion.h), shared by its CPU and CUDA kernels:
+// the attributes read once per kernel, and per call the sizes and element strides of every operand along the
+// canonical axes (batch, heads, sequence, head_size), with stride 0 where a dim of size 1 broadcasts.
+#pragma once
+
+#include <array>
+#include <cstdint>
+
+#include "tessera/ep/graph.h"
+#include "tessera/tensor.h"
+
+namespace tessera::cpu {
+
+struct AttentionAttributes {
+  std::array<int64_t, 4> q_axes{0, 1, 2, 3}, k_axes{0, 1, 3, 2}, v_axes{0, 1, 2, 3}, out_axes{0, 1, 2, 3};
+  float scale = 1.0f;
+  bool masked_rows_zero = false;
+};
+
+// Reads and checks the attributes (each *_axes a permutation of 0..3); throws kInvalidArgument naming the node.
+AttentionAttributes ReadAttentionAttributes(const Node& node);
+
+struct AttentionGeometry {
+  int64_t batch = 0, heads = 0, q_len = 0, k_len = 0, head_size = 0, v_head_size = 0;
+  // Element strides along (batch, heads, position, feature); 0 where the operand broadcasts.
+  std::array<int64_t, 4> q{}, k{}, v{}, out{};
+  // Along (batch, heads, query position, key position); all 0 without a mask.
+  std::array<int64_t, 4> mask{};
+  bool has_mask = false;
+  bool bool_mask = false;  // true: add 0 where set, -inf where not
+  Shape output_shape;
+};
+
+// Checks the operands (rank 4, float or float16 of one type; a mask of that type or bool, broadcasting to
+// [batch, heads, q_len, k_len]; matching head sizes and key lengths) and computes the geometry; throws
+// kInvalidArgument naming the node and the operand.
+AttentionGeometry MakeAttentionGeometry(const Node& node, const AttentionAttributes& attributes, const Tensor& q,
+                                        const Tensor& k, const Tensor& v, const Tensor* mask);
+
+}  // namespace tessera::cpu

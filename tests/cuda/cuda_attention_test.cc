@@ -1,0 +1,91 @@
+// ai.tessera::Attention on the CUDA EP: the fused attention of exported BERT/GPT-2-style subgraphs (eager and
+// torch SDPA patterns, float32 and float16) against the unfused graph (on the CPU for float32, on the GPU for
+// float16, which the CPU EP's MatMul lacks), over shapes that exercise
+// the kernel's key tiles, value chunks, query tiles and masks.
+#include "cuda/cuda_test_util.h"
+#include "unit/graph/passes/attention_graphs.h"
+
+namespace tessera::test {
+namespace {
+
+using CudaAttentionTest = CudaTest;
+
+void ExpectFusedOnCudaMatchesUnfusedCpu(const AttentionSpec& spec, int64_t batch) {
+  const PassTestGraph g = AttentionGraph(spec);
+  const std::string model = g.Serialize();
+  const std::string what = "seq " + std::to_string(spec.seq) + " heads " + std::to_string(spec.heads) + " head " +
+                           std::to_string(spec.head) + (spec.sdpa ? " sdpa" : " eager") +
+                           (spec.mask ? " mask" : "") + (spec.half ? " float16" : " float32");
+  {
+    SessionOptions options = OptionsFor("cuda");
+    Session session(TestEnv(), model.data(), model.size(), options);
+    size_t fused_on_cuda = 0;
+    for (const PartitionEntry& entry : session.Partition())
+      if (entry.op_type == "Attention" && entry.ep == "CUDAExecutionProvider") ++fused_on_cuda;
+    EXPECT_EQ(fused_on_cuda, 1u) << what;
+  }
+  const Session::NamedValues feeds = g.Feeds(batch);
+  // float32: the CPU EP's unfused graph; float16 (no float16 MatMul on the CPU): the unfused graph on the GPU.
+  SessionOptions reference_options = OptionsFor(spec.half ? "cuda" : "cpu");
+  reference_options.optimization_level = spec.half ? OptimizationLevel::kExtended : OptimizationLevel::kNone;
+  Session reference(TestEnv(), model.data(), model.size(), reference_options);
+  const Tensor want = reference.Run(feeds)[0].tensor();
+  const Tensor got = RunOnCuda(model, feeds)[0];
+  const double tolerance = spec.half ? 2e-2 : 2e-5;
+  EXPECT_EQ(CompareTensors(want, got, tolerance, tolerance), "") << what;
+}
+
+TEST_F(CudaAttentionTest, MatchesTheUnfusedGraphOverShapesAndPatterns) {
+  struct Geometry {
+    int64_t seq, heads, head, batch;
+  };
+  const std::vector<Geometry> geometries = {
+      {5, 3, 8, 2},      // smaller than one tile
+      {128, 12, 64, 1},  // BERT-base: two key tiles, eight query tiles per head
+      {77, 2, 96, 2},    // partial tiles, head wider than 64
+      {33, 1, 160, 1},   // value features in two chunks, smaller key tiles
+  };
+  for (const Geometry& geo : geometries)
+    for (bool sdpa : {false, true})
+      for (bool half : {false, true}) {
+        AttentionSpec spec;
+        spec.seq = geo.seq;
+        spec.heads = geo.heads;
+        spec.head = geo.head;
+        spec.sdpa = sdpa;
+        spec.half = half;
+        ExpectFusedOnCudaMatchesUnfusedCpu(spec, geo.batch);
+      }
+}
+
+TEST_F(CudaAttentionTest, WithoutAMask) {
+  for (bool sdpa : {false, true}) {
+    AttentionSpec spec;
+    spec.seq = 40;
+    spec.sdpa = sdpa;
+    spec.mask = false;
+    ExpectFusedOnCudaMatchesUnfusedCpu(spec, 3);
+  }
+}
+
+// Most mask values below the threshold: many queries see no key at all (0 behind the IsNaN guard).
+TEST_F(CudaAttentionTest, FullyMaskedQueriesGiveZerosBehindTheNanGuard) {
+  AttentionSpec spec;
+  spec.seq = 6;
+  spec.sdpa = true;
+  const PassTestGraph g = AttentionGraph(spec);
+  const std::string model = g.Serialize();
+  Session::NamedValues feeds = g.Feeds(2);
+  std::vector<float> mask(2 * spec.seq * spec.seq, -2.0f);  // Greater(m, -1.5) is false: masked
+  for (int64_t i = 0; i < 2 * spec.seq * spec.seq; i += 7) mask[i] = 1.0f;  // some rows keep nothing
+  feeds[3].second = Value(Tensor::FromVector<float>(Shape{2, 1, spec.seq, spec.seq}, mask));
+  SessionOptions reference_options = OptionsFor("cpu");
+  reference_options.optimization_level = OptimizationLevel::kNone;
+  Session reference(TestEnv(), model.data(), model.size(), reference_options);
+  const Tensor want = reference.Run(feeds)[0].tensor();
+  const Tensor got = RunOnCuda(model, feeds)[0];
+  EXPECT_EQ(CompareTensors(want, got, 2e-5, 2e-5), "");
+}
+
+}  // namespace
+}  // namespace tessera::test

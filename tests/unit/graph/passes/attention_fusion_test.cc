@@ -1,0 +1,150 @@
+// graph/passes/attention_fusion: the attention patterns PyTorch exports become one ai.tessera::Attention node
+// whose (CPU) results match the unfused graph's, and what the pass must leave alone stays as it was.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+
+#include "unit/graph/passes/attention_graphs.h"
+
+namespace tessera::test {
+namespace {
+
+constexpr int64_t kSeq = 5, kHeads = 3, kHead = 8;  // AttentionSpec's defaults
+
+PassTestGraph EagerAttention(bool with_mask = true) {
+  AttentionSpec spec;
+  spec.mask = with_mask;
+  return AttentionGraph(spec);
+}
+
+PassTestGraph SdpaAttention() {
+  AttentionSpec spec;
+  spec.sdpa = true;
+  return AttentionGraph(spec);
+}
+
+TEST(AttentionFusionTest, FusesEagerBertAttentionWithItsTransposes) {
+  const PassTestGraph g = EagerAttention();
+  EXPECT_EQ(Count(OpsAt(g, OptimizationLevel::kExtended), "Softmax"), 1u);
+  EXPECT_EQ(OpsAt(g, OptimizationLevel::kAll), std::vector<std::string>{"Attention"});
+  ExpectSameOutputs(g, OptimizationLevel::kAll, 1e-5f, 2);
+}
+
+TEST(AttentionFusionTest, FusesWithoutAMask) {
+  const PassTestGraph g = EagerAttention(false);
+  EXPECT_EQ(OpsAt(g, OptimizationLevel::kAll), std::vector<std::string>{"Attention"});
+  ExpectSameOutputs(g, OptimizationLevel::kAll, 1e-5f, 3);
+}
+
+TEST(AttentionFusionTest, FusesTorchSdpaExportWithBooleanMaskAndNanGuard) {
+  const PassTestGraph g = SdpaAttention();
+  EXPECT_EQ(OpsAt(g, OptimizationLevel::kAll), (std::vector<std::string>{"Greater", "Attention"}));
+  ExpectSameOutputs(g, OptimizationLevel::kAll, 1e-5f, 2);
+}
+
+// Queries whose every key is masked: softmax of -inf everywhere is NaN; the IsNaN/Where guard makes them 0.
+TEST(AttentionFusionTest, FullyMaskedQueriesGiveZerosBehindTheNanGuardAndNanWithoutIt) {
+  for (bool guard : {true, false}) {
+    PassTestGraph g;
+    g.Input("q", {-1, kHeads, kSeq, kHead}).Input("kt", {-1, kHeads, kHead, kSeq}).Input("v", {-1, kHeads, kSeq, kHead});
+    g.Output("o");
+    std::vector<float> mask(kSeq * kSeq, 0.0f);
+    for (int64_t j = 0; j < kSeq; ++j) mask[j] = -std::numeric_limits<float>::infinity();  // query 0 sees nothing
+    mask[kSeq + 2] = -std::numeric_limits<float>::infinity();
+    g.Floats("mask", {1, 1, kSeq, kSeq}, mask).Scalar("zero", 0.0f);
+    g.Node("MatMul", {"q", "kt"}, {"s"});
+    g.Node("Add", {"mask", "s"}, {"masked"});
+    SetInt(g.Node("Softmax", {"masked"}, {"p"}), "axis", 3);
+    if (guard) {
+      g.Node("IsNaN", {"p"}, {"nan"});
+      g.Node("Where", {"nan", "zero", "p"}, {"p0"});
+    }
+    g.Node("MatMul", {guard ? "p0" : "p", "v"}, {"o"});
+    EXPECT_EQ(OpsAt(g, OptimizationLevel::kAll), std::vector<std::string>{"Attention"}) << "guard " << guard;
+    Environment env;
+    const std::string bytes = g.Serialize();
+    Session session(env, bytes.data(), bytes.size(), OptionsAt(OptimizationLevel::kAll));
+    const Tensor y = session.Run(g.Feeds(1))[0].tensor();
+    for (int64_t h = 0; h < kHeads; ++h)
+      for (int64_t d = 0; d < kHead; ++d) {
+        const float value = y.Data<float>()[(h * kSeq + 0) * kHead + d];
+        if (guard) EXPECT_EQ(value, 0.0f) << "head " << h;
+        else EXPECT_TRUE(std::isnan(value)) << "head " << h;
+      }
+    if (guard) ExpectSameOutputs(g, OptimizationLevel::kAll, 1e-5f, 1);
+  }
+}
+
+// Key and value heads broadcast over the query heads (multi-query attention) as MatMul's batch dims do.
+TEST(AttentionFusionTest, BroadcastsSingleKeyValueHead) {
+  PassTestGraph g;
+  g.Input("q", {-1, kHeads, kSeq, kHead}).Input("kt", {-1, 1, kHead, kSeq}).Input("v", {-1, 1, kSeq, kHead}).Output("o");
+  g.Scalar("scale", 0.25f);
+  g.Node("MatMul", {"q", "kt"}, {"s"});
+  g.Node("Mul", {"scale", "s"}, {"scaled"});
+  SetInt(g.Node("Softmax", {"scaled"}, {"p"}), "axis", -1);
+  g.Node("MatMul", {"p", "v"}, {"o"});
+  EXPECT_EQ(OpsAt(g, OptimizationLevel::kAll), std::vector<std::string>{"Attention"});
+  ExpectSameOutputs(g, OptimizationLevel::kAll, 1e-5f, 2);
+}
+
+TEST(AttentionFusionTest, LeavesTheGraphAloneWhenTheProbabilitiesAreAlsoAnOutput) {
+  PassTestGraph g = EagerAttention();
+  g.Output("p");
+  EXPECT_EQ(Count(OpsAt(g, OptimizationLevel::kAll), "Attention"), 0u);
+  ExpectSameOutputs(g, OptimizationLevel::kAll, 1e-5f, 2);
+}
+
+TEST(AttentionFusionTest, KeepsATransposeThatHasOtherReaders) {
+  PassTestGraph g = EagerAttention();
+  g.Output("v");  // the value heads are also an output (as GPT-2's present key/values are)
+  const std::vector<std::string> ops = OpsAt(g, OptimizationLevel::kAll);
+  EXPECT_EQ(Count(ops, "Attention"), 1u);
+  EXPECT_EQ(Count(ops, "Transpose"), 1u);
+  ExpectSameOutputs(g, OptimizationLevel::kAll, 1e-5f, 2);
+}
+
+TEST(AttentionFusionTest, LeavesSoftmaxOverAnotherAxisAlone) {
+  PassTestGraph g;
+  g.Input("q", {-1, kHeads, kSeq, kHead}).Input("kt", {-1, kHeads, kHead, kSeq}).Input("v", {-1, kHeads, kSeq, kHead});
+  g.Output("o");
+  g.Node("MatMul", {"q", "kt"}, {"s"});
+  SetInt(g.Node("Softmax", {"s"}, {"p"}), "axis", 2);
+  g.Node("MatMul", {"p", "v"}, {"o"});
+  EXPECT_EQ(Count(OpsAt(g, OptimizationLevel::kAll), "Attention"), 0u);
+}
+
+TEST(AttentionFusionTest, LeavesHeadsWiderThanTheKernelsTakeAlone) {
+  PassTestGraph g;
+  g.Input("q", {1, 1, 4, 3000}).Input("kt", {1, 1, 3000, 4}).Input("v", {1, 1, 4, 8}).Output("o");
+  g.Node("MatMul", {"q", "kt"}, {"s"});
+  SetInt(g.Node("Softmax", {"s"}, {"p"}), "axis", -1);
+  g.Node("MatMul", {"p", "v"}, {"o"});
+  EXPECT_EQ(Count(OpsAt(g, OptimizationLevel::kAll), "Attention"), 0u);
+}
+
+TEST(AttentionFusionTest, RejectsMismatchedOperandsWithAnErrorNamingTheNode) {
+  PassTestGraph g;
+  g.Input("q", {1, 2, 4, 8}).Input("kt", {1, 2, 8, -1}).Input("v", {1, 2, 4, 8}).Output("o");
+  g.Node("MatMul", {"q", "kt"}, {"s"});
+  SetInt(g.Node("Softmax", {"s"}, {"p"}), "axis", -1);
+  g.Node("MatMul", {"p", "v"}, {"o"});
+  Environment env;
+  const std::string bytes = g.Serialize();
+  Session session(env, bytes.data(), bytes.size(), OptionsAt(OptimizationLevel::kAll));
+  ASSERT_EQ(Count(OpsAt(g, OptimizationLevel::kAll), "Attention"), 1u);
+  Session::NamedValues feeds = g.Feeds(4);
+  feeds[1].second = Value(Tensor::FromVector<float>(Shape{1, 2, 8, 3}, std::vector<float>(48, 1.0f)));  // 3 keys, V has 4
+  try {
+    session.Run(feeds);
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("Attention"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("K has 3 positions but V has 4"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(session.Run(g.Feeds(4)).size(), 1u) << "the session stays usable";
+}
+
+}  // namespace
+}  // namespace tessera::test
