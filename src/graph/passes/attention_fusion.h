@@ -26,7 +26,7 @@
 //
 // Conditions: every intermediate is read only by the next node of the pattern (and is not a graph output); the
 // types are float or float16 and agree; the matrix products' operands are known to have rank 4 (an absorbed
-// Transpose's perm or the value's shape says so); head sizes, where known, are at most 2048; the Softmax
+// Transpose's perm or the value's shape says so); head sizes, where known, are at most 512; the Softmax
 // normalizes the last axis; every matched node runs on an EP with the fused kernel (`can_fuse`).
 #pragma once
 

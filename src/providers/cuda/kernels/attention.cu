@@ -1,6 +1,6 @@
-// ai.tessera::Attention device kernel: one block of four warps per (batch, head, tile of up to 16 queries,
+// ai.tessera::Attention device kernel: one block of 16 warps per (batch, head, tile of 16 queries,
 // chunk of up to 128 value features). Keys and values stream through shared memory in tiles; every warp keeps
-// up to four query rows and their running softmax (maximum, sum, weighted values in registers: one value
+// one query row and its running softmax (maximum, sum, weighted values in registers: one value
 // feature per lane and 32-feature slice) across the tiles, so scores never reach global memory. Float32
 // arithmetic throughout; float16 operands are widened on load and the output rounded once.
 #include <cfloat>
@@ -17,7 +17,7 @@ using device::FromFloat;
 using device::kWarp;
 using device::ToFloat;
 
-constexpr int kWarps = 4;
+constexpr int kWarps = 16;  // one query row each: enough warps per SM to hide shared-memory latency
 constexpr int kMaxRowsPerWarp = 4;
 constexpr int kChunk = 128;                       // value features per block (4 per lane)
 constexpr int kSlices = kChunk / kWarp;           // 4
@@ -150,9 +150,8 @@ __global__ void AttentionKernel(AttentionArgs a, Layout l) {
 
 cudaError_t Attention(const AttentionArgs& a, cudaStream_t stream) {
   if (a.batch * a.heads * a.q_len * a.v_head_size == 0) return cudaSuccess;
-  Layout l{kMaxRowsPerWarp, kMaxTile, static_cast<int>(a.head_size | 1)};
+  Layout l{1, kMaxTile, static_cast<int>(a.head_size | 1)};
   while (SharedBytes(a, l) > kSharedBudget && l.tile > 8) l.tile /= 2;
-  while (SharedBytes(a, l) > kSharedBudget && l.rows_per_warp > 1) l.rows_per_warp /= 2;
   while (SharedBytes(a, l) > kSharedBudget && l.tile > 1) l.tile /= 2;
   if (SharedBytes(a, l) > kSharedBudget) return cudaErrorInvalidConfiguration;
   const int64_t rows_per_block = kWarps * l.rows_per_warp;

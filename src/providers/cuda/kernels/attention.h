@@ -22,7 +22,7 @@ struct AttentionArgs {
   bool masked_rows_zero = false;
 };
 
-// cudaErrorInvalidConfiguration when the head size needs more shared memory than a block has (beyond ~2800).
+// cudaErrorInvalidConfiguration when the head size needs more shared memory than a block has (beyond ~600).
 cudaError_t Attention(const AttentionArgs& args, cudaStream_t stream);
 
 }  // namespace tessera::cuda::launch

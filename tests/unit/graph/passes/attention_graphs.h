@@ -6,6 +6,8 @@
 
 #include <cmath>
 #include <limits>
+#include <set>
+#include <string>
 
 #include "unit/graph/passes/pass_test_graph.h"
 
@@ -24,9 +26,10 @@ inline PassTestGraph AttentionGraph(const AttentionSpec& c) {
   g.Input("q_in", {-1, s, h, d}).Input("k_in", {-1, s, h, d}).Input("v_in", {-1, s, h, d});
   if (c.mask) g.Input("m", {-1, 1, c.sdpa ? s : 1, s});
   g.Output("y");
+  std::set<std::string> cast;
   const auto typed = [&](const std::string& name) {  // float16 copy of a float value when `half`
     if (!c.half) return name;
-    SetInt(g.Node("Cast", {name}, {name + "_h"}), "to", 10);
+    if (cast.insert(name).second) SetInt(g.Node("Cast", {name}, {name + "_h"}), "to", 10);
     return name + "_h";
   };
   const std::string q = typed("q_in"), k = typed("k_in"), v = typed("v_in");
