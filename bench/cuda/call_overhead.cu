@@ -71,6 +71,21 @@ void Measure(const std::string& name, const std::function<void()>& call) {
   cudaEventDestroy(stop);
 }
 
+// What `call` queues on g_stream captured once into a CUDA graph, measured as one cudaGraphLaunch per call: the
+// host cost of a step graph (src/providers/cuda/step_graphs.h).
+void MeasureCaptured(const std::string& name, const std::function<void()>& call) {
+  CK(cudaStreamSynchronize(g_stream));
+  CK(cudaStreamBeginCapture(g_stream, cudaStreamCaptureModeThreadLocal));
+  call();
+  cudaGraph_t graph = nullptr;
+  CK(cudaStreamEndCapture(g_stream, &graph));
+  cudaGraphExec_t exec = nullptr;
+  CK(cudaGraphInstantiate(&exec, graph, 0));
+  Measure(name + ", step graph", [&] { CK(cudaGraphLaunch(exec, g_stream)); });
+  cudaGraphExecDestroy(exec);
+  cudaGraphDestroy(graph);
+}
+
 void* DeviceRandom(size_t bytes, bool half) {
   void* p = nullptr;
   CK(cudaMalloc(&p, bytes));
@@ -155,10 +170,12 @@ void ConvBench(cudnnHandle_t cudnn, const ConvCase& cc) {
   CK(cudnnGetConvolutionForwardWorkspaceSize(cudnn, xdesc, wdesc, conv, ydesc, algo, &fused_ws));
   if (cudnnConvolutionBiasActivationForward(cudnn, &one, xdesc, x, wdesc, w, conv, algo, ws, fused_ws, &one, ydesc, z,
                                             bdesc, b, act, ydesc, y) == CUDNN_STATUS_SUCCESS) {
-    Measure(tag + ": legacy ConvBiasActivation (relu, z)", [&] {
+    const auto fused = [&] {
       CK(cudnnConvolutionBiasActivationForward(cudnn, &one, xdesc, x, wdesc, w, conv, algo, ws, fused_ws, &one, ydesc,
                                                z, bdesc, b, act, ydesc, y));
-    });
+    };
+    Measure(tag + ": legacy ConvBiasActivation (relu, z)", fused);
+    MeasureCaptured(tag + ": legacy ConvBiasActivation (relu, z)", fused);
   }
 
   // ---- graph API
@@ -197,6 +214,11 @@ void ConvBench(cudnnHandle_t cudnn, const ConvCase& cc) {
       CK(made);
       Measure(tag + ": graph conv, cached variant pack [" + plans[i].Describe() + "]",
               [&] { CK(cg::Execute(cudnn, plans[i], pack)); });
+      // As eager sessions run it: the plan, then an epilogue kernel (an empty one here).
+      MeasureCaptured(tag + ": graph conv + epilogue kernel [" + plans[i].Describe() + "]", [&] {
+        CK(cg::Execute(cudnn, plans[i], pack));
+        Empty<<<1, 32, 0, g_stream>>>();
+      });
     }
   }
   {
@@ -268,9 +290,11 @@ void GemmBench() {
   cublasLtMatmulHeuristicResult_t heur;
   int found = 0;
   CK(cublasLtMatmulAlgoGetHeuristic(lt, op, la, lb, lc, lc, pref, 1, &heur, &found));
-  Measure("Gemm 1x2048x1000 fp32: cublasLtMatmul (cached algo)", [&] {
+  const auto lt_matmul = [&] {
     CK(cublasLtMatmul(lt, op, &one, b, la, a, lb, &zero, c, lc, c, lc, &heur.algo, cws, cap, g_stream));
-  });
+  };
+  Measure("Gemm 1x2048x1000 fp32: cublasLtMatmul (cached algo)", lt_matmul);
+  MeasureCaptured("Gemm 1x2048x1000 fp32: cublasLtMatmul (cached algo)", lt_matmul);
   cublasDestroy(cublas);
   cublasLtDestroy(lt);
 }
@@ -286,6 +310,11 @@ int main(int argc, char** argv) {
   CK(cudnnSetStream(cudnn, g_stream));
   std::printf("cuDNN %zu, calls per measurement %d\n", cudnnGetVersion(), g_calls);
   Measure("empty kernel launch", [] { Empty<<<1, 32, 0, g_stream>>>(); });
+  MeasureCaptured("empty kernel launch", [] { Empty<<<1, 32, 0, g_stream>>>(); });
+  MeasureCaptured("two empty kernel launches", [] {
+    Empty<<<1, 32, 0, g_stream>>>();
+    Empty<<<1, 32, 0, g_stream>>>();
+  });
   cudaEvent_t event;
   CK(cudaEventCreateWithFlags(&event, cudaEventDisableTiming));
   Measure("cudaEventRecord", [&] { CK(cudaEventRecord(event, g_stream)); });

@@ -59,6 +59,7 @@ CudaExecutionProvider::CudaExecutionProvider(int ordinal, const CudaProviderOpti
       device_allocator_(CreateCudaArena(ordinal, false, options.gpu_mem_limit, options.arena_extend_strategy,
                                         /*stream_fences=*/RunsOnSeveralStreams(options))),
       pinned_allocator_(CreateCudaArena(ordinal, true, 0, options.arena_extend_strategy, false)),
+      step_capture_(ordinal),
       handles_(ordinal, device_allocator_),
       graphs_(ordinal) {
   RegisterCudaKernels(kernels_);

@@ -9,6 +9,7 @@
 #include "providers/cuda/cuda_profiling.h"
 #include "providers/cuda/cuda_provider_options.h"
 #include "providers/cuda/cuda_transfer.h"
+#include "providers/cuda/step_graphs.h"
 #include "tessera/ep/execution_provider.h"
 
 namespace tessera::cuda {
@@ -56,6 +57,8 @@ class CudaExecutionProvider : public ExecutionProvider {
   int ordinal() const { return ordinal_; }
   const CudaProviderOptions& options() const { return options_; }
   LibraryHandles& handles() const { return handles_; }
+  // The private stream step graphs are captured on (step_graphs.h).
+  StepCaptureStream& step_capture() const { return step_capture_; }
 
  private:
   const std::string type_;
@@ -66,6 +69,7 @@ class CudaExecutionProvider : public ExecutionProvider {
   AllocatorPtr device_allocator_;
   AllocatorPtr pinned_allocator_;
   CudaDataTransfer transfer_;
+  mutable StepCaptureStream step_capture_;  // destroyed after handles_, whose handles may be bound to it
   mutable LibraryHandles handles_;
   CudaGraphSet graphs_;
   CudaProfiling profiling_;

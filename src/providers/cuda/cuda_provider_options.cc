@@ -83,6 +83,7 @@ const std::map<std::string, Setter>& Setters() {
       {"enable_cuda_graph", BoolSetter(&CudaProviderOptions::enable_cuda_graph)},
       {"enable_skip_layer_norm_strict_mode", BoolSetter(&CudaProviderOptions::enable_skip_layer_norm_strict_mode)},
       {"use_tf32", BoolSetter(&CudaProviderOptions::use_tf32)},
+      {"step_graphs", BoolSetter(&CudaProviderOptions::step_graphs)},
       {"prefer_nhwc",
        [](CudaProviderOptions& o, const std::string& k, const std::string& v) { o.prefer_nhwc = ParseBool(k, v); }},
   };

@@ -33,6 +33,10 @@ struct CudaProviderOptions {
   // where they run on tensor cores (float16, float32 with use_tf32), whose cuDNN kernels otherwise transpose
   // NCHW around every convolution.
   std::optional<bool> prefer_nhwc;
+  // Tessera's own: in eager sessions, the library calls of a step (cuDNN convolutions, cuBLASLt products) are
+  // captured into a small CUDA graph the second time the step sees the same buffers, and replayed with one launch
+  // afterwards (step_graphs.h). 0 queues every call directly.
+  bool step_graphs = true;
 };
 
 // Throws Error(kInvalidArgument) naming the key for an unknown key or a bad value.

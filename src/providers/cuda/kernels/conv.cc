@@ -42,6 +42,7 @@
 #include "providers/cuda/cudnn_graph.h"
 #include "providers/cuda/kernels/cuda_kernels.h"
 #include "providers/cuda/kernels/kernel_utils.h"
+#include "providers/cuda/step_graphs.h"
 
 namespace tessera::cuda {
 
@@ -107,6 +108,8 @@ struct ConvPlan {
   static constexpr size_t kMaxPacks = 16;
   mutable std::mutex packs_mutex;
   mutable std::vector<Pack> packs;  // most recently used last
+  // The chosen cuDNN call (and its epilogue) captured per set of buffers and stream (eager sessions).
+  StepGraphs steps;
   // The variant pack for `buffers`, made and cached on a miss; nullptr (with *status) when cuDNN refuses it.
   std::shared_ptr<const cudnn_graph::Descriptor> PackFor(const std::array<void*, 4>& buffers,
                                                          cudnnStatus_t* status) const {
@@ -242,8 +245,20 @@ class ConvKernel : public Kernel {
     const Tensor& filter = channels_last_ ? FilterInKrsc(ctx, w, stream) : w;
     const ConvPlan& plan = PlanFor(ctx, geometry, x, filter, y, extras, stream);
     LibraryHandles::Lease lease = ep_.handles().Acquire(stream);
-    Enqueue(ctx, lease.cudnn(), plan, plan.choice, x, filter, y, extras,
-            lease.workspace(plan.choice.workspace_bytes), stream);
+    void* workspace = lease.workspace(plan.choice.workspace_bytes);
+    if (plan.choice.depthwise) {  // one launch already
+      Enqueue(ctx, lease.cudnn(), plan, plan.choice, x, filter, y, extras, workspace, stream);
+      return;
+    }
+    // cuDNN's calls cost 7-250 us of host time; their work replays from a step graph for one launch.
+    StepKey key(stream);
+    key.Add(x.raw_data()).Add(filter.raw_data()).Add(y.raw_data()).Add(workspace);
+    key.Add(extras.bias != nullptr ? extras.bias->raw_data() : nullptr);
+    key.Add(extras.residual != nullptr ? extras.residual->raw_data() : nullptr);
+    key.Add(extras.residual != nullptr ? static_cast<uint64_t>(extras.residual->NumElements()) : 0);
+    plan.steps.Run(ctx, ep_, lease, key, StepLibrary::kCudnn, [&](cudaStream_t on, const LibraryHandles::Lease& handles) {
+      Enqueue(ctx, handles.cudnn(), plan, plan.choice, x, filter, y, extras, workspace, on);
+    });
   }
 
  private:

@@ -6,6 +6,7 @@
 
 #include "providers/cuda/cuda_handles.h"
 #include "providers/cuda/kernels/kernel_utils.h"
+#include "providers/cuda/step_graphs.h"
 
 namespace tessera::cuda {
 
@@ -76,6 +77,7 @@ struct LtMatmulPlans::Plan {
   LayoutPtr a_layout, b_layout, out_layout;  // cuBLASLt's A (our b), B (our a), C and D
   cublasLtMatmulAlgo_t algo{};
   size_t workspace_bytes = 0;
+  StepGraphs steps;  // the call captured per set of buffers and stream (eager sessions)
 };
 
 LtMatmulPlans::LtMatmulPlans() = default;
@@ -189,10 +191,15 @@ bool LtMatmulPlans::Run(const KernelContext& ctx, const CudaExecutionProvider& e
   if (!plan->supported) return false;
   void* workspace = plan->workspace_bytes > 0 ? lease.cublas_workspace() : nullptr;
   const void* c = product.c != nullptr ? product.c : product.out;
-  CheckCublas(cublasLtMatmul(lease.cublas_lt(), plan->desc.get(), &product.alpha, product.b, plan->a_layout.get(),
-                             product.a, plan->b_layout.get(), &product.beta, c, plan->out_layout.get(), product.out,
-                             plan->out_layout.get(), &plan->algo, workspace, plan->workspace_bytes, stream),
-              ctx.node(), ": cublasLtMatmul");
+  StepKey step(stream);
+  step.Add(product.a).Add(product.b).Add(c).Add(product.out).Add(workspace);
+  step.AddFloat(product.alpha).AddFloat(product.beta);
+  plan->steps.Run(ctx, ep, lease, step, StepLibrary::kCublasLt, [&](cudaStream_t on, const LibraryHandles::Lease& handles) {
+    CheckCublas(cublasLtMatmul(handles.cublas_lt(), plan->desc.get(), &product.alpha, product.b, plan->a_layout.get(),
+                               product.a, plan->b_layout.get(), &product.beta, c, plan->out_layout.get(),
+                               product.out, plan->out_layout.get(), &plan->algo, workspace, plan->workspace_bytes, on),
+                ctx.node(), ": cublasLtMatmul");
+  });
   return true;
 }
 

@@ -1,0 +1,165 @@
+// Step graphs (src/providers/cuda/step_graphs.h): eager sessions capture a step's library calls (cuDNN
+// convolutions, cuBLASLt products) into a CUDA graph the second time the step sees the same buffers on the same
+// stream, and replay that graph afterwards. Each test exercises a way a replay could read stale data or write to
+// the wrong place: new values in the same buffers (host feeds staged into the same device blocks, IO binding
+// with inputs updated in place), buffers that move (new bindings), a new input shape, concurrent runs on stream
+// sets of their own, a user_compute_stream. Results must equal, bit for bit, those of a session that queues every
+// call directly (step_graphs = 0): both use cuDNN's heuristic choice and no TF32, so they run the same kernels.
+// The verbose log says when a step graph is captured, which shows that replays really happened.
+#include <cuda_runtime_api.h>
+
+#include <barrier>
+#include <thread>
+
+#include "cuda/cuda_test_util.h"
+#include "unit/session/graph_builder.h"
+
+namespace tessera::test {
+namespace {
+
+using CudaStepGraphsTest = CudaTest;
+
+ProviderOptions Options(bool step_graphs) {
+  return {{"step_graphs", step_graphs ? "1" : "0"}, {"use_tf32", "0"}, {"cudnn_conv_algo_search", "HEURISTIC"}};
+}
+
+Session MakeCudaSession(const std::string& model, const ProviderOptions& provider_options) {
+  SessionOptions options;
+  options.log_level = LogLevel::kVerbose;  // "step graph captured"
+  options.AddProvider(kCudaEpName, provider_options);
+  return MakeSession(model, options, TestEnv());
+}
+
+// SmallConvNetModel with a dynamic batch: x [N, 3, 16, 16].
+std::string DynamicBatchConvNet() {
+  onnx::ModelProto proto;
+  if (!proto.ParseFromString(SmallConvNetModel())) throw std::runtime_error("cannot parse the built model");
+  auto* dim = proto.mutable_graph()->mutable_input(0)->mutable_type()->mutable_tensor_type()->mutable_shape()->mutable_dim(0);
+  dim->set_dim_param("N");
+  return proto.SerializeAsString();
+}
+
+Tensor Input(uint32_t seed, int64_t batch = 1) {
+  return RandomTensor(DataType::kFloat, {batch, 3, 16, 16}, seed, -1.0, 1.0);
+}
+
+size_t CountCaptures(const std::string& log) {
+  size_t count = 0;
+  for (size_t at = log.find("step graph captured"); at != std::string::npos;
+       at = log.find("step graph captured", at + 1))
+    ++count;
+  return count;
+}
+
+std::vector<float> RunFeeds(Session& session, const Tensor& x) {
+  return session.Run({{"x", Value(x)}})[0].tensor().ToVector<float>();
+}
+
+TEST_F(CudaStepGraphsTest, HostFeedsReplayWithNewValuesInTheSameBuffers) {
+  const std::string model = SmallConvNetModel();
+  Session direct = MakeCudaSession(model, Options(false));
+  Session stepped = MakeCudaSession(model, Options(true));
+  ::testing::internal::CaptureStderr();
+  for (uint32_t run = 0; run < 6; ++run) {  // direct, capture, then replays: every run with new input values
+    const Tensor x = Input(10 + run);
+    EXPECT_EQ(RunFeeds(stepped, x), RunFeeds(direct, x)) << "run " << run;
+  }
+  const std::string log = ::testing::internal::GetCapturedStderr();
+  // The convolutions and the Gemm (at least two of them see the same buffers run after run).
+  EXPECT_GE(CountCaptures(log), 2u) << log.substr(0, 4000);
+}
+
+TEST_F(CudaStepGraphsTest, DisabledByTheOptionAndInGraphSessions) {
+  const std::string model = SmallConvNetModel();
+  ProviderOptions graphs = Options(true);
+  graphs["enable_cuda_graph"] = "1";
+  for (const ProviderOptions& options : {Options(false), graphs}) {
+    Session session = MakeCudaSession(model, options);
+    ::testing::internal::CaptureStderr();
+    for (uint32_t run = 0; run < 4; ++run) RunFeeds(session, Input(run));
+    EXPECT_EQ(CountCaptures(::testing::internal::GetCapturedStderr()), 0u);
+  }
+}
+
+TEST_F(CudaStepGraphsTest, IoBindingUpdatedInPlaceAndRebound) {
+  const std::string model = SmallConvNetModel();
+  Session direct = MakeCudaSession(model, Options(false));
+  Session stepped = MakeCudaSession(model, Options(true));
+  Tensor input = ToCuda(Input(1));
+  Tensor output = Tensor::Allocate(DataType::kFloat, {1, 10}, CudaDeviceAllocator());
+  IoBinding binding = stepped.CreateIoBinding();
+  binding.BindInput("x", input);
+  binding.BindOutput("prob", output);
+  for (uint32_t run = 0; run < 9; ++run) {
+    const Tensor x = Input(40 + run);
+    if (run == 5) {  // the input and output move: new keys, captured anew, while the old graphs stay cached
+      input = ToCuda(x);
+      output = Tensor::Allocate(DataType::kFloat, {1, 10}, CudaDeviceAllocator());
+      binding.BindInput("x", input);
+      binding.BindOutput("prob", output);
+    } else {
+      TestEnv().CopyTensors({&x, 1}, {&input, 1}, nullptr);
+    }
+    stepped.Run(binding);
+    EXPECT_EQ(ToHost(output).ToVector<float>(), RunFeeds(direct, x)) << "run " << run;
+  }
+}
+
+TEST_F(CudaStepGraphsTest, NewInputShapeAfterReplays) {
+  const std::string model = DynamicBatchConvNet();
+  Session direct = MakeCudaSession(model, Options(false));
+  Session stepped = MakeCudaSession(model, Options(true));
+  const int64_t batches[] = {1, 1, 1, 1, 3, 3, 3, 1, 3, 1};
+  for (size_t run = 0; run < std::size(batches); ++run) {
+    const Tensor x = Input(70 + static_cast<uint32_t>(run), batches[run]);
+    EXPECT_EQ(RunFeeds(stepped, x), RunFeeds(direct, x)) << "run " << run << ", batch " << batches[run];
+  }
+}
+
+TEST_F(CudaStepGraphsTest, ConcurrentRunsEachReplayTheirOwnGraphs) {
+  constexpr int kThreads = 4, kRuns = 8;
+  const std::string model = SmallConvNetModel();
+  Session direct = MakeCudaSession(model, Options(false));
+  std::vector<std::vector<std::vector<float>>> expected(kThreads);
+  for (int t = 0; t < kThreads; ++t)
+    for (int r = 0; r < kRuns; ++r) expected[t].push_back(RunFeeds(direct, Input(100 * t + r)));
+  Session stepped = MakeCudaSession(model, Options(true));
+  std::vector<std::string> failures(kThreads);
+  std::barrier start(kThreads);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t)
+    threads.emplace_back([&, t] {
+      try {
+        start.arrive_and_wait();
+        for (int r = 0; r < kRuns; ++r)
+          if (RunFeeds(stepped, Input(100 * t + r)) != expected[t][r])
+            failures[t] = "run " + std::to_string(r) + " differs from the direct session";
+      } catch (const std::exception& e) {
+        failures[t] = e.what();
+      }
+    });
+  for (auto& th : threads) th.join();
+  for (int t = 0; t < kThreads; ++t) EXPECT_EQ(failures[t], "") << "thread " << t;
+}
+
+TEST_F(CudaStepGraphsTest, UserComputeStream) {
+  cudaStream_t user = nullptr;
+  ASSERT_EQ(cudaStreamCreateWithFlags(&user, cudaStreamNonBlocking), cudaSuccess);
+  {
+    const std::string model = SmallConvNetModel();
+    Session direct = MakeCudaSession(model, Options(false));
+    ProviderOptions on_user_stream = Options(true);
+    on_user_stream["user_compute_stream"] = std::to_string(reinterpret_cast<uintptr_t>(user));
+    Session stepped = MakeCudaSession(model, on_user_stream);
+    ::testing::internal::CaptureStderr();
+    for (uint32_t run = 0; run < 5; ++run) {
+      const Tensor x = Input(200 + run);
+      EXPECT_EQ(RunFeeds(stepped, x), RunFeeds(direct, x)) << "run " << run;
+    }
+    EXPECT_GE(CountCaptures(::testing::internal::GetCapturedStderr()), 2u);
+  }
+  cudaStreamDestroy(user);
+}
+
+}  // namespace
+}  // namespace tessera::test
