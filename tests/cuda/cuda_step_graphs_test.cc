@@ -8,10 +8,8 @@
 // The verbose log says when a step graph is captured, which shows that replays really happened.
 #include <cuda_runtime_api.h>
 
-#include <barrier>
-#include <thread>
-
 #include "cuda/cuda_test_util.h"
+#include "threads_at_once.h"
 #include "unit/session/graph_builder.h"
 
 namespace tessera::test {
@@ -124,21 +122,15 @@ TEST_F(CudaStepGraphsTest, ConcurrentRunsEachReplayTheirOwnGraphs) {
   for (int t = 0; t < kThreads; ++t)
     for (int r = 0; r < kRuns; ++r) expected[t].push_back(RunFeeds(direct, Input(100 * t + r)));
   Session stepped = MakeCudaSession(model, Options(true));
-  std::vector<std::string> failures(kThreads);
-  std::barrier start(kThreads);
-  std::vector<std::thread> threads;
-  for (int t = 0; t < kThreads; ++t)
-    threads.emplace_back([&, t] {
-      try {
-        start.arrive_and_wait();
+  const std::vector<std::string> failures =
+      RunOnThreadsAtOnce(kThreads, [&](int t, const std::function<void()>& released) -> std::string {
+        released();
+        std::string failure;
         for (int r = 0; r < kRuns; ++r)
           if (RunFeeds(stepped, Input(100 * t + r)) != expected[t][r])
-            failures[t] = "run " + std::to_string(r) + " differs from the direct session";
-      } catch (const std::exception& e) {
-        failures[t] = e.what();
-      }
-    });
-  for (auto& th : threads) th.join();
+            failure = "run " + std::to_string(r) + " differs from the direct session";
+        return failure;
+      });
   for (int t = 0; t < kThreads; ++t) EXPECT_EQ(failures[t], "") << "thread " << t;
 }
 

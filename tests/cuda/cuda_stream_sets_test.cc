@@ -3,10 +3,10 @@
 // variant packs and KRSC filters are shared. Results must be those of serial runs, bit for bit.
 #include <cuda_runtime_api.h>
 
-#include <barrier>
 #include <thread>
 
 #include "cuda/cuda_test_util.h"
+#include "threads_at_once.h"
 #include "unit/session/graph_builder.h"
 
 namespace tessera::test {
@@ -22,23 +22,15 @@ Tensor Input(int thread) { return RandomTensor(DataType::kFloat, {1, 3, 16, 16},
 // `runs` Run(feeds) calls on each of kThreads threads, released together; thread t feeds Input(t) and expects
 // expected[t] bit for bit. Returns each thread's failure ("" when none).
 std::vector<std::string> RunFromThreads(Session& session, const std::vector<std::vector<float>>& expected, int runs) {
-  std::vector<std::string> failures(kThreads);
-  std::barrier start(kThreads);
-  std::vector<std::thread> threads;
-  for (int t = 0; t < kThreads; ++t)
-    threads.emplace_back([&, t] {
-      try {
-        const Tensor x = Input(t);
-        start.arrive_and_wait();
-        for (int r = 0; r < runs; ++r)
-          if (session.Run({{"x", Value(x)}})[0].tensor().ToVector<float>() != expected[t])
-            failures[t] = "run " + std::to_string(r) + " differs from the serial run";
-      } catch (const std::exception& e) {
-        failures[t] = e.what();
-      }
-    });
-  for (auto& th : threads) th.join();
-  return failures;
+  return RunOnThreadsAtOnce(kThreads, [&](int t, const std::function<void()>& released) -> std::string {
+    const Tensor x = Input(t);
+    released();
+    std::string failure;
+    for (int r = 0; r < runs; ++r)
+      if (session.Run({{"x", Value(x)}})[0].tensor().ToVector<float>() != expected[t])
+        failure = "run " + std::to_string(r) + " differs from the serial run";
+    return failure;
+  });
 }
 
 void ExpectConcurrentRunsMatchSerialRuns(const ProviderOptions& provider_options) {

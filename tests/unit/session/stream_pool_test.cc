@@ -4,11 +4,11 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
-#include <barrier>
 #include <functional>
 #include <thread>
 
 #include "test_env.h"
+#include "threads_at_once.h"
 #include "unit/session/copy_race_model.h"
 
 namespace tessera::test {
@@ -37,26 +37,18 @@ Feeds FeedsFor(int thread) {
 // against `expected[thread]` (bit for bit: the same kernels compute them). Returns the failures, one per thread.
 std::vector<std::string> RunConcurrently(Session& session, const std::vector<std::vector<std::vector<float>>>& expected,
                                          int runs, const std::function<Session::NamedValues(int)>& feeds) {
-  std::vector<std::string> failures(kThreads);
-  std::barrier start(kThreads);
-  std::vector<std::thread> threads;
-  for (int t = 0; t < kThreads; ++t)
-    threads.emplace_back([&, t] {
-      try {
-        const Session::NamedValues named = feeds(t);
-        start.arrive_and_wait();
-        for (int r = 0; r < runs; ++r) {
-          std::vector<Value> out = session.Run(named);
-          for (size_t o = 0; o < out.size(); ++o)
-            if (ToFloats(out[o]) != expected[t][o]) failures[t] = "output " + std::to_string(o) + " differs in run " +
-                                                                  std::to_string(r);
-        }
-      } catch (const std::exception& e) {
-        failures[t] = e.what();
-      }
-    });
-  for (auto& th : threads) th.join();
-  return failures;
+  return RunOnThreadsAtOnce(kThreads, [&](int t, const std::function<void()>& released) -> std::string {
+    const Session::NamedValues named = feeds(t);
+    released();
+    std::string failure;
+    for (int r = 0; r < runs; ++r) {
+      std::vector<Value> out = session.Run(named);
+      for (size_t o = 0; o < out.size(); ++o)
+        if (ToFloats(out[o]) != expected[t][o])
+          failure = "output " + std::to_string(o) + " differs in run " + std::to_string(r);
+    }
+    return failure;
+  });
 }
 
 Session::NamedValues RaceFeeds(int thread) {

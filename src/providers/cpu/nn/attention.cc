@@ -7,20 +7,12 @@
 #include <type_traits>
 #include <vector>
 
+#include "providers/cpu/common/float_width.h"
 #include "providers/cpu/cpu_kernels.h"
 #include "providers/cpu/nn/attention_geometry.h"
 
 namespace tessera::cpu {
 namespace {
-
-inline float Widen(float v) { return v; }
-inline float Widen(Float16 v) { return ToFloat(v); }
-
-template <typename T>
-T Narrow(float v) {
-  if constexpr (std::is_same_v<T, float>) return v;
-  else return ToFloat16(v);
-}
 
 template <typename T>
 void RunAttention(const ThreadPool& pool, const AttentionGeometry& g, const AttentionAttributes& a, const T* q,
@@ -95,12 +87,7 @@ class Attention : public Kernel {
 }  // namespace
 
 void RegisterAttentionKernels(KernelRegistry& registry) {
-  KernelDef def;
-  def.op_type = "Attention";
-  def.domain = "ai.tessera";
-  def.since_version = 1;
-  def.input_types = {{0, {DataType::kFloat, DataType::kFloat16}}};
-  registry.Register<Attention>(def);
+  registry.Register<Attention>(AttentionKernelDef());
 }
 
 }  // namespace tessera::cpu

@@ -73,6 +73,15 @@ AttentionAttributes ReadAttentionAttributes(const Node& node) {
   return a;
 }
 
+KernelDef AttentionKernelDef() {
+  KernelDef def;
+  def.op_type = "Attention";
+  def.domain = "ai.tessera";
+  def.since_version = 1;
+  def.input_types = {{0, {DataType::kFloat, DataType::kFloat16}}};
+  return def;
+}
+
 AttentionGeometry MakeAttentionGeometry(const Node& node, const AttentionAttributes& attributes, const Tensor& q,
                                         const Tensor& k, const Tensor& v, const Tensor* mask) {
   const DataType type = q.type();

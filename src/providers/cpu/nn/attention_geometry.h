@@ -7,9 +7,13 @@
 #include <cstdint>
 
 #include "tessera/ep/graph.h"
+#include "tessera/ep/kernel.h"
 #include "tessera/tensor.h"
 
 namespace tessera::cpu {
+
+// The KernelDef every EP registers its Attention kernel under: ai.tessera, since version 1, float32 and float16.
+KernelDef AttentionKernelDef();
 
 struct AttentionAttributes {
   std::array<int64_t, 4> q_axes{0, 1, 2, 3}, k_axes{0, 1, 3, 2}, v_axes{0, 1, 2, 3}, out_axes{0, 1, 2, 3};

@@ -19,19 +19,11 @@
 #include <vector>
 
 #include "providers/cpu/common/broadcast.h"
+#include "providers/cpu/common/float_width.h"
 #include "providers/cpu/cpu_kernels.h"
 
 namespace tessera::cpu {
 namespace {
-
-inline float Widen(float v) { return v; }
-inline float Widen(Float16 v) { return ToFloat(v); }
-
-template <typename T>
-T Narrow(float v) {
-  if constexpr (std::is_same_v<T, float>) return v;
-  else return ToFloat16(v);
-}
 
 // `v` rounded to T, as the unfused Add's result would be.
 template <typename T>

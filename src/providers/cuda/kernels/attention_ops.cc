@@ -61,12 +61,7 @@ class AttentionKernel : public Kernel {
 }  // namespace
 
 void RegisterAttentionKernels(KernelRegistry& registry) {
-  KernelDef def;
-  def.op_type = "Attention";
-  def.domain = "ai.tessera";
-  def.since_version = 1;
-  def.input_types = {{0, {DataType::kFloat, DataType::kFloat16}}};
-  registry.Register<AttentionKernel>(def);
+  registry.Register<AttentionKernel>(cpu::AttentionKernelDef());
 }
 
 }  // namespace tessera::cuda
