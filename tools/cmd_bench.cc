@@ -26,13 +26,15 @@ constexpr const char* kBenchUsage =
     "usage: tessera bench [MODEL] [--runs N] [--warmup N] [--time-budget SECONDS] [--threads N]\n"
     "                     [--input NAME=FILE.npy]... [--dim SYMBOL=VALUE]... [--shape NAME=D1xD2...]...\n"
     "                     [--ep NAME]... [--plugin NAME=PATH]... [--profile PREFIX] [--concurrency N]\n"
-    "                     [--modes host,concurrent,io,graph]\n"
+    "                     [--modes host,concurrent,io,graph,concurrent-graph]\n"
     "Measures Run(feeds) with host tensors and Run(IoBinding) with inputs bound once and outputs bound to the\n"
     "EP's memory; on the CUDA EP also Run(IoBinding) replaying a CUDA graph. --concurrency N adds Run(feeds)\n"
     "from N threads at once on the same session (latency of each call, and calls per second over all threads).\n"
     "MODEL defaults to .models/default.onnx (PP-OCRv4 detection, input x 1x3x640x640).\n"
     "--profile writes a Chrome-trace profile of every run to PREFIX_<date-time>.json (one file per session).\n"
-    "--modes measures only the modes named (default: all that apply); `concurrent` needs --concurrency N > 1.\n";
+    "--modes measures only the modes named (default: all that apply but concurrent-graph); `concurrent` needs\n"
+    "--concurrency N > 1. concurrent-graph (CUDA EP, --concurrency N): N sessions replaying their CUDA graphs from N\n"
+    "threads at once, each on its own stream: the throughput the device allows when runs overlap, with no host cost.\n";
 constexpr const char* kDefaultModel = ".models/default.onnx";
 // The default model's image input is [N,3,H,W] with every dimension symbolic; see docs/MODELS.md.
 const ShapeChoices kDefaultModelShapes = {{}, {{"x", Shape{1, 3, 640, 640}}}};
@@ -48,7 +50,7 @@ struct BenchSettings {
   std::set<std::string> modes = {"host", "concurrent", "io", "graph"};
 };
 
-const std::set<std::string> kModes = {"host", "concurrent", "io", "graph"};
+const std::set<std::string> kModes = {"host", "concurrent", "io", "graph", "concurrent-graph"};
 
 struct Latency {
   std::string mode;
@@ -80,22 +82,24 @@ Latency Measure(const std::string& mode, const BenchSettings& settings, const st
   return latency;
 }
 
-// `run` from `threads` threads at once, each warming up, then timing calls for the budget (at least kMinRuns).
+// run(t) from threads t = 0..threads-1 at once, after a warm-up of each, timing calls for the budget (at least
+// kMinRuns).
 Latency MeasureConcurrent(const std::string& mode, const BenchSettings& settings, int threads,
-                          const std::function<void()>& run) {
-  for (int i = 0; i < std::min(settings.warmup, 2); ++i) run();
+                          const std::function<void(int thread)>& run) {
+  for (int t = 0; t < threads; ++t)
+    for (int i = 0; i < std::min(settings.warmup, 2); ++i) run(t);
   Latency latency{mode, {}};
   std::mutex mutex;
   std::vector<std::string> errors;
   const auto start = Clock::now();
   std::vector<std::thread> workers;
   for (int t = 0; t < threads; ++t) {
-    workers.emplace_back([&] {
+    workers.emplace_back([&, t] {
       std::vector<double> mine;
       try {
         for (int i = 0; i < settings.runs; ++i) {
           const auto t0 = Clock::now();
-          run();
+          run(t);
           const auto t1 = Clock::now();
           mine.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
           if (i + 1 >= kMinRuns && std::chrono::duration<double>(t1 - start).count() > settings.budget_seconds) break;
@@ -174,7 +178,7 @@ BenchSettings ParseSettings(const ParsedArgs& args) {
     std::stringstream list(*modes);
     for (std::string mode; std::getline(list, mode, ',');) {
       if (!kModes.contains(mode))
-        throw UsageError("--modes: unknown mode '" + mode + "' (known: host, concurrent, io, graph)");
+        throw UsageError("--modes: unknown mode '" + mode + "' (known: host, concurrent, io, graph, concurrent-graph)");
       settings.modes.insert(mode);
     }
     if (settings.modes.empty()) throw UsageError("--modes names no mode");
@@ -211,6 +215,35 @@ void MeasureCudaGraph(Environment& env, const std::filesystem::path& model, cons
     if (args.Last("--profile")) std::cout << "Profile (cuda graph session): " << session.EndProfiling() << "\n";
   } catch (const Error& e) {
     std::cout << "io binding + cuda graph: not measured: " << e.what() << "\n";
+  }
+}
+
+// `sessions` sessions with enable_cuda_graph = 1, each replaying its graph (bound once, captured in the warm-up)
+// from its own thread on its own stream: how many runs per second the device completes when runs overlap and the
+// host adds nothing, the ceiling for concurrent eager runs.
+void MeasureConcurrentCudaGraphs(Environment& env, const std::filesystem::path& model, const ParsedArgs& args,
+                                 const Session::NamedValues& feeds, const BenchSettings& settings, int sessions,
+                                 std::vector<Latency>& results) {
+  const std::string mode = "cuda graphs, " + std::to_string(sessions) + " sessions at once";
+  SessionOptions options = MakeSessionOptions(env, args);
+  if (options.providers.empty() || options.providers.front().ep_name != kCudaEp || sessions < 2) {
+    std::cout << mode << ": not measured: needs --ep cuda first and --concurrency N > 1\n";
+    return;
+  }
+  options.providers.front().options.insert_or_assign(std::string("enable_cuda_graph"), std::string("1"));
+  try {
+    std::vector<std::unique_ptr<Session>> replaying;
+    std::vector<IoBinding> bindings;
+    for (int i = 0; i < sessions; ++i) {
+      replaying.push_back(std::make_unique<Session>(env, model, options));
+      bindings.push_back(BindOnce(env, *replaying.back(), feeds));
+    }
+    RunOptions run_options;
+    run_options.config.insert_or_assign(std::string("gpu_graph_id"), std::string("0"));
+    results.push_back(MeasureConcurrent(mode, settings, sessions,
+                                        [&](int t) { replaying[t]->Run(bindings[t], run_options); }));
+  } catch (const Error& e) {
+    std::cout << mode << ": not measured: " << e.what() << "\n";
   }
 }
 
@@ -254,13 +287,15 @@ int BenchCommand(std::span<const std::string> args) {
   if (measured("host")) results.push_back(Measure("host tensors", settings, [&] { session.Run(feeds); }));
   if (const int threads = parsed.IntOr("--concurrency", 1, 1); threads > 1 && measured("concurrent"))
     results.push_back(MeasureConcurrent("host tensors, " + std::to_string(threads) + " threads", settings, threads,
-                                        [&] { session.Run(feeds); }));
+                                        [&](int) { session.Run(feeds); }));
   if (measured("io")) {
     IoBinding binding = BindOnce(*env, session, feeds);
     results.push_back(Measure("io binding", settings, [&] { session.Run(binding); }));
   }
   if (measured("graph") && !session.providers().empty() && session.providers().front() == kCudaEp)
     MeasureCudaGraph(*env, model, parsed, feeds, settings, results);
+  if (measured("concurrent-graph"))
+    MeasureConcurrentCudaGraphs(*env, model, parsed, feeds, settings, parsed.IntOr("--concurrency", 1, 1), results);
   PrintLatencies(results);
   if (session.StreamSets() > 1) std::cout << "stream sets used by concurrent runs: " << session.StreamSets() << "\n";
   if (parsed.Last("--profile")) std::cout << "\nProfile: " << session.EndProfiling() << "\n";
