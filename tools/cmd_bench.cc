@@ -6,6 +6,7 @@
 // until it has `--runs` samples or its share of `--time-budget` is spent (but always at least kMinRuns
 // samples, or --runs when smaller).
 #include <algorithm>
+#include <barrier>
 #include <chrono>
 #include <functional>
 #include <iostream>
@@ -82,21 +83,30 @@ Latency Measure(const std::string& mode, const BenchSettings& settings, const st
   return latency;
 }
 
-// run(t) from threads t = 0..threads-1 at once, after a warm-up of each, timing calls for the budget (at least
-// kMinRuns).
+// run(t) from threads t = 0..threads-1 at once, timing calls for the budget (at least kMinRuns). The threads
+// warm up together first (--warmup runs each, at least 2), so that what concurrent runs prepare once (the
+// session's extra stream sets, their library handles, step graphs) is not timed, as the single-thread modes'
+// warm-up is not.
 Latency MeasureConcurrent(const std::string& mode, const BenchSettings& settings, int threads,
                           const std::function<void(int thread)>& run) {
-  for (int t = 0; t < threads; ++t)
-    for (int i = 0; i < std::min(settings.warmup, 2); ++i) run(t);
   Latency latency{mode, {}};
   std::mutex mutex;
   std::vector<std::string> errors;
-  const auto start = Clock::now();
+  Clock::time_point start;
+  std::barrier warmed(threads, [&]() noexcept { start = Clock::now(); });
   std::vector<std::thread> workers;
   for (int t = 0; t < threads; ++t) {
     workers.emplace_back([&, t] {
       std::vector<double> mine;
       try {
+        std::exception_ptr failed;
+        try {
+          for (int i = 0; i < std::max(settings.warmup, 2); ++i) run(t);
+        } catch (...) {
+          failed = std::current_exception();
+        }
+        warmed.arrive_and_wait();
+        if (failed) std::rethrow_exception(failed);
         for (int i = 0; i < settings.runs; ++i) {
           const auto t0 = Clock::now();
           run(t);

@@ -19,6 +19,7 @@
 #include <random>
 #include <stdexcept>
 #include <string>
+#include <mutex>
 #include <thread>
 #include <unordered_map>
 #include <vector>
@@ -137,12 +138,22 @@ int main(int argc, char** argv) {
   run_host(session);
   std::printf("first_run_ms %.1f\n", Ms(first_start));
   Time("host_io", runs, [&] { run_host(session); });
+  // Runs per second of `threads` threads calling Run at once, after the threads warm up together (as tessera
+  // bench does: what concurrent runs set up once is not timed).
   auto throughput = [&](int threads) {
     std::atomic<int> done{0};
-    const auto start = Clock::now();
+    std::atomic<int> warming{threads};
+    Clock::time_point start;
+    std::mutex start_mutex;
     std::vector<std::thread> workers;
     for (int t = 0; t < threads; ++t)
       workers.emplace_back([&] {
+        for (int i = 0; i < 10; ++i) run_host(session);
+        {
+          std::lock_guard<std::mutex> lock(start_mutex);
+          if (--warming == 0) start = Clock::now();
+        }
+        while (warming.load() > 0) std::this_thread::yield();
         for (int i = 0; i < runs / 2; ++i) run_host(session);
         done += runs / 2;
       });

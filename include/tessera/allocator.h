@@ -30,6 +30,9 @@ struct AllocatorStats {
   size_t num_allocs = 0;
   size_t num_reserves = 0;    // calls to the underlying allocator
   size_t num_stream_waits = 0;  // waits for a reused block's last use on another stream (or on the host)
+  // Last uses on other streams that reused blocks carried (for a host allocation: on any stream), each either
+  // waited for (num_stream_waits) or found already complete on the device.
+  size_t num_foreign_fences = 0;
 };
 
 class Allocator {

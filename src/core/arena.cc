@@ -341,9 +341,10 @@ void* Arena::AllocateOn(size_t bytes, Stream* stream) {
   }
   // Outside the lock: a host wait must not hold up other threads' allocations.
   try {
-    size_t waits = 0;
+    size_t waits = 0, foreign = 0;
     for (const Fence& f : fences) {
       if (stream != nullptr && f.stream == stream) continue;  // already in that stream's order
+      ++foreign;
       if (f.event->Reached()) continue;                       // its stream is past it: nothing to wait for
       if (stream == nullptr)
         f.event->event->Synchronize();
@@ -351,9 +352,10 @@ void* Arena::AllocateOn(size_t bytes, Stream* stream) {
         f.event->event->Wait(*stream);
       ++waits;
     }
-    if (waits > 0) {
+    if (foreign > 0) {
       std::lock_guard<std::mutex> lock(impl_->mutex);
       impl_->stats.num_stream_waits += waits;
+      impl_->stats.num_foreign_fences += foreign;
     }
   } catch (...) {
     std::lock_guard<std::mutex> lock(impl_->mutex);

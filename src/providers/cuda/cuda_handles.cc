@@ -15,7 +15,12 @@ LibraryHandles::~LibraryHandles() {
 LibraryHandles::Lease LibraryHandles::Acquire(cudaStream_t stream) {
   PerStream* found = nullptr;
   {
-    std::lock_guard<std::mutex> lock(mutex_);
+    std::shared_lock<std::shared_mutex> lock(mutex_);  // every library call: concurrent runs look up together
+    for (const auto& handles : streams_)
+      if (handles->stream == stream) found = handles.get();
+  }
+  if (found == nullptr) {
+    std::unique_lock<std::shared_mutex> lock(mutex_);
     for (const auto& handles : streams_)
       if (handles->stream == stream) found = handles.get();
     if (found == nullptr) {

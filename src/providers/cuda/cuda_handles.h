@@ -20,6 +20,7 @@
 #include <cuda_runtime_api.h>
 
 #include <mutex>
+#include <shared_mutex>
 #include <vector>
 
 #include "tessera/allocator.h"
@@ -91,7 +92,7 @@ class LibraryHandles {
  private:
   int ordinal_;
   AllocatorPtr device_memory_;
-  std::mutex mutex_;  // streams_
+  std::shared_mutex mutex_;  // streams_ (append-only: a PerStream never moves)
   std::vector<std::unique_ptr<PerStream>> streams_;  // few: one per stream of the session's stream sets
 };
 

@@ -29,15 +29,17 @@ StepKey& StepKey::AddFloat(float value) {
 }
 
 struct StepGraphs::Entry {
-  explicit Entry(const StepKey& k) : key(k) {}
+  enum State : int { kSeenOnce, kCapturing, kReady, kNotCapturable };
+  explicit Entry(const StepKey& k, uint64_t tick) : key(k), last_use(tick) {}
   ~Entry() {
     // A graph still running on the device is freed when it completes (cuGraphExecDestroy's contract).
     if (exec != nullptr) cudaGraphExecDestroy(exec);
   }
-  StepKey key;
-  bool capturable = true;
-  cudaGraphExec_t exec = nullptr;
-  std::mutex launch_mutex;  // an executable graph is launched by one thread at a time
+  const StepKey key;
+  std::atomic<uint64_t> last_use;
+  std::atomic<int> state{kSeenOnce};
+  cudaGraphExec_t exec = nullptr;  // set before state becomes kReady (release), read after seeing it (acquire)
+  std::mutex launch_mutex;         // an executable graph is launched by one thread at a time
 };
 
 StepGraphs::~StepGraphs() = default;
@@ -58,48 +60,72 @@ void StepGraphs::RunErased(const KernelContext& ctx, const CudaExecutionProvider
     work(key.stream, lease);
     return;
   }
+  const uint64_t tick = ticks_.fetch_add(1, std::memory_order_relaxed);
   std::shared_ptr<Entry> entry;
-  cudaGraphExec_t exec = nullptr;
-  bool capture = false;
   {
-    std::lock_guard<std::mutex> lock(mutex_);
-    auto it = std::find_if(entries_.begin(), entries_.end(), [&](const auto& e) { return e->key == key; });
-    if (it == entries_.end()) {
-      if (entries_.size() == kMaxEntries) entries_.erase(entries_.begin());
-      entries_.push_back(std::make_shared<Entry>(key));
-    } else {
-      std::rotate(it, it + 1, entries_.end());
-      entry = entries_.back();
-      exec = entry->exec;
-      const size_t captured = captures_.load(std::memory_order_relaxed);
-      const bool on_probation = captured >= kCaptureProbation &&
-                                replays_.load(std::memory_order_relaxed) < captured * kMinReplaysPerCapture;
-      capture = exec == nullptr && entry->capturable && !on_probation;
-    }
+    std::shared_lock<std::shared_mutex> lock(mutex_);  // every step: concurrent runs look up together
+    for (const auto& e : entries_)
+      if (e->key == key) {
+        entry = e;
+        break;
+      }
   }
-  if (capture) {
-    cudaGraphExec_t made = Capture(ep, library, work);
-    std::lock_guard<std::mutex> lock(mutex_);
-    if (made == nullptr) {
-      entry->capturable = false;
-      Log(LogLevel::kVerbose, ctx.node().Describe(), ": the step cannot be captured into a graph; it is queued directly");
-    } else if (entry->exec == nullptr) {
-      entry->exec = made;
-      captures_.fetch_add(1, std::memory_order_relaxed);
-      Log(LogLevel::kVerbose, ctx.node().Describe(), ": step graph captured");
-    } else {
-      cudaGraphExecDestroy(made);  // another run on the same stream captured it first
-    }
-    exec = entry->exec;
+  if (entry == nullptr) {  // first sighting: remembered, queued directly
+    Remember(key, tick);
+    work(key.stream, lease);
+    return;
   }
-  if (exec == nullptr) {  // first sighting, or not capturable
+  entry->last_use.store(tick, std::memory_order_relaxed);
+  int state = entry->state.load(std::memory_order_acquire);
+  if (state == Entry::kSeenOnce && !OnProbation()) {
+    int expected = Entry::kSeenOnce;
+    if (entry->state.compare_exchange_strong(expected, Entry::kCapturing, std::memory_order_acq_rel)) {
+      entry->exec = Capture(ep, library, work);
+      if (entry->exec == nullptr) {
+        Log(LogLevel::kVerbose, ctx.node().Describe(), ": the step cannot be captured into a graph; it is queued directly");
+        entry->state.store(Entry::kNotCapturable, std::memory_order_release);
+      } else {
+        captures_.fetch_add(1, std::memory_order_relaxed);
+        Log(LogLevel::kVerbose, ctx.node().Describe(), ": step graph captured");
+        entry->state.store(Entry::kReady, std::memory_order_release);
+      }
+    }
+    state = entry->state.load(std::memory_order_acquire);
+  }
+  if (state != Entry::kReady) {  // not capturable, being captured by another run, or capturing has stopped
     work(key.stream, lease);
     return;
   }
   std::lock_guard<std::mutex> launch(entry->launch_mutex);
-  const cudaError_t launched = cudaGraphLaunch(exec, key.stream);
+  const cudaError_t launched = cudaGraphLaunch(entry->exec, key.stream);
   if (launched != cudaSuccess) CheckCuda(launched, ctx.node(), ": cudaGraphLaunch (step graph)");
   replays_.fetch_add(1, std::memory_order_relaxed);
+}
+
+bool StepGraphs::OnProbation() const {
+  const size_t captured = captures_.load(std::memory_order_relaxed);
+  return captured >= kCaptureProbation && replays_.load(std::memory_order_relaxed) < captured * kMinReplaysPerCapture;
+}
+
+void StepGraphs::Remember(const StepKey& key, uint64_t tick) const {
+  std::unique_lock<std::shared_mutex> lock(mutex_);
+  for (const auto& e : entries_)
+    if (e->key == key) return;  // another run of the same key got here first
+  if (entries_.size() == kMaxEntries) {
+    // Keys seen once go first, so that keys which never repeat do not push out the graphs of those that do.
+    auto victim = entries_.end();
+    for (bool graphs_too : {false, true}) {
+      for (auto it = entries_.begin(); it != entries_.end(); ++it) {
+        if (!graphs_too && (*it)->state.load(std::memory_order_relaxed) != Entry::kSeenOnce) continue;
+        if (victim == entries_.end() ||
+            (*it)->last_use.load(std::memory_order_relaxed) < (*victim)->last_use.load(std::memory_order_relaxed))
+          victim = it;
+      }
+      if (victim != entries_.end()) break;
+    }
+    entries_.erase(victim);  // a run still holding it keeps it alive until its launch returns
+  }
+  entries_.push_back(std::make_shared<Entry>(key, tick));
 }
 
 cudaGraphExec_t StepGraphs::Capture(const CudaExecutionProvider& ep, StepLibrary library, const WorkRef& work) {

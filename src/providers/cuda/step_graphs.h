@@ -33,6 +33,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <shared_mutex>
 #include <type_traits>
 #include <vector>
 
@@ -117,16 +118,22 @@ class StepGraphs {
   // The work captured on the EP's capture stream and instantiated; nullptr when it cannot be.
   static cudaGraphExec_t Capture(const CudaExecutionProvider& ep, StepLibrary library, const WorkRef& work);
 
-  // Keys seen, most recently used last: at most kMaxEntries, of which those with a graph hold one executable
-  // graph each (a few KiB of device memory).
-  static constexpr size_t kMaxEntries = 16;
+  bool OnProbation() const;
+  // Records a key seen for the first time, evicting one when kMaxEntries are kept.
+  void Remember(const StepKey& key, uint64_t tick) const;
+
+  // Keys seen, at most kMaxEntries; those with a graph hold one executable graph each (a few KiB of device
+  // memory). Eviction takes the least recently used key seen only once, else the least recently used graph. A
+  // plan sees one key per stream set in steady state, more while runs on several stream sets move buffers around.
+  static constexpr size_t kMaxEntries = 32;
   // After kCaptureProbation captures, capturing stops while replays stay under kMinReplaysPerCapture per capture:
   // keys that do not repeat (new buffers every run) would pay a capture each and gain nothing.
-  static constexpr size_t kCaptureProbation = 32;
+  static constexpr size_t kCaptureProbation = 64;
   static constexpr size_t kMinReplaysPerCapture = 4;
 
-  mutable std::mutex mutex_;  // entries_
+  mutable std::shared_mutex mutex_;  // entries_ (the entries' own state is atomic)
   mutable std::vector<std::shared_ptr<Entry>> entries_;
+  mutable std::atomic<uint64_t> ticks_{0};  // use order, for eviction
   mutable std::atomic<size_t> captures_{0}, replays_{0};
 };
 

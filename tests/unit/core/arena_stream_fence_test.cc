@@ -96,6 +96,7 @@ TEST_F(ArenaStreamFenceTest, AFenceKnownToBeReachedIsNotWaitedFor) {
   EXPECT_EQ(arena.AllocateOn(1000, nullptr), static_cast<char*>(p) + 1024) << "the split-off tail";
   EXPECT_EQ(log, (Log{"record C1@C"}));
   EXPECT_EQ(arena.Stats().num_stream_waits, 0u);
+  EXPECT_EQ(arena.Stats().num_foreign_fences, 2u) << "the reused block and the split-off tail each carried it";
 }
 
 TEST_F(ArenaStreamFenceTest, ReuseOnTheSameStreamNeedsNoWait) {
@@ -106,6 +107,7 @@ TEST_F(ArenaStreamFenceTest, ReuseOnTheSameStreamNeedsNoWait) {
   EXPECT_EQ(arena.AllocateOn(1000, &compute), p);
   EXPECT_EQ(log, Log({"record C1@C"})) << "the same stream is already ordered after the last use";
   EXPECT_EQ(arena.Stats().num_stream_waits, 0u);
+  EXPECT_EQ(arena.Stats().num_foreign_fences, 0u);
 }
 
 TEST_F(ArenaStreamFenceTest, ReuseOnAnotherStreamWaitsOnTheDeviceForTheLastUse) {
@@ -116,6 +118,7 @@ TEST_F(ArenaStreamFenceTest, ReuseOnAnotherStreamWaitsOnTheDeviceForTheLastUse) 
   EXPECT_EQ(arena.AllocateOn(1000, &copy), p);
   EXPECT_EQ(log, Log({"record C1@C", "wait C1@X"}));
   EXPECT_EQ(arena.Stats().num_stream_waits, 1u);
+  EXPECT_EQ(arena.Stats().num_foreign_fences, 1u);
   arena.FreeAfter(p, &copy);
   EXPECT_EQ(arena.AllocateOn(1000, &copy), p);
   EXPECT_EQ(log.size(), 3u) << "the fence of C was consumed by the first reuse; X's own fence needs no wait";

@@ -72,7 +72,7 @@ TEST(CopyStreamsTest, ACopyReusingMemoryOfRunningKernelsWaitsForThem) {
 }
 
 // The same model with its device arena shared through the Environment, so that the test can see the arena
-// wait for the kernels (a block reused across streams).
+// check the kernels' last use of a block the copy reuses (and wait for it when they still run).
 TEST(CopyStreamsTest, TheSharedArenaCountsItsWaitsAcrossStreams) {
   Environment env(LogLevel::kWarning);
   env.RegisterEpLibrary("testing", TESSERA_TESTING_EP_PATH);
@@ -93,9 +93,12 @@ TEST(CopyStreamsTest, TheSharedArenaCountsItsWaitsAcrossStreams) {
     EXPECT_LT(MaxDiff(out[0].tensor().ToVector<float>(), want.y), 1e-6);
     EXPECT_LT(MaxDiff(out[1].tensor().ToVector<float>(), want.z), 1e-6);
   }
+  // Whether the copy had to wait depends on whether the MatMuls were still running when it was queued (on a
+  // loaded machine they may be done); that the arena checked their last use does not.
   const AllocatorStats stats = shared->Stats();
-  EXPECT_GT(stats.num_stream_waits, 0u) << "the copy of s reused memory last used by a MatMul (" << stats.num_allocs
-                                        << " allocations, " << stats.bytes_reserved << " bytes reserved)";
+  EXPECT_GT(stats.num_foreign_fences, 0u) << "the copy of s reused memory last used by a MatMul (" << stats.num_allocs
+                                          << " allocations, " << stats.bytes_reserved << " bytes reserved)";
+  EXPECT_LE(stats.num_stream_waits, stats.num_foreign_fences);
 }
 
 TEST(CopyStreamsTest, ConcurrentRunsWithCopyStreamsGiveTheRightResults) {
