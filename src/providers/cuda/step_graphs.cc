@@ -28,6 +28,15 @@ StepKey& StepKey::AddFloat(float value) {
   return Add(uint64_t{bits});
 }
 
+StepKey& StepKey::AddShape(const Shape& shape) {
+  uint64_t hash = 1469598103934665603ull ^ shape.rank();
+  for (int64_t d : shape.dims()) {
+    hash ^= static_cast<uint64_t>(d);
+    hash *= 1099511628211ull;
+  }
+  return Add(hash);
+}
+
 struct StepGraphs::Entry {
   enum State : int { kSeenOnce, kCapturing, kReady, kNotCapturable };
   explicit Entry(const StepKey& k, uint64_t tick) : key(k), last_use(tick) {}

@@ -38,6 +38,7 @@
 #include <vector>
 
 #include "providers/cuda/cuda_handles.h"
+#include "tessera/shape.h"
 #include "tessera/ep/kernel.h"
 
 namespace tessera::cuda {
@@ -70,6 +71,8 @@ struct StepKey {
   StepKey& Add(const void* address) { return Add(static_cast<uint64_t>(reinterpret_cast<uintptr_t>(address))); }
   StepKey& Add(uint64_t value);
   StepKey& AddFloat(float value);
+  // The dims as one word (rank and a 64-bit FNV-1a hash of the dims): for shapes beyond the plan's own.
+  StepKey& AddShape(const Shape& shape);
   bool operator==(const StepKey&) const = default;
 };
 

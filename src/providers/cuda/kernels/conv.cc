@@ -23,9 +23,9 @@
 // step, so their candidates are the legacy algorithms (fused where cuDNN accepts it) and the graph-API plans,
 // and the fastest on the device wins.
 //
-// In eager sessions the cuDNN call and its epilogue kernel are queued through the plan's step graphs
-// (step_graphs.h): from the second run with the same buffers on, a step is one cudaGraphLaunch (1-3 us of host
-// time) instead of cuDNN's 7-24 us plus a 4 us launch. The depthwise kernel is one launch and is queued directly.
+// In eager sessions the cuDNN call and its epilogue kernel, or the depthwise kernel, are queued through the plan's
+// step graphs (step_graphs.h): from the third run with the same buffers on, a step is one cudaGraphLaunch (1-3 us
+// of host time) instead of cuDNN's 7-24 us plus a 4 us launch, or a 4 us launch.
 //
 // cudnn_conv_algo_search: HEURISTIC and DEFAULT take the first candidate (eager: cuDNN's first graph-API
 // proposal; graph sessions: the legacy heuristic's first algorithm, or implicit-precomp GEMM for DEFAULT).
@@ -250,18 +250,17 @@ class ConvKernel : public Kernel {
     const ConvPlan& plan = PlanFor(ctx, geometry, x, filter, y, extras, stream);
     LibraryHandles::Lease lease = ep_.handles().Acquire(stream);
     void* workspace = lease.workspace(plan.choice.workspace_bytes);
-    if (plan.choice.depthwise) {  // one launch already
-      Enqueue(ctx, lease.cudnn(), plan, plan.choice, x, filter, y, extras, workspace, stream);
-      return;
-    }
-    // cuDNN's calls cost 7-250 us of host time; their work replays from a step graph for one launch.
+    // cuDNN's calls cost 7-250 us of host time and a kernel launch ~4 us; the step's work replays from a step
+    // graph for one launch of 1-3 us.
     StepKey key(stream);
     key.Add(x.raw_data()).Add(filter.raw_data()).Add(y.raw_data()).Add(workspace);
     key.Add(extras.bias != nullptr ? extras.bias->raw_data() : nullptr);
     key.Add(extras.residual != nullptr ? extras.residual->raw_data() : nullptr);
-    key.Add(extras.residual != nullptr ? static_cast<uint64_t>(extras.residual->NumElements()) : 0);
-    plan.steps.Run(ctx, ep_, lease, key, StepLibrary::kCudnn, [&](cudaStream_t on, const LibraryHandles::Lease& handles) {
-      Enqueue(ctx, handles.cudnn(), plan, plan.choice, x, filter, y, extras, workspace, on);
+    key.AddShape(extras.residual != nullptr ? extras.residual->shape() : Shape{});  // a broadcasting Z's own pass
+    const StepLibrary library = plan.choice.depthwise ? StepLibrary::kNone : StepLibrary::kCudnn;
+    plan.steps.Run(ctx, ep_, lease, key, library, [&](cudaStream_t on, const LibraryHandles::Lease& handles) {
+      Enqueue(ctx, plan.choice.depthwise ? nullptr : handles.cudnn(), plan, plan.choice, x, filter, y, extras,
+              workspace, on);
     });
   }
 

@@ -15,6 +15,7 @@
 #include "providers/cpu/common/broadcast.h"
 #include "providers/cuda/kernels/cuda_kernels.h"
 #include "providers/cuda/kernels/kernel_utils.h"
+#include "providers/cuda/step_graphs.h"
 #include "providers/cuda/kernels/skip_layer_norm.h"
 
 namespace tessera::cuda {
@@ -72,7 +73,16 @@ class SkipLayerNormKernel : public Kernel {
     args.strict = strict_;
     if (args.rows > INT_MAX)
       Fail(ErrorCode::kNotImplemented, ctx.node().Describe(), ": ", args.rows, " rows exceed the CUDA grid");
-    CheckLaunch(ctx, launch::SkipLayerNorm(args, StreamOf(ctx)), "SkipLayerNormalization launch");
+    // One launch, replayed from a step graph in eager sessions: it depends on the operands' addresses and shapes
+    // and the node's attributes only.
+    const cudaStream_t stream = StreamOf(ctx);
+    StepKey key(stream);
+    key.Add(args.input).Add(args.skip).Add(args.gamma).Add(args.beta).Add(args.bias).Add(args.output).Add(args.sum);
+    key.AddShape(input.shape()).AddShape(skip.shape()).Add(static_cast<uint64_t>(input.type()));
+    LibraryHandles::Lease lease = ep_.handles().Acquire(stream);
+    steps_.Run(ctx, ep_, lease, key, StepLibrary::kNone, [&](cudaStream_t on, const LibraryHandles::Lease&) {
+      CheckLaunch(ctx, launch::SkipLayerNorm(args, on), "SkipLayerNormalization launch");
+    });
   }
 
  private:
@@ -87,6 +97,7 @@ class SkipLayerNormKernel : public Kernel {
   const CudaExecutionProvider& ep_;
   float epsilon_;
   bool strict_;
+  StepGraphs steps_;
 };
 
 KernelDef SkipLayerNormDef(const char* domain) {
