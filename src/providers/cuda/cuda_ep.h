@@ -10,6 +10,7 @@
 #include "providers/cuda/cuda_provider_options.h"
 #include "providers/cuda/cuda_transfer.h"
 #include "providers/cuda/step_graphs.h"
+#include "providers/cuda/tuning_results.h"
 #include "tessera/ep/execution_provider.h"
 
 namespace tessera::cuda {
@@ -59,6 +60,8 @@ class CudaExecutionProvider : public ExecutionProvider {
   LibraryHandles& handles() const { return handles_; }
   // The private stream step graphs are captured on (step_graphs.h).
   StepCaptureStream& step_capture() const { return step_capture_; }
+  // Search results shared by the EP's kernels (tuning_results.h).
+  TuningResults& tuning() const { return tuning_; }
 
  private:
   const std::string type_;
@@ -69,6 +72,7 @@ class CudaExecutionProvider : public ExecutionProvider {
   AllocatorPtr device_allocator_;
   AllocatorPtr pinned_allocator_;
   CudaDataTransfer transfer_;
+  mutable TuningResults tuning_;
   mutable StepCaptureStream step_capture_;  // destroyed after handles_, whose handles may be bound to it
   mutable LibraryHandles handles_;
   CudaGraphSet graphs_;

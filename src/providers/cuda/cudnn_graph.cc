@@ -192,9 +192,14 @@ std::string Plan::Describe() const {
 
 std::vector<Plan> MakePlans(cudnnHandle_t handle, const Descriptor& graph, const PlanFilter& filter) {
   std::vector<Plan> plans;
-  for (cudnnBackendHeurMode_t mode : {CUDNN_HEUR_MODE_A, CUDNN_HEUR_MODE_FALLBACK}) {
-    for (Descriptor& config : EngineConfigs(graph, mode)) {
+  const cudnnBackendHeurMode_t lists[2] = {CUDNN_HEUR_MODE_A, CUDNN_HEUR_MODE_FALLBACK};
+  for (int list = 0; list < 2; ++list) {
+    if (filter.only_list >= 0 && list != filter.only_list) continue;
+    std::vector<Descriptor> configs = EngineConfigs(graph, lists[list]);
+    for (size_t position = 0; position < configs.size(); ++position) {
       if (plans.size() >= filter.max_plans) return plans;
+      if (filter.only_position >= 0 && static_cast<int64_t>(position) != filter.only_position) continue;
+      Descriptor& config = configs[position];
       Descriptor engine(CUDNN_BACKEND_ENGINE_DESCRIPTOR);
       cudnnBackendDescriptor_t raw_engine = engine.get();
       int64_t count = 0;
@@ -202,6 +207,8 @@ std::vector<Plan> MakePlans(cudnnHandle_t handle, const Descriptor& graph, const
                                    &raw_engine) != CUDNN_STATUS_SUCCESS)
         continue;
       Plan plan;
+      plan.heuristics_list = list;
+      plan.position = static_cast<int64_t>(position);
       const auto numerical = Notes<cudnnBackendNumericalNote_t>(
           raw_engine, CUDNN_ATTR_ENGINE_NUMERICAL_NOTE, CUDNN_TYPE_NUMERICAL_NOTE, CUDNN_NUMERICAL_NOTE_TYPE_COUNT);
       const auto behavior = Notes<cudnnBackendBehaviorNote_t>(

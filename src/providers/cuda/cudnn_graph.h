@@ -95,6 +95,10 @@ struct Plan {
   bool runtime_compiled = false;     // CUDNN_BEHAVIOR_NOTE_RUNTIME_COMPILATION
   bool nondeterministic = false;     // CUDNN_NUMERICAL_NOTE_NONDETERMINISTIC
   int64_t engine_index = -1;         // CUDNN_ATTR_ENGINE_GLOBAL_INDEX, for logs
+  // Where the heuristics proposed it: mode A (0) or the fallback list (1), and its position in that list; the same
+  // graph on the same GPU and cuDNN gets the same list, so (mode, position) names the configuration again.
+  int heuristics_list = -1;
+  int64_t position = -1;
   std::string Describe() const;
 };
 // Writes plan.Describe() (for error-message parts, built only when a check fails).
@@ -106,6 +110,10 @@ struct PlanFilter {
   bool allow_tensor_cores = true;       // false: float32 stays on FMA arithmetic (use_tf32 = 0)
   bool allow_runtime_compiled = true;   // false: skip engines that compile kernels at finalize (slow to build)
   size_t max_plans = 8;                 // the first this many that finalize, in heuristic order
+  // When set (>= 0): only the configuration at this position of this list (Plan::heuristics_list, Plan::position),
+  // with the filters above still applied; no other configuration is finalized.
+  int only_list = -1;
+  int64_t only_position = -1;
 };
 
 // The engine configurations cuDNN's heuristics (mode A, then the fallback list when A yields nothing)

@@ -38,7 +38,9 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <shared_mutex>
+#include <sstream>
 
 #include "core/logging.h"
 #include "graph/fused_activation.h"
@@ -357,14 +359,23 @@ class ConvKernel : public Kernel {
     }
     Describe(g, x.type(), *plan);
     PrepareFusion(ctx, g, x, y.shape(), extras, stream, *plan);
-    {
-      LibraryHandles::Lease lease = ep_.handles().Acquire(stream);
-      BuildGraphPlans(ctx, lease.cudnn(), g, x.type(), alignment, *plan);
+    // Another node of the EP with the same geometry may have searched already (ResNet's blocks repeat theirs).
+    const std::string tuning_key = TuningKey(g, x.type(), alignment, extras, plan->depthwise_ok);
+    const std::optional<std::string> tuned = ep_.tuning().Find(tuning_key);
+    if (tuned && ApplyTuned(ctx, *tuned, g, x, w, y, extras, alignment, *plan)) {
+      Log(LogLevel::kVerbose, ctx.node().Describe(), ": X ", x.shape().ToString(), " takes the choice searched for ",
+          "another node of the same geometry: ", *tuned);
+    } else {
+      {
+        LibraryHandles::Lease lease = ep_.handles().Acquire(stream);
+        BuildGraphPlans(ctx, lease.cudnn(), g, x.type(), alignment, *plan);
+      }
+      if (plan->graph_plans.empty() && !GraphSession())
+        Log(LogLevel::kInfo, ctx.node().Describe(), ": cuDNN's graph API has no engine for X ", x.shape().ToString(),
+            " (", DataTypeName(x.type()), ", alignment ", alignment, "); the legacy convolution API runs it");
+      Choose(ctx, x, w, y, extras, stream, *plan);
+      ep_.tuning().Store(tuning_key, TunedValue(plan->choice));
     }
-    if (plan->graph_plans.empty() && !GraphSession())
-      Log(LogLevel::kInfo, ctx.node().Describe(), ": cuDNN's graph API has no engine for X ", x.shape().ToString(),
-          " (", DataTypeName(x.type()), ", alignment ", alignment, "); the legacy convolution API runs it");
-    Choose(ctx, x, w, y, extras, stream, *plan);
     if (plan->choice.graph != nullptr)
       Log(LogLevel::kVerbose, ctx.node().Describe(), ": X ", x.shape().ToString(), " graph-API plan ",
           plan->choice.graph->Describe());
@@ -529,12 +540,99 @@ class ConvKernel : public Kernel {
     return d;
   }
 
+  // Everything the search for plan.choice depended on beyond the node itself: geometry, element type, layout,
+  // alignment, the epilogue it was timed with, and the options that shaped the candidates (TuningResults' key).
+  std::string TuningKey(const ConvGeometry& g, DataType type, int64_t alignment, const ConvExtras& extras,
+                        bool depthwise_ok) const {
+    std::ostringstream key;
+    const auto list = [&](const char* name, const std::vector<int>& values) {
+      key << name;
+      for (int v : values) key << ' ' << v;
+      key << ';';
+    };
+    key << "conv;" << DataTypeName(type) << (channels_last_ ? ";nhwc;" : ";nchw;");
+    list("x", g.x_dims);
+    list("w", g.w_dims);
+    list("pads", g.pads);
+    list("strides", g.strides);
+    list("dilations", g.dilations);
+    key << "group " << g.group << ";align " << alignment << ";depthwise " << depthwise_ok;
+    key << ";bias " << (extras.bias != nullptr) << ";residual "
+        << (extras.residual == nullptr ? "none" : extras.residual->shape().ToString());
+    key << ";activation " << static_cast<int>(extras.activation.kind) << ' ' << extras.activation.alpha << ' '
+        << extras.activation.beta;
+    const CudaProviderOptions& o = ep_.options();
+    key << ";graphs " << o.enable_cuda_graph << ";search " << static_cast<int>(o.cudnn_conv_algo_search) << ";tf32 "
+        << o.use_tf32 << ";workspace " << WorkspaceLimit();
+    return key.str();
+  }
+
+  // plan.choice as TuningResults stores it.
+  static std::string TunedValue(const ConvChoice& choice) {
+    std::ostringstream value;
+    if (choice.depthwise)
+      value << "depthwise";
+    else if (choice.graph != nullptr)
+      value << "graph " << choice.graph->heuristics_list << ' ' << choice.graph->position;
+    else
+      value << "legacy " << static_cast<int>(choice.algorithm) << ' ' << static_cast<int>(choice.math);
+    return value.str();
+  }
+
+  // Sets plan.choice from a stored TunedValue without a search; false (plan unchanged but for graph plans cleared)
+  // when it does not apply here, e.g. cuDNN no longer offers that configuration.
+  bool ApplyTuned(const KernelContext& ctx, const std::string& tuned, const ConvGeometry& g, const Tensor& x,
+                  const Tensor& w, Tensor& y, const ConvExtras& extras, int64_t alignment, ConvPlan& plan) const {
+    std::istringstream in(tuned);
+    std::string kind;
+    in >> kind;
+    if (kind == "depthwise") {
+      if (!plan.depthwise_ok) return false;
+      plan.choice = ConvChoice{};
+      plan.choice.depthwise = true;
+      return true;
+    }
+    const cudaStream_t stream = StreamOf(ctx);
+    LibraryHandles::Lease lease = ep_.handles().Acquire(stream);
+    if (kind == "graph") {
+      int list = -1;
+      int64_t position = -1;
+      if (!(in >> list >> position)) return false;
+      BuildGraphPlans(ctx, lease.cudnn(), g, x.type(), alignment, plan, list, position);
+      if (plan.graph_plans.size() != 1) {
+        plan.graph_plans.clear();
+        plan.graph_parts.clear();
+        return false;
+      }
+      plan.choice = ConvChoice{};
+      plan.choice.graph = &plan.graph_plans[0];
+      plan.choice.workspace_bytes = static_cast<size_t>(plan.graph_plans[0].workspace_bytes);
+      return true;
+    }
+    int algorithm = 0, math = 0;
+    if (kind != "legacy" || !(in >> algorithm >> math)) return false;
+    ConvChoice choice;
+    choice.algorithm = static_cast<cudnnConvolutionFwdAlgo_t>(algorithm);
+    choice.math = static_cast<cudnnMathType_t>(math);
+    Apply(ctx, plan, choice);
+    if (cudnnGetConvolutionForwardWorkspaceSize(lease.cudnn(), plan.x.handle, plan.w.handle, plan.conv.handle,
+                                                plan.y.handle, choice.algorithm,
+                                                &choice.workspace_bytes) != CUDNN_STATUS_SUCCESS ||
+        choice.workspace_bytes > WorkspaceLimit())
+      return false;
+    choice.fused = FusionAllowed(plan, extras, choice.algorithm) &&
+                   RunFused(lease.cudnn(), plan, choice, x, w, y, extras, lease.workspace(choice.workspace_bytes)) ==
+                       CUDNN_STATUS_SUCCESS;
+    plan.choice = choice;
+    return true;
+  }
+
   // A session that replays CUDA graphs: no host cost per step, so the device time alone decides.
   bool GraphSession() const { return ep_.options().enable_cuda_graph; }
 
   // The graph API's candidate plans for the convolution alone, best first (none when it has no engine).
   void BuildGraphPlans(const KernelContext& ctx, cudnnHandle_t cudnn, const ConvGeometry& g, DataType type,
-                       int64_t alignment, ConvPlan& plan) const {
+                       int64_t alignment, ConvPlan& plan, int only_list = -1, int64_t only_position = -1) const {
     namespace cg = cudnn_graph;
     const cudnnDataType_t data = type == DataType::kFloat16 ? CUDNN_DATA_HALF : CUDNN_DATA_FLOAT;
     auto tensor = [&](int64_t uid, const std::vector<int>& dims) {
@@ -555,6 +653,8 @@ class ConvKernel : public Kernel {
       // Engines that compile kernels when their plan is finalized took 0.2-1.4 s per shape on the H100 host.
       filter.allow_runtime_compiled = false;
       filter.max_plans = ep_.options().cudnn_conv_algo_search == ConvAlgoSearch::kExhaustive ? 8 : 1;
+      filter.only_list = only_list;
+      filter.only_position = only_position;
       plan.graph_plans = cg::MakePlans(cudnn, graph, filter);
       for (cg::Descriptor* part : {&tx, &tw, &ty, &conv, &op, &graph}) plan.graph_parts.push_back(std::move(*part));
     } catch (const Error& e) {  // a descriptor cuDNN refuses: the legacy API runs the convolution

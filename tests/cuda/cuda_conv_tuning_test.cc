@@ -1,0 +1,77 @@
+// Convolution searches shared by the nodes of one CUDA EP (src/providers/cuda/tuning_results.h): a node whose
+// geometry, epilogue and options match a node searched before takes that node's choice without a search of its own
+// (the verbose log says so), and computes the same result as the CPU EP.
+#include <sstream>
+
+#include "cuda/cuda_test_util.h"
+#include "unit/session/graph_builder.h"
+
+namespace tessera::test {
+namespace {
+
+using CudaConvTuningTest = CudaTest;
+
+// conv_a -> Relu -> conv_b -> Relu -> conv_c: a and b share their geometry (8 -> 8 channels, 3x3, pads 1) and
+// epilogue (Relu), c differs (1x1, 8 -> 16).
+std::string RepeatedConvModel() {
+  GraphBuilder builder;
+  auto init = [&](const std::string& name, const Shape& shape, uint32_t seed) {
+    builder.FloatInitializer(name, shape.dims(), RandomTensor(DataType::kFloat, shape, seed, -0.3, 0.3).ToVector<float>());
+  };
+  init("wa", {8, 8, 3, 3}, 1);
+  init("wb", {8, 8, 3, 3}, 2);
+  init("wc", {16, 8, 1, 1}, 3);
+  builder.Input("x", {1, 8, 16, 16})
+      .Node("Conv", {"x", "wa"}, {"a"}, "conv_a")
+      .Node("Relu", {"a"}, {"ra"})
+      .Node("Conv", {"ra", "wb"}, {"b"}, "conv_b")
+      .Node("Relu", {"b"}, {"rb"})
+      .Node("Conv", {"rb", "wc"}, {"y"}, "conv_c")
+      .Output("y");
+  onnx::ModelProto proto;
+  if (!proto.ParseFromString(builder.Serialize())) throw std::runtime_error("cannot parse the built model");
+  for (auto& node : *proto.mutable_graph()->mutable_node()) {
+    if (node.op_type() != "Conv" || node.name() == "conv_c") continue;
+    auto* pads = node.add_attribute();
+    pads->set_name("pads");
+    pads->set_type(onnx::AttributeProto::INTS);
+    for (int i = 0; i < 4; ++i) pads->add_ints(1);
+  }
+  return proto.SerializeAsString();
+}
+
+// Lines of `log` containing both `what` and `node`.
+size_t CountLines(const std::string& log, const std::string& what, const std::string& node = "") {
+  size_t count = 0;
+  std::istringstream lines(log);
+  for (std::string line; std::getline(lines, line);)
+    if (line.find(what) != std::string::npos && line.find(node) != std::string::npos) ++count;
+  return count;
+}
+
+TEST_F(CudaConvTuningTest, NodesOfOneGeometryShareOneSearch) {
+  const std::string model = RepeatedConvModel();
+  const Tensor x = RandomTensor(DataType::kFloat, {1, 8, 16, 16}, 7, -1.0, 1.0);
+  Session cpu = MakeSession(model, OptionsFor("cpu"), TestEnv());
+  const Tensor want = cpu.Run({{"x", Value(x)}})[0].tensor();
+  for (const char* nhwc : {"0", "1"}) {
+    for (const char* search : {"EXHAUSTIVE", "HEURISTIC"}) {
+      SessionOptions options;
+      options.log_level = LogLevel::kVerbose;
+      options.AddProvider(kCudaEpName, {{"use_tf32", "0"}, {"prefer_nhwc", nhwc}, {"cudnn_conv_algo_search", search}});
+      Session session = MakeSession(model, options, TestEnv());
+      ::testing::internal::CaptureStderr();
+      const Tensor got = session.Run({{"x", Value(x)}})[0].tensor();
+      const std::string log = ::testing::internal::GetCapturedStderr();
+      const std::string what = std::string("prefer_nhwc ") + nhwc + ", " + search;
+      EXPECT_EQ(CompareTensors(want, got, 1e-4, 1e-4), "") << what;
+      const std::string reused = "takes the choice searched for another node of the same geometry";
+      EXPECT_EQ(CountLines(log, reused), 1u) << what << "\n" << log.substr(0, 6000);
+      EXPECT_EQ(CountLines(log, reused, "conv_b"), 1u) << what;
+      EXPECT_EQ(CompareTensors(want, session.Run({{"x", Value(x)}})[0].tensor(), 1e-4, 1e-4), "") << what << ", run 2";
+    }
+  }
+}
+
+}  // namespace
+}  // namespace tessera::test
