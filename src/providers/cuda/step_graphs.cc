@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <optional>
 
 #include "core/logging.h"
 #include "providers/cuda/cuda_common.h"
@@ -63,7 +64,7 @@ bool StepGraphs::Enabled(const CudaExecutionProvider& ep, cudaStream_t stream) {
 }
 
 void StepGraphs::RunErased(const KernelContext& ctx, const CudaExecutionProvider& ep,
-                           const LibraryHandles::Lease& lease, const StepKey& key, StepLibrary library,
+                           const LibraryHandles::Lease* lease, const StepKey& key, StepLibrary library,
                            const WorkRef& work) const {
   if (!Enabled(ep, key.stream)) {
     work(key.stream, lease);
@@ -146,12 +147,15 @@ cudaGraphExec_t StepGraphs::Capture(const CudaExecutionProvider& ep, StepLibrary
     cudaGetLastError();
     return nullptr;
   }
-  LibraryHandles::Lease capture_lease = ep.handles().Acquire(capture.stream_);
-  try {  // creating a handle allocates, which the capture would not allow
-    if (library == StepLibrary::kCudnn) capture_lease.cudnn();
-    if (library == StepLibrary::kCublasLt) capture_lease.cublas_lt();
-  } catch (const Error&) {
-    return nullptr;
+  std::optional<LibraryHandles::Lease> capture_lease;
+  if (library != StepLibrary::kNone) {
+    capture_lease.emplace(ep.handles().Acquire(capture.stream_));
+    try {  // creating a handle allocates, which the capture would not allow
+      if (library == StepLibrary::kCudnn) capture_lease->cudnn();
+      if (library == StepLibrary::kCublasLt) capture_lease->cublas_lt();
+    } catch (const Error&) {
+      return nullptr;
+    }
   }
   // Thread-local mode: other threads' calls (allocations of concurrent runs) are not affected by this capture.
   if (cudaStreamBeginCapture(capture.stream_, cudaStreamCaptureModeThreadLocal) != cudaSuccess) {
@@ -160,7 +164,7 @@ cudaGraphExec_t StepGraphs::Capture(const CudaExecutionProvider& ep, StepLibrary
   }
   bool queued = true;
   try {
-    work(capture.stream_, capture_lease);
+    work(capture.stream_, capture_lease ? &*capture_lease : nullptr);
   } catch (const Error&) {
     queued = false;
   }

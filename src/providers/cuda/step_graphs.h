@@ -17,10 +17,10 @@
 // the run's other work as the direct calls would be.
 //
 // Contract for the work callable, work(stream, lease): it queues its device work on `stream` only, through
-// `lease`'s library handles (bound to `stream`), reading no value that is not part of the key or the plan (a
-// workspace comes from the run's stream lease and goes into the key), and it may run more than once. It may
-// throw; a capture it cannot complete (or a work it throws from while captured) marks the key as not
-// capturable, and the work is then queued directly, where its error surfaces as usual.
+// `lease`'s library handles (bound to `stream`; null for work that uses no library), reading no value that is not
+// part of the key or the plan (a workspace comes from the run's stream lease and goes into the key), and it may run
+// more than once. It may throw; a capture it cannot complete (or a work it throws from while captured) marks the
+// key as not capturable, and the work is then queued directly, where its error surfaces as usual.
 //
 // Not used (the work is queued directly) in sessions that replay whole-run CUDA graphs (enable_cuda_graph), with
 // step_graphs = 0, on CUDA's legacy default stream, and while the caller's user_compute_stream is being captured.
@@ -88,15 +88,16 @@ class StepGraphs {
   StepGraphs& operator=(const StepGraphs&) = delete;
 
   // Queues the step's work on key.stream: replays its graph, captures it, or calls work(key.stream, lease)
-  // (see the file comment). `lease` is the caller's lease of key.stream's handles; `library` names the handle the
-  // work takes from the lease it is given. Thread-safe.
+  // (see the file comment). `lease` is the caller's lease of key.stream's handles, null when `library` is kNone
+  // (plain kernel launches need no handle, so their steps take no lease); `library` names the handle the work
+  // takes from the lease it is given. Thread-safe.
   template <typename Work>
-  void Run(const KernelContext& ctx, const CudaExecutionProvider& ep, const LibraryHandles::Lease& lease,
+  void Run(const KernelContext& ctx, const CudaExecutionProvider& ep, const LibraryHandles::Lease* lease,
            const StepKey& key, StepLibrary library, Work&& work) const {
     using Callable = std::remove_reference_t<Work>;
     RunErased(ctx, ep, lease, key, library,
               WorkRef{const_cast<void*>(static_cast<const void*>(&work)),
-                      [](void* callable, cudaStream_t stream, const LibraryHandles::Lease& l) {
+                      [](void* callable, cudaStream_t stream, const LibraryHandles::Lease* l) {
                         (*static_cast<Callable*>(callable))(stream, l);
                       }});
   }
@@ -111,12 +112,12 @@ class StepGraphs {
  private:
   struct WorkRef {
     void* callable;
-    void (*call)(void*, cudaStream_t, const LibraryHandles::Lease&);
-    void operator()(cudaStream_t stream, const LibraryHandles::Lease& lease) const { call(callable, stream, lease); }
+    void (*call)(void*, cudaStream_t, const LibraryHandles::Lease*);
+    void operator()(cudaStream_t stream, const LibraryHandles::Lease* lease) const { call(callable, stream, lease); }
   };
   struct Entry;
 
-  void RunErased(const KernelContext& ctx, const CudaExecutionProvider& ep, const LibraryHandles::Lease& lease,
+  void RunErased(const KernelContext& ctx, const CudaExecutionProvider& ep, const LibraryHandles::Lease* lease,
                  const StepKey& key, StepLibrary library, const WorkRef& work) const;
   // The work captured on the EP's capture stream and instantiated; nullptr when it cannot be.
   static cudaGraphExec_t Capture(const CudaExecutionProvider& ep, StepLibrary library, const WorkRef& work);

@@ -53,8 +53,7 @@ class AttentionKernel : public Kernel {
     StepKey key(stream);
     key.Add(args.q).Add(args.k).Add(args.v).Add(args.mask).Add(args.out).Add(static_cast<uint64_t>(q.type()));
     key.AddShape(q.shape()).AddShape(k.shape()).AddShape(v.shape()).AddShape(mask != nullptr ? mask->shape() : Shape{});
-    LibraryHandles::Lease lease = ep_.handles().Acquire(stream);
-    steps_.Run(ctx, ep_, lease, key, StepLibrary::kNone, [&](cudaStream_t on, const LibraryHandles::Lease&) {
+    steps_.Run(ctx, ep_, nullptr, key, StepLibrary::kNone, [&](cudaStream_t on, const LibraryHandles::Lease*) {
       const cudaError_t status = launch::Attention(args, on);
       if (status == cudaErrorInvalidConfiguration)
         Fail(ErrorCode::kNotImplemented, ctx.node(), ": head size ", g.head_size, " with ", g.batch * g.heads,

@@ -260,8 +260,8 @@ class ConvKernel : public Kernel {
     key.Add(extras.residual != nullptr ? extras.residual->raw_data() : nullptr);
     key.AddShape(extras.residual != nullptr ? extras.residual->shape() : Shape{});  // a broadcasting Z's own pass
     const StepLibrary library = plan.choice.depthwise ? StepLibrary::kNone : StepLibrary::kCudnn;
-    plan.steps.Run(ctx, ep_, lease, key, library, [&](cudaStream_t on, const LibraryHandles::Lease& handles) {
-      Enqueue(ctx, plan.choice.depthwise ? nullptr : handles.cudnn(), plan, plan.choice, x, filter, y, extras,
+    plan.steps.Run(ctx, ep_, &lease, key, library, [&](cudaStream_t on, const LibraryHandles::Lease* handles) {
+      Enqueue(ctx, plan.choice.depthwise ? nullptr : handles->cudnn(), plan, plan.choice, x, filter, y, extras,
               workspace, on);
     });
   }

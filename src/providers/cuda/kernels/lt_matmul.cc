@@ -194,12 +194,13 @@ bool LtMatmulPlans::Run(const KernelContext& ctx, const CudaExecutionProvider& e
   StepKey step(stream);
   step.Add(product.a).Add(product.b).Add(c).Add(product.out).Add(workspace);
   step.AddFloat(product.alpha).AddFloat(product.beta);
-  plan->steps.Run(ctx, ep, lease, step, StepLibrary::kCublasLt, [&](cudaStream_t on, const LibraryHandles::Lease& handles) {
-    CheckCublas(cublasLtMatmul(handles.cublas_lt(), plan->desc.get(), &product.alpha, product.b, plan->a_layout.get(),
+  const auto work = [&](cudaStream_t on, const LibraryHandles::Lease* handles) {
+    CheckCublas(cublasLtMatmul(handles->cublas_lt(), plan->desc.get(), &product.alpha, product.b, plan->a_layout.get(),
                                product.a, plan->b_layout.get(), &product.beta, c, plan->out_layout.get(),
                                product.out, plan->out_layout.get(), &plan->algo, workspace, plan->workspace_bytes, on),
                 ctx.node(), ": cublasLtMatmul");
-  });
+  };
+  plan->steps.Run(ctx, ep, &lease, step, StepLibrary::kCublasLt, work);
   return true;
 }
 

@@ -79,8 +79,7 @@ class SkipLayerNormKernel : public Kernel {
     StepKey key(stream);
     key.Add(args.input).Add(args.skip).Add(args.gamma).Add(args.beta).Add(args.bias).Add(args.output).Add(args.sum);
     key.AddShape(input.shape()).AddShape(skip.shape()).Add(static_cast<uint64_t>(input.type()));
-    LibraryHandles::Lease lease = ep_.handles().Acquire(stream);
-    steps_.Run(ctx, ep_, lease, key, StepLibrary::kNone, [&](cudaStream_t on, const LibraryHandles::Lease&) {
+    steps_.Run(ctx, ep_, nullptr, key, StepLibrary::kNone, [&](cudaStream_t on, const LibraryHandles::Lease*) {
       CheckLaunch(ctx, launch::SkipLayerNorm(args, on), "SkipLayerNormalization launch");
     });
   }
