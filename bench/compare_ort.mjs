@@ -25,7 +25,7 @@ const repo = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const ortEntry = path.join(repo, '.deps/ort-node/node_modules/onnxruntime-node/dist/index.js');
 
 function parseArgs(argv) {
-  const args = { dims: {}, shapes: {}, threads: os.cpus().length, rounds: 10, runs: 0, budget: 60, warmup: 4, seed: 0,
+  const args = { dims: {}, shapes: {}, fills: {}, threads: os.cpus().length, rounds: 10, runs: 0, budget: 60, warmup: 4, seed: 0,
                  tessera: path.join(repo, 'build/tessera'), optLevel: 'all', label: '', json: '' };
   const take = (i) => { if (i + 1 >= argv.length) throw new Error(`${argv[i]} needs a value`); return argv[i + 1]; };
   for (let i = 0; i < argv.length; i += 2) {
@@ -45,12 +45,13 @@ function parseArgs(argv) {
       case '--json': args.json = value; break;
       case '--dim': args.dims[name] = Number(assigned); break;
       case '--shape': args.shapes[name] = assigned.split('x').map(Number); break;
+      case '--fill': args.fills[name] = Number(assigned); break;
       default: throw new Error(`unknown option ${key}`);
     }
   }
   if (!args.model) {
     throw new Error('usage: compare_ort.mjs --model MODEL [--threads N] [--dim SYMBOL=V]... [--shape NAME=AxBx..]... ' +
-                    '[--rounds R] [--runs K | --budget SECONDS] [--warmup W] [--json FILE]');
+                    '[--fill NAME=VALUE]... [--rounds R] [--runs K | --budget SECONDS] [--warmup W] [--json FILE]');
   }
   args.label ||= path.basename(path.dirname(args.model)) || path.basename(args.model);
   return args;
@@ -74,9 +75,14 @@ function concreteShape(meta, args) {
   return meta.shape.map((d) => (typeof d === 'number' && d >= 0 ? d : (args.dims[d] ?? 1)));
 }
 
-// Floats uniform in [-1, 1); integer inputs named *mask* are all ones, other integers uniform in [0, 100).
-function makeInput(ort, meta, shape, random) {
+// Floats uniform in [-1, 1); integer inputs named *mask* are all ones, other integers uniform in [0, 100);
+// an input named in --fill holds that value everywhere (e.g. a sample rate).
+function makeInput(ort, meta, shape, random, fill) {
   const count = shape.reduce((a, b) => a * b, 1);
+  if (fill !== undefined) {
+    if (meta.type === 'float32') return new ort.Tensor('float32', new Float32Array(count).fill(fill), shape);
+    if (meta.type === 'int64') return new ort.Tensor('int64', new BigInt64Array(count).fill(BigInt(fill)), shape);
+  }
   if (meta.type === 'float32') {
     const data = new Float32Array(count);
     for (let i = 0; i < count; ++i) data[i] = random() * 2 - 1;
@@ -130,6 +136,13 @@ function maxAbsDiff(a, b) {
   let worst = 0;
   for (let i = 0; i < a.length; ++i) worst = Math.max(worst, Math.abs(Number(a[i]) - Number(b[i])));
   return worst;
+}
+
+// The largest difference relative to the reference output's largest magnitude (0 for two all-zero outputs).
+function maxRelDiff(a, b) {
+  const scale = b.reduce((m, v) => Math.max(m, Math.abs(Number(v))), 0);
+  const diff = maxAbsDiff(a, b);
+  return diff === 0 ? 0 : diff / Math.max(scale, 1e-30);
 }
 
 // ---- Tessera bench-server --------------------------------------------------------------------------------
@@ -201,7 +214,7 @@ async function main() {
   const workDir = fs.mkdtempSync(path.join(os.tmpdir(), 'tessera-bench-'));
   for (const meta of ortSession.inputMetadata) {
     shapes[meta.name] = concreteShape(meta, args);
-    feeds[meta.name] = makeInput(ort, meta, shapes[meta.name], random);
+    feeds[meta.name] = makeInput(ort, meta, shapes[meta.name], random, args.fills[meta.name]);
     inputFiles[meta.name] = path.join(workDir, `${meta.name}.npy`);
     writeNpy(inputFiles[meta.name], feeds[meta.name]);
   }
@@ -211,9 +224,12 @@ async function main() {
     const outputsDir = path.join(workDir, 'outputs');
     await tessera.request(`outputs ${outputsDir}`);
     const reference = await ortSession.run(feeds);
-    const diffs = {};
-    for (const name of ortSession.outputNames)
-      diffs[name] = maxAbsDiff(readNpy(path.join(outputsDir, `${name}.npy`)), reference[name].data);
+    const diffs = {}, relDiffs = {};
+    for (const name of ortSession.outputNames) {
+      const actual = readNpy(path.join(outputsDir, `${name}.npy`));
+      diffs[name] = maxAbsDiff(actual, reference[name].data);
+      relDiffs[name] = maxRelDiff(actual, reference[name].data);
+    }
 
     const warmOrt = await timeOrt(ortSession, feeds, args.warmup);
     const warmTessera = (await tessera.request(`run ${args.warmup}`)).ms;
@@ -227,7 +243,7 @@ async function main() {
     const result = {
       model: args.label, path: args.model, shapes, threads: args.threads, opt_level: args.optLevel,
       rounds: args.rounds, runs_per_round: args.runs, tessera: summarize(tesseraMs), ort: summarize(ortMs),
-      max_abs_diff: diffs, load_before: loadBefore, load_after: os.loadavg()[0], tessera_load_ms: ready.load_ms,
+      max_abs_diff: diffs, max_rel_diff: relDiffs, load_before: loadBefore, load_after: os.loadavg()[0], tessera_load_ms: ready.load_ms,
       ort_version: ort.env.versions.node,
     };
     result.ratio = result.tessera.median / result.ort.median;
@@ -243,7 +259,8 @@ async function main() {
 function report(r) {
   const f = (x) => x.toFixed(2);
   const shapeText = Object.entries(r.shapes).map(([n, s]) => `${n}[${s.join('x')}]`).join(' ');
-  const diffText = Object.entries(r.max_abs_diff).map(([n, d]) => `${n} ${d.toExponential(2)}`).join(', ');
+  const diffText = Object.entries(r.max_abs_diff)
+    .map(([n, d]) => `${n} ${d.toExponential(2)} (relative ${r.max_rel_diff[n].toExponential(2)})`).join(', ');
   console.log(`${r.model} ${shapeText} threads=${r.threads} (${r.rounds} rounds x ${r.runs_per_round} runs)\n` +
               `  tessera median ${f(r.tessera.median)} ms (p10 ${f(r.tessera.p10)}, p90 ${f(r.tessera.p90)})\n` +
               `  ort     median ${f(r.ort.median)} ms (p10 ${f(r.ort.p10)}, p90 ${f(r.ort.p90)})\n` +

@@ -194,8 +194,12 @@ class Builder {
       step.outputs.push_back(NewSlot(node.outputs[j], where));
     }
     for (const auto& [name, attribute] : node.attributes) {
-      if (attribute.type == Attribute::Type::kGraph && attribute.g)
-        step.subgraphs[name] = services_.compile_subgraph(*attribute.g, node);
+      if (attribute.type != Attribute::Type::kGraph || !attribute.g) continue;
+      step.subgraphs[name] = services_.compile_subgraph(*attribute.g, node);
+      // An initializer of this graph that only subgraphs read has no consumer here: give it its slot now,
+      // so that the subgraph finds it as an outer-scope value.
+      for (const std::string& outer : attribute.g->OuterScopeReferences())
+        if (!primary_.count(outer) && graph_.initializers.count(outer)) PrimarySlot(outer, "outer-scope value");
     }
     const int index = static_cast<int>(plan_.steps.size());
     AddStep(std::move(step));

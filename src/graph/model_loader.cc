@@ -19,6 +19,7 @@
 #include <system_error>
 
 #include "graph/type_inference.h"
+#include "tessera/ep/kernel.h"
 #include "tessera/status.h"
 
 namespace tessera {
@@ -31,7 +32,7 @@ static_assert(std::endian::native == std::endian::little, "raw_data is little-en
 // uses that Tessera lacks (an element type, a sparse initializer, an op) fails by name where it is read.
 constexpr int64_t kMinIrVersion = 3;
 constexpr int64_t kMinDefaultOpset = 1;  // kernels decide which versions they support
-constexpr int64_t kMaxDefaultOpset = 21;
+constexpr int64_t kMaxDefaultOpset = kLatestOnnxOpset;
 constexpr int kMaxSubgraphDepth = 64;
 // raw_data of at least this many bytes becomes the tensor's buffer without a copy, when its address is aligned
 // to kAdoptedAlignment (the widest element; heap strings of this size are 16-byte aligned).

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <set>
 
+#include "precision_lowering.h"
 #include "tensor_proto_io.h"
 
 namespace tessera::conformance {
@@ -39,8 +40,11 @@ CaseResult FromError(const Error& e, const std::string& stage) {
 }
 
 // Runs one data set; returns an empty string on success, else the first mismatch.
+// `graph` is the model as written (the data files hold its types); with `lower_to` set, the session runs the
+// lowered model: inputs are rounded to that type and outputs widened back before the comparison.
 std::string RunDataSet(Session& session, const onnx::GraphProto& graph, const std::filesystem::path& dir,
-                       const Tolerance& tolerance) {
+                       const Tolerance& tolerance, DataType lower_to) {
+  const bool lowered = lower_to != DataType::kUndefined;
   std::set<std::string> session_inputs;
   for (const ValueInfo& info : session.inputs()) session_inputs.insert(info.name);
 
@@ -51,6 +55,7 @@ std::string RunDataSet(Session& session, const onnx::GraphProto& graph, const st
   for (size_t i = 0; i < input_files.size(); ++i) {
     const onnx::ValueInfoProto& input = graph.input(static_cast<int>(i));
     Value value = ReadTestValue(input_files[i], input.type());
+    if (lowered) value = LowerValue(value, lower_to);
     if (session_inputs.count(input.name())) feeds.emplace_back(input.name(), std::move(value));
   }
 
@@ -66,7 +71,8 @@ std::string RunDataSet(Session& session, const onnx::GraphProto& graph, const st
     return "got " + std::to_string(actual.size()) + " outputs, expected " + std::to_string(output_names.size());
   for (size_t i = 0; i < output_files.size(); ++i) {
     const Value expected = ReadTestValue(output_files[i], graph.output(static_cast<int>(i)).type());
-    std::string diff = CompareValues(output_names[i], expected, actual[i], tolerance);
+    std::string diff = lowered ? CompareValues(output_names[i], WidenValue(expected), WidenValue(actual[i]), tolerance)
+                               : CompareValues(output_names[i], expected, actual[i], tolerance);
     if (!diff.empty()) return diff;
   }
   return "";
@@ -80,16 +86,30 @@ CaseResult RunCaseUntimed(Environment& env, const std::filesystem::path& case_di
   } catch (const Error& e) {
     return Failed(CaseStatus::kFail, std::string("model: ") + e.what());
   }
+  const bool lowered = settings.lower_to != DataType::kUndefined;
+  std::string lowered_bytes;
+  if (lowered) {
+    onnx::ModelProto lowered_model = model;
+    if (!LowerModelPrecision(lowered_model, settings.lower_to)) {
+      CaseResult skipped;
+      skipped.not_applicable = true;
+      return skipped;
+    }
+    lowered_bytes = lowered_model.SerializeAsString();
+  }
+  const Tolerance tolerance = lowered ? LoweredTolerance(settings.lower_to) : settings.tolerance;
   std::unique_ptr<Session> session;
   try {
-    session = std::make_unique<Session>(env, case_dir / "model.onnx", settings.session_options);
+    session = lowered ? std::make_unique<Session>(env, lowered_bytes.data(), lowered_bytes.size(),
+                                                  settings.session_options)
+                      : std::make_unique<Session>(env, case_dir / "model.onnx", settings.session_options);
   } catch (const Error& e) {
     return FromError(e, "session");
   }
   for (const auto& data_set : DataSets(case_dir)) {
     const std::string label = data_set.filename().string();
     try {
-      const std::string diff = RunDataSet(*session, model.graph(), data_set, settings.tolerance);
+      const std::string diff = RunDataSet(*session, model.graph(), data_set, tolerance, settings.lower_to);
       if (!diff.empty()) return Failed(CaseStatus::kFail, label + ": " + diff);
     } catch (const Error& e) {
       return FromError(e, label);

@@ -21,12 +21,17 @@ struct CaseResult {
   CaseStatus status = CaseStatus::kPass;
   std::string reason;  // empty on pass
   double seconds = 0;
+  bool not_applicable = false;  // lowered precision: the case has no float32 input or output
+
 };
 
 struct CaseSettings {
   SessionOptions session_options;
   Tolerance tolerance;
   double time_limit_s = 30;
+  // kFloat16 / kBFloat16: run the case's model and data lowered to that type (precision_lowering.h) and
+  // compare with `tolerance` widened to LoweredTolerance; kUndefined: as written.
+  DataType lower_to = DataType::kUndefined;
 };
 
 CaseResult RunCase(Environment& env, const std::filesystem::path& case_dir, const CaseSettings& settings);

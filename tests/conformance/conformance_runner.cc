@@ -21,7 +21,7 @@ namespace {
 
 constexpr const char* kUsage = R"(usage: tessera_conformance --data DIR [--ep NAME] [--expect FILE] [--filter TEXT]
                            [--list-failures] [--write-expect FILE] [--plugin NAME=PATH]... [--threads N]
-                           [--time-limit SECONDS] [--ep-option KEY=VALUE]... [--verbose]
+                           [--time-limit SECONDS] [--ep-option KEY=VALUE]... [--precision TYPE] [--verbose]
   --data DIR          ONNX backend test data (e.g. /usr/share/libonnx-testdata/data)
   --ep NAME           cpu (default), testing, or an EP type such as CUDAExecutionProvider
   --expect FILE       cases expected not to pass; any other case that does not pass is a regression
@@ -31,6 +31,8 @@ constexpr const char* kUsage = R"(usage: tessera_conformance --data DIR [--ep NA
   --plugin NAME=PATH  register an EP plugin library
   --ep-option K=V     provider option for --ep (repeatable), e.g. use_tf32=0
   --time-limit S      per-case limit in seconds (default 30), checked between data sets
+  --precision TYPE    float16 or bfloat16: run every case with float32 inputs or outputs lowered to TYPE
+                      (cases without float32 are not applicable and not counted)
   --verbose           print every case as it runs
 )";
 
@@ -47,6 +49,7 @@ struct Options {
   ProviderOptions ep_options;
   int threads = 0;
   double time_limit_s = 30;
+  DataType precision = DataType::kUndefined;
 };
 
 struct UsageError : std::runtime_error {
@@ -84,6 +87,12 @@ Options ParseOptions(int argc, char** argv) {
       {"--time-limit", [&](const std::string& v) { o.time_limit_s = ParseNumber("--time-limit", v); }},
       {"--plugin", [&](const std::string& v) { o.plugins.push_back(ParsePlugin(v)); }},
       {"--ep-option", [&](const std::string& v) { o.ep_options.insert(ParseAssignment("--ep-option", v)); }},
+      {"--precision",
+       [&](const std::string& v) {
+         if (v == "float16") o.precision = DataType::kFloat16;
+         else if (v == "bfloat16") o.precision = DataType::kBFloat16;
+         else throw UsageError("--precision takes float16 or bfloat16, got '" + v + "'");
+       }},
   };
   const std::map<std::string, bool*> flags = {{"--list-failures", &o.list_failures}, {"--verbose", &o.verbose}};
   for (int i = 1; i < argc; ++i) {
@@ -131,6 +140,7 @@ CaseSettings MakeSettings(const Options& o) {
   // loader: data.json may override them, and only the real/ models have data.json).
   settings.tolerance = Tolerance{1e-3, 1e-7};
   settings.time_limit_s = o.time_limit_s;
+  settings.lower_to = o.precision;
   settings.session_options.intra_op_threads = o.threads;
   settings.session_options.log_level = LogLevel::kError;
   if (o.ep != "cpu") settings.session_options.AddProvider(EpType(o.ep), o.ep_options);
@@ -178,7 +188,7 @@ std::string WithoutDataDir(std::string reason, const std::filesystem::path& data
 }
 
 struct FolderCounts {
-  int passed = 0, failed = 0, unsupported = 0;
+  int passed = 0, failed = 0, unsupported = 0, not_applicable = 0;
 };
 
 struct Report {
@@ -190,6 +200,10 @@ struct Report {
 // Compares one result with the expectations and prints what changed.
 void Judge(const Case& c, const CaseResult& r, const Expectations& expected, const Options& o, Report& report) {
   FolderCounts& counts = report.folders[c.folder];
+  if (r.not_applicable) {
+    ++counts.not_applicable;
+    return;
+  }
   auto listed = expected.find(c.key);
   if (r.status == CaseStatus::kPass) {
     ++counts.passed;
@@ -223,12 +237,15 @@ void PrintSummary(const Report& report, double seconds) {
     total.passed += counts.passed;
     total.failed += counts.failed;
     total.unsupported += counts.unsupported;
+    total.not_applicable += counts.not_applicable;
   }
   row("all", total);
   std::cout << "\n"
             << total.passed << " passed, " << total.failed << " failed\n"
             << total.unsupported << " unsupported\n"
             << report.regressions << " regressions (not passing and not in the expectation file)\n"
+            << (total.not_applicable ? std::to_string(total.not_applicable) + " not applicable (no float32 to lower)\n"
+                                     : std::string())
             << "time: " << std::fixed << std::setprecision(1) << seconds << " s\n";
 }
 

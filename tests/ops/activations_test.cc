@@ -182,3 +182,45 @@ TEST(ActivationsTest, ClipFromOptionalInputs) {
 
 }  // namespace
 }  // namespace tessera::test
+
+namespace tessera::test {
+namespace {
+
+double GeluErf(double v) { return 0.5 * v * (1 + std::erf(v / std::numbers::sqrt2)); }
+double GeluTanh(double v) {
+  return 0.5 * v * (1 + std::tanh(std::sqrt(2 / std::numbers::pi) * (v + 0.044715 * v * v * v)));
+}
+
+// x + bias along the last dim, then fn.
+template <typename Fn>
+Tensor BiasThen(const Tensor& x, const Tensor* bias, Fn fn) {
+  Tensor y = Tensor::Allocate(DataType::kFloat, x.shape());
+  const int64_t width = x.shape()[x.shape().rank() - 1];
+  for (int64_t i = 0; i < x.NumElements(); ++i)
+    y.Data<float>()[i] = static_cast<float>(
+        fn(double(x.Data<float>()[i]) + (bias ? double(bias->Data<float>()[i % width]) : 0.0)));
+  return y;
+}
+
+TEST(ActivationsTest, ContribGeluBiasGeluAndFastGelu) {
+  const Tensor x = RandomTensor(DataType::kFloat, {2, 3, 16}, 31, -4.0, 4.0);
+  const Tensor bias = RandomTensor(DataType::kFloat, {16}, 32);
+  OpTester gelu("Gelu", 1, "com.microsoft");
+  gelu.Input("X", x).Output("Y", BiasThen(x, nullptr, GeluErf)).Tolerance(1e-6, 1e-5);
+  gelu.Run();
+  OpTester bias_gelu("BiasGelu", 1, "com.microsoft");
+  bias_gelu.Input("A", x).Input("B", bias, true).Output("C", BiasThen(x, &bias, GeluErf)).Tolerance(1e-6, 1e-5);
+  bias_gelu.Run();
+  OpTester fast("FastGelu", 1, "com.microsoft");
+  fast.Input("X", x).Input("bias", bias).Output("Y", BiasThen(x, &bias, GeluTanh)).Tolerance(1e-6, 1e-5);
+  fast.Run();
+  OpTester fast_no_bias("FastGelu", 1, "com.microsoft");
+  fast_no_bias.Input("X", x).Output("Y", BiasThen(x, nullptr, GeluTanh)).Tolerance(1e-6, 1e-5);
+  fast_no_bias.Run();
+  OpTester wrong_bias("BiasGelu", 1, "com.microsoft");
+  wrong_bias.Input("A", x).Input("B", RandomTensor(DataType::kFloat, {15}, 33)).OutputName("C");
+  wrong_bias.ExpectFailure("expected float [16]").Run({"cpu"});
+}
+
+}  // namespace
+}  // namespace tessera::test

@@ -204,6 +204,66 @@ TEST(ControlFlowTest, IfInsideLoopReadsNestedOuterScopes) {
   }
 }
 
+// Outer-scope values as exporters write them: the branches read an initializer of the main graph that no
+// main-graph node reads (the Loop body's If reads it two scopes up), and a value whose producer comes after
+// the If in file order.
+TEST(ControlFlowTest, SubgraphsReadOuterInitializersAndLaterProducedValues) {
+  GraphProtoBuilder then_branch("then");
+  then_branch.Output("then_out", TensorType(kOnnxFloat, Ints{2}));
+  then_branch.Node("Add", {"x", "w"}, {"then_out"});
+  GraphProtoBuilder else_branch("else");
+  else_branch.Output("else_out", TensorType(kOnnxFloat, Ints{2}));
+  else_branch.Node("Mul", {"x_later", "w"}, {"else_out"});
+  GraphProtoBuilder main("main");
+  main.Input("cond", TensorType(kOnnxBool, Ints{}))
+      .Input("x", TensorType(kOnnxFloat, Ints{2}))
+      .Output("y", TensorType(kOnnxFloat))
+      .FloatInitializer("w", {2}, {10, 20})
+      .FloatInitializer("unused", {1}, {7});
+  onnx::NodeProto& if_node = main.Node("If", {"cond"}, {"y"});  // before the node producing x_later
+  SetAttr(if_node, "then_branch", then_branch.proto());
+  SetAttr(if_node, "else_branch", else_branch.proto());
+  main.Node("Neg", {"x"}, {"x_later"});
+  for (const std::string& ep : kEps) {
+    SCOPED_TRACE(ep);
+    ExpectFloats(RunModel(main.proto(), 16, {{"cond", Bool({}, {true})}, {"x", F({2}, {1, 2})}}, ep)[0], {2},
+                 {11, 22});
+    ExpectFloats(RunModel(main.proto(), 16, {{"cond", Bool({}, {false})}, {"x", F({2}, {1, 2})}}, ep)[0], {2},
+                 {-10, -40});
+  }
+
+  // Two levels down: Loop body -> If -> reads the main graph's initializer `scale`.
+  GraphProtoBuilder inner_then("inner_then");
+  inner_then.Output("inner_then_out", TensorType(kOnnxFloat, Ints{1}));
+  inner_then.Node("Mul", {"acc", "scale"}, {"inner_then_out"});
+  GraphProtoBuilder inner_else("inner_else");
+  inner_else.Output("inner_else_out", TensorType(kOnnxFloat, Ints{1}));
+  inner_else.Node("Add", {"acc", "scale"}, {"inner_else_out"});
+  GraphProtoBuilder body("body");
+  body.Input("i", TensorType(kOnnxInt64, Ints{}))
+      .Input("c", TensorType(kOnnxBool, Ints{}))
+      .Input("acc", TensorType(kOnnxFloat, Ints{1}))
+      .Output("c_out", TensorType(kOnnxBool, Ints{}))
+      .Output("acc_out", TensorType(kOnnxFloat, Ints{1}))
+      .Int64Initializer("one", {}, {1});
+  body.Node("Identity", {"c"}, {"c_out"});
+  body.Node("Less", {"i", "one"}, {"first"});
+  onnx::NodeProto& inner_if = body.Node("If", {"first"}, {"acc_out"});
+  SetAttr(inner_if, "then_branch", inner_then.proto());
+  SetAttr(inner_if, "else_branch", inner_else.proto());
+  GraphProtoBuilder loop_main("loop_main");
+  loop_main.Input("M", TensorType(kOnnxInt64, Ints{}))
+      .Input("a0", TensorType(kOnnxFloat, Ints{1}))
+      .Output("a", TensorType(kOnnxFloat))
+      .FloatInitializer("scale", {1}, {3});
+  SetAttr(loop_main.Node("Loop", {"M", "", "a0"}, {"a"}), "body", body.proto());
+  for (const std::string& ep : kEps) {
+    SCOPED_TRACE(ep);
+    // i=0: 2*3 = 6; i=1: 6+3 = 9; i=2: 9+3 = 12.
+    ExpectFloats(RunModel(loop_main.proto(), 16, {{"M", I64({}, {3})}, {"a0", F({1}, {2})}}, ep)[0], {1}, {12});
+  }
+}
+
 // then: x + x (shape [3]); else: the sum of x (a scalar). Branch outputs may differ in shape.
 onnx::GraphProto IfWithDifferentShapes(const onnx::TypeProto& cond_type) {
   GraphProtoBuilder then_branch("then");

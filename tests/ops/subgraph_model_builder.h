@@ -90,6 +90,15 @@ class GraphProtoBuilder {
     for (int64_t v : values) t->add_int64_data(v);
     return *this;
   }
+  GraphProtoBuilder& FloatInitializer(const std::string& name, const std::vector<int64_t>& dims,
+                                      const std::vector<float>& values) {
+    auto* t = graph_.add_initializer();
+    t->set_name(name);
+    t->set_data_type(kOnnxFloat);
+    for (int64_t d : dims) t->add_dims(d);
+    for (float v : values) t->add_float_data(v);
+    return *this;
+  }
   const onnx::GraphProto& proto() const { return graph_; }
 
  private:

@@ -27,6 +27,11 @@ namespace tessera {
 class ExecutionProvider;
 class KernelContext;
 
+// The newest default-domain (ai.onnx) opset the loader accepts. A kernel whose op has not changed meaning up to
+// it registers with until_version = kLatestOnnxOpset (opsets 22 and 23 only added element types to existing ops,
+// apart from the ops they introduced).
+inline constexpr int kLatestOnnxOpset = 23;
+
 struct KernelDef {
   std::string op_type;
   std::string domain;  // "" = default ONNX domain

@@ -2,6 +2,7 @@
 
 #include <cstring>
 
+#include "providers/cpu/common/float_compute_adapter.h"
 #include "providers/cpu/cpu_kernels.h"
 #include "tessera/arena.h"
 
@@ -31,6 +32,8 @@ const KernelRegistry& CpuKernelRegistry() {
     cpu::RegisterNormalizationKernels(r);
     cpu::RegisterAttentionKernels(r);
     cpu::RegisterSkipLayerNormKernels(r);
+    cpu::RegisterRmsNormalizationKernels(r);
+    cpu::RegisterRotaryEmbeddingKernels(r);
     cpu::RegisterSoftmaxKernels(r);
     cpu::RegisterReductionKernels(r);
     cpu::RegisterShapeKernels(r);
@@ -70,6 +73,7 @@ const KernelRegistry& CpuKernelRegistry() {
     cpu::RegisterRnnKernels(r);
     cpu::RegisterGruKernels(r);
     cpu::RegisterLstmKernels(r);
+    cpu::AddFloatComputeAdapters(r);  // last: float16/bfloat16 for the float32-only kernels above
     return r;
   }();
   return registry;

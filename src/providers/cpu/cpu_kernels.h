@@ -16,6 +16,8 @@ void RegisterNchwcPoolKernels(KernelRegistry& registry);       // nn/nchwc_pool.
 void RegisterNchwcReorderKernels(KernelRegistry& registry);    // nn/nchwc_reorder.cc (ai.tessera)
 void RegisterNormalizationKernels(KernelRegistry& registry);   // nn/normalization.cc
 void RegisterAttentionKernels(KernelRegistry& registry);        // nn/attention.cc (ai.tessera)
+void RegisterRmsNormalizationKernels(KernelRegistry& registry);  // nn/rms_normalization.cc (+ com.microsoft)
+void RegisterRotaryEmbeddingKernels(KernelRegistry& registry);   // nn/rotary_embedding.cc (+ com.microsoft)
 void RegisterSkipLayerNormKernels(KernelRegistry& registry);   // nn/skip_layer_norm.cc (ai.tessera, com.microsoft)
 void RegisterSoftmaxKernels(KernelRegistry& registry);         // nn/softmax.cc
 void RegisterReductionKernels(KernelRegistry& registry);       // reduction/reduce.cc

@@ -36,7 +36,7 @@ void DispatchType(DataType type, TypeList<Ts...>, const Node& node, Fn&& fn) {
 }
 
 // The newest default-domain opset the CPU kernels are written against.
-inline constexpr int kLatestOpset = 21;
+inline constexpr int kLatestOpset = kLatestOnnxOpset;
 
 using FloatTypes = TypeList<float, double, Float16, BFloat16>;
 using SignedNumericTypes = TypeList<float, double, int32_t, int64_t, int8_t, int16_t, Float16, BFloat16>;

@@ -11,7 +11,7 @@
 namespace tessera::cpu {
 namespace {
 
-constexpr int kLastOpset = 21;
+constexpr int kLastOpset = kLatestOnnxOpset;
 
 // The value of a condition input: a bool tensor with exactly one element.
 bool ReadCondition(const Node& node, const Tensor& cond) {

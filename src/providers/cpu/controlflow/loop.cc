@@ -19,7 +19,7 @@
 namespace tessera::cpu {
 namespace {
 
-constexpr int kLastOpset = 21;
+constexpr int kLastOpset = kLatestOnnxOpset;
 
 bool ReadCondition(const Node& node, const Value& cond, const char* what) {
   if (!cond.is_tensor() || cond.tensor().type() != DataType::kBool || cond.tensor().NumElements() != 1)

@@ -24,7 +24,7 @@
 namespace tessera::cpu {
 namespace {
 
-constexpr int kLastOpset = 21;
+constexpr int kLastOpset = kLatestOnnxOpset;
 
 // A dense copy of `t` at `index` along `axis` (the axis removed).
 Tensor SliceAt(const Tensor& t, size_t axis, int64_t index, KernelContext& ctx) {

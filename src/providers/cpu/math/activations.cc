@@ -141,6 +141,54 @@ class GeluKernel : public Kernel {
   bool tanh_;
 };
 
+// ONNX Runtime's com.microsoft Gelu family, found in exported transformer models: Gelu (exact, no bias),
+// BiasGelu (exact, bias required) and FastGelu (tanh approximation, bias optional). The bias is a 1-D tensor
+// of the last dim's size, added before the activation.
+class ContribGeluKernel : public Kernel {
+ public:
+  enum class Form { kGelu, kBiasGelu, kFastGelu };
+  ContribGeluKernel(const KernelInfo&, Form form) : form_(form) {}
+
+  void Compute(KernelContext& ctx) const override {
+    const Tensor& x = ctx.Input(0);
+    const Tensor* bias = form_ == Form::kGelu ? nullptr : ctx.OptionalInput(1);
+    if (form_ == Form::kBiasGelu && bias == nullptr)
+      Fail(ErrorCode::kInvalidArgument, ctx.node().Describe(), ": BiasGelu needs its bias input");
+    const int64_t width = x.shape().rank() == 0 ? 1 : x.shape()[x.shape().rank() - 1];
+    if (bias != nullptr && (bias->type() != x.type() || bias->NumElements() != width || bias->shape().rank() != 1))
+      Fail(ErrorCode::kInvalidArgument, ctx.node().Describe(), ": the bias is ", *bias, ", expected ",
+           DataTypeName(x.type()), " [", width, "] (the last dim of X ", x, ")");
+    DispatchType(x.type(), FloatTypes{}, ctx.node(), [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      Tensor& y = ctx.Output(0, x.type(), x.shape());
+      if (form_ == Form::kFastGelu) Run<T>(ctx, x, bias, y, width, GeluTanhOp{});
+      else Run<T>(ctx, x, bias, y, width, GeluErfOp{});
+    });
+  }
+
+ private:
+  template <typename T, typename Op>
+  static void Run(KernelContext& ctx, const Tensor& x, const Tensor* bias, Tensor& y, int64_t width, Op op) {
+    const T* in = x.Data<T>();
+    T* out = y.Data<T>();
+    if (bias == nullptr) {
+      UnaryMap(ctx.thread_pool(), in, out, x.NumElements(), LiftUnary<T>(op));
+      return;
+    }
+    const T* b = bias->Data<T>();
+    const int64_t rows = width == 0 ? 0 : x.NumElements() / width;
+    ctx.thread_pool().ParallelFor(rows, std::max<int64_t>(1, 16384 / std::max<int64_t>(width, 1)),
+                                  [&](int64_t begin, int64_t end) {
+                                    for (int64_t r = begin; r < end; ++r)
+                                      for (int64_t j = 0; j < width; ++j)
+                                        out[r * width + j] =
+                                            StoreResult<T>(op(Load(in[r * width + j]) + Load(b[j])));
+                                  });
+  }
+
+  Form form_;
+};
+
 class ThresholdedReluOp {
  public:
   explicit ThresholdedReluOp(const Node& node) : alpha_(node.GetFloat("alpha", 1.0f)) {}
@@ -274,6 +322,17 @@ void RegisterActivationKernels(KernelRegistry& registry) {
   gelu.until_version = kLatestOpset;
   gelu.input_types[0] = DataTypesOf(FloatTypes{});
   registry.Register<GeluKernel>(std::move(gelu));
+  for (const auto& [name, form] : {std::pair{"Gelu", ContribGeluKernel::Form::kGelu},
+                                    std::pair{"BiasGelu", ContribGeluKernel::Form::kBiasGelu},
+                                    std::pair{"FastGelu", ContribGeluKernel::Form::kFastGelu}}) {
+    KernelDef contrib;
+    contrib.op_type = name;
+    contrib.domain = "com.microsoft";
+    contrib.input_types[0] = DataTypesOf(FloatTypes{});
+    registry.Register(std::move(contrib), [form](const KernelInfo& info) -> std::unique_ptr<Kernel> {
+      return std::make_unique<ContribGeluKernel>(info, form);
+    });
+  }
   RegisterUnary<ThresholdedReluOp, FloatTypes>(registry, "ThresholdedRelu", 10, kLatestOpset);
   RegisterUnary<CeluOp, FloatTypes>(registry, "Celu", 12, kLatestOpset);
   RegisterUnary<MishOp, FloatTypes>(registry, "Mish", 18, kLatestOpset);

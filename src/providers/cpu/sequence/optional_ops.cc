@@ -11,7 +11,7 @@
 namespace tessera::cpu {
 namespace {
 
-constexpr int kLastOpset = 21;
+constexpr int kLastOpset = kLatestOnnxOpset;
 
 class OptionalKernel : public Kernel {
  public:

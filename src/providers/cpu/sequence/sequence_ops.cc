@@ -16,7 +16,7 @@
 namespace tessera::cpu {
 namespace {
 
-constexpr int kLastOpset = 21;
+constexpr int kLastOpset = kLatestOnnxOpset;
 
 const TensorSequence& SequenceInput(const KernelContext& ctx, size_t i) {
   const Value* v = ctx.InputValue(i);

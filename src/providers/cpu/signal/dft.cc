@@ -199,12 +199,14 @@ void RegisterDftKernels(KernelRegistry& registry) {
   dft.op_type = "DFT";
   dft.since_version = 17;
   dft.host_inputs = {1, 2};
+  dft.input_types = {{0, {DataType::kFloat, DataType::kDouble}}};  // 16-bit floats: the float-compute adapter
   registry.Register<Dft>(std::move(dft));
 
   KernelDef stft;
   stft.op_type = "STFT";
   stft.since_version = 17;
   stft.host_inputs = {1, 3};
+  stft.input_types = {{0, {DataType::kFloat, DataType::kDouble}}, {2, {DataType::kFloat, DataType::kDouble}}};
   registry.Register<Stft>(std::move(stft));
 }
 

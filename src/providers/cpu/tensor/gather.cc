@@ -16,7 +16,7 @@
 namespace tessera::cpu {
 namespace {
 
-constexpr int kLastOpset = 21;
+constexpr int kLastOpset = kLatestOnnxOpset;
 constexpr int64_t kElementsPerTask = 1 << 15;
 
 // The indices input as int64; other element types fail naming the node.

@@ -18,7 +18,7 @@
 namespace tessera::cpu {
 namespace {
 
-constexpr int kLastOpset = 21;
+constexpr int kLastOpset = kLatestOnnxOpset;
 
 std::string DimsString(const std::vector<int64_t>& dims) { return Shape(dims).ToString(); }
 

@@ -144,6 +144,8 @@ void RegisterOptimizer(KernelRegistry& registry, const std::string& op_type) {
   def.since_version = 1;
   def.until_version = 1;
   def.host_inputs = {0, 1};
+  // The rate and the tensors; 16-bit floats run through the float-compute adapter.
+  def.input_types = {{0, {DataType::kFloat, DataType::kDouble}}, {2, {DataType::kFloat, DataType::kDouble}}};
   registry.Register<OptimizerKernel<Update, kStates>>(std::move(def));
 }
 
