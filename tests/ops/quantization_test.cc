@@ -356,6 +356,28 @@ TEST(ConvIntegerTest, SymmetricInt8WeightsMatchNaiveReference) {
   }
 }
 
+// Constant weights with zero points (uint8 or int8) run on oneDNN as shifted int8 weights plus the window
+// sums of x times the per-channel remainder: exact like the reference, with padding, groups, dilation and 3-D.
+TEST(ConvIntegerTest, ConstantWeightsWithZeroPointsMatchNaiveReference) {
+  uint32_t seed = 120;
+  for (DataType w_type : {DataType::kUInt8, DataType::kInt8}) {
+    for (bool per_channel : {false, true}) {
+      for (const IntConvCase& c : ConvCases()) {
+        SCOPED_TRACE("x " + c.x.ToString() + " w " + c.w.ToString() + " " + DataTypeName(w_type) +
+                     (per_channel ? " per channel" : " per tensor"));
+        const Tensor x = RandomQ(DataType::kUInt8, c.x, ++seed), w = RandomQ(w_type, c.w, ++seed);
+        const Tensor w_zp = RandomQ(w_type, per_channel ? Shape{c.w[0]} : Shape{}, ++seed);
+        const auto [shape, expected] = NaiveIntConv(c, x, w, 97, Ints(w_zp));
+        OpTester t("ConvInteger", 10);
+        AddGeometry(t, c);
+        t.Input("x", x).Input("w", w, /*constant=*/true).Input("x_zero_point", Make<uint8_t>({}, {97}));
+        t.Input("w_zero_point", w_zp);
+        t.Output("y", Make<int32_t>(shape, expected)).Run();
+      }
+    }
+  }
+}
+
 TEST(ConvIntegerTest, PaddingReadsAsZeroPointAndOmittedZeroPoints) {
   // 1x1x2x2 input, 2x2 kernel of ones, pad 1: each output sums the covered inputs minus x_zero_point.
   OpTester t("ConvInteger", 10);

@@ -1,11 +1,13 @@
 // ConvInteger and QLinearConv (opset 10): N-D grouped convolution of 8-bit tensors with exact int32
 // sums of (x - x_zero_point) * (w - w_zero_point); padding reads as x_zero_point, so it adds 0.
 //
-// Signed weights without zero points (symmetric weight quantization, what quantizers produce) with 1-3
-// spatial dims run on oneDNN's int8 convolution with a runtime source zero point. oneDNN takes neither
-// uint8 weights nor weight zero points, so those (and shapes oneDNN rejects) use im2col of x - x_zero
-// into int16 and an int16 GEMM with the weights minus their per-tensor or per-channel zero points.
-// QLinearConv requantizes the sums here on either path.
+// With 1-3 spatial dims, oneDNN's int8 convolution (runtime source zero point, int8 weights without zero
+// points) computes the sums. oneDNN takes neither uint8 weights nor weight zero points, so constant weights
+// are written as w - shift in int8 (shift 128 for uint8, 0 for int8) and the rest of (w - w_zero) -- the
+// per-channel constant shift - w_zero[oc] -- is added afterwards times the window sums of x - x_zero
+// (computed over the group's channels, padding adding 0). Non-constant weights with zero points or uint8
+// weights (and shapes oneDNN rejects) use im2col of x - x_zero into int16 and an int16 GEMM with the weights
+// minus their zero points. Every path is exact. QLinearConv requantizes the sums here on any path.
 #include <algorithm>
 #include <optional>
 
@@ -180,6 +182,63 @@ void GemmConv(const ThreadPool& pool, const IntConvShapes& s, const TX* x, int32
 }
 
 
+// Adds offset[oc] * (window sum of x - x_zero over the channels of oc's group) to sums [N, M, spatial]: the
+// part of sum((x - x_zero) * (w - w_zero)) that oneDNN's shifted int8 weights leave out. Taps in the padding
+// add 0, as x_zero_point there does.
+template <typename TX>
+void AddWindowSums(const ThreadPool& pool, const IntConvShapes& s, const TX* x, int32_t x_zero,
+                   const std::vector<int32_t>& offset, int32_t* sums) {
+  const WindowGeometry& g = s.window;
+  const Im2ColPlan plan = PlanIm2Col(g);
+  const int64_t in_size = g.InputSize(), out_size = g.OutputSize(), taps = g.KernelSize();
+  const size_t rank = g.rank();
+  // Input offset of (tap, output position), or -1 in the padding; the same for every image and group.
+  std::vector<int64_t> reads(static_cast<size_t>(taps * out_size));
+  std::vector<int64_t> tap(rank), pos(rank);
+  for (int64_t t = 0; t < taps; ++t) {
+    for (int64_t r = t, d = static_cast<int64_t>(rank) - 1; d >= 0; --d) {
+      tap[static_cast<size_t>(d)] = r % g.kernel[static_cast<size_t>(d)];
+      r /= g.kernel[static_cast<size_t>(d)];
+    }
+    for (int64_t p = 0; p < out_size; ++p) {
+      int64_t offset_in = 0;
+      bool inside = true;
+      for (int64_t r = p, d = static_cast<int64_t>(rank) - 1; d >= 0; --d) {
+        const size_t du = static_cast<size_t>(d);
+        const int64_t c = plan.coords[du][static_cast<size_t>(tap[du] * g.output[du] + r % g.output[du])];
+        r /= g.output[du];
+        inside = inside && c >= 0;
+        offset_in += c * (d + 1 < static_cast<int64_t>(rank) ? plan.line_stride[du] * g.input[rank - 1] : 1);
+      }
+      reads[static_cast<size_t>(t * out_size + p)] = inside ? offset_in : -1;
+    }
+  }
+  pool.ParallelFor(s.batch * s.group, 1, [&](int64_t begin, int64_t end) {
+    std::vector<int32_t> channel_sum(static_cast<size_t>(in_size)), window(static_cast<size_t>(out_size));
+    for (int64_t pair = begin; pair < end; ++pair) {
+      const int64_t n = pair / s.group, grp = pair % s.group;
+      std::fill(channel_sum.begin(), channel_sum.end(), 0);
+      const TX* x_group = x + (n * s.in_channels + grp * s.channels_per_group) * in_size;
+      for (int64_t c = 0; c < s.channels_per_group; ++c)
+        for (int64_t i = 0; i < in_size; ++i)
+          channel_sum[static_cast<size_t>(i)] += static_cast<int32_t>(x_group[c * in_size + i]) - x_zero;
+      std::fill(window.begin(), window.end(), 0);
+      for (int64_t t = 0; t < taps; ++t) {
+        const int64_t* read = reads.data() + t * out_size;
+        for (int64_t p = 0; p < out_size; ++p)
+          if (read[p] >= 0) window[static_cast<size_t>(p)] += channel_sum[static_cast<size_t>(read[p])];
+      }
+      for (int64_t r = 0; r < s.outputs_per_group; ++r) {
+        const int64_t oc = grp * s.outputs_per_group + r;
+        const int32_t k = offset[offset.size() == 1 ? 0 : static_cast<size_t>(oc)];
+        if (k == 0) continue;
+        int32_t* row = sums + (n * s.out_channels + oc) * out_size;
+        for (int64_t p = 0; p < out_size; ++p) row[p] += k * window[static_cast<size_t>(p)];
+      }
+    }
+  });
+}
+
 dnnl::memory::desc PlainDesc(const dnnl::memory::dims& dims, dnnl::memory::data_type type) {
   dnnl::memory::dims strides(dims.size(), 1);
   for (size_t i = dims.size(); i-- > 1;) strides[i - 1] = strides[i] * std::max<int64_t>(dims[i], 1);
@@ -284,7 +343,18 @@ class IntegerConvBase : public Kernel {
   IntegerConvBase(const KernelInfo& info, size_t weights_input)
       : attrs_(ReadWindowAttributes(info.node())),
         group_(info.node().GetInt("group", 1)),
-        constant_weights_(info.ConstantInput(weights_input) ? *info.ConstantInput(weights_input) : Tensor()) {}
+        constant_weights_(info.ConstantInput(weights_input) ? *info.ConstantInput(weights_input) : Tensor()) {
+    // oneDNN's int8 weights for constant weights: uint8 moves down by 128, int8 stays.
+    if (constant_weights_.defined() && constant_weights_.type() == DataType::kUInt8) {
+      shifted_weights_ = Tensor::Allocate(DataType::kInt8, constant_weights_.shape());
+      const uint8_t* w = constant_weights_.Data<uint8_t>();
+      int8_t* shifted = shifted_weights_.Data<int8_t>();
+      for (int64_t i = 0; i < constant_weights_.NumElements(); ++i) shifted[i] = static_cast<int8_t>(w[i] - 128);
+      weight_shift_ = 128;
+    } else if (constant_weights_.defined() && constant_weights_.type() == DataType::kInt8) {
+      shifted_weights_ = constant_weights_;
+    }
+  }
 
   // Writes the int32 sums of the convolution [N, M, spatial] to `sums` when `direct`, else calls
   // finish(image, group, sums of that group's channels) per (image, group), possibly in parallel.
@@ -293,13 +363,19 @@ class IntegerConvBase : public Kernel {
             const std::vector<int32_t>& w_zero, int32_t* direct, Finish&& finish) const {
     const bool symmetric_int8 =
         w.type() == DataType::kInt8 && std::all_of(w_zero.begin(), w_zero.end(), [](int32_t z) { return z == 0; });
-    if (symmetric_int8 && s.window.rank() <= 3) {
+    const bool shifted = shifted_weights_.defined();
+    if ((symmetric_int8 || shifted) && s.window.rank() <= 3) {
       std::vector<int64_t> key{static_cast<int64_t>(x.type())};
       AppendShapeKey(key, x.shape());
       AppendShapeKey(key, w.shape());
-      std::shared_ptr<const DnnlIntConv> conv =
-          primitives_.Get(ctx, key, [&] { return BuildDnnlIntConv(s, x.type(), constant_weights_); });
-      if (conv->primitive) return DnnlSums(ctx, *conv, s, x, x_zero, w, direct, finish);
+      std::shared_ptr<const DnnlIntConv> conv = primitives_.Get(
+          ctx, key, [&] { return BuildDnnlIntConv(s, x.type(), shifted ? shifted_weights_ : constant_weights_); });
+      if (conv->primitive) {
+        // What the int8 weights leave out of w - w_zero, per output channel: shift - w_zero[oc].
+        std::vector<int32_t> offsets;
+        for (int32_t z : w_zero) offsets.push_back((shifted ? weight_shift_ : 0) - z);
+        return DnnlSums(ctx, *conv, s, x, x_zero, w, offsets, direct, finish);
+      }
     }
     Visit8Bit(ctx.node(), x.type(), "x", [&]<typename TX>() {
       Visit8Bit(ctx.node(), w.type(), "w", [&]<typename TW>() {
@@ -314,11 +390,16 @@ class IntegerConvBase : public Kernel {
  private:
   template <typename Finish>
   static void DnnlSums(KernelContext& ctx, const DnnlIntConv& conv, const IntConvShapes& s, const Tensor& x,
-                       int32_t x_zero, const Tensor& w, int32_t* direct, Finish&& finish) {
+                       int32_t x_zero, const Tensor& w, const std::vector<int32_t>& offsets, int32_t* direct,
+                       Finish&& finish) {
     Tensor storage;
     if (!direct) storage = Tensor::Allocate(DataType::kInt32, s.output, ctx.allocator());
     int32_t* sums = direct ? direct : storage.Data<int32_t>();
     RunDnnlIntConv(ctx, conv, x, x_zero, w, sums);
+    if (std::any_of(offsets.begin(), offsets.end(), [](int32_t k) { return k != 0; }))
+      Visit8Bit(ctx.node(), x.type(), "x", [&]<typename TX>() {
+        AddWindowSums(ctx.thread_pool(), s, x.Data<TX>(), x_zero, offsets, sums);
+      });
     const int64_t group_size = s.outputs_per_group * s.window.OutputSize();
     ctx.thread_pool().ParallelFor(s.batch * s.group, 1, [&](int64_t begin, int64_t end) {
       for (int64_t pair = begin; pair < end; ++pair) finish(pair / s.group, pair % s.group, sums + pair * group_size);
@@ -326,6 +407,8 @@ class IntegerConvBase : public Kernel {
   }
 
   Tensor constant_weights_;  // shares the initializer's buffer; undefined when w is not constant
+  Tensor shifted_weights_;   // constant weights as int8 (w - weight_shift_); undefined when w is not constant
+  int32_t weight_shift_ = 0;
   ShapeCache<DnnlIntConv> primitives_;
 };
 
