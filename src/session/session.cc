@@ -290,13 +290,16 @@ void Session::Impl::Optimize() {
   Graph& graph = *model->graph;
   evaluator_ep = std::make_unique<CpuExecutionProvider>(allocators.at(MemoryInfo::Host()));
   ConstantEvaluator evaluator;
-  evaluator.can_evaluate = [&](const Node& node) { return evaluator_ep->kernels().Find(node, graph) != nullptr; };
-  evaluator.evaluate = [&](const Node& node) {
+  evaluator.can_evaluate = [&](const Node& node, const Graph& holder) {
+    return evaluator_ep->kernels().Find(node, holder) != nullptr;
+  };
+  evaluator.evaluate = [&](const Node& node, const Graph& holder) {
     Graph single;
     single.opsets = graph.opsets;
-    single.value_infos = graph.value_infos;
+    for (const Graph* g = &holder; g != nullptr; g = g->parent)  // inner scopes' infos win
+      single.value_infos.insert(g->value_infos.begin(), g->value_infos.end());
     for (const std::string& in : node.inputs)
-      if (!in.empty()) single.initializers[in] = graph.initializers.at(in);
+      if (!in.empty()) single.initializers[in] = holder.initializers.at(in);
     for (const std::string& out : node.outputs) {
       ValueInfo info;
       info.name = out;

@@ -26,11 +26,11 @@ size_t FoldConstants(Graph& graph, const ConstantEvaluator& evaluator) {
   size_t folded = 0;
   std::vector<std::unique_ptr<Node>> kept;
   for (auto& node : graph.nodes) {
-    if (!IsFoldable(*node, graph) || !evaluator.can_evaluate(*node)) {
+    if (!IsFoldable(*node, graph) || !evaluator.can_evaluate(*node, graph)) {
       kept.push_back(std::move(node));
       continue;
     }
-    std::vector<Value> outputs = evaluator.evaluate(*node);
+    std::vector<Value> outputs = evaluator.evaluate(*node, graph);
     bool all_tensors = outputs.size() == node->outputs.size();
     for (const Value& v : outputs) all_tensors = all_tensors && v.is_tensor();
     if (!all_tensors) {

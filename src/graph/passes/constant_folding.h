@@ -12,9 +12,10 @@
 namespace tessera {
 
 struct ConstantEvaluator {
-  std::function<bool(const Node&)> can_evaluate;
+  // `graph` is the graph holding the node (the main graph or a subgraph); its initializers are the inputs.
+  std::function<bool(const Node&, const Graph& graph)> can_evaluate;
   // Computes the node's outputs (host tensors) from its constant inputs.
-  std::function<std::vector<Value>(const Node&)> evaluate;
+  std::function<std::vector<Value>(const Node&, const Graph& graph)> evaluate;
 };
 
 // Returns the number of nodes folded.

@@ -33,15 +33,18 @@ void RunExtended(Graph& graph, const OptimizerContext& context, std::vector<Pass
   results.push_back({"dead_node_elimination", EliminateDeadNodes(graph)});
 }
 
-// Fusions into ai.tessera ops, after the standard ones (a folded BatchNorm leaves a Conv to fuse).
-void RunAll(Graph& graph, const OptimizerContext& context, std::vector<PassResult>& results) {
+// Fusions into ai.tessera ops, after the standard ones (a folded BatchNorm leaves a Conv to fuse). The
+// channel-inner layout pass runs on the main graph only: it reorders values across node boundaries, and a
+// subgraph's values cross into its enclosing graph, which the pass does not see.
+void RunAll(Graph& graph, const OptimizerContext& context, bool is_subgraph, std::vector<PassResult>& results) {
   // Before matmul_epilogue_fusion, which would take the attention's scalar Mul/Div and mask Add as epilogues.
   results.push_back({"attention_fusion", FuseAttention(graph, context.can_fuse)});
   // Before matmul_epilogue_fusion: the residual Add (and a bias Add before it) go with the LayerNormalization.
   results.push_back({"skip_layer_norm_fusion", FuseSkipLayerNorm(graph, context.can_fuse)});
   results.push_back({"conv_activation_fusion", FuseConvActivation(graph, context.can_fuse)});
   results.push_back({"matmul_epilogue_fusion", FuseMatMulEpilogue(graph, context.can_fuse)});
-  results.push_back({"nchwc_layout", ConvertToBlockedLayout(graph, context.can_fuse, context.channel_block)});
+  if (!is_subgraph)
+    results.push_back({"nchwc_layout", ConvertToBlockedLayout(graph, context.can_fuse, context.channel_block)});
 }
 
 }  // namespace
@@ -51,7 +54,20 @@ std::vector<PassResult> OptimizeGraph(Graph& graph, OptimizationLevel level, con
   if (level == OptimizationLevel::kNone) return results;
   RunBasic(graph, context, results);
   if (level >= OptimizationLevel::kExtended) RunExtended(graph, context, results);
-  if (level >= OptimizationLevel::kAll) RunAll(graph, context, results);
+  if (level >= OptimizationLevel::kAll) RunAll(graph, context, graph.parent != nullptr, results);
+  // Then every subgraph (If branches, Loop and Scan bodies, at any depth): exporters fill them with Constant
+  // nodes and shape arithmetic that would otherwise run on every call. A value an enclosing graph defines
+  // is not a constant there, and the passes keep whatever a nested subgraph reads.
+  for (auto& node : graph.nodes)
+    for (auto& [name, attribute] : node->attributes) {
+      std::vector<Graph*> subgraphs;
+      if (attribute.g) subgraphs.push_back(attribute.g.get());
+      for (auto& g : attribute.graphs)
+        if (g) subgraphs.push_back(g.get());
+      for (Graph* subgraph : subgraphs)
+        for (PassResult& r : OptimizeGraph(*subgraph, level, context))
+          if (r.changes > 0) results.push_back({"subgraph " + r.pass, r.changes});
+    }
   return results;
 }
 
