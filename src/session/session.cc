@@ -11,6 +11,7 @@
 #include "graph/model_loader.h"
 #include "graph/partitioner.h"
 #include "graph/passes/gradient_expansion.h"
+#include "graph/passes/constant_folding.h"
 #include "graph/passes/graph_optimizer.h"
 #include "graph/type_inference.h"
 #include "providers/cpu/cpu_ep.h"
@@ -299,7 +300,7 @@ void Session::Impl::Optimize() {
     for (const Graph* g = &holder; g != nullptr; g = g->parent)  // inner scopes' infos win
       single.value_infos.insert(g->value_infos.begin(), g->value_infos.end());
     for (const std::string& in : node.inputs)
-      if (!in.empty()) single.initializers[in] = holder.initializers.at(in);
+      if (!in.empty()) single.initializers[in] = *FindConstant(holder, in);  // FoldConstants checked it
     for (const std::string& out : node.outputs) {
       ValueInfo info;
       info.name = out;

@@ -12,13 +12,19 @@
 namespace tessera {
 
 struct ConstantEvaluator {
-  // `graph` is the graph holding the node (the main graph or a subgraph); its initializers are the inputs.
+  // `graph` is the graph holding the node (the main graph or a subgraph); FindConstant(graph, input) gives
+  // each input.
   std::function<bool(const Node&, const Graph& graph)> can_evaluate;
   // Computes the node's outputs (host tensors) from its constant inputs.
   std::function<std::vector<Value>(const Node&, const Graph& graph)> evaluate;
 };
 
-// Returns the number of nodes folded.
+// The constant `value` as `graph` sees it: its own initializer, or (in a subgraph) an initializer of an enclosing
+// graph that no graph in between redefines; nullptr when the value is computed or unknown.
+const Tensor* FindConstant(const Graph& graph, const std::string& value);
+
+// Folds the graph's nodes whose inputs are all constants (FindConstant: in a subgraph, the enclosing graphs'
+// initializers count) into initializers of the graph. Returns the number of nodes folded.
 size_t FoldConstants(Graph& graph, const ConstantEvaluator& evaluator);
 
 }  // namespace tessera

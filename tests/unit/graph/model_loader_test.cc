@@ -527,10 +527,15 @@ TEST(ModelLoaderTest, OpsetAndIrVersionLimits) {
     proto.set_ir_version(version);
     ExpectLoadError(proto, {"IR version " + std::to_string(version)});
   }
-  for (int64_t opset : {0, 22}) {
+  for (int64_t opset : {0, 24}) {  // up to 23 (kLatestOnnxOpset) loads
     onnx::ModelProto proto = ReluModel();
     proto.mutable_opset_import(0)->set_version(opset);
     ExpectLoadError(proto, {"opset " + std::to_string(opset)});
+  }
+  for (int64_t opset : {22, 23}) {
+    onnx::ModelProto proto = ReluModel();
+    proto.mutable_opset_import(0)->set_version(opset);
+    EXPECT_EQ(Load(proto)->graph->nodes[0]->opset, opset);
   }
   {  // legacy opsets load; kernels decide what they support
     onnx::ModelProto proto = ReluModel();
