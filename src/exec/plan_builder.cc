@@ -3,6 +3,7 @@
 #include <map>
 
 #include "core/logging.h"
+#include "graph/passes/constant_folding.h"
 
 namespace tessera {
 
@@ -14,10 +15,10 @@ class PlanKernelInfo : public KernelInfo {
       : node_(node), graph_(graph), ep_(ep), step_(step) {}
   const Node& node() const override { return node_; }
   ExecutionProvider& ep() const override { return ep_; }
+  // In a subgraph, an initializer of an enclosing graph is a constant too (weights exporters leave outside
+  // an If's branches): kernels pre-pack it once instead of on every call.
   const Tensor* ConstantInput(size_t i) const override {
-    if (!node_.HasInput(i)) return nullptr;
-    auto it = graph_.initializers.find(node_.inputs[i]);
-    return it == graph_.initializers.end() ? nullptr : &it->second;
+    return node_.HasInput(i) ? FindConstant(graph_, node_.inputs[i]) : nullptr;
   }
   DataType InputType(size_t i) const override {
     return node_.HasInput(i) ? graph_.TypeOf(node_.inputs[i]) : DataType::kUndefined;

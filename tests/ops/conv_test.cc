@@ -100,6 +100,47 @@ void CheckConv(const ConvCase& c, DataType type = DataType::kFloat, uint32_t see
   t.Run();
 }
 
+// Small 1-D convolutions run Tessera's own loops instead of oneDNN (speech models): depthwise with padding,
+// strided and dilated taps, few output positions over a long reduction (the column path), asymmetric pads.
+TEST(ConvOpTest, SmallOneDimensionalConvolutions) {
+  std::vector<ConvCase> cases;
+  {
+    ConvCase c({1, 258, 9}, {258, 1, 5});  // depthwise, pad 2 (silero VAD)
+    c.group = 258;
+    c.pads = {2, 2};
+    cases.push_back(c);
+  }
+  {
+    ConvCase c({1, 1, 576}, {34, 1, 256});  // STFT-like: stride 64, no padding
+    c.strides = {64};
+    cases.push_back(c);
+  }
+  {
+    ConvCase c({2, 64, 4}, {32, 64, 3});  // few positions, long reduction: columns and dot products
+    c.pads = {1, 1};
+    c.constant_w = true;
+    cases.push_back(c);
+  }
+  {
+    ConvCase c({1, 6, 23}, {4, 3, 3});  // groups, dilation, stride, asymmetric pads, no bias
+    c.group = 2;
+    c.strides = {2};
+    c.dilations = {3};
+    c.pads = {2, 1};
+    c.bias = false;
+    cases.push_back(c);
+  }
+  {
+    ConvCase c({1, 16, 5}, {16, 16, 1});  // pointwise
+    cases.push_back(c);
+  }
+  uint32_t seed = 300;
+  for (const ConvCase& c : cases) {
+    SCOPED_TRACE("x " + c.x.ToString() + " w " + c.w.ToString());
+    CheckConv(c, DataType::kFloat, seed += 3);
+  }
+}
+
 TEST(ConvOpTest, Basic2d) {
   ConvCase c({2, 3, 7, 9}, {4, 3, 3, 3});
   c.pads = {1, 1, 1, 1};

@@ -113,6 +113,98 @@ void ReferenceConv(const ConvShapes& s, const T* x, const T* w, const T* bias, T
 }
 
 
+// Small float 1-D convolutions (speech models: depthwise and pointwise convs over a few frames) cost oneDNN more
+// in dispatch than in arithmetic: silero VAD's 258-group depthwise conv over 9 frames (12K multiply-adds) took
+// 120 us there. They run here instead: per (image, output channel), each (input channel, tap) adds its weight
+// times a contiguous (stride 1) or strided run of inputs, the valid output range computed once per tap so the
+// inner loop has no padding checks.
+constexpr int64_t kSmallConv1dMacs = 1 << 18;
+
+bool IsSmallConv1d(const ConvShapes& s) {
+  const WindowGeometry& g = s.window;
+  if (g.rank() != 1) return false;
+  const int64_t macs = s.batch * s.out_channels * g.output[0] * (s.in_channels / s.group) * g.kernel[0];
+  return macs <= kSmallConv1dMacs;
+}
+
+void SmallConv1d(const ConvShapes& s, const float* x, const float* w, const float* bias, float* y,
+                 const ThreadPool& pool) {
+  const WindowGeometry& g = s.window;
+  const int64_t in = g.input[0], out = g.output[0], kernel = g.kernel[0];
+  const int64_t stride = g.strides[0], dilation = g.dilations[0], pad = g.pad_begin[0];
+  const int64_t ic_per_group = s.in_channels / s.group, oc_per_group = s.out_channels / s.group;
+  // Output range [first, last) whose tap k reads inside the input.
+  std::vector<int64_t> first(static_cast<size_t>(kernel)), last(static_cast<size_t>(kernel));
+  for (int64_t k = 0; k < kernel; ++k) {
+    const int64_t shift = k * dilation - pad;  // input position of output 0 at tap k
+    int64_t lo = shift >= 0 ? 0 : (-shift + stride - 1) / stride;
+    int64_t hi = in - 1 - shift < 0 ? 0 : (in - 1 - shift) / stride + 1;
+    first[static_cast<size_t>(k)] = std::min(lo, out);
+    last[static_cast<size_t>(k)] = std::max(std::min(hi, out), first[static_cast<size_t>(k)]);
+  }
+  const int64_t tasks = s.batch * s.out_channels;
+  const int64_t depth = ic_per_group * kernel, macs_per_task = out * depth;
+  // Few output positions and a long reduction (pointwise or dense convs over a few frames): gather each
+  // position's inputs once per (image, group) into columns [out][depth] and take dot products with the weight
+  // rows; otherwise each weight scales a run of outputs.
+  const bool by_columns = out < 16 && depth >= 16;
+  std::vector<float> columns;
+  if (by_columns) {
+    columns.assign(static_cast<size_t>(s.batch * s.group * out * depth), 0.0f);
+    for (int64_t n = 0; n < s.batch; ++n)
+      for (int64_t grp = 0; grp < s.group; ++grp) {
+        const float* x_group = x + (n * s.in_channels + grp * ic_per_group) * in;
+        float* block = columns.data() + (n * s.group + grp) * out * depth;
+        for (int64_t ic = 0; ic < ic_per_group; ++ic)
+          for (int64_t k = 0; k < kernel; ++k) {
+            const int64_t shift = k * dilation - pad;
+            for (int64_t o = first[static_cast<size_t>(k)]; o < last[static_cast<size_t>(k)]; ++o)
+              block[o * depth + ic * kernel + k] = x_group[ic * in + o * stride + shift];
+          }
+      }
+  }
+  auto run = [&](int64_t begin, int64_t end) {
+    for (int64_t task = begin; task < end; ++task) {
+      const int64_t n = task / s.out_channels, oc = task % s.out_channels, grp = oc / oc_per_group;
+      const float* w_oc = w + oc * depth;
+      float* row = y + task * out;
+      if (by_columns) {
+        const float* block = columns.data() + (n * s.group + grp) * out * depth;
+        for (int64_t o = 0; o < out; ++o) {
+          const float* col = block + o * depth;
+          float acc[8] = {};  // independent partial sums the compiler can keep in one vector register
+          int64_t i = 0;
+          for (; i + 8 <= depth; i += 8)
+            for (int j = 0; j < 8; ++j) acc[j] += w_oc[i + j] * col[i + j];
+          float sum = bias ? bias[oc] : 0.0f;
+          for (int j = 0; j < 8; ++j) sum += acc[j];
+          for (; i < depth; ++i) sum += w_oc[i] * col[i];
+          row[o] = sum;
+        }
+        continue;
+      }
+      const float* x_group = x + (n * s.in_channels + grp * ic_per_group) * in;
+      std::fill(row, row + out, bias ? bias[oc] : 0.0f);
+      for (int64_t ic = 0; ic < ic_per_group; ++ic)
+        for (int64_t k = 0; k < kernel; ++k) {
+          const float weight = w_oc[ic * kernel + k];
+          const float* channel = x_group + ic * in;
+          const int64_t shift = k * dilation - pad, lo = first[static_cast<size_t>(k)], hi = last[static_cast<size_t>(k)];
+          if (stride == 1) {
+            for (int64_t o = lo; o < hi; ++o) row[o] += weight * channel[o + shift];
+          } else {
+            for (int64_t o = lo; o < hi; ++o) row[o] += weight * channel[o * stride + shift];
+          }
+        }
+    }
+  };
+  if (tasks * macs_per_task < (1 << 15) || tasks < 2) {
+    run(0, tasks);
+  } else {
+    pool.ParallelFor(tasks, std::max<int64_t>(1, (1 << 14) / std::max<int64_t>(macs_per_task, 1)), run);
+  }
+}
+
 // A oneDNN convolution for one (X shape, W shape); `packed_weights` is set when W is a constant and
 // the reorders are set when the primitive wants other activation layouts than the user's (dst_to_blocked
 // brings the residual into the primitive's dst layout when there is a sum post-op).
@@ -196,6 +288,12 @@ class Conv : public Kernel {
     if (y.NumElements() == 0) return;
     // A residual of Y's own shape is summed inside the primitive; a broadcasting one is added afterwards.
     const bool sum_in_primitive = residual && residual->shape() == s.output;
+    if (x.type() == DataType::kFloat && IsSmallConv1d(s)) {
+      SmallConv1d(s, x.Data<float>(), w.Data<float>(), bias ? bias->Data<float>() : nullptr, y.Data<float>(),
+                  ctx.thread_pool());
+      Finish(ctx, residual, y.Data<float>(), y);
+      return;
+    }
     if (x.type() == DataType::kFloat && UseDnnl(s, x)) {
       // oneDNN 2.6's gemm-based 1x1 convolution runs eltwise post-ops about 4x slower than the conv itself
       // (MobileNetV2, Clip): those convs apply the activation afterwards in a vectorized loop.
