@@ -118,7 +118,7 @@ void ReferenceConv(const ConvShapes& s, const T* x, const T* w, const T* bias, T
 // 120 us there. They run here instead: per (image, output channel), each (input channel, tap) adds its weight
 // times a contiguous (stride 1) or strided run of inputs, the valid output range computed once per tap so the
 // inner loop has no padding checks.
-constexpr int64_t kSmallConv1dMacs = 1 << 18;
+constexpr int64_t kSmallConv1dMacs = 1 << 20;
 
 bool IsSmallConv1d(const ConvShapes& s) {
   const WindowGeometry& g = s.window;

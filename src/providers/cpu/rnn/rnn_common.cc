@@ -297,7 +297,11 @@ template <>
 void GateGemm::Run<float>(KernelContext& ctx, const float* a, int64_t rows, int64_t depth, const float* w, int64_t cols,
                           const float* bias, float* out) const {
   if (rows == 0 || cols == 0) return;
-  if (depth == 0) return ReferenceGateGemm(ctx.thread_pool(), a, rows, depth, w, cols, bias, out);
+  // Small products (one step of a small state: 64 x 256 per step in silero VAD) cost oneDNN's dispatch more than
+  // their arithmetic (35 us per LSTM step there): the loop takes them.
+  constexpr int64_t kSmallProduct = 1 << 16;
+  if (depth == 0 || rows * cols * depth <= kSmallProduct)
+    return ReferenceGateGemm(ctx.thread_pool(), a, rows, depth, w, cols, bias, out);
   std::shared_ptr<const Primitive> p = primitives_.Get(ctx, {rows, depth, cols, bias ? 1 : 0}, [&] {
     Primitive made;
     made.src = PlainF32Desc({rows, depth});
