@@ -1,5 +1,7 @@
 #include "cli_session.h"
 
+#include "random_inputs.h"
+
 #include <unistd.h>
 
 #include <algorithm>
@@ -140,6 +142,9 @@ SessionOptions MakeSessionOptions(const Environment& env, const ParsedArgs& args
       throw UsageError(e.what());
     }
   }
+  // --dim SYMBOL=VALUE fixes that symbolic dim in the session too (free dimension overrides), so that a model
+  // whose inputs all become static is prepared at creation.
+  for (const auto& [symbol, value] : ParseShapeChoices(args).dims) options.free_dimension_overrides[symbol] = value;
   options.intra_op_threads = args.IntOr("--threads", 0);
   if (auto level = args.Last("--opt-level")) options.optimization_level = ParseOptimizationLevel(*level);
   if (args.Has("--verbose")) options.log_level = LogLevel::kVerbose;

@@ -16,7 +16,10 @@ for (let i = 0; i < rest.length; i += 2) {
   else if (rest[i] === '--fill') fills[name] = Number(value);
   else throw new Error(`unknown option ${rest[i]}`);
 }
-// The same inputs the Python test rebuilds: x_i = sin(0.37 * i + k) for float input k, or the --fill value.
+// The same inputs the Python test rebuilds, exactly: for float input k, x_i = u / 2^30 - 1 with
+// u = (1103515245 * i + 12345 + 7919 * k) mod 2^31 (integer arithmetic, exact in both languages), or the
+// --fill value. Noise-like on purpose: a pure tone leaves spectral bins near 0, where models that take a log
+// amplify rounding differences that mean nothing.
 const session = await ort.InferenceSession.create(model, { intraOpNumThreads: 1 });
 const feeds = {}, inputs = {};
 session.inputMetadata.forEach((meta, k) => {
@@ -26,7 +29,10 @@ session.inputMetadata.forEach((meta, k) => {
     feeds[meta.name] = new ort.Tensor('int64', new BigInt64Array(count).fill(BigInt(fills[meta.name] ?? 0)), shape);
   } else {
     const data = new Float32Array(count);
-    for (let i = 0; i < count; ++i) data[i] = fills[meta.name] ?? Math.fround(Math.sin(0.37 * i + k));
+    for (let i = 0; i < count; ++i) {
+      const u = (1103515245 * i + 12345 + 7919 * k) % 2147483648;
+      data[i] = fills[meta.name] ?? Math.fround(u / 1073741824 - 1);
+    }
     feeds[meta.name] = new ort.Tensor('float32', data, shape);
   }
   inputs[meta.name] = { type: meta.type, shape, fill: fills[meta.name] ?? null, index: k };

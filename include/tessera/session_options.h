@@ -44,9 +44,15 @@ struct SessionOptions {
   OptimizationLevel optimization_level = OptimizationLevel::kAll;
   LogLevel log_level = LogLevel::kWarning;
   std::string log_id;
+  // Values for symbolic dims of the graph inputs, by symbol name (e.g. {"batch", 1}): each input dim named so
+  // becomes that size, as ONNX Runtime's AddFreeDimensionOverrideByName does. Feeds must then match; a model
+  // whose inputs all become static is prepared at creation (config "session.prepare_static_shapes").
+  std::map<std::string, int64_t> free_dimension_overrides;
   // Free-form settings. Known keys:
   //   "session.use_env_allocators" = "1": allocate from the Environment's shared allocators where one
   //   exists for an EP's memory (instead of the EP's own allocator, which honours its provider options).
+  //   "session.prepare_static_shapes" = "1" / "0": run the model once on zeros at creation when every input
+  //   shape is static (default: only sessions entirely on the CPU EP); see docs/ARCHITECTURE.md.
   // Unknown keys are kept and ignored.
   std::map<std::string, std::string> config;
   // Profiling (docs/PROFILING.md): a Chrome-trace JSON file "<profile_file_prefix>_<date-time>.json" with

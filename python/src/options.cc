@@ -72,6 +72,11 @@ void BindSessionOptions(py::module_& m) {
       .def_readwrite("enable_mem_pattern", &S::enable_mem_pattern)
       .def_readwrite("enable_cpu_mem_arena", &S::enable_cpu_mem_arena)
       .def_readwrite("optimized_model_filepath", &S::optimized_model_filepath)
+      .def(
+          "add_free_dimension_override_by_name",
+          [](S& s, const std::string& name, int64_t value) { s.options.free_dimension_overrides[name] = value; },
+          py::arg("dim_name"), py::arg("dim_value"),
+          "Gives every graph input dim with this symbolic name a fixed size (see SessionOptions).")
       .def("add_session_config_entry",
            [](S& s, const std::string& key, const std::string& value) { s.options.config[key] = value; },
            py::arg("config_key"), py::arg("config_value"))

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 #include <mutex>
+#include <set>
 #include <sstream>
 
 #include "core/logging.h"
@@ -72,6 +73,28 @@ MemoryInfo StagingPlace(const Value& output, const PlanServices& services) {
   if (t.memory_info().IsHostReadable() || t.type() == DataType::kString || t.SizeInBytes() > kMaxStagedOutputBytes)
     return MemoryInfo::Host();
   return services.staging_memory_for(t.memory_info()).value_or(MemoryInfo::Host());
+}
+
+// SessionOptions::free_dimension_overrides: symbolic input dims named in the map take its value.
+void ApplyFreeDimensionOverrides(Graph& graph, const std::map<std::string, int64_t>& overrides) {
+  std::set<std::string> used;
+  for (ValueInfo& input : graph.inputs) {
+    if (!input.shape) continue;
+    for (Dim& dim : *input.shape) {
+      if (dim.is_concrete() || dim.symbol.empty()) continue;
+      auto it = overrides.find(dim.symbol);
+      if (it == overrides.end()) continue;
+      if (it->second < 0)
+        Fail(ErrorCode::kInvalidArgument, "free dimension override '", it->first, "' = ", it->second,
+             ": a size must be >= 0");
+      dim.value = it->second;
+      used.insert(it->first);
+    }
+    if (auto info = graph.value_infos.find(input.name); info != graph.value_infos.end()) info->second.shape = input.shape;
+  }
+  for (const auto& [name, value] : overrides)
+    if (!used.count(name))
+      Log(LogLevel::kWarning, "free dimension override '", name, "': no graph input has a dim of that name");
 }
 
 int DevicePreference(EpSelectionPolicy policy, DeviceType type) {
@@ -153,6 +176,7 @@ struct Session::Impl {
   size_t OutputIndex(const std::string& name) const;
   void SetUpGraphCapture();
   void SetUpRunTracing();
+  void PrepareStaticShapes();
   std::string EndProfiling();
   std::vector<Value> RunWithGraph(RunRequest& request, const RunOptions& run_options);
   void Synchronize() const { stream_pool.Synchronize(); }
@@ -342,6 +366,7 @@ void Session::Impl::Initialize() {
   if (options.log_level < LogThreshold()) SetLogThreshold(options.log_level);
   ProfilePhases phases(profiler.get());
   Graph& graph = *model->graph;
+  ApplyFreeDimensionOverrides(graph, options.free_dimension_overrides);
   InferElementTypes(graph);
   if (ExpandGradients(graph) > 0) InferElementTypes(graph);
   CreateProviders();
@@ -358,6 +383,71 @@ void Session::Impl::Initialize() {
   phases.Mark("plan");
   if (LogEnabled(LogLevel::kVerbose))
     for (const PlanStep& step : plan.steps) Log(LogLevel::kVerbose, "plan: ", step.label);
+  PrepareStaticShapes();
+  phases.Mark("prepare");
+}
+
+namespace {
+
+// Ops whose results depend on how often they ran (random generators keep their state across runs).
+bool HasStatefulOps(const Graph& graph) {
+  static const std::set<std::string> kStateful = {"RandomNormal", "RandomUniform", "RandomNormalLike",
+                                                  "RandomUniformLike", "Multinomial", "Bernoulli", "Dropout"};
+  for (const auto& node : graph.nodes) {
+    if (kStateful.count(node->op_type)) return true;
+    for (const auto& [name, attribute] : node->attributes) {
+      if (attribute.g && HasStatefulOps(*attribute.g)) return true;
+      for (const auto& g : attribute.graphs)
+        if (g && HasStatefulOps(*g)) return true;
+    }
+  }
+  return false;
+}
+
+}  // namespace
+
+// Session config "session.prepare_static_shapes": when every graph input has a declared static shape, the
+// session runs the model once on zeros before it is returned, so that what kernels prepare on their first call
+// (oneDNN primitives and their JIT code, pre-packed weights, the arena's memory and its first-touch page faults)
+// happens at creation rather than in the caller's first Run. "1" always (when the shapes allow), "0" never;
+// by default only sessions that run entirely on the CPU EP do it (a GPU EP's first run includes searches that
+// its own options govern). Skipped for models with random ops (the run would advance their generators) and
+// for graph capture; a failure (zeros can be invalid data, e.g. a Range with delta 0) is logged and ignored.
+void Session::Impl::PrepareStaticShapes() {
+  auto setting = options.config.find("session.prepare_static_shapes");
+  const std::string value = setting == options.config.end() ? "" : setting->second;
+  if (value == "0" || capture_ep != nullptr) return;
+  const bool cpu_only = std::all_of(eps.begin(), eps.end(), [](const auto& ep) { return ep->type() == "CPUExecutionProvider"; });
+  if (value != "1" && !cpu_only) return;
+  const Graph& graph = *model->graph;
+  if (HasStatefulOps(graph)) return;
+  NamedValues feeds;
+  for (const ValueInfo& input : graph.inputs) {
+    if (input.kind != ValueInfo::Kind::kTensor || !input.shape || input.type == DataType::kUndefined ||
+        input.type == DataType::kString)
+      return;
+    std::vector<int64_t> dims;
+    for (const Dim& d : *input.shape) {
+      if (!d.is_concrete()) return;
+      dims.push_back(d.value);
+    }
+    Tensor zeros = Tensor::Allocate(input.type, Shape(std::move(dims)));
+    if (zeros.SizeInBytes() > 0) std::memset(zeros.raw_data(), 0, zeros.SizeInBytes());
+    feeds.emplace_back(input.name, Value(std::move(zeros)));
+  }
+  try {
+    StreamPool::Lease lease = stream_pool.Acquire();
+    RunRequest request;
+    request.streams = lease.set().streams();
+    request.inputs = CollectInputs(feeds);
+    RunOptions run_options;
+    run_options.tag = "prepare";
+    Execute(request, run_options);
+    lease.set().Synchronize();
+  } catch (const std::exception& e) {
+    Log(LogLevel::kInfo, "session.prepare_static_shapes: the preparation run failed (", e.what(),
+        "); kernels prepare on the first run instead");
+  }
 }
 
 void Session::Impl::SetUpGraphCapture() {

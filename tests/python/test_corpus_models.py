@@ -24,7 +24,8 @@ def make_inputs(spec):
         elif meta["fill"] is not None:
             feeds[name] = np.full(shape, meta["fill"], dtype=np.float32)
         else:
-            feeds[name] = np.sin(0.37 * np.arange(count) + meta["index"]).astype(np.float32).reshape(shape)
+            u = (1103515245 * np.arange(count, dtype=np.int64) + 12345 + 7919 * meta["index"]) % 2147483648
+            feeds[name] = (u / 1073741824.0 - 1.0).astype(np.float32).reshape(shape)
     return feeds
 
 

@@ -172,3 +172,15 @@ def test_partition_lists_each_step():
     steps = session.get_partition()
     assert [(op, ep) for _, op, ep, *_ in steps] == [("Add", "CPUExecutionProvider"), ("Relu", "CPUExecutionProvider")]
     assert session.get_input_device("A") == "cpu"
+
+
+def test_free_dimension_override_fixes_symbolic_input_dims():
+    model = onnx_models.unary("Relu", shape=("N", 3))
+    options = ort.SessionOptions()
+    options.add_free_dimension_override_by_name("N", 2)
+    session = ort.InferenceSession(model, options)
+    assert session.get_inputs()[0].shape == [2, 3]
+    x = np.array([[-1, 2, -3], [4, -5, 6]], dtype=np.float32)
+    np.testing.assert_array_equal(session.run(None, {"X": x})[0], np.maximum(x, 0))
+    with pytest.raises(Exception, match="'X'"):
+        session.run(None, {"X": np.zeros((1, 3), np.float32)})

@@ -33,6 +33,7 @@ const KernelRegistry& CpuKernelRegistry() {
     cpu::RegisterAttentionKernels(r);
     cpu::RegisterSkipLayerNormKernels(r);
     cpu::RegisterRmsNormalizationKernels(r);
+    cpu::RegisterOnnxAttentionKernels(r);
     cpu::RegisterRotaryEmbeddingKernels(r);
     cpu::RegisterSoftmaxKernels(r);
     cpu::RegisterReductionKernels(r);

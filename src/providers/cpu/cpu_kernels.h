@@ -16,6 +16,7 @@ void RegisterNchwcPoolKernels(KernelRegistry& registry);       // nn/nchwc_pool.
 void RegisterNchwcReorderKernels(KernelRegistry& registry);    // nn/nchwc_reorder.cc (ai.tessera)
 void RegisterNormalizationKernels(KernelRegistry& registry);   // nn/normalization.cc
 void RegisterAttentionKernels(KernelRegistry& registry);        // nn/attention.cc (ai.tessera)
+void RegisterOnnxAttentionKernels(KernelRegistry& registry);     // nn/onnx_attention.cc (ai.onnx opset 23)
 void RegisterRmsNormalizationKernels(KernelRegistry& registry);  // nn/rms_normalization.cc (+ com.microsoft)
 void RegisterRotaryEmbeddingKernels(KernelRegistry& registry);   // nn/rotary_embedding.cc (+ com.microsoft)
 void RegisterSkipLayerNormKernels(KernelRegistry& registry);   // nn/skip_layer_norm.cc (ai.tessera, com.microsoft)
