@@ -5,6 +5,7 @@
 #include "graph/passes/conv_bn_folding.h"
 #include "graph/passes/dead_node_elimination.h"
 #include "graph/passes/gelu_fusion.h"
+#include "graph/passes/hard_swish_fusion.h"
 #include "graph/passes/layer_norm_fusion.h"
 #include "graph/passes/matmul_epilogue_fusion.h"
 #include "graph/passes/nchwc_layout.h"
@@ -29,6 +30,7 @@ void RunExtended(Graph& graph, const OptimizerContext& context, std::vector<Pass
   results.push_back({"conv_bn_folding", FoldConvBatchNorm(graph)});
   results.push_back({"layer_norm_fusion", FuseLayerNorm(graph, context.can_fuse)});
   results.push_back({"gelu_fusion", FuseGelu(graph, context.can_fuse)});
+  results.push_back({"hard_swish_fusion", FuseHardSwish(graph, context.can_fuse)});
   results.push_back({"transpose_elimination", EliminateTransposes(graph)});
   results.push_back({"dead_node_elimination", EliminateDeadNodes(graph)});
 }
