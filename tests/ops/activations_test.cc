@@ -222,5 +222,17 @@ TEST(ActivationsTest, ContribGeluBiasGeluAndFastGelu) {
   wrong_bias.ExpectFailure("expected float [16]").Run({"cpu"});
 }
 
+TEST(ActivationsTest, ContribQuickGelu) {
+  const Tensor x = RandomTensor(DataType::kFloat, {4, 9}, 15, -5, 5);
+  Tensor y = Tensor::Allocate(DataType::kFloat, x.shape());
+  for (int64_t i = 0; i < x.NumElements(); ++i) {
+    const double v = x.Data<float>()[i];
+    y.Data<float>()[i] = static_cast<float>(v / (1 + std::exp(-1.5 * v)));
+  }
+  OpTester t("QuickGelu", 1, "com.microsoft");
+  t.Attr("alpha", 1.5f).Input("X", x).Output("Y", y).Tolerance(1e-6, 1e-5);
+  t.Run();
+}
+
 }  // namespace
 }  // namespace tessera::test

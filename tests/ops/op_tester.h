@@ -38,6 +38,7 @@ class OpTester {
   OpTester& OmittedInput();  // an empty input name (optional input left out)
   OpTester& Output(const std::string& name, const Tensor& expected);
   OpTester& OutputName(const std::string& name);  // output without expected values
+  OpTester& OmittedOutput();                      // an empty output name (optional output left out)
   OpTester& Tolerance(double absolute, double relative);
   // Expect session creation or the run to fail with an error containing `message_part`.
   OpTester& ExpectFailure(const std::string& message_part);

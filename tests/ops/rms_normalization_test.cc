@@ -67,3 +67,23 @@ TEST(RmsNormalizationTest, ScaleThatDoesNotBroadcastIsAnError) {
 
 }  // namespace
 }  // namespace tessera::test
+
+namespace tessera::test {
+namespace {
+
+TEST(RmsNormalizationTest, SkipSimplifiedLayerNormalizationAddsSkipAndBias) {
+  const Tensor x = RandomTensor(DataType::kFloat, {2, 3, 8}, 11), skip = RandomTensor(DataType::kFloat, {2, 3, 8}, 12);
+  const Tensor gamma = RandomTensor(DataType::kFloat, {8}, 13), bias = RandomTensor(DataType::kFloat, {8}, 14);
+  Tensor sum = Tensor::Allocate(DataType::kFloat, x.shape());
+  for (int64_t i = 0; i < x.NumElements(); ++i)
+    sum.Data<float>()[i] = x.Data<float>()[i] + skip.Data<float>()[i] + bias.Data<float>()[i % 8];
+  auto [y, inv] = Reference(sum, 8, gamma, [](int64_t j) { return j; }, 1e-5f);
+  OpTester t("SkipSimplifiedLayerNormalization", 1, "com.microsoft");
+  t.Input("input", x).Input("skip", skip).Input("gamma", gamma, true).Input("bias", bias, true);
+  t.Output("output", y).OmittedOutput().Output("inv_std_var", inv.Reshaped({2, 3, 1}));
+  t.Output("input_skip_bias_sum", sum).Tolerance(1e-6, 1e-5);
+  t.Run({"cpu"});
+}
+
+}  // namespace
+}  // namespace tessera::test

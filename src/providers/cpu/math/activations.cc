@@ -33,6 +33,17 @@ struct SigmoidOp {
   C operator()(C x) const { return C(1) / (C(1) + Exp(-x)); }
 };
 
+// com.microsoft QuickGelu: x * sigmoid(alpha * x), alpha 1.702 by default (CLIP-style exports).
+class QuickGeluOp {
+ public:
+  explicit QuickGeluOp(const Node& node) : alpha_(node.GetFloat("alpha", 1.702f)) {}
+  template <typename C>
+  C operator()(C x) const { return x / (C(1) + Exp(-static_cast<C>(alpha_) * x)); }
+
+ private:
+  float alpha_;
+};
+
 class HardSigmoidOp {
  public:
   explicit HardSigmoidOp(const Node& node) : alpha_(node.GetFloat("alpha", 0.2f)), beta_(node.GetFloat("beta", 0.5f)) {}
@@ -322,6 +333,11 @@ void RegisterActivationKernels(KernelRegistry& registry) {
   gelu.until_version = kLatestOpset;
   gelu.input_types[0] = DataTypesOf(FloatTypes{});
   registry.Register<GeluKernel>(std::move(gelu));
+  KernelDef quick_gelu;
+  quick_gelu.op_type = "QuickGelu";
+  quick_gelu.domain = "com.microsoft";
+  quick_gelu.input_types[0] = DataTypesOf(FloatTypes{});
+  registry.Register<UnaryKernel<QuickGeluOp, FloatTypes>>(std::move(quick_gelu));
   for (const auto& [name, form] : {std::pair{"Gelu", ContribGeluKernel::Form::kGelu},
                                     std::pair{"BiasGelu", ContribGeluKernel::Form::kBiasGelu},
                                     std::pair{"FastGelu", ContribGeluKernel::Form::kFastGelu}}) {

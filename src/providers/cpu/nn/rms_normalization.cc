@@ -1,5 +1,5 @@
 // RMSNormalization (ai.onnx, opset 23) and ONNX Runtime's com.microsoft SimplifiedLayerNormalization, the same
-// operation: over the trailing axes from `axis`, Y = X / sqrt(mean(X^2) + epsilon) * scale, with scale
+// operation (and com.microsoft SkipSimplifiedLayerNormalization, the residual form, at the end of this file): over the trailing axes from `axis`, Y = X / sqrt(mean(X^2) + epsilon) * scale, with scale
 // broadcasting to those axes. The statistics are computed in float32 (stash_type 1, the only value ONNX
 // defines for it); SimplifiedLayerNormalization can also return 1 / sqrt(mean(X^2) + epsilon) per row
 // (output 1, float32, X's shape with the normalized axes set to 1).
@@ -93,6 +93,73 @@ class RmsNormalization : public Kernel {
   float epsilon_;
 };
 
+// com.microsoft SkipSimplifiedLayerNormalization(input, skip, gamma, bias?): s = input + skip (+ bias), then
+// output = s / sqrt(mean(s^2) + epsilon) * gamma over the last axis. input and skip have one shape ([B, S, H] or
+// [tokens, H]); gamma and bias are [H]. Outputs 2 (inv_std_var, float32, the last dim set to 1) and 3
+// (input_skip_bias_sum) when asked; output 1 (mean) has no meaning for this normalization and is refused.
+class SkipRmsNormalization : public Kernel {
+ public:
+  explicit SkipRmsNormalization(const KernelInfo& info) : epsilon_(info.node().GetFloat("epsilon", 1e-5f)) {
+    const Node& node = info.node();
+    if (node.outputs.size() > 1 && !node.outputs[1].empty())
+      Fail(ErrorCode::kNotImplemented, node.Describe(), ": output 1 (mean) is not defined for the RMS form");
+  }
+
+  void Compute(KernelContext& ctx) const override {
+    const Node& node = ctx.node();
+    const Tensor &x = ctx.Input(0), &skip = ctx.Input(1), &gamma = ctx.Input(2);
+    const Tensor* bias = ctx.OptionalInput(3);
+    const int64_t rank = static_cast<int64_t>(x.shape().rank());
+    if (rank < 2 || skip.shape() != x.shape())
+      Fail(ErrorCode::kInvalidArgument, node.Describe(), ": input ", x, " and skip ", skip,
+           " must have one shape of rank 2 or 3");
+    const int64_t hidden = x.shape()[rank - 1];
+    for (const Tensor* t : {&gamma, bias})
+      if (t && (t->type() != x.type() || t->shape() != Shape{hidden}))
+        Fail(ErrorCode::kInvalidArgument, node.Describe(), ": gamma/bias is ", *t, ", expected ",
+             DataTypeName(x.type()), " [", hidden, "]");
+    const int64_t rows = hidden == 0 ? 0 : x.NumElements() / hidden;
+    DispatchType(x.type(), TypeList<float, Float16, BFloat16>{}, node, [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      Tensor& y = ctx.Output(0, x.type(), x.shape());
+      float* inv_std = nullptr;
+      if (ctx.NumOutputs() > 2 && !node.outputs[2].empty()) {
+        std::vector<int64_t> dims = x.shape().dims();
+        dims.back() = 1;
+        inv_std = ctx.Output(2, DataType::kFloat, Shape(dims)).template Data<float>();
+      }
+      T* sum_out = ctx.NumOutputs() > 3 && !node.outputs[3].empty()
+                       ? ctx.Output(3, x.type(), x.shape()).template Data<T>()
+                       : nullptr;
+      const T *in = x.Data<T>(), *sk = skip.Data<T>(), *g = gamma.Data<T>();
+      const T* b = bias ? bias->Data<T>() : nullptr;
+      T* out = y.Data<T>();
+      ctx.thread_pool().ParallelFor(rows, std::max<int64_t>(1, 16384 / std::max<int64_t>(hidden, 1)),
+                                    [&](int64_t begin, int64_t end) {
+        std::vector<float> s(static_cast<size_t>(hidden));
+        for (int64_t r = begin; r < end; ++r) {
+          double squares = 0;
+          for (int64_t j = 0; j < hidden; ++j) {
+            // Rounded to T like the unfused Adds, so that input_skip_bias_sum and the normalization agree.
+            float v = Load(Store<T>(Load(in[r * hidden + j]) + Load(sk[r * hidden + j])));
+            if (b) v = Load(Store<T>(v + Load(b[j])));
+            s[static_cast<size_t>(j)] = v;
+            if (sum_out) sum_out[r * hidden + j] = Store<T>(v);
+            squares += static_cast<double>(v) * v;
+          }
+          const float inv = static_cast<float>(1.0 / std::sqrt(squares / static_cast<double>(hidden) + epsilon_));
+          if (inv_std) inv_std[r] = inv;
+          for (int64_t j = 0; j < hidden; ++j)
+            out[r * hidden + j] = Store<T>(s[static_cast<size_t>(j)] * inv * Load(g[j]));
+        }
+      });
+    });
+  }
+
+ private:
+  float epsilon_;
+};
+
 KernelDef RmsDef(const char* op, const char* domain, int since) {
   KernelDef def;
   def.op_type = op;
@@ -108,6 +175,9 @@ void RegisterRmsNormalizationKernels(KernelRegistry& registry) {
   registry.Register<RmsNormalization>(RmsDef("RMSNormalization", "", 23));
   registry.Register<RmsNormalization>(RmsDef("SimplifiedLayerNormalization", "com.microsoft", 1));
   registry.Register<RmsNormalization>(RmsDef("SimplifiedLayerNormalization", "", 1));  // ORT writes it unprefixed
+  KernelDef skip = RmsDef("SkipSimplifiedLayerNormalization", "com.microsoft", 1);
+  skip.input_types = {{0, {DataType::kFloat, DataType::kFloat16, DataType::kBFloat16}}};
+  registry.Register<SkipRmsNormalization>(std::move(skip));
 }
 
 }  // namespace tessera::cpu
