@@ -99,7 +99,26 @@ TEST(NchwcLayoutTest, ConcatAlongChannelsOfBlockedParts) {
   ExpectSameOutputs(g, OptimizationLevel::kAll, kTolerance);
 }
 
-TEST(NchwcLayoutTest, DecomposedHardSwishWithScalarConstantsStaysBlocked) {
+// Elementwise ops with scalar constants between convs stay blocked. (Clip to 5, so that hard_swish_fusion leaves
+// the chain alone; the exact hard-swish spelling is the next test.)
+TEST(NchwcLayoutTest, ElementwiseChainWithScalarConstantsStaysBlocked) {
+  PassTestGraph g(13);
+  g.Input("x", {1, 3, 8, 8}).Output("y");
+  g.Scalar("three", 3.0f).Scalar("zero", 0.0f).Scalar("five", 5.0f).Scalar("six", 6.0f);
+  AddConv(g, "x", "c1", 3, 16, 3, 1);
+  g.Node("Add", {"c1", "three"}, {"shifted"});
+  g.Node("Clip", {"shifted", "zero", "five"}, {"clipped"});
+  g.Node("Div", {"clipped", "six"}, {"gate"});
+  g.Node("Mul", {"c1", "gate"}, {"hs"});
+  g.Node("Mul", {"six", "hs"}, {"scaled"});
+  AddConv(g, "scaled", "y", 16, 16, 1, 0);
+  EXPECT_EQ(OpsAt(g, OptimizationLevel::kAll), (std::vector<std::string>{"NchwcConv", "Add", "Clip", "Div", "Mul",
+                                                                         "Mul", "NchwcConv", "ReorderFromBlocked"}));
+  ExpectSameOutputs(g, OptimizationLevel::kAll, kTolerance);
+}
+
+// x * (Clip(x + 3, 0, 6) / 6) after a conv becomes HardSwish, which the conv takes as its activation.
+TEST(NchwcLayoutTest, DecomposedHardSwishIsFusedIntoTheBlockedConv) {
   PassTestGraph g(13);
   g.Input("x", {1, 3, 8, 8}).Output("y");
   g.Scalar("three", 3.0f).Scalar("zero", 0.0f).Scalar("six", 6.0f);
@@ -110,8 +129,8 @@ TEST(NchwcLayoutTest, DecomposedHardSwishWithScalarConstantsStaysBlocked) {
   g.Node("Mul", {"c1", "gate"}, {"hs"});
   g.Node("Mul", {"six", "hs"}, {"scaled"});
   AddConv(g, "scaled", "y", 16, 16, 1, 0);
-  EXPECT_EQ(OpsAt(g, OptimizationLevel::kAll), (std::vector<std::string>{"NchwcConv", "Add", "Clip", "Div", "Mul",
-                                                                         "Mul", "NchwcConv", "ReorderFromBlocked"}));
+  EXPECT_EQ(OpsAt(g, OptimizationLevel::kAll),
+            (std::vector<std::string>{"NchwcConv", "Mul", "NchwcConv", "ReorderFromBlocked"}));
   ExpectSameOutputs(g, OptimizationLevel::kAll, kTolerance);
 }
 
