@@ -122,6 +122,46 @@ TEST(ResizeOpTest, LinearHalfPixelClampsAtEdges) {
   t.Run();
 }
 
+// Float32 2-D linear resizes compute each output in one pass as the sum of its four neighbours weighted by
+// products of the axis weights, in this order (ONNX Runtime's arithmetic, which quantized models depend on: a
+// one-ulp difference moves values across quantization steps). Compared bit for bit, on the CPU EP.
+TEST(ResizeOpTest, BilinearIsOneWeightedSumBitForBit) {
+  const int64_t in_h = 5, in_w = 7;
+  const float scale_h = 2.0f, scale_w = 1.5f;
+  const int64_t out_h = 10, out_w = 10;
+  const Tensor x = RandomTensor(DataType::kFloat, {1, 2, in_h, in_w}, 77, -4, 4);
+  struct Taps {
+    int64_t lo, hi;
+    float w_lo, w_hi;
+  };
+  auto taps = [](int64_t o, int64_t in, float scale) {
+    float c = (static_cast<float>(o) + 0.5f) / scale - 0.5f;
+    c = std::max(c, 0.0f);
+    Taps t;
+    t.lo = std::min(static_cast<int64_t>(c), in - 1);
+    t.hi = std::min(t.lo + 1, in - 1);
+    t.w_hi = c - static_cast<float>(t.lo);
+    t.w_lo = 1.0f - t.w_hi;
+    if (t.lo == t.hi) t.w_lo = t.w_hi = 0.5f;
+    return t;
+  };
+  Tensor y = Tensor::Allocate(DataType::kFloat, {1, 2, out_h, out_w});
+  for (int64_t c = 0; c < 2; ++c)
+    for (int64_t oy = 0; oy < out_h; ++oy)
+      for (int64_t ox = 0; ox < out_w; ++ox) {
+        const Taps r = taps(oy, in_h, scale_h), k = taps(ox, in_w, scale_w);
+        const float* plane = x.Data<float>() + c * in_h * in_w;
+        y.Data<float>()[(c * out_h + oy) * out_w + ox] =
+            k.w_lo * r.w_lo * plane[r.lo * in_w + k.lo] + k.w_hi * r.w_lo * plane[r.lo * in_w + k.hi] +
+            k.w_lo * r.w_hi * plane[r.hi * in_w + k.lo] + k.w_hi * r.w_hi * plane[r.hi * in_w + k.hi];
+      }
+  OpTester t("Resize", 13);
+  t.Attr("mode", std::string("linear"));
+  t.Input("X", x).OmittedInput().Input("scales", Floats({4}, {1, 1, scale_h, scale_w}), true);
+  t.Output("Y", y).Tolerance(0, 0);
+  t.Run({"cpu"});
+}
+
 // Sizes [3, 3] for a 2x4 image keep the aspect ratio: scale min(3/2, 3/4) = 0.75 gives 2x3.
 TEST(ResizeOpTest, AxesWithKeepAspectRatioNotLarger) {
   OpTester t("Resize", 18);
