@@ -389,12 +389,10 @@ void Session::Impl::Initialize() {
 
 namespace {
 
-// Ops whose results depend on how often they ran (random generators keep their state across runs).
+// Whether any node, at any subgraph depth, gives results that depend on more than its inputs.
 bool HasStatefulOps(const Graph& graph) {
-  static const std::set<std::string> kStateful = {"RandomNormal", "RandomUniform", "RandomNormalLike",
-                                                  "RandomUniformLike", "Multinomial", "Bernoulli", "Dropout"};
   for (const auto& node : graph.nodes) {
-    if (kStateful.count(node->op_type)) return true;
+    if (IsNondeterministicOp(*node)) return true;
     for (const auto& [name, attribute] : node->attributes) {
       if (attribute.g && HasStatefulOps(*attribute.g)) return true;
       for (const auto& g : attribute.graphs)

@@ -18,9 +18,7 @@ bool DefinesOwnValue(const Graph& graph, const std::string& value) {
 }
 
 bool IsFoldable(const Node& node, const Graph& graph) {
-  static const std::set<std::string> kNonDeterministic = {
-      "RandomNormal", "RandomUniform", "RandomNormalLike", "RandomUniformLike", "Multinomial", "Bernoulli", "Dropout"};
-  if (node.domain != "" || kNonDeterministic.count(node.op_type)) return false;
+  if (node.domain != "" || IsNondeterministicOp(node)) return false;
   for (const auto& [name, attribute] : node.attributes)
     if (attribute.type == Attribute::Type::kGraph || attribute.type == Attribute::Type::kGraphs) return false;
   for (const std::string& in : node.inputs)
@@ -31,6 +29,12 @@ bool IsFoldable(const Node& node, const Graph& graph) {
 }
 
 }  // namespace
+
+bool IsNondeterministicOp(const Node& node) {
+  static const std::set<std::string> kNonDeterministic = {
+      "RandomNormal", "RandomUniform", "RandomNormalLike", "RandomUniformLike", "Multinomial", "Bernoulli", "Dropout"};
+  return node.domain.empty() && kNonDeterministic.count(node.op_type) != 0;
+}
 
 const Tensor* FindConstant(const Graph& graph, const std::string& value) {
   for (const Graph* g = &graph; g != nullptr; g = g->parent) {

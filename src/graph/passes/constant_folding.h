@@ -19,6 +19,10 @@ struct ConstantEvaluator {
   std::function<std::vector<Value>(const Node&, const Graph& graph)> evaluate;
 };
 
+// Whether the node's results depend on more than its inputs (random generators, whose state advances per run;
+// Dropout in training mode): never folded, and a reason not to run a model ahead of the caller.
+bool IsNondeterministicOp(const Node& node);
+
 // The constant `value` as `graph` sees it: its own initializer, or (in a subgraph) an initializer of an enclosing
 // graph that no graph in between redefines; nullptr when the value is computed or unknown.
 const Tensor* FindConstant(const Graph& graph, const std::string& value);

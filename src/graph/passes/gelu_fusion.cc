@@ -9,19 +9,12 @@ constexpr double kTolerance = 1e-3;
 const double kSqrt2 = std::sqrt(2.0);
 const double kSqrt2OverPi = std::sqrt(2.0 / M_PI);
 
-bool Is(const Node* node, const char* op_type) {
-  return node != nullptr && node->op_type == op_type && node->domain == "" && !node->outputs.empty();
-}
+bool Is(const Node* node, const char* op_type) { return IsStandardOp(node, op_type); }
 
 // The reader of `value` when it is its only reader and of `op_type`.
 Node* SoleReader(const GraphIndex& index, const std::string& value, const char* op_type) {
   Node* reader = index.SoleReader(value);
   return Is(reader, op_type) ? reader : nullptr;
-}
-
-// For a binary node reading `value`: the other operand.
-const std::string& OtherOperand(const Node& node, const std::string& value) {
-  return node.inputs[0] == value ? node.inputs[1] : node.inputs[0];
 }
 
 struct GeluMatch {
@@ -147,23 +140,9 @@ size_t FuseGelu(Graph& graph, const CanFuse& can_fuse) {
   for (const auto& node : graph.nodes) {
     std::optional<GeluMatch> match = Match(graph, index, *node);
     if (!match) continue;
-    bool claimed = false;
-    for (const Node* n : match->nodes) claimed = claimed || doomed.count(n);
-    if (claimed || !can_fuse(*node, graph, "Gelu", "")) continue;
-    // The node writing y reads (transitively) every other node of the match, so it comes last in the order.
-    Node* last = match->nodes.back();
-    const std::string output = last->outputs[0];
-    const std::string name = last->name;
-    const int opset = FusedOpset(*node, 20);
-    for (const Node* n : match->nodes)
-      if (n != last) doomed.insert(n);
-    *last = Node();
-    last->name = name + "_gelu";
-    last->op_type = "Gelu";
-    last->opset = opset;
-    last->inputs = {match->x};
-    last->outputs = {output};
-    if (match->tanh) last->attributes["approximate"] = StringAttribute("approximate", "tanh");
+    if (AnyClaimed(match->nodes, doomed) || !can_fuse(*node, graph, "Gelu", "")) continue;
+    Node& gelu = CollapseMatch(match->nodes, "Gelu", FusedOpset(*node, 20), {match->x}, "_gelu", doomed);
+    if (match->tanh) gelu.attributes["approximate"] = StringAttribute("approximate", "tanh");
     ++fused;
   }
   RemoveNodes(graph, doomed);

@@ -97,6 +97,36 @@ void RenameReads(Graph& graph, const std::string& from, const std::string& to) {
       if (in == from) in = to;
 }
 
+bool IsStandardOp(const Node* node, const char* op_type) {
+  return node != nullptr && node->op_type == op_type && node->domain.empty() && !node->outputs.empty();
+}
+
+const std::string& OtherOperand(const Node& node, const std::string& value) {
+  return node.inputs[0] == value ? node.inputs[1] : node.inputs[0];
+}
+
+bool AnyClaimed(const std::vector<Node*>& nodes, const std::set<const Node*>& doomed) {
+  for (const Node* n : nodes)
+    if (doomed.count(n)) return true;
+  return false;
+}
+
+Node& CollapseMatch(const std::vector<Node*>& nodes, const std::string& op_type, int opset,
+                    std::vector<std::string> inputs, const std::string& suffix, std::set<const Node*>& doomed) {
+  Node* last = nodes.back();
+  const std::string output = last->outputs[0];
+  const std::string name = last->name;
+  for (const Node* n : nodes)
+    if (n != last) doomed.insert(n);
+  *last = Node();
+  last->name = name + suffix;
+  last->op_type = op_type;
+  last->opset = opset;
+  last->inputs = std::move(inputs);
+  last->outputs = {output};
+  return *last;
+}
+
 void RemoveNodes(Graph& graph, const std::set<const Node*>& doomed) {
   if (doomed.empty()) return;
   std::vector<std::unique_ptr<Node>> kept;

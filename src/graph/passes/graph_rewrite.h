@@ -64,6 +64,19 @@ Attribute FloatAttribute(const std::string& name, float value);
 Attribute StringAttribute(const std::string& name, const std::string& value);
 Attribute IntsAttribute(const std::string& name, std::vector<int64_t> values);
 
+// Whether `node` is a default-domain `op_type` node with an output (false for nullptr).
+bool IsStandardOp(const Node* node, const char* op_type);
+// For a binary node reading `value`: the other operand.
+const std::string& OtherOperand(const Node& node, const std::string& value);
+// Whether a node of a match is already in `doomed` (taken by an earlier rewrite of the same pass).
+bool AnyClaimed(const std::vector<Node*>& nodes, const std::set<const Node*>& doomed);
+// Collapses a matched pattern into one default-domain node: `nodes` is the pattern, the last one writing its
+// result (it reads, transitively, all the others, so it comes last in the order). The last becomes `op_type`
+// (`opset`, named after it plus `suffix`) reading `inputs` and writing the same output; the others go into
+// `doomed` for RemoveNodes. Returns the new node, for its attributes.
+Node& CollapseMatch(const std::vector<Node*>& nodes, const std::string& op_type, int opset,
+                    std::vector<std::string> inputs, const std::string& suffix, std::set<const Node*>& doomed);
+
 // The fused node's opset for an op whose semantics are those of `minimum_opset` or later.
 inline int FusedOpset(const Node& anchor, int minimum_opset) { return std::max(anchor.opset, minimum_opset); }
 

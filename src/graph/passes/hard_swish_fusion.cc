@@ -7,13 +7,7 @@ namespace {
 
 constexpr double kTolerance = 1e-3;
 
-bool Is(const Node* node, const char* op_type) {
-  return node != nullptr && node->op_type == op_type && node->domain == "" && !node->outputs.empty();
-}
-
-const std::string& OtherOperand(const Node& node, const std::string& value) {
-  return node.inputs[0] == value ? node.inputs[1] : node.inputs[0];
-}
+bool Is(const Node* node, const char* op_type) { return IsStandardOp(node, op_type); }
 
 bool Near(float value, double expected) { return std::abs(value - expected) <= kTolerance * std::abs(expected); }
 
@@ -84,22 +78,9 @@ size_t FuseHardSwish(Graph& graph, const CanFuse& can_fuse) {
   for (const auto& node : graph.nodes) {
     std::optional<Match> match = MatchAt(graph, index, *node);
     if (!match) continue;
-    bool claimed = false;
-    for (const Node* n : match->nodes) claimed = claimed || doomed.count(n);
     Node* last = match->nodes.back();
-    if (claimed || graph.IsGraphOutput(match->nodes.front()->outputs[0]) || !can_fuse(*last, graph, "HardSwish", ""))
-      continue;
-    const std::string output = last->outputs[0];
-    const std::string name = last->name;
-    const int opset = FusedOpset(*last, 14);
-    for (const Node* n : match->nodes)
-      if (n != last) doomed.insert(n);
-    *last = Node();
-    last->name = name + "_hard_swish";
-    last->op_type = "HardSwish";
-    last->opset = opset;
-    last->inputs = {match->x};
-    last->outputs = {output};
+    if (AnyClaimed(match->nodes, doomed) || !can_fuse(*last, graph, "HardSwish", "")) continue;
+    CollapseMatch(match->nodes, "HardSwish", FusedOpset(*last, 14), {match->x}, "_hard_swish", doomed);
     ++fused;
   }
   RemoveNodes(graph, doomed);
