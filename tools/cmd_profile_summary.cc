@@ -1,6 +1,8 @@
 // `tessera profile-summary FILE.json`: where the time of a profile (run/bench --profile, or
 // SessionOptions::enable_profiling) goes, per op type.
 #include <iostream>
+#include <optional>
+#include <string>
 
 #include "cli_args.h"
 #include "commands.h"
@@ -11,11 +13,12 @@ namespace tessera::cli {
 namespace {
 
 constexpr const char* kProfileSummaryUsage =
-    "usage: tessera profile-summary FILE.json [--top N]\n"
+    "usage: tessera profile-summary FILE.json [--top N] [--run N]\n"
     "Prints the session phases, the runs (mean and median), the median host time of a step per execution\n"
     "provider, then per op type the number of node executions, their total host and device time and their\n"
     "median host time, slowest first (the N slowest op types with --top). Totals include first runs (plan\n"
-    "building, algorithm searches); medians show the steady state.\n";
+    "building, algorithm searches); medians show the steady state. --run N summarizes the N-th run alone (1: the\n"
+    "first run, where plans, searches and lazy loading cost) and how much of it no step accounts for.\n";
 
 void PrintRunsAndPhases(const Profile& profile) {
   int runs = 0;
@@ -41,16 +44,33 @@ void PrintRunsAndPhases(const Profile& profile) {
               << ", median host time " << FormatFixed(p.median_host_us, 1) << " us\n";
 }
 
+// For one run: its duration against the host time of its steps on the run's own thread (what the executor,
+// allocations and synchronization cost around them).
+void PrintTimeOutsideSteps(const Profile& profile) {
+  for (const ProfileEvent& r : profile.events) {
+    if (r.phase != "X" || r.category != "Session" || r.name != "model_run") continue;
+    double steps_us = 0;
+    for (const ProfileEvent& e : profile.events)
+      if (e.phase == "X" && e.category == "Node" && e.tid == r.tid && e.ts_us >= r.ts_us &&
+          e.ts_us + e.dur_us <= r.ts_us + r.dur_us)
+        steps_us += e.dur_us;
+    std::cout << "run: " << FormatFixed(r.dur_us / 1000, 3) << " ms, of which steps " << FormatFixed(steps_us / 1000, 3)
+              << " ms, outside steps " << FormatFixed((r.dur_us - steps_us) / 1000, 3) << " ms\n";
+  }
+}
+
 }  // namespace
 
 int ProfileSummaryCommand(std::span<const std::string> args) {
-  const ParsedArgs parsed = ParseArgs(args, {"--top"}, {});
+  const ParsedArgs parsed = ParseArgs(args, {"--top", "--run"}, {});
   if (parsed.Has("--help")) {
     std::cout << kProfileSummaryUsage;
     return 0;
   }
   if (parsed.positional.size() != 1) throw UsageError("profile-summary takes exactly one FILE.json");
-  const Profile profile = ReadProfile(parsed.positional[0]);
+  const std::optional<std::string> run = parsed.Last("--run");
+  const Profile profile =
+      run ? SelectRun(ReadProfile(parsed.positional[0]), parsed.IntOr("--run", 1, 1)) : ReadProfile(parsed.positional[0]);
   const std::vector<OpTypeTotals> totals = SummarizeByOpType(profile);
   const size_t top = static_cast<size_t>(parsed.IntOr("--top", static_cast<int>(totals.size()), 1));
 
@@ -69,8 +89,9 @@ int ProfileSummaryCommand(std::span<const std::string> args) {
                   FormatFixed(t.median_host_us, 1)});
   }
   table.AddRow({"total", "", FormatFixed(host_ms, 3), "", device_ms > 0 ? FormatFixed(device_ms, 3) : "-", "", ""});
-  std::cout << "Profile: " << parsed.positional[0] << "\n";
+  std::cout << "Profile: " << parsed.positional[0] << (run ? " (run " + *run + " only)" : "") << "\n";
   PrintRunsAndPhases(profile);
+  if (run) PrintTimeOutsideSteps(profile);
   std::cout << "\n";
   table.Print(std::cout);
   return 0;

@@ -66,7 +66,7 @@ int RunCommand(std::span<const std::string> args) {
 
   std::cout << "Providers:";
   for (const std::string& ep : session.providers()) std::cout << " " << ep;
-  std::cout << "\nRun: " << FormatFixed(elapsed.count(), 3) << " ms (first run, includes warm-up)\n\n";
+  std::cout << "\nRun: " << FormatFixed(elapsed.count(), 3) << " ms (the session's first run; see `tessera bench` for steady-state times)\n\n";
   PrintOutputs(session, outputs);
 
   if (auto dir = parsed.Last("--output-dir")) {

@@ -23,10 +23,12 @@ commands:
 session options (partition, run, bench):
   --ep NAME                    EP in priority order (repeatable): cpu, testing, cuda, or a full EP type
   --ep-option KEY=VALUE        provider option for the first --ep (repeatable), e.g. use_tf32=0
+  --config KEY=VALUE           session config entry (repeatable), e.g. session.prepare_static_shapes=1
   --policy NAME                EP selection policy when no --ep: default, prefer_cpu, prefer_gpu,
                                prefer_npu, max_performance, max_efficiency
   --plugin NAME=PATH           register an EP plugin library (repeatable); libtessera_*.so files
-                               beside this executable are registered automatically
+                               beside this executable (or in the installed
+                               plugin folder, PREFIX/lib/tessera) are registered automatically
   --threads N                  intra-op threads (0 = one per core)
   --opt-level LEVEL            none | basic | extended | all
   --verbose                    verbose logging

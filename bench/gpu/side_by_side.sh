@@ -14,6 +14,7 @@ cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 LOG_DIR=${OUT:-$PWD/out/gpu}
 BENCH_DIR=/tmp/tessera-bench
 RUNS=${RUNS:-300}
+TIME_BUDGET=${TIME_BUDGET:-45}  # seconds of timed Tessera runs per model and round, shared by its modes
 CUDNN_ROOT=${CUDNN_ROOT:-/opt/torch/.venv/lib/python3.12/site-packages/nvidia/cudnn}
 MODELS=("$@")
 ((${#MODELS[@]})) || MODELS=(resnet50 resnet50_fp16 mobilenet_v2 mobilenet_v2_fp16 bert_base_s128 gpt2_past16)
@@ -35,7 +36,7 @@ for m in "${MODELS[@]}"; do
     ORT_CUDA_EP_LIB=/tmp/ort/libonnxruntime_providers_cuda.so timeout 300 /tmp/ort/ort_cuda_bench \
       "$BENCH_DIR/$m.onnx" "$RUNS" >"$LOG_DIR/side_by_side/${m}_ort_$round.txt" 2>&1
     timeout 300 build-gpu/tessera bench "$BENCH_DIR/$m.onnx" --ep cuda --runs "$RUNS" --warmup 20 \
-      --time-budget 45 --concurrency 4 >"$LOG_DIR/side_by_side/${m}_tessera_$round.txt" 2>&1
+      --time-budget "$TIME_BUDGET" --concurrency 4 >"$LOG_DIR/side_by_side/${m}_tessera_$round.txt" 2>&1
   done
 done
 python3 bench/gpu/side_by_side_table.py "$LOG_DIR/side_by_side" "${MODELS[@]}" | tee "$LOG_DIR/side_by_side.md"

@@ -51,8 +51,8 @@ struct SessionOptions {
   // Free-form settings. Known keys:
   //   "session.use_env_allocators" = "1": allocate from the Environment's shared allocators where one
   //   exists for an EP's memory (instead of the EP's own allocator, which honours its provider options).
-  //   "session.prepare_static_shapes" = "1" / "0": run the model once on zeros at creation when every input
-  //   shape is static (default: only sessions entirely on the CPU EP); see docs/ARCHITECTURE.md.
+  //   "session.prepare_static_shapes" = "1" / "0": run the model on zeros at creation when every input shape
+  //   is static, so that the first Run costs about a steady one (default "1"); see docs/ARCHITECTURE.md.
   // Unknown keys are kept and ignored.
   std::map<std::string, std::string> config;
   // Profiling (docs/PROFILING.md): a Chrome-trace JSON file "<profile_file_prefix>_<date-time>.json" with

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <fstream>
+#include <limits>
 #include <sstream>
 
 #include "tessera/status.h"
@@ -59,6 +60,25 @@ double Median(std::vector<double>& values) {
   if (values.size() % 2 == 1) return values[mid];
   const double upper = values[mid];
   return (*std::max_element(values.begin(), values.begin() + mid) + upper) / 2;
+}
+
+Profile SelectRun(const Profile& profile, int run) {
+  std::vector<const ProfileEvent*> runs;
+  for (const ProfileEvent& e : profile.events)
+    if (e.phase == "X" && e.category == "Session" && e.name == "model_run") runs.push_back(&e);
+  std::sort(runs.begin(), runs.end(), [](const ProfileEvent* a, const ProfileEvent* b) { return a->ts_us < b->ts_us; });
+  if (run < 1 || static_cast<size_t>(run) > runs.size())
+    Fail(ErrorCode::kInvalidArgument, "the profile holds ", runs.size(), " runs; run ", run, " was asked for");
+  const double begin = runs[run - 1]->ts_us;
+  const double end = static_cast<size_t>(run) < runs.size() ? runs[run]->ts_us
+                                                             : std::numeric_limits<double>::infinity();
+  Profile selected;
+  selected.thread_names = profile.thread_names;
+  for (const ProfileEvent& e : profile.events) {
+    const bool phase = e.category == "Session" && e.name != "model_run";
+    if (e.phase != "X" || phase || (e.ts_us >= begin && e.ts_us < end)) selected.events.push_back(e);
+  }
+  return selected;
 }
 
 std::vector<OpTypeTotals> SummarizeByOpType(const Profile& profile) {

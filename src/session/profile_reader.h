@@ -40,6 +40,12 @@ struct OpTypeTotals {
   double median_host_us = 0;  // median duration of its host events: the steady state, unlike a first run's search
 };
 
+// The events of the `run`-th model run (1-based, in time order): that run's "model_run" event, the events that
+// started on the host between its start and the start of the next run (its steps, and the device kernels
+// queued in between), and the session phases (load, optimize, ...). Throws kInvalidArgument when the profile
+// holds fewer runs.
+Profile SelectRun(const Profile& profile, int run);
+
 // Totals per op type, slowest first (by the larger of host and device time).
 std::vector<OpTypeTotals> SummarizeByOpType(const Profile& profile);
 

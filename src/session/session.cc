@@ -405,18 +405,20 @@ bool HasStatefulOps(const Graph& graph) {
 }  // namespace
 
 // Session config "session.prepare_static_shapes": when every graph input has a declared static shape, the
-// session runs the model once on zeros before it is returned, so that what kernels prepare on their first call
-// (oneDNN primitives and their JIT code, pre-packed weights, the arena's memory and its first-touch page faults)
-// happens at creation rather than in the caller's first Run. "1" always (when the shapes allow), "0" never;
-// by default only sessions that run entirely on the CPU EP do it (a GPU EP's first run includes searches that
-// its own options govern). Skipped for models with random ops (the run would advance their generators) and
-// for graph capture; a failure (zeros can be invalid data, e.g. a Range with delta 0) is logged and ignored.
+// session runs the model on zeros before it is returned, so that what kernels prepare on their first calls
+// (oneDNN primitives and their JIT code, pre-packed weights, cuDNN plans and algorithm searches, library handles
+// and the kernels they load, the arena's memory and its first-touch page faults) happens at creation rather than
+// in the caller's first Run. Sessions with an EP other than the CPU run it twice: an EP that records a step's
+// launches on the second call with the same buffers (the CUDA EP's step graphs) has them recorded too, for the
+// buffers a host-tensor Run gets from the arena. "1" / unset: when the shapes allow; "0": never. Skipped for
+// models with random ops (the run would advance their generators) and for graph capture (the capture is the
+// preparation); a failure (zeros can be invalid data, e.g. a Range with delta 0) is logged and ignored.
 void Session::Impl::PrepareStaticShapes() {
   auto setting = options.config.find("session.prepare_static_shapes");
   const std::string value = setting == options.config.end() ? "" : setting->second;
   if (value == "0" || capture_ep != nullptr) return;
-  const bool cpu_only = std::all_of(eps.begin(), eps.end(), [](const auto& ep) { return ep->type() == "CPUExecutionProvider"; });
-  if (value != "1" && !cpu_only) return;
+  const bool cpu_only =
+      std::all_of(eps.begin(), eps.end(), [](const auto& ep) { return ep->type() == "CPUExecutionProvider"; });
   const Graph& graph = *model->graph;
   if (HasStatefulOps(graph)) return;
   NamedValues feeds;
@@ -440,8 +442,10 @@ void Session::Impl::PrepareStaticShapes() {
     request.inputs = CollectInputs(feeds);
     RunOptions run_options;
     run_options.tag = "prepare";
-    Execute(request, run_options);
-    lease.set().Synchronize();
+    for (int run = 0; run < (cpu_only ? 1 : 2); ++run) {
+      Execute(request, run_options);
+      lease.set().Synchronize();
+    }
   } catch (const std::exception& e) {
     Log(LogLevel::kInfo, "session.prepare_static_shapes: the preparation run failed (", e.what(),
         "); kernels prepare on the first run instead");

@@ -18,14 +18,18 @@ struct PreparedSession {
   size_t allocations_at_creation = 0;
 };
 
-PreparedSession Create(const std::string& model, SessionOptions options) {
+// `ep_name`'s shared arena counts the allocations (the simulated device's plugin is registered for
+// "TestingExecutionProvider", which the options must then name).
+PreparedSession Create(const std::string& model, SessionOptions options,
+                       const std::string& ep_name = "CPUExecutionProvider") {
   PreparedSession p;
-  const EpDevice* cpu = nullptr;
+  if (ep_name == kTestingEpName) p.env->RegisterEpLibrary("testing", TESSERA_TESTING_EP_PATH);
+  const EpDevice* device = nullptr;
   for (const EpDevice* d : p.env->GetEpDevices())
-    if (d->ep_name == "CPUExecutionProvider") cpu = d;
-  EXPECT_NE(cpu, nullptr);
+    if (d->ep_name == ep_name) device = d;
+  EXPECT_NE(device, nullptr);
   ArenaOptions arena;
-  p.arena = p.env->CreateSharedAllocator(*cpu, MemoryType::kDefault, &arena);
+  p.arena = p.env->CreateSharedAllocator(*device, MemoryType::kDefault, &arena);
   options.config["session.use_env_allocators"] = "1";
   p.session = std::make_unique<Session>(*p.env, model.data(), model.size(), options);
   p.allocations_at_creation = p.arena->Stats().num_allocs;
@@ -47,6 +51,23 @@ TEST(PrepareStaticShapesTest, StaticInputsArePreparedAtCreationUnlessTurnedOff) 
   SessionOptions off;
   off.config["session.prepare_static_shapes"] = "0";
   EXPECT_EQ(Create(ReluNeg({2, 3}), off).allocations_at_creation, 0u);
+}
+
+// Sessions on a device are prepared too (twice, so that EPs which record a step on its second call with the
+// same buffers have done so); the device's arena shows the preparation's allocations.
+TEST(PrepareStaticShapesTest, SessionsOnADeviceArePreparedByDefault) {
+  const std::string model =
+      GraphBuilder().Input("x", {2, 3}).Node("Relu", {"x"}, {"r"}).Node("Add", {"r", "r"}, {"y"}).Output("y").Serialize();
+  SessionOptions options;
+  options.AddProvider(kTestingEpName);
+  PreparedSession prepared = Create(model, options, kTestingEpName);
+  EXPECT_GT(prepared.allocations_at_creation, 0u) << "the preparation runs allocate on the device";
+  EXPECT_EQ(prepared.session->providers().front(), kTestingEpName);
+  std::vector<Value> out = prepared.session->Run({{"x", Tensor::FromVector<float>({2, 3}, {-1, 2, -3, 4, -5, 6})}});
+  EXPECT_EQ(out[0].tensor().ToVector<float>(), (std::vector<float>{0, 4, 0, 8, 0, 12}));
+
+  options.config["session.prepare_static_shapes"] = "0";
+  EXPECT_EQ(Create(model, options, kTestingEpName).allocations_at_creation, 0u);
 }
 
 TEST(PrepareStaticShapesTest, SymbolicInputsNeedFreeDimensionOverrides) {

@@ -423,5 +423,30 @@ TEST(ProfileReaderTest, SummarizesPerOpTypeSlowestFirst) {
   EXPECT_THROW(ParseProfile("{\"events\":[]}"), Error);
 }
 
+TEST(ProfileReaderTest, SelectsOneRunWithItsStepsAndTheSessionPhases) {
+  const Profile profile = ParseProfile(R"({"traceEvents":[
+    {"ph":"X","cat":"Session","name":"load","pid":1,"tid":2,"ts":0,"dur":5,"args":{}},
+    {"ph":"X","cat":"Session","name":"model_run","pid":1,"tid":2,"ts":100,"dur":50,"args":{}},
+    {"ph":"X","cat":"Node","name":"a","pid":1,"tid":2,"ts":101,"dur":40,"args":{"op_type":"Conv","provider":"gpu"}},
+    {"ph":"X","cat":"Kernel","name":"a","pid":1,"tid":9,"ts":160,"dur":9,"args":{"op_type":"Conv","provider":"gpu"}},
+    {"ph":"X","cat":"Session","name":"model_run","pid":1,"tid":2,"ts":200,"dur":10,"args":{}},
+    {"ph":"X","cat":"Node","name":"a","pid":1,"tid":2,"ts":201,"dur":2,"args":{"op_type":"Conv","provider":"gpu"}}
+  ]})");
+  const Profile first = SelectRun(profile, 1);
+  ASSERT_EQ(first.events.size(), 4u);  // load, the run, its step, and the kernel queued before the next run
+  EXPECT_EQ(first.events[0].name, "load");
+  std::vector<OpTypeTotals> totals = SummarizeByOpType(first);
+  ASSERT_EQ(totals.size(), 1u);
+  EXPECT_DOUBLE_EQ(totals[0].host_ms, 0.04);
+  EXPECT_DOUBLE_EQ(totals[0].device_ms, 0.009);
+  const Profile second = SelectRun(profile, 2);
+  ASSERT_EQ(second.events.size(), 3u);
+  totals = SummarizeByOpType(second);
+  ASSERT_EQ(totals.size(), 1u);
+  EXPECT_DOUBLE_EQ(totals[0].host_ms, 0.002);
+  EXPECT_THROW(SelectRun(profile, 3), Error);
+  EXPECT_THROW(SelectRun(profile, 0), Error);
+}
+
 }  // namespace
 }  // namespace tessera::test
