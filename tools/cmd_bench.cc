@@ -27,7 +27,7 @@ constexpr const char* kBenchUsage =
     "usage: tessera bench [MODEL] [--runs N] [--warmup N] [--time-budget SECONDS] [--threads N]\n"
     "                     [--input NAME=FILE.npy]... [--dim SYMBOL=VALUE]... [--shape NAME=D1xD2...]...\n"
     "                     [--ep NAME]... [--plugin NAME=PATH]... [--profile PREFIX] [--concurrency N]\n"
-    "                     [--modes host,concurrent,io,graph,concurrent-graph]\n"
+    "                     [--modes host,concurrent,io,graph,concurrent-graph,data-parallel]\n"
     "Measures Run(feeds) with host tensors and Run(IoBinding) with inputs bound once and outputs bound to the\n"
     "EP's memory; on the CUDA EP also Run(IoBinding) replaying a CUDA graph. --concurrency N adds Run(feeds)\n"
     "from N threads at once on the same session (latency of each call, and calls per second over all threads).\n"
@@ -35,7 +35,9 @@ constexpr const char* kBenchUsage =
     "--profile writes a Chrome-trace profile of every run to PREFIX_<date-time>.json (one file per session).\n"
     "--modes measures only the modes named (default: all that apply but concurrent-graph); `concurrent` needs\n"
     "--concurrency N > 1. concurrent-graph (CUDA EP, --concurrency N): N sessions replaying their CUDA graphs from N\n"
-    "threads at once, each on its own stream: the throughput the device allows when runs overlap, with no host cost.\n";
+    "threads at once, each on its own stream: the throughput the device allows when runs overlap, with no host cost.\n"
+    "data-parallel: DataParallelRunner (one session per EP device of the first EP, a shared request queue) on one\n"
+    "device, then on all of them; --concurrency N (default 2) requests in flight per device.\n";
 constexpr const char* kDefaultModel = ".models/default.onnx";
 // The default model's image input is [N,3,H,W] with every dimension symbolic; see docs/MODELS.md.
 const ShapeChoices kDefaultModelShapes = {{}, {{"x", Shape{1, 3, 640, 640}}}};
@@ -51,7 +53,7 @@ struct BenchSettings {
   std::set<std::string> modes = {"host", "concurrent", "io", "graph"};
 };
 
-const std::set<std::string> kModes = {"host", "concurrent", "io", "graph", "concurrent-graph"};
+const std::set<std::string> kModes = {"host", "concurrent", "io", "graph", "concurrent-graph", "data-parallel"};
 
 struct Latency {
   std::string mode;
@@ -188,7 +190,8 @@ BenchSettings ParseSettings(const ParsedArgs& args) {
     std::stringstream list(*modes);
     for (std::string mode; std::getline(list, mode, ',');) {
       if (!kModes.contains(mode))
-        throw UsageError("--modes: unknown mode '" + mode + "' (known: host, concurrent, io, graph, concurrent-graph)");
+        throw UsageError("--modes: unknown mode '" + mode +
+                         "' (known: host, concurrent, io, graph, concurrent-graph, data-parallel)");
       settings.modes.insert(mode);
     }
     if (settings.modes.empty()) throw UsageError("--modes names no mode");
@@ -257,6 +260,34 @@ void MeasureConcurrentCudaGraphs(Environment& env, const std::filesystem::path& 
   }
 }
 
+// DataParallelRunner over the first device of `ep_name`, then over all of its devices: requests per second with
+// `per_device` requests in flight per device (threads submitting and waiting), the feeds in host memory.
+void MeasureDataParallel(Environment& env, const std::filesystem::path& model, const ParsedArgs& args,
+                         const Session::NamedValues& feeds, const BenchSettings& settings, const std::string& ep_name,
+                         std::vector<Latency>& results) {
+  std::vector<const EpDevice*> devices;
+  for (const EpDevice* d : env.GetEpDevices())
+    if (d->ep_name == ep_name) devices.push_back(d);
+  const int per_device = args.IntOr("--concurrency", 2, 1);
+  DataParallelOptions options;
+  options.session = MakeSessionOptions(env, args);
+  options.runs_per_device = per_device;
+  std::vector<size_t> counts = {1};
+  if (devices.size() > 1) counts.push_back(devices.size());
+  for (const size_t count : counts) {
+    const std::string mode = "data parallel, " + std::to_string(count) + " x " + ep_name;
+    try {
+      DataParallelRunner runner(env, model, std::vector<const EpDevice*>(devices.begin(), devices.begin() + count),
+                                options);
+      results.push_back(MeasureConcurrent(mode, settings, static_cast<int>(count) * per_device,
+                                          [&](int) { runner.Submit(feeds).get(); }));
+    } catch (const Error& e) {
+      std::cout << mode << ": not measured: " << e.what() << "\n";
+    }
+  }
+  if (devices.size() < 2) std::cout << "data parallel: " << ep_name << " has one device here\n";
+}
+
 }  // namespace
 
 int BenchCommand(std::span<const std::string> args) {
@@ -306,6 +337,8 @@ int BenchCommand(std::span<const std::string> args) {
     MeasureCudaGraph(*env, model, parsed, feeds, settings, results);
   if (measured("concurrent-graph"))
     MeasureConcurrentCudaGraphs(*env, model, parsed, feeds, settings, parsed.IntOr("--concurrency", 1, 1), results);
+  if (measured("data-parallel") && !session.providers().empty())
+    MeasureDataParallel(*env, model, parsed, feeds, settings, session.providers().front(), results);
   PrintLatencies(results);
   if (session.StreamSets() > 1) std::cout << "stream sets used by concurrent runs: " << session.StreamSets() << "\n";
   if (parsed.Last("--profile")) std::cout << "\nProfile: " << session.EndProfiling() << "\n";

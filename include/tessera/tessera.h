@@ -3,6 +3,7 @@
 
 #include "tessera/allocator.h"
 #include "tessera/arena.h"
+#include "tessera/data_parallel.h"
 #include "tessera/data_type.h"
 #include "tessera/device.h"
 #include "tessera/environment.h"

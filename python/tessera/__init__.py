@@ -41,6 +41,7 @@ from .providers import (  # noqa: F401
     register_execution_provider_library,
     unregister_execution_provider_library,
 )
+from .parallel import DataParallelSession  # noqa: F401
 from .session import InferenceSession, IOBinding, ModelMetadata, NodeArg  # noqa: F401
 from . import providers as _providers
 

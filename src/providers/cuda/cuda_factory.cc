@@ -33,7 +33,19 @@ uint32_t PciProductId(const std::string& bus_id) {
   }
 }
 
-HardwareDevice DescribeGpu(int ordinal) {
+// "1,3": the other GPUs this one can read directly (cudaDeviceCanAccessPeer); "" when none.
+std::string PeersOf(int ordinal, int count) {
+  std::string peers;
+  for (int other = 0; other < count; ++other) {
+    int can = 0;
+    if (other == ordinal || cudaDeviceCanAccessPeer(&can, ordinal, other) != cudaSuccess || !can) continue;
+    if (!peers.empty()) peers += ',';
+    peers += std::to_string(other);
+  }
+  return peers;
+}
+
+HardwareDevice DescribeGpu(int ordinal, int count) {
   cudaDeviceProp props{};
   CheckCuda(cudaGetDeviceProperties(&props, ordinal), "cudaGetDeviceProperties(", ordinal, ")");
   char bus_id[64] = {};
@@ -50,6 +62,7 @@ HardwareDevice DescribeGpu(int ordinal) {
       {"compute_capability", std::to_string(props.major) + "." + std::to_string(props.minor)},
       {"pci_bus_id", bus_id},
       {"multiprocessors", std::to_string(props.multiProcessorCount)},
+      {"peer_access", PeersOf(ordinal, count)},
   };
   return device;
 }
@@ -67,7 +80,7 @@ class CudaEpFactory : public EpFactory {
       return {};
     }
     std::vector<HardwareDevice> devices;
-    for (int ordinal = 0; ordinal < count; ++ordinal) devices.push_back(DescribeGpu(ordinal));
+    for (int ordinal = 0; ordinal < count; ++ordinal) devices.push_back(DescribeGpu(ordinal, count));
     return devices;
   }
 

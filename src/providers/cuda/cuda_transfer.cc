@@ -1,5 +1,9 @@
 #include "providers/cuda/cuda_transfer.h"
 
+#include <algorithm>
+#include <mutex>
+#include <set>
+#include <utility>
 #include <vector>
 
 #include "providers/cuda/cuda_common.h"
@@ -26,6 +30,24 @@ bool IsPeerCopy(const MemoryInfo& src, const MemoryInfo& dst) {
   return IsCudaDeviceMemory(src) && IsCudaDeviceMemory(dst) && src.device_id != dst.device_id;
 }
 
+// Lets each of the two GPUs read the other's memory directly (NVLink or PCIe peer-to-peer) the first time they
+// copy between each other, where the topology allows it; elsewhere cudaMemcpyPeer stages through host memory
+// itself. Thread-safe; a pair is tried once.
+void EnablePeerAccess(int a, int b) {
+  static std::mutex mutex;
+  static std::set<std::pair<int, int>> tried;
+  std::lock_guard<std::mutex> lock(mutex);
+  if (!tried.insert({std::min(a, b), std::max(a, b)}).second) return;
+  for (const auto& [from, to] : {std::pair{a, b}, std::pair{b, a}}) {
+    int can = 0;
+    if (cudaDeviceCanAccessPeer(&can, from, to) != cudaSuccess || !can) continue;
+    DeviceGuard guard(from);
+    const cudaError_t status = cudaDeviceEnablePeerAccess(to, 0);
+    if (status == cudaErrorPeerAccessAlreadyEnabled) cudaGetLastError();  // enabled elsewhere: fine
+    else CheckCuda(status, "cudaDeviceEnablePeerAccess(", to, ") on GPU ", from);
+  }
+}
+
 void CopyOne(const Tensor& src, Tensor& dst, cudaStream_t stream, bool async) {
   const size_t bytes = src.SizeInBytes();
   if (bytes == 0) return;
@@ -33,6 +55,7 @@ void CopyOne(const Tensor& src, Tensor& dst, cudaStream_t stream, bool async) {
   const MemoryInfo& to = dst.memory_info();
   if (IsPeerCopy(from, to)) {
     const int src_device = OrdinalOf(from), dst_device = OrdinalOf(to);
+    EnablePeerAccess(src_device, dst_device);
     const cudaError_t status =
         async ? cudaMemcpyPeerAsync(dst.raw_data(), dst_device, src.raw_data(), src_device, bytes, stream)
               : cudaMemcpyPeer(dst.raw_data(), dst_device, src.raw_data(), src_device, bytes);

@@ -1,7 +1,13 @@
 // The simulated second device ("testing" EP plugin): a device with its own memory space, an
 // asynchronous stream, copies and a few float kernels, so that CI can exercise partitioning, copy
 // insertion, IO binding and CopyTensors across devices without a GPU.
+//
+// TESSERA_TESTING_DEVICE_COUNT (1 to kMaxDevices, default 1), read when the plugin's hardware is discovered
+// (Environment::RegisterEpLibrary), sets how many instances exist: like the GPUs of one host, each has its own
+// ordinal, memory, arena and streams, and copies between two of them stand for peer copies.
 #include <charconv>
+#include <cstdlib>
+#include <cstring>
 #include <functional>
 #include <map>
 #include <mutex>
@@ -64,36 +70,39 @@ EpConfig ParseOptions(const ProviderOptions& options) {
   return config;
 }
 
-AllocatorPtr CreateDeviceArena(const EpConfig& config) {
+AllocatorPtr CreateDeviceArena(uint32_t ordinal, const EpConfig& config) {
   ArenaOptions arena_options;
   arena_options.max_bytes = config.memory_limit_bytes;
   arena_options.stream_fences = config.copy_streams || config.run_streams;  // several streams use its memory
-  AllocatorPtr arena = std::make_shared<Arena>(std::make_shared<DeviceAllocator>(), arena_options);
+  AllocatorPtr arena = std::make_shared<Arena>(std::make_shared<DeviceAllocator>(ordinal), arena_options);
   if (!config.fail_allocations_after) return arena;
   return std::make_shared<FailingAllocator>(std::move(arena), *config.fail_allocations_after);
 }
 
 class TestingExecutionProvider : public ExecutionProvider {
  public:
-  explicit TestingExecutionProvider(const EpConfig& config)
-      : graph_capture_(config.enable_graph_capture),
+  TestingExecutionProvider(uint32_t ordinal, const EpConfig& config)
+      : ordinal_(ordinal),
+        graph_capture_(config.enable_graph_capture),
         copy_streams_(config.copy_streams),
         run_streams_(config.run_streams),
-        device_allocator_(CreateDeviceArena(config)),
-        host_accessible_allocator_(std::make_shared<HostAccessibleAllocator>()) {
+        device_allocator_(CreateDeviceArena(ordinal, config)),
+        host_accessible_allocator_(std::make_shared<HostAccessibleAllocator>(ordinal)) {
     RegisterTestingKernels(kernels_);
   }
 
   const std::string& type() const override { return type_; }
   const KernelRegistry& kernels() const override { return kernels_; }
-  const MemoryInfo& memory_info() const override { return DeviceMemoryInfo(); }
+  const MemoryInfo& memory_info() const override { return DeviceMemoryInfo(ordinal_); }
   AllocatorPtr allocator(MemoryType type) override {
     return type == MemoryType::kDefault ? device_allocator_ : host_accessible_allocator_;
   }
   DataTransfer* data_transfer() override { return &transfer_; }
-  std::unique_ptr<Stream> CreateStream() override { return std::make_unique<TestingStream>(DeviceMemoryInfo()); }
+  std::unique_ptr<Stream> CreateStream() override {
+    return std::make_unique<TestingStream>(DeviceMemoryInfo(ordinal_));
+  }
   std::unique_ptr<Stream> CreateCopyStream() override {
-    return copy_streams_ ? std::make_unique<TestingStream>(DeviceMemoryInfo()) : nullptr;
+    return copy_streams_ ? std::make_unique<TestingStream>(DeviceMemoryInfo(ordinal_)) : nullptr;
   }
 
   // Graph capture records the closures a run queues and replays them: the same buffers, the same work,
@@ -122,6 +131,7 @@ class TestingExecutionProvider : public ExecutionProvider {
 
  private:
   const std::string type_ = kEpName;
+  const uint32_t ordinal_;
   const bool graph_capture_;
   const bool copy_streams_;
   const bool run_streams_;
@@ -134,7 +144,19 @@ class TestingExecutionProvider : public ExecutionProvider {
 };
 
 bool IsSimulatedDevice(const HardwareDevice& device) {
-  return device.type == DeviceType::kNpu && device.vendor_id == kVendorId && device.device_id == kDeviceId;
+  return device.type == DeviceType::kNpu && device.vendor_id == kVendorId && device.device_id == kDeviceId &&
+         device.ordinal < kMaxDevices;
+}
+
+// TESSERA_TESTING_DEVICE_COUNT, 1 when unset; a value out of range is reported and clamped.
+uint32_t DeviceCount() {
+  const char* text = std::getenv("TESSERA_TESTING_DEVICE_COUNT");
+  if (text == nullptr || *text == '\0') return 1;
+  int64_t count = 0;
+  const auto [end, error] = std::from_chars(text, text + std::strlen(text), count);
+  if (error != std::errc() || *end != '\0' || count < 1 || count > kMaxDevices)
+    Fail(ErrorCode::kInvalidArgument, "TESSERA_TESTING_DEVICE_COUNT must be 1 to ", kMaxDevices, ", got '", text, "'");
+  return static_cast<uint32_t>(count);
 }
 
 class TestingEpFactory : public EpFactory {
@@ -144,13 +166,18 @@ class TestingEpFactory : public EpFactory {
   std::string version() const override { return "0.1.0"; }
 
   std::vector<HardwareDevice> DiscoverHardware() override {
-    HardwareDevice device;
-    device.type = DeviceType::kNpu;
-    device.vendor_id = kVendorId;
-    device.device_id = kDeviceId;
-    device.vendor = "Tessera Simulated";
-    device.metadata = {{"name", "Tessera simulated device"}, {"memory_bytes", std::to_string(kDeviceMemoryBytes)}};
-    return {device};
+    std::vector<HardwareDevice> devices;
+    for (uint32_t ordinal = 0; ordinal < DeviceCount(); ++ordinal) {
+      HardwareDevice device;
+      device.type = DeviceType::kNpu;
+      device.vendor_id = kVendorId;
+      device.device_id = kDeviceId;
+      device.ordinal = ordinal;
+      device.vendor = "Tessera Simulated";
+      device.metadata = {{"name", "Tessera simulated device"}, {"memory_bytes", std::to_string(kDeviceMemoryBytes)}};
+      devices.push_back(std::move(device));
+    }
+    return devices;
   }
 
   std::vector<EpDevice> GetEpDevices(std::span<const HardwareDevice* const> devices) override {
@@ -161,21 +188,21 @@ class TestingEpFactory : public EpFactory {
       ep.ep_name = kEpName;
       ep.ep_vendor = "Tessera";
       ep.device = device;
-      ep.device_memory = DeviceMemoryInfo();
-      ep.host_accessible_memory = HostAccessibleMemoryInfo();
+      ep.device_memory = DeviceMemoryInfo(device->ordinal);
+      ep.host_accessible_memory = HostAccessibleMemoryInfo(device->ordinal);
       ep.factory = this;
       out.push_back(std::move(ep));
     }
     return out;
   }
 
-  std::unique_ptr<ExecutionProvider> CreateEp(const EpDevice& /*device*/, const ProviderOptions& options) override {
-    return std::make_unique<TestingExecutionProvider>(ParseOptions(options));
+  std::unique_ptr<ExecutionProvider> CreateEp(const EpDevice& device, const ProviderOptions& options) override {
+    return std::make_unique<TestingExecutionProvider>(device.device->ordinal, ParseOptions(options));
   }
 
   AllocatorPtr CreateAllocator(const MemoryInfo& info) override {
-    if (info == DeviceMemoryInfo()) return std::make_shared<DeviceAllocator>();
-    if (info == HostAccessibleMemoryInfo()) return std::make_shared<HostAccessibleAllocator>();
+    if (IsDeviceMemory(info)) return std::make_shared<DeviceAllocator>(info.device_id);
+    if (IsOwnMemory(info)) return std::make_shared<HostAccessibleAllocator>(info.device_id);
     return nullptr;
   }
 
@@ -183,7 +210,7 @@ class TestingEpFactory : public EpFactory {
 
   std::unique_ptr<Stream> CreateStream(const MemoryInfo& info) override {
     if (!IsOwnMemory(info)) return nullptr;
-    return std::make_unique<TestingStream>(DeviceMemoryInfo());
+    return std::make_unique<TestingStream>(DeviceMemoryInfo(info.device_id));
   }
 };
 

@@ -1,5 +1,9 @@
 // Memory of the simulated device.
 //
+// Several instances of the device can exist (TESSERA_TESTING_DEVICE_COUNT, see testing_ep.cc): instance k is
+// ordinal k, its memory infos carry device_id k, and its memory limit is its own. Copies between two instances
+// stand for peer copies between GPUs.
+//
 // Device memory lives in its own address space as far as host code is concerned: every device
 // allocation is a memfd mapped twice, once PROT_NONE (the pointer handed out, which tensors carry)
 // and once read-write (the view only the device's own code uses). A host kernel that reads a device
@@ -20,16 +24,20 @@ namespace tessera::testing_ep {
 
 inline constexpr uint32_t kVendorId = 0xFFFE;  // made up: no PCI vendor uses it
 inline constexpr uint32_t kDeviceId = 0x0001;
-// Total device memory; allocations past it fail with kOutOfMemory.
+// Device memory of each instance; allocations past it fail with kOutOfMemory.
 inline constexpr size_t kDeviceMemoryBytes = size_t{8} << 30;
+// Instances at most.
+inline constexpr uint32_t kMaxDevices = 8;
 
-// MemoryInfo{"Testing", npu, 0xFFFE, 0, default, 64, arena}: where the EP's kernels keep tensors.
-const MemoryInfo& DeviceMemoryInfo();
-// MemoryInfo{"TestingHostAccessible", npu, 0xFFFE, 0, host-accessible, 64}: host memory the device
+// MemoryInfo{"Testing", npu, 0xFFFE, ordinal, default, 64, arena}: where instance `ordinal`'s kernels keep
+// tensors. Throws kInvalidArgument for an ordinal >= kMaxDevices.
+const MemoryInfo& DeviceMemoryInfo(uint32_t ordinal = 0);
+// MemoryInfo{"TestingHostAccessible", npu, 0xFFFE, ordinal, host-accessible, 64}: host memory the device
 // reads directly (the simulated counterpart of pinned memory).
-const MemoryInfo& HostAccessibleMemoryInfo();
+const MemoryInfo& HostAccessibleMemoryInfo(uint32_t ordinal = 0);
+// Device memory of any instance.
 bool IsDeviceMemory(const MemoryInfo& info);
-// Device memory or this device's host-accessible memory.
+// Device memory or host-accessible memory of any instance.
 bool IsOwnMemory(const MemoryInfo& info);
 
 // The read-write view of [device_ptr, device_ptr + bytes); throws kInvalidArgument when the range is
@@ -39,10 +47,10 @@ void* DeviceView(const void* device_ptr, size_t bytes);
 // for host-readable memory. Throws kInvalidArgument naming `what` for memory of any other device.
 void* DeviceAccessibleData(const Tensor& t, const char* what);
 
-// Raw device memory: one dual-mapped memfd per Allocate, page granular. Wrap it in an Arena.
+// Raw device memory of instance `ordinal`: one dual-mapped memfd per Allocate, page granular. Wrap it in an Arena.
 class DeviceAllocator : public Allocator {
  public:
-  DeviceAllocator();
+  explicit DeviceAllocator(uint32_t ordinal = 0);
   void* Allocate(size_t bytes) override;
   void Free(void* p) override;
   const MemoryInfo& Info() const override { return info_; }
@@ -54,10 +62,10 @@ class DeviceAllocator : public Allocator {
   AllocatorStats stats_;
 };
 
-// Host memory labelled as this device's host-accessible memory.
+// Host memory labelled as instance `ordinal`'s host-accessible memory.
 class HostAccessibleAllocator : public Allocator {
  public:
-  HostAccessibleAllocator();
+  explicit HostAccessibleAllocator(uint32_t ordinal = 0);
   void* Allocate(size_t bytes) override { return host_->Allocate(bytes); }
   void Free(void* p) override { host_->Free(p); }
   const MemoryInfo& Info() const override { return info_; }
