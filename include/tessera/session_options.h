@@ -85,11 +85,20 @@ struct RunOptions {
   bool synchronize = true;
   // Set from any thread to cancel runs using these options; they throw Error(kTerminated).
   std::atomic<bool> terminate{false};
+  // A deadline for each run, in milliseconds from its start (0: none). A run past it stops with Error(kTerminated)
+  // naming the limit: checked before every step and every Loop/Scan iteration (a kernel already running finishes
+  // first; on a device, work already queued completes). The session stays usable.
+  int64_t timeout_ms = 0;
   std::map<std::string, std::string> config;
 
   RunOptions() = default;
   RunOptions(const RunOptions& o)
-      : tag(o.tag), log_level(o.log_level), synchronize(o.synchronize), terminate(o.terminate.load()), config(o.config) {}
+      : tag(o.tag),
+        log_level(o.log_level),
+        synchronize(o.synchronize),
+        terminate(o.terminate.load()),
+        timeout_ms(o.timeout_ms),
+        config(o.config) {}
 };
 
 }  // namespace tessera

@@ -111,6 +111,13 @@ void BindRunOptions(py::module_& m) {
       .def_property(
           "terminate", [](const R& r) { return r.options.terminate.load(); },
           [](R& r, bool terminate) { r.options.terminate.store(terminate); })
+      .def_property(
+          "timeout_ms", [](const R& r) { return r.options.timeout_ms; },
+          [](R& r, int64_t ms) {
+            if (ms < 0) throw py::value_error("timeout_ms must be >= 0 (0: no deadline), got " + std::to_string(ms));
+            r.options.timeout_ms = ms;
+          },
+          "A deadline for each run in milliseconds from its start (0: none); a run past it raises Terminated.")
       .def_property_readonly("synchronize_execution_providers", [](const R& r) { return r.options.synchronize; })
       .def("add_run_config_entry",
            [](R& r, const std::string& key, const std::string& value) {

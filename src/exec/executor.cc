@@ -82,9 +82,8 @@ class StepContext : public KernelContext {
     if (slot >= 0) return &frame_.values[slot];
     return frame_.request.parent ? frame_.request.parent->OuterScopeValue(name) : nullptr;
   }
-  bool terminate_requested() const override {
-    return frame_.request.options != nullptr && frame_.request.options->terminate.load();
-  }
+  bool terminate_requested() const override { return !StopReason().empty(); }
+  std::string StopReason() const override { return tessera::StopReason(frame_.request); }
   bool SetByKernel(size_t i) const { return i < set_by_kernel_.size() && set_by_kernel_[i]; }
   const RunRequest& request() const { return frame_.request; }
 
@@ -310,6 +309,15 @@ std::vector<Value> CopyValuesTo(std::span<const Value> values, std::span<const M
   return out;
 }
 
+std::string StopReason(const RunRequest& request) {
+  if (request.options != nullptr && request.options->terminate.load()) return "RunOptions::terminate";
+  if (request.deadline != std::chrono::steady_clock::time_point::max() &&
+      std::chrono::steady_clock::now() >= request.deadline)
+    return "RunOptions::timeout_ms (" +
+           std::to_string(request.options != nullptr ? request.options->timeout_ms : int64_t{0}) + " ms)";
+  return "";
+}
+
 std::vector<Value> ExecutePlan(const ExecutionPlan& plan, RunRequest& request, const PlanServices& services) {
   Frame frame{plan, request, services, std::vector<Value>(plan.slots.size()), {}};
   frame.events.resize(plan.steps.size());
@@ -330,8 +338,8 @@ std::vector<Value> ExecutePlan(const ExecutionPlan& plan, RunRequest& request, c
   for (size_t i = 0; i < outer; ++i) frame.values[plan.outer_slots[i]] = std::move(outer_placed[i]);
   for (size_t t = 0; t < plan.steps.size(); ++t) {
     const PlanStep& step = plan.steps[t];
-    if (request.options != nullptr && request.options->terminate.load())
-      Fail(ErrorCode::kTerminated, "run terminated by RunOptions::terminate before ", step.label);
+    if (const std::string reason = StopReason(request); !reason.empty())
+      Fail(ErrorCode::kTerminated, "run stopped by ", reason, " before ", step.label);
     WaitForProducers(frame, step);
     if (LogEnabled(LogLevel::kVerbose)) Log(LogLevel::kVerbose, "run step ", t, ": ", step.label);
     if (request.observer != nullptr) request.observer->BeforeStep(step);

@@ -2,6 +2,8 @@
 // number of runs may execute one plan concurrently; kernels are shared and const.
 #pragma once
 
+#include <chrono>
+
 #include <map>
 #include <span>
 #include <vector>
@@ -29,7 +31,13 @@ struct RunRequest {
   // The run's own stream set when it is not the one the plan names (concurrent runs); `services` passed to
   // ExecutePlan must then be streams->services. Subgraphs called from the run's kernels inherit it.
   const RunStreams* streams = nullptr;
+  // When the run must stop (RunOptions::timeout_ms from its start; time_point::max(): never). Subgraph runs inherit
+  // their caller's.
+  std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max();
 };
+
+// Why `request`'s run should stop now (RunOptions::terminate, or its deadline has passed), "" when it should go on.
+std::string StopReason(const RunRequest& request);
 
 // The request of the run a kernel context belongs to (for subgraphs called from it); nullptr when the context
 // was not made by ExecutePlan.

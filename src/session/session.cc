@@ -50,6 +50,10 @@ class CompiledSubgraph : public SubgraphRunner {
     // run's stream set.
     const RunRequest* caller = RequestOf(parent);
     request.streams = caller != nullptr ? caller->streams : nullptr;
+    if (caller != nullptr) {  // the body's steps stop with the calling run
+      request.options = caller->options;
+      request.deadline = caller->deadline;
+    }
     const PlanServices& services = request.streams != nullptr ? *request.streams->services : services_;
     std::vector<Value> outputs = ExecutePlan(plan_, request, services);
     // The calling kernel reads the outputs (and its node's output slots live) in its own memory space.
@@ -622,6 +626,8 @@ std::vector<Value> Session::Impl::CollectInputs(const NamedValues& feeds) const 
 
 std::vector<Value> Session::Impl::Execute(RunRequest& request, const RunOptions& run_options, EndOfRun end) const {
   request.options = &run_options;
+  if (run_options.timeout_ms > 0)
+    request.deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(run_options.timeout_ms);
   request.threads = &threads;
   request.synchronize = end == EndOfRun::kAsOptionsSay && run_options.synchronize;
   if (!run_options.tag.empty()) Log(LogLevel::kVerbose, "run '", run_options.tag, "'");

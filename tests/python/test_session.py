@@ -162,6 +162,37 @@ def test_run_options_terminate_cancels_and_session_stays_usable():
     np.testing.assert_array_equal(session.run(None, {"A": a, "B": a}, run_options)[0], 2 * a)
 
 
+def test_run_options_timeout_stops_a_never_ending_loop_and_session_stays_usable():
+    import onnx
+    from onnx import TensorProto, helper
+    body = helper.make_graph(
+        [helper.make_node("Add", ["c_in", "one"], ["c_out"]), helper.make_node("Identity", ["cond_in"], ["cond_out"])],
+        "body",
+        [helper.make_tensor_value_info("i", TensorProto.INT64, []),
+         helper.make_tensor_value_info("cond_in", TensorProto.BOOL, []),
+         helper.make_tensor_value_info("c_in", TensorProto.INT64, [])],
+        [helper.make_tensor_value_info("cond_out", TensorProto.BOOL, []),
+         helper.make_tensor_value_info("c_out", TensorProto.INT64, [])],
+        initializer=[helper.make_tensor("one", TensorProto.INT64, [], [1])])
+    graph = helper.make_graph(
+        [helper.make_node("Loop", ["", "cond", "c0"], ["c"], body=body)], "forever",
+        [helper.make_tensor_value_info("cond", TensorProto.BOOL, [])],
+        [helper.make_tensor_value_info("c", TensorProto.INT64, [])],
+        initializer=[helper.make_tensor("c0", TensorProto.INT64, [], [0])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    session = ort.InferenceSession(model.SerializeToString())
+    run_options = ort.RunOptions()
+    run_options.timeout_ms = 50
+    assert run_options.timeout_ms == 50
+    with pytest.raises(ort.Terminated, match="timeout_ms"):
+        session.run(None, {"cond": np.array(True)}, run_options)
+    (c,) = session.run(None, {"cond": np.array(False)}, run_options)  # cond false: no iteration
+    assert c == 0
+    with pytest.raises(ValueError, match="timeout_ms"):
+        run_options.timeout_ms = -1
+
+
 def test_onnxruntime_capi_compatibility_module():
     from tessera.capi.onnxruntime_pybind11_state import Fail, InvalidArgument
     assert InvalidArgument is ort.InvalidArgument and issubclass(InvalidArgument, Fail)

@@ -100,7 +100,12 @@ class KernelContext {
   virtual const AllocatorPtr& allocator() const = 0;
   // Reads a value defined outside the current graph (subgraphs); nullptr when unknown.
   virtual const Value* OuterScopeValue(const std::string& name) const = 0;
+  // Whether the run should stop (RunOptions::terminate was set, or its RunOptions::timeout_ms has passed):
+  // kernels that iterate (Loop, Scan) check it between iterations and fail with kTerminated.
   virtual bool terminate_requested() const = 0;
+  // Why the run should stop ("RunOptions::terminate", "RunOptions::timeout_ms (50 ms)"), for the error message;
+  // "" when it should not.
+  virtual std::string StopReason() const { return terminate_requested() ? "RunOptions::terminate" : ""; }
 
   bool HasInput(size_t i) const { return InputValue(i) != nullptr; }
   // The tensor at input i; throws kInvalidArgument naming the node when missing or not a tensor.

@@ -7,7 +7,7 @@
 //
 // Loop-carried values may be tensors, sequences or optionals (an empty optional travels as a none
 // Value). When cond is omitted the body's cond_out is ignored (a for loop); with neither M nor cond the
-// loop runs until RunOptions::terminate stops it. Every iteration's scan outputs must have one element
+// loop runs until RunOptions::terminate or RunOptions::timeout_ms stops it. Every iteration's scan outputs must have one element
 // type and shape; the spec has no way to stack ragged values, so a mismatch is an error.
 #include <optional>
 #include <string>
@@ -74,8 +74,8 @@ class LoopKernel : public Kernel {
       if (const Value* v = ctx.InputValue(2 + i)) carried[i] = *v;
     std::vector<std::vector<Tensor>> scans(num_scan_);
     for (int64_t iteration = 0; (!trip_count || iteration < *trip_count) && cond; ++iteration) {
-      if (ctx.terminate_requested())
-        Fail(ErrorCode::kTerminated, node.Describe(), ": terminated by RunOptions::terminate at iteration ", iteration);
+      if (const std::string reason = ctx.StopReason(); !reason.empty())
+        Fail(ErrorCode::kTerminated, node.Describe(), ": stopped by ", reason, " at iteration ", iteration);
       std::vector<Value> inputs;
       inputs.reserve(num_carried_ + 2);
       inputs.emplace_back(Tensor::FromVector<int64_t>(Shape{}, {iteration}));

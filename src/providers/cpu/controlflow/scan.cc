@@ -118,8 +118,8 @@ ScanResult RunIterations(KernelContext& ctx, const SubgraphRunner& body, const S
   ScanResult result;
   result.outputs.resize(layout.num_outputs);
   for (int64_t t = 0; t < length; ++t) {
-    if (ctx.terminate_requested())
-      Fail(ErrorCode::kTerminated, ctx.node().Describe(), ": terminated by RunOptions::terminate at iteration ", t);
+    if (const std::string reason = ctx.StopReason(); !reason.empty())
+      Fail(ErrorCode::kTerminated, ctx.node().Describe(), ": stopped by ", reason, " at iteration ", t);
     std::vector<Value> body_inputs = std::move(states);
     for (size_t j = 0; j < inputs.size(); ++j)
       body_inputs.emplace_back(SliceAt(*inputs[j], axes[j], reverse[j] ? length - 1 - t : t, ctx));
