@@ -48,7 +48,8 @@ TEST(RunDeadlineTest, ANeverEndingLoopStopsAtTheDeadlineAndTheSessionStaysUsable
   } catch (const Error& e) {
     EXPECT_EQ(e.code(), ErrorCode::kTerminated);
     EXPECT_NE(std::string(e.what()).find("RunOptions::timeout_ms (50 ms)"), std::string::npos) << e.what();
-    EXPECT_NE(std::string(e.what()).find("iteration"), std::string::npos) << e.what();
+    // Stopped by the Loop between iterations or by the body's own step check: either way the Loop is named.
+    EXPECT_NE(std::string(e.what()).find("Loop"), std::string::npos) << e.what();
   }
   const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
   EXPECT_LT(seconds, 5.0) << "the deadline is checked every iteration";
@@ -64,7 +65,8 @@ TEST(RunDeadlineTest, ALongChainOfStepsStopsBetweenSteps) {
   builder.Input("x", {256});
   std::string previous = "x";
   for (int i = 0; i < 20000; ++i) {
-    const std::string next = "t" + std::to_string(i);
+    std::string next = std::to_string(i);
+    next.insert(next.begin(), 't');  // not "t" + ...: GCC 12 reports a false -Wrestrict for it
     builder.Node(i % 2 ? "Neg" : "Abs", {previous}, {next});
     previous = next;
   }
