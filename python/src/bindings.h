@@ -86,6 +86,14 @@ struct PyOrtValue {
   const Tensor& tensor() const;
 };
 
+// ---- streams (streams.cc) -------------------------------------------------------------------------
+struct PySyncStream {
+  std::shared_ptr<Runtime> runtime;  // first: outlives the stream (the plugin's code)
+  std::unique_ptr<Stream> stream;
+};
+// A stream of the EP device `ep_name` / `ordinal`; throws kInvalidArgument when there is none.
+std::shared_ptr<PySyncStream> CreateSyncStream(const std::string& ep_name, uint32_t ordinal);
+
 // Converts a feed (OrtValue, numpy array or anything np.asarray accepts) to a Value; `keepalive`
 // receives what must stay alive while the value is used.
 Value ValueFromFeed(const py::handle& feed, py::object& keepalive);
@@ -130,5 +138,6 @@ void BindValue(py::module_& m);
 void BindDlpack(py::module_& m);
 void BindSession(py::module_& m);
 void BindIoBinding(py::module_& m);
+void BindStreams(py::module_& m);
 
 }  // namespace tessera::python

@@ -105,6 +105,9 @@ void BindHardwareDevices(py::module_& m) {
             return type == MemoryType::kDefault ? std::optional<MemoryInfo>(d.device_memory) : d.host_accessible_memory;
           },
           py::arg("memory_type") = MemoryType::kDefault)
+      .def(
+          "create_sync_stream", [](const PyEpDevice& d) { return CreateSyncStream(d.ep_name, d.device.ordinal); },
+          "A stream of this device (OrtSyncStream) for copy_tensors and the caller's own work.")
       .def("__repr__", [](const PyEpDevice& d) {
         return "EpDevice(" + d.ep_name + ", " + DeviceTypeName(d.device.type) + ":" + std::to_string(d.device.ordinal) +
                ", " + d.device_memory.ToString() + ")";

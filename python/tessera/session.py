@@ -1,6 +1,7 @@
 """InferenceSession and IOBinding with onnxruntime's Python API."""
 
 import os
+import threading
 
 import numpy as np
 
@@ -44,6 +45,20 @@ class ModelMetadata:
         self.description = fields["description"]
         self.version = fields["version"]
         self.custom_metadata_map = dict(fields["custom_metadata_map"])
+
+
+_ASYNC_RUNNER = None
+_ASYNC_RUNNER_LOCK = threading.Lock()
+
+
+def _async_runner():
+    """The thread pool behind InferenceSession.run_async (created on first use, one thread per core)."""
+    global _ASYNC_RUNNER
+    with _ASYNC_RUNNER_LOCK:
+        if _ASYNC_RUNNER is None:
+            from concurrent.futures import ThreadPoolExecutor
+            _ASYNC_RUNNER = ThreadPoolExecutor(max_workers=os.cpu_count() or 2, thread_name_prefix="tessera-run-async")
+        return _ASYNC_RUNNER
 
 
 class InferenceSession:
@@ -105,6 +120,22 @@ class InferenceSession:
 
     def enable_fallback(self):
         """Accepted for compatibility (see disable_fallback)."""
+
+    def run_async(self, output_names, input_feed, callback, user_data, run_options=None):
+        """Starts the run on a background thread and returns at once (onnxruntime's InferenceSession.run_async).
+        When it ends, `callback(outputs, user_data, error)` is called on that thread: `outputs` is what run() would
+        return and `error` is "" on success; on failure `outputs` is None and `error` the message."""
+        feed = dict(input_feed)  # the caller may reuse its dict at once
+
+        def work():
+            try:
+                outputs = self.run(output_names, feed, run_options)
+            except Exception as e:  # noqa: BLE001 -- reported to the callback, as onnxruntime does
+                callback(None, user_data, str(e) or type(e).__name__)
+            else:
+                callback(outputs, user_data, "")
+
+        _async_runner().submit(work)
 
     def run(self, output_names, input_feed, run_options=None):
         """Runs the model; returns numpy arrays for `output_names` (all outputs when None or empty).

@@ -1,0 +1,71 @@
+"""copy_tensors with an OrtSyncStream, InferenceSession.run_async, and the onnxruntime.capi._pybind_state names."""
+
+import threading
+
+import numpy as np
+import pytest
+
+from helpers import requires_testing_ep
+import onnx_models
+import tessera as ort
+from tessera.capi import _pybind_state as C
+
+
+@requires_testing_ep
+def test_copy_tensors_through_the_device_on_its_stream():
+    (device,) = [d for d in ort.get_ep_devices() if d.ep_name == "TestingExecutionProvider"]
+    stream = device.create_sync_stream()
+    assert isinstance(stream, ort.OrtSyncStream)
+    assert stream.memory_info == device.device_memory_info
+    host = np.arange(12, dtype=np.float32).reshape(3, 4)
+    src = [ort.OrtValue.ortvalue_from_numpy(host), ort.OrtValue.ortvalue_from_numpy(2 * host)]
+    on_device = [ort.OrtValue.ortvalue_from_shape_and_type([3, 4], np.float32, "testing", 0) for _ in src]
+    back = [ort.OrtValue.ortvalue_from_shape_and_type([3, 4], np.float32, "cpu", 0) for _ in src]
+    ort.copy_tensors(src, on_device, stream)
+    ort.copy_tensors(on_device, back, stream)
+    stream.synchronize()
+    np.testing.assert_array_equal(back[0].numpy(), host)
+    np.testing.assert_array_equal(back[1].numpy(), 2 * host)
+    ort.copy_tensors([src[0]], [back[1]])  # no stream: complete on return
+    np.testing.assert_array_equal(back[1].numpy(), host)
+    with pytest.raises(ort.InvalidArgument, match="2 sources but 1 destinations"):
+        ort.copy_tensors(src, back[:1])
+
+
+def test_cpu_has_no_sync_stream():
+    (cpu,) = [d for d in ort.get_ep_devices() if d.ep_name == "CPUExecutionProvider"]
+    with pytest.raises(ort.InvalidArgument, match="no streams"):
+        cpu.create_sync_stream()
+
+
+def test_run_async_calls_back_with_outputs_or_the_error():
+    session = ort.InferenceSession(onnx_models.binary())
+    a = np.ones((2, 4), np.float32)
+    done = threading.Event()
+    results = {}
+
+    def callback(outputs, user_data, error):
+        results[user_data] = (outputs, error)
+        if len(results) == 2:
+            done.set()
+
+    session.run_async(None, {"A": a, "B": a}, callback, "good")
+    session.run_async(None, {"A": a, "B": np.ones((3, 4), np.float32)}, callback, "bad")
+    assert done.wait(30)
+    outputs, error = results["good"]
+    assert error == ""
+    np.testing.assert_array_equal(outputs[0], 2 * a)
+    outputs, error = results["bad"]
+    assert outputs is None and error
+
+
+def test_pybind_state_names():
+    assert C.OrtValue is ort.OrtValue
+    session = ort.InferenceSession(onnx_models.binary())
+    binding = C.SessionIOBinding(session._sess)  # what onnxruntime's IOBinding wraps
+    binding.bind_cpu_input("A", np.ones((1, 4), np.float32))
+    device = C.OrtDevice(C.OrtDevice.cuda(), C.OrtDevice.default_memory(), 1)
+    assert (device.device_type(), device.device_mem_type(), device.device_id()) == (1, 0, 1)
+    assert device.device_name() == "cuda"
+    assert C.OrtDevice(C.OrtDevice.cpu(), 0, 0).device_name() == "cpu"
+    assert device == C.OrtDevice(1, 0, 1) and device != C.OrtDevice(1, 0, 0)
