@@ -67,6 +67,12 @@ class Session {
   std::vector<PartitionEntry> Partition() const;
   // Blocks until all work queued on the session's device streams has finished.
   void Synchronize() const;
+  // Gives back to the device (and the host) the memory the session reserved but no tensor uses: its compute
+  // streams' same-stream caches and every arena region without a live allocation. Tensors the caller holds stay
+  // valid, the session stays usable (later runs reserve again) and runs may be in flight. Returns the bytes
+  // released. RunOptions::config "memory.enable_memory_arena_shrinkage" ("cpu:0;gpu:0", ONNX Runtime's key) does
+  // this at the end of a run for the devices listed.
+  size_t ReleaseMemory();
   // How many sets of device streams the session has created so far (see SessionOptions::stream_sets): 1 until
   // runs overlapped, up to stream_sets; 0 when no EP of the session has streams.
   size_t StreamSets() const;

@@ -153,6 +153,10 @@ void BindSession(py::module_& m) {
           out.append(py::make_tuple(e.node_name, e.op_type, e.ep, e.is_copy, e.copy_from, e.copy_to));
         return out;
       })
+      .def("release_memory", [](PySession& s) {
+        py::gil_scoped_release release;
+        return s.session->ReleaseMemory();
+      })
       .def("synchronize", [](const PySession& s) {
         py::gil_scoped_release release;
         s.session->Synchronize();

@@ -1,7 +1,10 @@
 #include "tessera/session.h"
 
 #include <algorithm>
+#include <cctype>
+#include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <mutex>
 #include <set>
 #include <sstream>
@@ -184,6 +187,8 @@ struct Session::Impl {
   std::string EndProfiling();
   std::vector<Value> RunWithGraph(RunRequest& request, const RunOptions& run_options);
   void Synchronize() const { stream_pool.Synchronize(); }
+  size_t ReleaseMemory(const std::function<bool(const MemoryInfo&)>& which);
+  void ShrinkAfterRun(const RunOptions& options);
   size_t MaxStreamSets() const;
   // The transfer an EP (or the environment) offers for src -> dst, or nullptr.
   DataTransfer* DirectTransfer(const MemoryInfo& src, const MemoryInfo& dst) const;
@@ -456,6 +461,37 @@ void Session::Impl::PrepareStaticShapes() {
   }
 }
 
+// Same-stream caches go back to the arenas first; once the streams are idle, the arenas of the memories `which`
+// accepts give their unused regions back. Memory in use (tensors of runs in flight, of the caller) stays.
+size_t Session::Impl::ReleaseMemory(const std::function<bool(const MemoryInfo&)>& which) {
+  size_t released = stream_pool.has_streams() ? stream_pool.TrimCaches() : 0;
+  Synchronize();
+  for (const auto& [info, allocator] : allocators)
+    if (auto* arena = dynamic_cast<Arena*>(allocator.get()); arena != nullptr && which(info)) released += arena->Shrink();
+  return released;
+}
+
+// RunOptions config "memory.enable_memory_arena_shrinkage": "cpu:0;gpu:1" (ONNX Runtime's syntax; "cuda:N" and
+// an EP's short name work too) -> whether `info` is listed.
+static bool ListedForShrinkage(const std::string& list, const MemoryInfo& info) {
+  std::stringstream entries(list);
+  for (std::string entry; std::getline(entries, entry, ';');) {
+    const size_t colon = entry.find(':');
+    std::string device = entry.substr(0, colon);
+    for (char& c : device) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    const int64_t id = colon == std::string::npos ? 0 : std::atoll(entry.c_str() + colon + 1);
+    const bool host = info.IsHostReadable();
+    if (device == "cpu" ? host : (!host && static_cast<int64_t>(info.device_id) == id)) return true;
+  }
+  return false;
+}
+
+void Session::Impl::ShrinkAfterRun(const RunOptions& options) {
+  auto entry = options.config.find("memory.enable_memory_arena_shrinkage");
+  if (entry == options.config.end() || entry->second.empty()) return;
+  ReleaseMemory([&](const MemoryInfo& info) { return ListedForShrinkage(entry->second, info); });
+}
+
 void Session::Impl::SetUpGraphCapture() {
   for (const auto& ep : eps) {
     if (!(ep->capability_flags() & kEpGraphCapture) || !ep->graph_capture_enabled()) continue;
@@ -708,6 +744,7 @@ std::vector<Value> Session::Run(const NamedValues& feeds, const std::vector<std:
     result[k] = Value(std::move(copy));
   }
   tracer.Finish(/*synchronized=*/true);
+  impl_->ShrinkAfterRun(options);
   return result;
 }
 
@@ -758,6 +795,7 @@ void Session::Run(IoBinding& binding, const RunOptions& options) {
   }
   binding.mutable_results() = std::move(results);
   tracer.Finish(options.synchronize);
+  impl_->ShrinkAfterRun(options);
 }
 
 const std::vector<ValueInfo>& Session::inputs() const { return impl_->model->graph->inputs; }
@@ -830,6 +868,8 @@ std::vector<PartitionEntry> Session::Partition() const {
 }
 
 void Session::Synchronize() const { impl_->Synchronize(); }
+
+size_t Session::ReleaseMemory() { return impl_->ReleaseMemory([](const MemoryInfo&) { return true; }); }
 
 size_t Session::StreamSets() const { return impl_->stream_pool.has_streams() ? impl_->stream_pool.size() : 0; }
 

@@ -154,4 +154,11 @@ void StreamPool::Detach() {
   for (auto& [key, view] : views_) view->Detach();
 }
 
+size_t StreamPool::TrimCaches() {
+  std::lock_guard<std::mutex> lock(views_mutex_);
+  size_t bytes = 0;
+  for (auto& [key, view] : views_) bytes += view->Trim();
+  return bytes;
+}
+
 }  // namespace tessera

@@ -82,6 +82,8 @@ class StreamPool {
   // At the session's end, after Synchronize: views stop naming the streams, which are about to be destroyed,
   // so that tensors outliving the session free their memory plainly.
   void Detach();
+  // Gives every same-stream cache's blocks back to the allocators; returns their bytes.
+  size_t TrimCaches();
 
  private:
   std::unique_ptr<Set> NewSet();

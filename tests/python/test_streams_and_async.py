@@ -69,3 +69,16 @@ def test_pybind_state_names():
     assert device.device_name() == "cuda"
     assert C.OrtDevice(C.OrtDevice.cpu(), 0, 0).device_name() == "cpu"
     assert device == C.OrtDevice(1, 0, 1) and device != C.OrtDevice(1, 0, 0)
+
+
+def test_release_memory_and_the_shrinkage_run_option():
+    session = ort.InferenceSession(onnx_models.matmul_chain(512, 4))
+    x = np.ones((512, 512), np.float32)
+    (y,) = session.run(None, {"X": x})
+    assert session.release_memory() >= 0
+    np.testing.assert_array_equal(session.run(None, {"X": x})[0], y)
+    run_options = ort.RunOptions()
+    run_options.add_run_config_entry("memory.enable_memory_arena_shrinkage", "cpu:0")
+    np.testing.assert_array_equal(session.run(None, {"X": x}, run_options)[0], y)
+    session.release_memory()
+    assert session.release_memory() == 0  # nothing reserved since the previous call
