@@ -302,7 +302,14 @@ int Main(int argc, char** argv) {
 
   const auto start = std::chrono::steady_clock::now();
   Report report;
+  size_t done = 0;
   for (const Case& c : cases) {
+    // Progress on stderr (the report on stdout stays the same): every 100 cases, unless each case is printed.
+    if (!o.verbose && done > 0 && done % 100 == 0)
+      std::cerr << "tessera_conformance: " << done << "/" << cases.size() << " cases, "
+                << std::chrono::duration_cast<std::chrono::seconds>(std::chrono::steady_clock::now() - start).count()
+                << " s\n";
+    ++done;
     if (o.verbose) std::cout << c.key << " ... " << std::flush;
     CaseResult result = RunCase(*env, c.dir, settings);
     result.reason = WithoutDataDir(result.reason, o.data);
