@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "tessera/environment.h"
+#include "tessera/tensor.h"
 
 namespace tessera {
 
@@ -48,6 +49,10 @@ struct SessionOptions {
   // becomes that size, as ONNX Runtime's AddFreeDimensionOverrideByName does. Feeds must then match; a model
   // whose inputs all become static is prepared at creation (config "session.prepare_static_shapes").
   std::map<std::string, int64_t> free_dimension_overrides;
+  // Values that replace the model's initializers of those names (ONNX Runtime's AddInitializer): each must be a
+  // host tensor of the initializer's type and shape; the session shares its memory (no copy on the CPU), so the
+  // caller must not change it while the session lives. Unknown names and mismatches fail session creation.
+  std::map<std::string, Tensor> initializers;
   // Free-form settings. Known keys:
   //   "session.use_env_allocators" = "1": allocate from the Environment's shared allocators where one
   //   exists for an EP's memory (instead of the EP's own allocator, which honours its provider options).

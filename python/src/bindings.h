@@ -112,6 +112,7 @@ struct PySessionOptions {
   int log_verbosity_level = 0;
   bool enable_mem_pattern = true, enable_cpu_mem_arena = true;
   std::string optimized_model_filepath;
+  std::vector<py::object> initializer_values;  // the OrtValues of add_initializer, whose memory the sessions share
 };
 
 struct PyRunOptions {

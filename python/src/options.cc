@@ -83,6 +83,18 @@ void BindSessionOptions(py::module_& m) {
       .def("get_session_config_entry",
            [](const S& s, const std::string& key) { return ConfigEntry(s.options.config, key, "SessionOptions"); },
            py::arg("config_key"))
+      .def(
+          "add_initializer",
+          [](S& s, const std::string& name, const py::object& value) {
+            const auto& ort_value = value.cast<const PyOrtValue&>();
+            if (!ort_value.value.is_tensor())
+              throw py::value_error("add_initializer: '" + name + "' must be a tensor OrtValue");
+            s.options.initializers[name] = ort_value.tensor();
+            s.initializer_values.push_back(value);
+          },
+          py::arg("name"), py::arg("value"),
+          "Replaces the model's initializer `name` with this OrtValue (host memory, same type and shape), without "
+          "a copy: keep its data unchanged while sessions created with these options live.")
       .def("set_provider_selection_policy", [](S& s, EpSelectionPolicy policy) { s.options.policy = policy; },
            py::arg("policy"), "How EP devices are chosen when the session is given no providers.")
       .def("add_provider",

@@ -83,6 +83,22 @@ MemoryInfo StagingPlace(const Value& output, const PlanServices& services) {
 }
 
 // SessionOptions::free_dimension_overrides: symbolic input dims named in the map take its value.
+// SessionOptions::initializers: each replaces the initializer of its name, same type and shape, host memory.
+void ApplyInitializerOverrides(Graph& graph, const std::map<std::string, Tensor>& overrides) {
+  for (const auto& [name, value] : overrides) {
+    auto it = graph.initializers.find(name);
+    if (it == graph.initializers.end())
+      Fail(ErrorCode::kInvalidArgument, "SessionOptions initializer '", name, "': the model has no initializer of that name");
+    if (!value.memory_info().IsHostReadable())
+      Fail(ErrorCode::kInvalidArgument, "SessionOptions initializer '", name, "' is in ", value.memory_info().ToString(),
+           "; it must be in host memory");
+    if (value.type() != it->second.type() || value.shape() != it->second.shape())
+      Fail(ErrorCode::kInvalidArgument, "SessionOptions initializer '", name, "' is ", value.Describe(),
+           " but the model's is ", it->second.Describe());
+    it->second = value;
+  }
+}
+
 void ApplyFreeDimensionOverrides(Graph& graph, const std::map<std::string, int64_t>& overrides) {
   std::set<std::string> used;
   for (ValueInfo& input : graph.inputs) {
@@ -376,6 +392,7 @@ void Session::Impl::Initialize() {
   ProfilePhases phases(profiler.get());
   Graph& graph = *model->graph;
   ApplyFreeDimensionOverrides(graph, options.free_dimension_overrides);
+  ApplyInitializerOverrides(graph, options.initializers);
   InferElementTypes(graph);
   if (ExpandGradients(graph) > 0) InferElementTypes(graph);
   CreateProviders();

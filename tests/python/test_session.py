@@ -215,3 +215,28 @@ def test_free_dimension_override_fixes_symbolic_input_dims():
     np.testing.assert_array_equal(session.run(None, {"X": x})[0], np.maximum(x, 0))
     with pytest.raises(Exception, match="'X'"):
         session.run(None, {"X": np.zeros((1, 3), np.float32)})
+
+
+def test_add_initializer_replaces_a_weight_without_a_copy_and_checks_it():
+    from onnx import TensorProto, helper
+    graph = helper.make_graph(
+        [helper.make_node("Add", ["X", "W"], ["Y"])], "g",
+        [helper.make_tensor_value_info("X", TensorProto.FLOAT, [2, 2])],
+        [helper.make_tensor_value_info("Y", TensorProto.FLOAT, [2, 2])],
+        initializer=[helper.make_tensor("W", TensorProto.FLOAT, [2, 2], [1, 1, 1, 1])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    x = np.zeros((2, 2), np.float32)
+    options = ort.SessionOptions()
+    weight = np.array([[1, 2], [3, 4]], np.float32)
+    options.add_initializer("W", ort.OrtValue.ortvalue_from_numpy(weight))
+    session = ort.InferenceSession(model.SerializeToString(), options)
+    np.testing.assert_array_equal(session.run(None, {"X": x})[0], weight)
+    default = ort.InferenceSession(model.SerializeToString())
+    np.testing.assert_array_equal(default.run(None, {"X": x})[0], np.ones((2, 2), np.float32))
+    for name, value, message in [("V", weight, "no initializer of that name"),
+                                 ("W", np.ones((3, 2), np.float32), "the model's is")]:
+        bad = ort.SessionOptions()
+        bad.add_initializer(name, ort.OrtValue.ortvalue_from_numpy(value))
+        with pytest.raises(ort.InvalidArgument, match=message):
+            ort.InferenceSession(model.SerializeToString(), bad)

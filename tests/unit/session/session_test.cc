@@ -191,6 +191,34 @@ TEST(SessionTest, TerminateFlagCancelsTheRun) {
   EXPECT_NO_THROW(session.Run({{"x", InputX(1)}}));
 }
 
+TEST(SessionTest, InitializerOverridesReplaceWeightsAndAreChecked) {
+  const std::string model = GraphBuilder()
+                                .Input("x", {2})
+                                .FloatInitializer("w", {2}, {1.0f, 1.0f})
+                                .Node("Mul", {"x", "w"}, {"y"})
+                                .Output("y")
+                                .Serialize();
+  SessionOptions options;
+  options.initializers["w"] = Tensor::FromVector<float>({2}, {3.0f, -2.0f});
+  Session session = MakeSession(model, options, TestEnv());
+  EXPECT_EQ(session.Run({{"x", Tensor::FromVector<float>({2}, {2.0f, 5.0f})}})[0].tensor().ToVector<float>(),
+            (std::vector<float>{6.0f, -10.0f}));
+  const auto expect_failure = [&](const std::string& name, const Tensor& value, const std::string& message) {
+    SessionOptions bad;
+    bad.initializers[name] = value;
+    try {
+      MakeSession(model, bad, TestEnv());
+      ADD_FAILURE() << name << " must be refused";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
+      EXPECT_NE(std::string(e.what()).find(message), std::string::npos) << e.what();
+    }
+  };
+  expect_failure("v", Tensor::FromVector<float>({2}, {1, 2}), "initializer 'v': the model has no initializer");
+  expect_failure("w", Tensor::FromVector<float>({3}, {1, 2, 3}), "the model's is");
+  expect_failure("w", Tensor::FromVector<int64_t>({2}, {1, 2}), "the model's is");
+}
+
 TEST(SessionTest, MalformedModelBytesFailWithInvalidModel) {
   const std::string garbage = "this is not an onnx model";
   try {
