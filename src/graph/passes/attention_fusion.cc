@@ -20,14 +20,6 @@ std::vector<Dim> Rank4Dims(const Graph& graph, const std::string& value) {
   return *info->shape;
 }
 
-// ScalarConstant, float16 constants included (float16 models scale and mask with float16 scalars).
-std::optional<double> Scalar(const Graph& graph, const std::string& value) {
-  const Tensor* tensor = ConstantTensor(graph, value);
-  if (tensor != nullptr && tensor->NumElements() == 1 && tensor->type() == DataType::kFloat16)
-    return ToFloat(tensor->Data<Float16>()[0]);
-  return ScalarConstant(graph, value);
-}
-
 // Whether `value` is known to have rank 4: its shape says so, or a Transpose with a 4-axis perm writes it.
 bool KnownRankFour(const Graph& graph, const GraphIndex& index, const std::string& value) {
   if (!Rank4Dims(graph, value).empty()) return true;
@@ -104,7 +96,7 @@ class Matcher {
     if (!mul && !div) return value;
     for (size_t c = 0; c < 2; ++c) {
       if (div && c == 0) continue;  // c / x is not a scaling
-      const std::optional<double> factor = Scalar(graph_, node->inputs[c]);
+      const std::optional<double> factor = ScalarConstant(graph_, node->inputs[c]);
       if (!factor || !std::isfinite(*factor) || *factor == 0 || node->inputs[c] == node->inputs[1 - c]) continue;
       scale *= div ? 1.0 / *factor : *factor;
       m.nodes.push_back(node);
@@ -169,8 +161,8 @@ class Matcher {
     Node* where = index_.Producer(value);
     if (!Is(where, "Where", 3) || !index_.OnlyReadBy(value, add) || graph_.TypeOf(where->inputs[0]) != DataType::kBool)
       return;
-    const std::optional<double> zero = Scalar(graph_, where->inputs[1]);
-    const std::optional<double> minus_inf = Scalar(graph_, where->inputs[2]);
+    const std::optional<double> zero = ScalarConstant(graph_, where->inputs[1]);
+    const std::optional<double> minus_inf = ScalarConstant(graph_, where->inputs[2]);
     if (!zero || *zero != 0 || !minus_inf || !std::isinf(*minus_inf) || *minus_inf > 0) return;
     m.mask = where->inputs[0];
     m.nodes.push_back(where);
@@ -186,7 +178,7 @@ class Matcher {
     Node* where = isnan == readers[0] ? readers[1] : readers[0];
     if (!Is(isnan, "IsNaN", 1) || !Is(where, "Where", 3) || where->inputs[0] != isnan->outputs[0] ||
         where->inputs[2] != p || !index_.OnlyReadBy(isnan->outputs[0], *where) ||
-        Scalar(graph_, where->inputs[1]) != 0.0)
+        ScalarConstant(graph_, where->inputs[1]) != 0.0)
       return nullptr;
     m.nodes.push_back(isnan);
     m.nodes.push_back(where);

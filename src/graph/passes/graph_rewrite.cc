@@ -59,6 +59,8 @@ std::optional<double> ScalarConstant(const Graph& graph, const std::string& valu
   switch (tensor->type()) {
     case DataType::kFloat: return tensor->Data<float>()[0];
     case DataType::kDouble: return tensor->Data<double>()[0];
+    case DataType::kFloat16: return ToFloat(tensor->Data<Float16>()[0]);
+    case DataType::kBFloat16: return ToFloat(tensor->Data<BFloat16>()[0]);
     case DataType::kInt64: return static_cast<double>(tensor->Data<int64_t>()[0]);
     case DataType::kInt32: return tensor->Data<int32_t>()[0];
     default: return std::nullopt;

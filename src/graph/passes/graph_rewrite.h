@@ -46,7 +46,8 @@ class GraphIndex {
 
 // The constant tensor named `value` (an initializer), or nullptr.
 const Tensor* ConstantTensor(const Graph& graph, const std::string& value);
-// The single element of a one-element float/double/integer constant, as a double; nullopt otherwise.
+// The single element of a one-element float/double/float16/bfloat16/int32/int64 constant, as a double (float16
+// models scale, clip and mask with float16 scalars); nullopt otherwise.
 std::optional<double> ScalarConstant(const Graph& graph, const std::string& value);
 // Whether `value` is a one-element constant within a relative tolerance of `expected`.
 bool IsScalarConstant(const Graph& graph, const std::string& value, double expected, double tolerance = 1e-4);

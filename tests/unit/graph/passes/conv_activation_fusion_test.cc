@@ -30,6 +30,20 @@ TEST(ConvActivationFusionTest, FusesClipWithConstantLimits) {
   ExpectSameOutputs(g, OptimizationLevel::kAll, 1e-4f);
 }
 
+// Float16 models (MobileNetV2 exported in float16) carry Clip's limits as float16 scalars.
+TEST(ConvActivationFusionTest, FusesFloat16ConvWithFloat16ClipLimits) {
+  PassTestGraph g;
+  g.Input("x", {1, 4, 6, 6}).Output("y");
+  g.Halves("W", {4, 4, 3, 3}, PassTestGraph::Random(144, -1, 1, 7)).Halves("B", {4}, {0.5f, -0.25f, 0.0f, 1.0f});
+  g.Halves("lo", {}, {0.0f}).Halves("hi", {}, {6.0f});
+  SetInt(g.Node("Cast", {"x"}, {"xh"}), "to", onnx::TensorProto::FLOAT16);
+  SetInts(g.Node("Conv", {"xh", "W", "B"}, {"c"}), "pads", {1, 1, 1, 1});
+  g.Node("Clip", {"c", "lo", "hi"}, {"d"});
+  SetInt(g.Node("Cast", {"d"}, {"y"}), "to", onnx::TensorProto::FLOAT);
+  EXPECT_EQ(OpsAt(g, OptimizationLevel::kAll), (std::vector<std::string>{"Cast", "FusedConv", "Cast"}));
+  ExpectSameOutputs(g, OptimizationLevel::kAll, 1e-2f);
+}
+
 TEST(ConvActivationFusionTest, FusesClipWithAttributeLimitsBeforeOpset11) {
   PassTestGraph g = ConvGraph(10);
   auto& clip = g.Node("Clip", {"c"}, {"y"});

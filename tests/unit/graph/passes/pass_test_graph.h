@@ -64,6 +64,15 @@ class PassTestGraph {
     return *this;
   }
   PassTestGraph& Scalar(const std::string& name, float value) { return Floats(name, {}, {value}); }
+  // A float16 initializer (ONNX keeps float16 bits in int32_data).
+  PassTestGraph& Halves(const std::string& name, const std::vector<int64_t>& dims, const std::vector<float>& values) {
+    auto* tensor = model_.mutable_graph()->add_initializer();
+    tensor->set_name(name);
+    tensor->set_data_type(onnx::TensorProto::FLOAT16);
+    for (int64_t d : dims) tensor->add_dims(d);
+    for (float v : values) tensor->add_int32_data(ToFloat16(v).bits);
+    return *this;
+  }
   PassTestGraph& Int64s(const std::string& name, const std::vector<int64_t>& dims, const std::vector<int64_t>& values) {
     auto* tensor = model_.mutable_graph()->add_initializer();
     tensor->set_name(name);
