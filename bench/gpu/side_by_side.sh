@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Issue 13's GPU bench: ONNX Runtime 1.29's CUDA EP and Tessera's CUDA EP on the same .onnx files, alternating
 # (ORT, Tessera, ORT, Tessera per model) in one lease, every mode users run: host tensors, IO binding without a
-# graph, IO binding + CUDA graph, 4 threads calling Run(feeds) on one session, session creation, first run.
+# graph, IO binding + CUDA graph, 4 threads calling Run(feeds) on one session, session creation (round 1 with an
+# empty tuning cache, round 2 with round 1's), first run.
 #
 #   bash bench/gpu/side_by_side.sh [MODEL...]     (on the GPU host; default: the six models below)
 #
@@ -31,6 +32,9 @@ for m in "${MODELS[@]}"; do
   fi
 done
 for m in "${MODELS[@]}"; do
+  # Tessera's tuning cache (CUDA EP option tuning_cache_file): empty in round 1, round 1's results in round 2.
+  export TESSERA_CACHE_DIR="$LOG_DIR/side_by_side/tuning_cache_$m"
+  rm -rf "$TESSERA_CACHE_DIR"
   for round in 1 2; do
     echo "==== $m round $round"
     ORT_CUDA_EP_LIB=/tmp/ort/libonnxruntime_providers_cuda.so timeout 300 /tmp/ort/ort_cuda_bench \

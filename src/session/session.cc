@@ -5,7 +5,9 @@
 #include <cstdlib>
 #include <cstring>
 #include <functional>
+#include <future>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <sstream>
 
@@ -182,7 +184,8 @@ struct Session::Impl {
         threads(o.intra_op_threads),
         profiler(o.enable_profiling ? std::make_unique<Profiler>(o.profile_file_prefix) : nullptr) {}
 
-  void Initialize();
+  // Loads the model with `load` while the providers are created, then optimizes, partitions, plans, prepares.
+  void Initialize(const std::function<std::unique_ptr<Model>()>& load);
   void CreateProviders();
   void AddProvider(const EpDevice& device, const ProviderOptions& provider_options);
   void Optimize();
@@ -202,6 +205,8 @@ struct Session::Impl {
   void PrepareStaticShapes();
   std::string EndProfiling();
   std::vector<Value> RunWithGraph(RunRequest& request, const RunOptions& run_options);
+  std::vector<Value> RunFeeds(const NamedValues& feeds, const std::vector<std::string>& output_names,
+                              const RunOptions& options, bool traced);
   void Synchronize() const { stream_pool.Synchronize(); }
   size_t ReleaseMemory(const std::function<bool(const MemoryInfo&)>& which);
   void ShrinkAfterRun(const RunOptions& options);
@@ -387,16 +392,29 @@ void Session::Impl::Optimize() {
     Log(LogLevel::kInfo, "optimizer: ", r.pass, " changed ", r.changes, " node(s)");
 }
 
-void Session::Impl::Initialize() {
+// The providers (device contexts, streams, library handles: ~100 ms for a GPU) do not depend on the model, so
+// they are created on another thread while this one parses the model. The profile's "load" phase ends when the
+// model is read, "create_providers" when the providers are ready too.
+void Session::Impl::Initialize(const std::function<std::unique_ptr<Model>()>& load) {
   if (options.log_level < LogThreshold()) SetLogThreshold(options.log_level);
   ProfilePhases phases(profiler.get());
+  std::future<void> providers = std::async(std::launch::async, [this] {
+    CreateProviders();
+    SetUpServices();
+  });
+  try {
+    model = load();
+  } catch (...) {
+    providers.wait();  // the model's error is the one to report
+    throw;
+  }
+  phases.Mark("load");
   Graph& graph = *model->graph;
   ApplyFreeDimensionOverrides(graph, options.free_dimension_overrides);
   ApplyInitializerOverrides(graph, options.initializers);
   InferElementTypes(graph);
   if (ExpandGradients(graph) > 0) InferElementTypes(graph);
-  CreateProviders();
-  SetUpServices();
+  providers.get();
   phases.Mark("create_providers");
   Optimize();
   phases.Mark("optimize");
@@ -436,7 +454,8 @@ bool HasStatefulOps(const Graph& graph) {
 // and the kernels they load, the arena's memory and its first-touch page faults) happens at creation rather than
 // in the caller's first Run. Sessions with an EP other than the CPU run it twice: an EP that records a step's
 // launches on the second call with the same buffers (the CUDA EP's step graphs) has them recorded too, for the
-// buffers a host-tensor Run gets from the arena. "1" / unset: when the shapes allow; "0": never. Skipped for
+// buffers a host-tensor Run gets from the arena. The runs take Run(feeds)'s own path (stream set, output
+// staging in pinned memory), so that what they leave is what the caller's first Run finds. "1" / unset: when the shapes allow; "0": never. Skipped for
 // models with random ops (the run would advance their generators) and for graph capture (the capture is the
 // preparation); a failure (zeros can be invalid data, e.g. a Range with delta 0) is logged and ignored.
 void Session::Impl::PrepareStaticShapes() {
@@ -462,16 +481,9 @@ void Session::Impl::PrepareStaticShapes() {
     feeds.emplace_back(input.name, Value(std::move(zeros)));
   }
   try {
-    StreamPool::Lease lease = stream_pool.Acquire();
-    RunRequest request;
-    request.streams = lease.set().streams();
-    request.inputs = CollectInputs(feeds);
     RunOptions run_options;
     run_options.tag = "prepare";
-    for (int run = 0; run < (cpu_only ? 1 : 2); ++run) {
-      Execute(request, run_options);
-      lease.set().Synchronize();
-    }
+    for (int run = 0; run < (cpu_only ? 1 : 2); ++run) RunFeeds(feeds, {}, run_options, /*traced=*/false);
   } catch (const std::exception& e) {
     Log(LogLevel::kInfo, "session.prepare_static_shapes: the preparation run failed (", e.what(),
         "); kernels prepare on the first run instead");
@@ -696,18 +708,12 @@ size_t Session::Impl::OutputIndex(const std::string& name) const {
 
 Session::Session(Environment& env, const std::filesystem::path& model_path, const SessionOptions& options)
     : impl_(std::make_unique<Impl>(env, options)) {
-  ProfilePhases phases(impl_->profiler.get());
-  impl_->model = LoadModel(model_path);
-  phases.Mark("load");
-  impl_->Initialize();
+  impl_->Initialize([&] { return LoadModel(model_path); });
 }
 
 Session::Session(Environment& env, const void* model_bytes, size_t size, const SessionOptions& options)
     : impl_(std::make_unique<Impl>(env, options)) {
-  ProfilePhases phases(impl_->profiler.get());
-  impl_->model = LoadModelFromBytes(model_bytes, size, {});
-  phases.Mark("load");
-  impl_->Initialize();
+  impl_->Initialize([&] { return LoadModelFromBytes(model_bytes, size, {}); });
 }
 
 Session::~Session() {
@@ -727,21 +733,28 @@ Session::~Session() {
 
 std::vector<Value> Session::Run(const NamedValues& feeds, const std::vector<std::string>& output_names,
                                 const RunOptions& options) {
-  StreamPool::Lease lease = impl_->stream_pool.Acquire();
+  return impl_->RunFeeds(feeds, output_names, options, /*traced=*/true);
+}
+
+// Session::Run(feeds); `traced` = false leaves the run out of profiles and EP run hooks (the preparation runs).
+std::vector<Value> Session::Impl::RunFeeds(const NamedValues& feeds, const std::vector<std::string>& output_names,
+                                           const RunOptions& options, bool traced) {
+  StreamPool::Lease lease = stream_pool.Acquire();
   const StreamPool::Set& streams = lease.set();
-  RunTracer tracer(impl_->tracing, options.tag, streams.streams());
+  std::optional<RunTracer> tracer;
+  if (traced) tracer.emplace(tracing, options.tag, streams.streams());
   RunRequest request;
-  request.observer = tracer.observer();
+  if (tracer) request.observer = tracer->observer();
   request.streams = streams.streams();
-  request.inputs = impl_->CollectInputs(feeds);
+  request.inputs = CollectInputs(feeds);
   std::vector<size_t> wanted;
-  for (const std::string& name : output_names) wanted.push_back(impl_->OutputIndex(name));
+  for (const std::string& name : output_names) wanted.push_back(OutputIndex(name));
   if (output_names.empty())
-    for (size_t i = 0; i < impl_->model->graph->outputs.size(); ++i) wanted.push_back(i);
+    for (size_t i = 0; i < model->graph->outputs.size(); ++i) wanted.push_back(i);
   // Outputs are returned in host memory, so the run must finish: the copies of device outputs queue behind the
   // run on its streams, and one wait at the end covers the run and every copy (no wait per output). `options`
   // stays the caller's object so that a terminate flag set from another thread is seen.
-  std::vector<Value> produced = impl_->Execute(request, options, Impl::EndOfRun::kNoWait);
+  std::vector<Value> produced = Execute(request, options, Impl::EndOfRun::kNoWait);
   // Small device outputs go to their device's staging (pinned) memory, where the copy is asynchronous: a copy to
   // pageable memory would block the host copy by copy. After the wait they are copied to host memory.
   std::vector<Value> picked;
@@ -760,8 +773,8 @@ std::vector<Value> Session::Run(const NamedValues& feeds, const std::vector<std:
     std::memcpy(copy.raw_data(), staged.raw_data(), staged.SizeInBytes());
     result[k] = Value(std::move(copy));
   }
-  tracer.Finish(/*synchronized=*/true);
-  impl_->ShrinkAfterRun(options);
+  if (tracer) tracer->Finish(/*synchronized=*/true);
+  ShrinkAfterRun(options);
   return result;
 }
 

@@ -1,6 +1,11 @@
 // Convolution searches shared by the nodes of one CUDA EP (src/providers/cuda/tuning_results.h): a node whose
 // geometry, epilogue and options match a node searched before takes that node's choice without a search of its own
-// (the verbose log says so), and computes the same result as the CPU EP.
+// (the verbose log says so), and computes the same result as the CPU EP. With a tuning cache file, a later session
+// takes every choice from the file; a value that no longer applies is searched again and replaced.
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
 #include <sstream>
 
 #include "cuda/cuda_test_util.h"
@@ -66,12 +71,61 @@ TEST_F(CudaConvTuningTest, NodesOfOneGeometryShareOneSearch) {
       const std::string log = ::testing::internal::GetCapturedStderr();
       const std::string what = std::string("prefer_nhwc ") + nhwc + ", " + search;
       EXPECT_EQ(CompareTensors(want, got, 1e-4, 1e-4), "") << what;
-      const std::string reused = "takes the choice searched for another node of the same geometry";
+      const std::string reused = "takes the stored choice for its geometry";
       EXPECT_EQ(CountLines(log, reused), 1u) << what << "\n" << log.substr(0, 6000);
       EXPECT_EQ(CountLines(log, reused, "conv_b"), 1u) << what;
       EXPECT_EQ(CompareTensors(want, session.Run({{"x", Value(x)}})[0].tensor(), 1e-4, 1e-4), "") << what << ", run 2";
     }
   }
+}
+
+std::vector<std::string> FileLines(const std::filesystem::path& path) {
+  std::ifstream in(path);
+  std::vector<std::string> lines;
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  return lines;
+}
+
+TEST_F(CudaConvTuningTest, TuningCacheFileServesLaterSessions) {
+  const std::string model = RepeatedConvModel();
+  const Tensor x = RandomTensor(DataType::kFloat, {1, 8, 16, 16}, 9, -1.0, 1.0);
+  Session cpu = MakeSession(model, OptionsFor("cpu"), TestEnv());
+  const Tensor want = cpu.Run({{"x", Value(x)}})[0].tensor();
+  const std::filesystem::path file =
+      std::filesystem::temp_directory_path() / ("tessera_cuda_tuning_" + std::to_string(::getpid()) + ".tsv");
+  std::filesystem::remove(file);
+  const auto run = [&](const std::string& what) {
+    SessionOptions options;
+    options.log_level = LogLevel::kVerbose;
+    options.AddProvider(kCudaEpName, {{"use_tf32", "0"}, {"tuning_cache_file", file.string()}});
+    ::testing::internal::CaptureStderr();
+    Session session = MakeSession(model, options, TestEnv());
+    EXPECT_EQ(CompareTensors(want, session.Run({{"x", Value(x)}})[0].tensor(), 1e-4, 1e-4), "") << what;
+    return ::testing::internal::GetCapturedStderr();
+  };
+  const std::string stored = "takes the stored choice for its geometry";
+  // 1: searches conv_a and conv_c (conv_b reuses conv_a's), writes both results.
+  const std::string first = run("first session");
+  EXPECT_EQ(CountLines(first, stored), 1u) << first.substr(0, 6000);
+  std::vector<std::string> lines = FileLines(file);
+  ASSERT_EQ(lines.size(), 3u) << "header + two geometries";
+  // 2: a new EP reads both and searches nothing.
+  const std::string second = run("second session");
+  EXPECT_NE(second.find("2 result(s) read"), std::string::npos) << second.substr(0, 6000);
+  EXPECT_EQ(CountLines(second, stored), 3u) << second.substr(0, 6000);
+  EXPECT_EQ(FileLines(file).size(), 3u) << "nothing new to write";
+  // 3: values that no longer apply (a position cuDNN does not offer) are searched again and replaced.
+  {
+    std::ofstream out(file, std::ios::trunc);
+    out << lines[0] << "\n";
+    for (size_t i = 1; i < lines.size(); ++i) out << lines[i].substr(0, lines[i].find('\t')) << "\tgraph 0 9999\n";
+  }
+  const std::string third = run("stale cache");
+  EXPECT_EQ(CountLines(third, stored), 1u) << third.substr(0, 6000);  // conv_b takes conv_a's new search
+  EXPECT_EQ(FileLines(file).size(), 5u) << "two replacements appended";
+  const std::string fourth = run("after the replacements");
+  EXPECT_EQ(CountLines(fourth, stored), 3u) << fourth.substr(0, 6000);
+  std::filesystem::remove(file);
 }
 
 }  // namespace

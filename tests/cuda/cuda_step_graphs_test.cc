@@ -24,9 +24,12 @@ ProviderOptions Options(bool step_graphs) {
   return {{"step_graphs", step_graphs ? "1" : "0"}, {"use_tf32", "0"}, {"cudnn_conv_algo_search", "HEURISTIC"}};
 }
 
-Session MakeCudaSession(const std::string& model, const ProviderOptions& provider_options) {
+// `prepare`: the preparation runs at creation (session.prepare_static_shapes), off unless a test is about them,
+// so that captures and replays happen in the runs a test makes.
+Session MakeCudaSession(const std::string& model, const ProviderOptions& provider_options, bool prepare = false) {
   SessionOptions options;
   options.log_level = LogLevel::kVerbose;  // "step graph captured"
+  options.config["session.prepare_static_shapes"] = prepare ? "1" : "0";
   options.AddProvider(kCudaEpName, provider_options);
   return MakeSession(model, options, TestEnv());
 }
@@ -69,6 +72,25 @@ TEST_F(CudaStepGraphsTest, HostFeedsReplayWithNewValuesInTheSameBuffers) {
   const std::string log = ::testing::internal::GetCapturedStderr();
   // The convolutions and the Gemm (at least two of them see the same buffers run after run).
   EXPECT_GE(CountCaptures(log), 2u) << log.substr(0, 4000);
+}
+
+// A session with static input shapes runs its preparation at creation (session.prepare_static_shapes) through
+// Run(feeds)'s own path: the second preparation run captures the step graphs for the buffers host-feed runs get,
+// so the caller's first runs replay them (no capture, no direct cuDNN call) and equal a direct session's.
+TEST_F(CudaStepGraphsTest, PreparedSessionsReplayFromTheFirstRun) {
+  const std::string model = SmallConvNetModel();
+  Session direct = MakeCudaSession(model, Options(false));
+  ::testing::internal::CaptureStderr();
+  Session stepped = MakeCudaSession(model, Options(true), /*prepare=*/true);
+  const std::string creation_log = ::testing::internal::GetCapturedStderr();
+  EXPECT_GE(CountCaptures(creation_log), 2u) << creation_log.substr(0, 4000);
+  ::testing::internal::CaptureStderr();
+  for (uint32_t run = 0; run < 3; ++run) {
+    const Tensor x = Input(20 + run);
+    EXPECT_EQ(RunFeeds(stepped, x), RunFeeds(direct, x)) << "run " << run;
+  }
+  const std::string log = ::testing::internal::GetCapturedStderr();
+  EXPECT_EQ(CountCaptures(log), 0u) << log.substr(0, 4000);
 }
 
 TEST_F(CudaStepGraphsTest, DisabledByTheOptionAndInGraphSessions) {

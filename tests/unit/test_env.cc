@@ -5,6 +5,12 @@
 
 namespace tessera::test {
 
+namespace {
+// No default caches under the user's home (the CUDA EP's tuning cache, tuning_results.h): every test process starts
+// cold, and tests of a cache name its file.
+const bool kNoDefaultCaches = [] { return setenv("TESSERA_CACHE_DIR", "", 1) == 0; }();
+}  // namespace
+
 Environment& TestEnv() {
   static Environment* env = [] {
     auto* e = new Environment(LogLevel::kWarning);

@@ -1,5 +1,9 @@
 #include "providers/cuda/cuda_ep.h"
 
+#include <cuda_runtime_api.h>
+#include <cudnn.h>
+
+#include "core/logging.h"
 #include "providers/cuda/cuda_allocator.h"
 #include "providers/cuda/cuda_common.h"
 #include "providers/cuda/cuda_stream.h"
@@ -49,6 +53,31 @@ bool RunsOnSeveralStreams(const CudaProviderOptions& options) {
   return !options.do_copy_in_default_stream || options.user_compute_stream == nullptr;
 }
 
+// Backs `tuning` with the tuning cache file the options name (tuning_results.h). A file that cannot be used is
+// logged and skipped: searches then run as without a cache.
+void AttachTuningCache(TuningResults& tuning, int ordinal, const CudaProviderOptions& options) {
+  const std::optional<std::string>& named = options.tuning_cache_file;
+  if (named && (named->empty() || *named == "none")) return;
+  cudaDeviceProp properties{};
+  int runtime = 0, driver = 0;
+  if (cudaGetDeviceProperties(&properties, ordinal) != cudaSuccess || cudaRuntimeGetVersion(&runtime) != cudaSuccess ||
+      cudaDriverGetVersion(&driver) != cudaSuccess) {
+    cudaGetLastError();
+    return;
+  }
+  const std::string tag = std::string(properties.name) + " sm" + std::to_string(properties.major) +
+                          std::to_string(properties.minor) + " cuDNN " + std::to_string(cudnnGetVersion());
+  const std::string path = named ? *named : DefaultTuningCachePath(tag);
+  if (path.empty()) return;
+  const std::string identity = tag + ", CUDA runtime " + std::to_string(runtime) + ", driver " + std::to_string(driver);
+  std::string why;
+  if (!tuning.AttachFile(path, identity, &why)) {
+    Log(LogLevel::kInfo, kEpName, ": tuning cache not used: ", why);
+    return;
+  }
+  Log(LogLevel::kVerbose, kEpName, ": tuning cache ", path, ": ", tuning.loaded(), " result(s) read");
+}
+
 }  // namespace
 
 CudaExecutionProvider::CudaExecutionProvider(int ordinal, const CudaProviderOptions& options)
@@ -63,6 +92,7 @@ CudaExecutionProvider::CudaExecutionProvider(int ordinal, const CudaProviderOpti
       handles_(ordinal, device_allocator_),
       graphs_(ordinal) {
   RegisterCudaKernels(kernels_);
+  AttachTuningCache(tuning_, ordinal_, options_);
 }
 
 AllocatorPtr CudaExecutionProvider::allocator(MemoryType type) {

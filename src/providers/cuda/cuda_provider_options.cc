@@ -84,6 +84,8 @@ const std::map<std::string, Setter>& Setters() {
       {"enable_skip_layer_norm_strict_mode", BoolSetter(&CudaProviderOptions::enable_skip_layer_norm_strict_mode)},
       {"use_tf32", BoolSetter(&CudaProviderOptions::use_tf32)},
       {"step_graphs", BoolSetter(&CudaProviderOptions::step_graphs)},
+      {"tuning_cache_file",
+       [](CudaProviderOptions& o, const std::string&, const std::string& v) { o.tuning_cache_file = v; }},
       {"prefer_nhwc",
        [](CudaProviderOptions& o, const std::string& k, const std::string& v) { o.prefer_nhwc = ParseBool(k, v); }},
   };

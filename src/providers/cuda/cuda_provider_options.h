@@ -37,6 +37,9 @@ struct CudaProviderOptions {
   // captured into a small CUDA graph the second time the step sees the same buffers, and replayed with one launch
   // afterwards (step_graphs.h). 0 queues every call directly.
   bool step_graphs = true;
+  // Tessera's own: the file that keeps search results (tuning_results.h) across sessions and processes. Unset: the
+  // default file for the GPU and cuDNN (DefaultTuningCachePath); "" or "none": no file.
+  std::optional<std::string> tuning_cache_file;
 };
 
 // Throws Error(kInvalidArgument) naming the key for an unknown key or a bad value.

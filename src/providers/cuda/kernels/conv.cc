@@ -363,8 +363,8 @@ class ConvKernel : public Kernel {
     const std::string tuning_key = TuningKey(g, x.type(), alignment, extras, plan->depthwise_ok);
     const std::optional<std::string> tuned = ep_.tuning().Find(tuning_key);
     if (tuned && ApplyTuned(ctx, *tuned, g, x, w, y, extras, alignment, *plan)) {
-      Log(LogLevel::kVerbose, ctx.node().Describe(), ": X ", x.shape().ToString(), " takes the choice searched for ",
-          "another node of the same geometry: ", *tuned);
+      Log(LogLevel::kVerbose, ctx.node().Describe(), ": X ", x.shape().ToString(), " takes the stored choice for ",
+          "its geometry (searched for another node, or read from the tuning cache): ", *tuned);
     } else {
       {
         LibraryHandles::Lease lease = ep_.handles().Acquire(stream);
@@ -374,7 +374,7 @@ class ConvKernel : public Kernel {
         Log(LogLevel::kInfo, ctx.node().Describe(), ": cuDNN's graph API has no engine for X ", x.shape().ToString(),
             " (", DataTypeName(x.type()), ", alignment ", alignment, "); the legacy convolution API runs it");
       Choose(ctx, x, w, y, extras, stream, *plan);
-      ep_.tuning().Store(tuning_key, TunedValue(plan->choice));
+      ep_.tuning().Store(tuning_key, TunedValue(plan->choice), /*replace=*/tuned.has_value());  // a stale one
     }
     if (plan->choice.graph != nullptr)
       Log(LogLevel::kVerbose, ctx.node().Describe(), ": X ", x.shape().ToString(), " graph-API plan ",
