@@ -452,9 +452,11 @@ bool HasStatefulOps(const Graph& graph) {
 // session runs the model on zeros before it is returned, so that what kernels prepare on their first calls
 // (oneDNN primitives and their JIT code, pre-packed weights, cuDNN plans and algorithm searches, library handles
 // and the kernels they load, the arena's memory and its first-touch page faults) happens at creation rather than
-// in the caller's first Run. Sessions with an EP other than the CPU run it twice: an EP that records a step's
-// launches on the second call with the same buffers (the CUDA EP's step graphs) has them recorded too, for the
-// buffers a host-tensor Run gets from the arena. The runs take Run(feeds)'s own path (stream set, output
+// in the caller's first Run. Sessions with an EP other than the CPU run it four times: an EP that records a
+// step's launches on the second call with the same buffers (the CUDA EP's step graphs) has them recorded too, for
+// the buffers host-tensor Runs get. The first run's blocks come from the arena, later runs' from what the run
+// before left in its streams' caches, last freed first out, so a step's buffers can alternate between two sets
+// from run to run: runs 2-4 see each set twice. The runs take Run(feeds)'s own path (stream set, output
 // staging in pinned memory), so that what they leave is what the caller's first Run finds. "1" / unset: when the shapes allow; "0": never. Skipped for
 // models with random ops (the run would advance their generators) and for graph capture (the capture is the
 // preparation); a failure (zeros can be invalid data, e.g. a Range with delta 0) is logged and ignored.
@@ -483,7 +485,7 @@ void Session::Impl::PrepareStaticShapes() {
   try {
     RunOptions run_options;
     run_options.tag = "prepare";
-    for (int run = 0; run < (cpu_only ? 1 : 2); ++run) RunFeeds(feeds, {}, run_options, /*traced=*/false);
+    for (int run = 0; run < (cpu_only ? 1 : 4); ++run) RunFeeds(feeds, {}, run_options, /*traced=*/false);
   } catch (const std::exception& e) {
     Log(LogLevel::kInfo, "session.prepare_static_shapes: the preparation run failed (", e.what(),
         "); kernels prepare on the first run instead");
