@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Configures (Release, warnings as errors) and builds everything into $BUILD_DIR (default: build/).
-# Extra arguments are passed to the configure step, e.g. -DTESSERA_SANITIZE=ON.
+# Extra arguments are passed to the configure step, e.g. -DTESSERA_SANITIZERS=address,undefined.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 

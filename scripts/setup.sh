@@ -7,13 +7,14 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 # build: compiler, CMake + Ninja, protobuf + ONNX protos, oneDNN, GoogleTest/Benchmark
 # tests: ONNX conformance data, Python (onnx, numpy, pytest) and PyTorch for the reference models
-# extras: clang for the fuzzers, pybind11 for the Python module, pip/venv/setuptools/wheel for the wheel test
+# extras: clang (+ its OpenMP runtime) for the fuzzer and the sanitizer builds, pybind11 for the Python module,
+# pip/venv/setuptools/wheel for the wheel test
 PACKAGES=(
   build-essential cmake ninja-build pkg-config
   libprotobuf-dev protobuf-compiler libonnx-dev libdnnl-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   libonnx-testdata python3-onnx python3-numpy python3-pytest python3-torch
-  clang-14 libclang-rt-14-dev pybind11-dev
+  clang-14 libclang-rt-14-dev libomp-14-dev pybind11-dev
   python3-pip python3-venv python3-setuptools python3-wheel
   ca-certificates
 )

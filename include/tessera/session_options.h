@@ -53,6 +53,10 @@ struct SessionOptions {
   // host tensor of the initializer's type and shape; the session shares its memory (no copy on the CPU), so the
   // caller must not change it while the session lives. Unknown names and mismatches fail session creation.
   std::map<std::string, Tensor> initializers;
+  // Only algorithms whose results are the same bit for bit run after run (ONNX Runtime's
+  // use_deterministic_compute): EPs leave out the candidates their libraries mark nondeterministic (the CUDA EP:
+  // cuDNN convolution engines and algorithms so marked). Kernels see it as KernelInfo::session_settings().
+  bool use_deterministic_compute = false;
   // Free-form settings. Known keys:
   //   "session.use_env_allocators" = "1": allocate from the Environment's shared allocators where one
   //   exists for an EP's memory (instead of the EP's own allocator, which honours its provider options).

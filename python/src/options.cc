@@ -69,6 +69,11 @@ void BindSessionOptions(py::module_& m) {
           "stream_cache_bytes", [](const S& s) { return s.options.stream_cache_bytes; },
           [](S& s, int64_t n) { s.options.stream_cache_bytes = n; },
           "Device memory each compute stream keeps for same-stream reuse (-1 = default 64 MiB, 0 = none).")
+      .def_property(
+          "use_deterministic_compute", [](const S& s) { return s.options.use_deterministic_compute; },
+          [](S& s, bool on) { s.options.use_deterministic_compute = on; },
+          "Only algorithms whose results are the same bit for bit run after run (the CUDA EP leaves out cuDNN's "
+          "nondeterministic convolution engines).")
       .def_readwrite("enable_mem_pattern", &S::enable_mem_pattern)
       .def_readwrite("enable_cpu_mem_arena", &S::enable_cpu_mem_arena)
       .def_readwrite("optimized_model_filepath", &S::optimized_model_filepath)

@@ -11,8 +11,9 @@ namespace {
 
 class PlanKernelInfo : public KernelInfo {
  public:
-  PlanKernelInfo(const Node& node, const Graph& graph, ExecutionProvider& ep, const PlanStep& step)
-      : node_(node), graph_(graph), ep_(ep), step_(step) {}
+  PlanKernelInfo(const Node& node, const Graph& graph, ExecutionProvider& ep, const PlanStep& step,
+                 const KernelSessionSettings& settings)
+      : node_(node), graph_(graph), ep_(ep), step_(step), settings_(settings) {}
   const Node& node() const override { return node_; }
   ExecutionProvider& ep() const override { return ep_; }
   // In a subgraph, an initializer of an enclosing graph is a constant too (weights exporters leave outside
@@ -33,12 +34,14 @@ class PlanKernelInfo : public KernelInfo {
       Fail(ErrorCode::kInvalidModel, node_.Describe(), ": no subgraph attribute '", attribute, "'");
     return *it->second;
   }
+  const KernelSessionSettings& session_settings() const override { return settings_; }
 
  private:
   const Node& node_;
   const Graph& graph_;
   ExecutionProvider& ep_;
   const PlanStep& step_;
+  const KernelSessionSettings& settings_;
 };
 
 class Builder {
@@ -205,7 +208,7 @@ class Builder {
     const int index = static_cast<int>(plan_.steps.size());
     AddStep(std::move(step));
     PlanStep& placed = plan_.steps[index];
-    placed.kernel = reg.create(PlanKernelInfo(node, graph_, *ep, placed));
+    placed.kernel = reg.create(PlanKernelInfo(node, graph_, *ep, placed, services_.kernel_settings));
   }
 
   void ComputeWaits() {

@@ -16,6 +16,8 @@ namespace tessera {
 
 // What the plan builder needs from the session.
 struct PlanServices {
+  // Session-wide settings handed to every kernel at creation (KernelInfo::session_settings).
+  KernelSessionSettings kernel_settings;
   // The transfer that copies src -> dst; throws kNotImplemented when none can.
   std::function<DataTransfer*(const MemoryInfo& src, const MemoryInfo& dst)> find_transfer;
   // The allocator for a memory space the session uses.

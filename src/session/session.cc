@@ -300,6 +300,7 @@ void Session::Impl::SetUpServices() {
          " (-1 for the default, 0 for none, or a byte count)");
   stream_pool.set_cache_bytes(static_cast<size_t>(options.stream_cache_bytes < 0 ? kDefaultStreamCacheBytes
                                                                                  : options.stream_cache_bytes));
+  services.kernel_settings.deterministic_compute = options.use_deterministic_compute;
   stream_pool.Initialize(ProviderList(), services);
   services = stream_pool.primary().services;
 }

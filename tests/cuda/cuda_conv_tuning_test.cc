@@ -128,5 +128,22 @@ TEST_F(CudaConvTuningTest, TuningCacheFileServesLaterSessions) {
   std::filesystem::remove(file);
 }
 
+// SessionOptions::use_deterministic_compute: the search leaves out engines cuDNN marks nondeterministic; runs give
+// the same bits every time and match the CPU EP.
+TEST_F(CudaConvTuningTest, DeterministicComputeRunsGiveTheSameBits) {
+  const std::string model = RepeatedConvModel();
+  const Tensor x = RandomTensor(DataType::kFloat, {1, 8, 16, 16}, 11, -1.0, 1.0);
+  Session cpu = MakeSession(model, OptionsFor("cpu"), TestEnv());
+  const Tensor want = cpu.Run({{"x", Value(x)}})[0].tensor();
+  SessionOptions options;
+  options.use_deterministic_compute = true;
+  options.AddProvider(kCudaEpName, {{"use_tf32", "0"}, {"cudnn_conv_algo_search", "EXHAUSTIVE"}});
+  Session session = MakeSession(model, options, TestEnv());
+  const std::vector<float> first = session.Run({{"x", Value(x)}})[0].tensor().ToVector<float>();
+  EXPECT_EQ(CompareTensors(want, Tensor::FromVector<float>(want.shape(), first), 1e-4, 1e-4), "");
+  for (int run = 1; run < 6; ++run)
+    EXPECT_EQ(session.Run({{"x", Value(x)}})[0].tensor().ToVector<float>(), first) << "run " << run;
+}
+
 }  // namespace
 }  // namespace tessera::test

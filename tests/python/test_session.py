@@ -240,3 +240,16 @@ def test_add_initializer_replaces_a_weight_without_a_copy_and_checks_it():
         bad.add_initializer(name, ort.OrtValue.ortvalue_from_numpy(value))
         with pytest.raises(ort.InvalidArgument, match=message):
             ort.InferenceSession(model.SerializeToString(), bad)
+
+
+def test_use_deterministic_compute_is_an_option_sessions_take():
+    options = ort.SessionOptions()
+    assert options.use_deterministic_compute is False
+    options.use_deterministic_compute = True
+    assert options.use_deterministic_compute is True
+    session = ort.InferenceSession(onnx_models.add_relu(shape=(2, 2)), options)
+    a = np.array([[-1, 2], [3, -4]], np.float32)
+    first = session.run(["R"], {"A": a, "B": a})[0]
+    np.testing.assert_array_equal(first, np.maximum(a + a, 0))
+    for _ in range(3):  # the same bits run after run
+        np.testing.assert_array_equal(session.run(["R"], {"A": a, "B": a})[0], first)

@@ -64,6 +64,14 @@ class SubgraphRunner {
   virtual std::vector<Value> Run(KernelContext& parent, std::vector<Value> inputs) const = 0;
 };
 
+// Session-wide settings a kernel may act on when it is created (from SessionOptions).
+struct KernelSessionSettings {
+  // SessionOptions::use_deterministic_compute: only algorithms whose results are the same bit for bit run after
+  // run with the same inputs (a kernel leaves out the candidates its library marks nondeterministic, and takes no
+  // order-dependent shortcut such as atomic accumulation).
+  bool deterministic_compute = false;
+};
+
 // What a kernel sees when it is created.
 class KernelInfo {
  public:
@@ -77,6 +85,11 @@ class KernelInfo {
   virtual DataType OutputType(size_t i) const = 0;
   // The compiled subgraph held in graph attribute `attribute`; throws when there is none.
   virtual const SubgraphRunner& Subgraph(const std::string& attribute) const = 0;
+  // The session's settings for kernels (defaults where the creator has none).
+  virtual const KernelSessionSettings& session_settings() const {
+    static const KernelSessionSettings defaults;
+    return defaults;
+  }
 };
 
 // What a kernel sees when it runs.

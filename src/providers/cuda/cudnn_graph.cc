@@ -220,6 +220,7 @@ std::vector<Plan> MakePlans(cudnnHandle_t handle, const Descriptor& graph, const
                                &plan.engine_index);
       if (plan.tensor_cores && !filter.allow_tensor_cores) continue;
       if (plan.runtime_compiled && !filter.allow_runtime_compiled) continue;
+      if (plan.nondeterministic && !filter.allow_nondeterministic) continue;
       int64_t config_workspace = 0;
       if (cudnnBackendGetAttribute(config.get(), CUDNN_ATTR_ENGINECFG_WORKSPACE_SIZE, CUDNN_TYPE_INT64, 1, &count,
                                    &config_workspace) == CUDNN_STATUS_SUCCESS &&

@@ -109,6 +109,7 @@ struct PlanFilter {
   int64_t max_workspace_bytes = INT64_MAX;
   bool allow_tensor_cores = true;       // false: float32 stays on FMA arithmetic (use_tf32 = 0)
   bool allow_runtime_compiled = true;   // false: skip engines that compile kernels at finalize (slow to build)
+  bool allow_nondeterministic = true;   // false: skip engines cuDNN notes as nondeterministic
   size_t max_plans = 8;                 // the first this many that finalize, in heuristic order
   // When set (>= 0): only the configuration at this position of this list (Plan::heuristics_list, Plan::position),
   // with the filters above still applied; no other configuration is finalized.

@@ -37,6 +37,7 @@ class WidenedInfo : public KernelInfo {
   DataType InputType(size_t i) const override { return Widen(outer_.InputType(i)); }
   DataType OutputType(size_t i) const override { return Widen(outer_.OutputType(i)); }
   const SubgraphRunner& Subgraph(const std::string& attribute) const override { return outer_.Subgraph(attribute); }
+  const KernelSessionSettings& session_settings() const override { return outer_.session_settings(); }
 
   // The widened constants; they must outlive the wrapped kernel (which may keep pointers into them).
   std::vector<std::optional<Tensor>> TakeConstants() { return std::move(constants_); }

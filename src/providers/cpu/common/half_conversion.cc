@@ -4,6 +4,7 @@
 #include <cstring>
 
 #if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
 #include <immintrin.h>
 #endif
 
@@ -14,8 +15,18 @@ namespace tessera::cpu {
 namespace {
 
 #if defined(__x86_64__) || defined(__i386__)
+// CPUID leaf 1: AVX (ECX bit 28) and F16C (bit 29), with the OS saving YMM state (OSXSAVE, bit 27, and XCR0 bits
+// 1-2). Read directly: clang's __builtin_cpu_supports does not know "f16c".
 bool HasF16c() {
-  static const bool has = __builtin_cpu_supports("f16c") && __builtin_cpu_supports("avx");
+  static const bool has = [] {
+    unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+    if (!__get_cpuid(1, &eax, &ebx, &ecx, &edx)) return false;
+    const bool osxsave = (ecx >> 27) & 1, avx = (ecx >> 28) & 1, f16c = (ecx >> 29) & 1;
+    if (!osxsave || !avx || !f16c) return false;
+    unsigned xcr0_low = 0, xcr0_high = 0;
+    __asm__("xgetbv" : "=a"(xcr0_low), "=d"(xcr0_high) : "c"(0));
+    return (xcr0_low & 0x6) == 0x6;
+  }();
   return has;
 }
 

@@ -345,7 +345,7 @@ void RegisterActivationKernels(KernelRegistry& registry) {
     contrib.op_type = name;
     contrib.domain = "com.microsoft";
     contrib.input_types[0] = DataTypesOf(FloatTypes{});
-    registry.Register(std::move(contrib), [form](const KernelInfo& info) -> std::unique_ptr<Kernel> {
+    registry.Register(std::move(contrib), [form = form](const KernelInfo& info) -> std::unique_ptr<Kernel> {
       return std::make_unique<ContribGeluKernel>(info, form);
     });
   }

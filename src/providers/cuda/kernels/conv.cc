@@ -213,6 +213,7 @@ class ConvKernel : public Kernel {
         group_(info.node().GetInt("group", 1)),
         fused_node_(info.node().op_type != "Conv"),
         channels_last_(info.node().op_type == "NchwcConv"),
+        deterministic_(info.session_settings().deterministic_compute),
         activation_(fused_node_ ? ToLaunchActivation(ReadFusedActivation(info.node()))
                                 : launch::EpilogueActivation{}) {
     if (channels_last_ && info.node().GetInt("channel_block", 0) != 0)
@@ -563,7 +564,7 @@ class ConvKernel : public Kernel {
         << extras.activation.beta;
     const CudaProviderOptions& o = ep_.options();
     key << ";graphs " << o.enable_cuda_graph << ";search " << static_cast<int>(o.cudnn_conv_algo_search) << ";tf32 "
-        << o.use_tf32 << ";workspace " << WorkspaceLimit();
+        << o.use_tf32 << ";workspace " << WorkspaceLimit() << (deterministic_ ? ";deterministic" : "");
     return key.str();
   }
 
@@ -652,6 +653,7 @@ class ConvKernel : public Kernel {
       filter.allow_tensor_cores = type == DataType::kFloat16 || ep_.options().use_tf32;
       // Engines that compile kernels when their plan is finalized took 0.2-1.4 s per shape on the H100 host.
       filter.allow_runtime_compiled = false;
+      filter.allow_nondeterministic = !deterministic_;
       filter.max_plans = ep_.options().cudnn_conv_algo_search == ConvAlgoSearch::kExhaustive ? 8 : 1;
       filter.only_list = only_list;
       filter.only_position = only_position;
@@ -708,6 +710,7 @@ class ConvKernel : public Kernel {
       for (int i = 0; i < count; ++i) {
         const cudnnConvolutionFwdAlgoPerf_t& r = results[i];
         if (r.status != CUDNN_STATUS_SUCCESS || r.memory > limit) continue;
+        if (deterministic_ && r.determinism == CUDNN_NON_DETERMINISTIC) continue;
         if (fma_only && r.mathType != CUDNN_FMA_MATH) continue;
         const bool fft = r.algo == CUDNN_CONVOLUTION_FWD_ALGO_FFT || r.algo == CUDNN_CONVOLUTION_FWD_ALGO_FFT_TILING;
         if (fft && group_ > 1) continue;
@@ -858,6 +861,7 @@ class ConvKernel : public Kernel {
   int64_t group_;
   bool fused_node_;                        // ai.tessera::FusedConv or NchwcConv: Z and activation
   bool channels_last_;                     // ai.tessera::NchwcConv: NHWC
+  bool deterministic_;                     // SessionOptions::use_deterministic_compute
   launch::EpilogueActivation activation_;  // the fused activation (none for Conv)
   mutable std::shared_mutex mutex_;  // plans_ and krsc_filters_
   mutable std::map<std::vector<int>, std::unique_ptr<ConvPlan>> plans_;
