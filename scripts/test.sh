@@ -8,12 +8,14 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 BUILD_DIR=${BUILD_DIR:-build}
 CTEST_LOG="$BUILD_DIR/ctest.log"
 PYTEST_LOG="$BUILD_DIR/pytest.log"
+SANITIZE_LOG="$BUILD_DIR/sanitize.log"
 START=$SECONDS
 summary() {
   local status=$? counts="" pytest_counts=""
   [[ -f "$CTEST_LOG" ]] && counts=$(grep -Eo '[0-9]+% tests passed, [0-9]+ tests failed out of [0-9]+' "$CTEST_LOG" || true)
   [[ -f "$PYTEST_LOG" ]] && pytest_counts=$(grep -Eo '[0-9]+ (passed|failed|errors?)[^=]*' "$PYTEST_LOG" | tail -1 | sed 's/ *$//' || true)
   [[ -n "$pytest_counts" ]] && counts="${counts:+$counts; }pytest: $pytest_counts"
+  [[ -f "$SANITIZE_LOG" ]] && grep -q "sanitize.sh: PASSED" "$SANITIZE_LOG" && counts="${counts:+$counts; }sanitizers passed"
   if ((status == 0)); then
     echo "test.sh: PASSED (${counts:-no ctest summary}) in $((SECONDS - START))s"
   else
@@ -23,7 +25,7 @@ summary() {
 trap summary EXIT
 
 bash scripts/setup.sh
-rm -f "$CTEST_LOG" "$PYTEST_LOG"
+rm -f "$CTEST_LOG" "$PYTEST_LOG" "$SANITIZE_LOG"
 bash scripts/build.sh
 
 # Small configurations of the reference models (seconds to export); tests/models/model_test.cc
@@ -44,3 +46,10 @@ bash scripts/fetch_corpus.sh silero_vad_legacy silero_vad_v5 ppocr_mobile_cls
 # The Python package from the build tree (build/python), on the CPU and the simulated testing device.
 TESSERA_TESTING_EP_PATH="$PWD/$BUILD_DIR/libtessera_testing_ep.so" PYTHONPATH="$PWD/$BUILD_DIR/python" \
   /usr/bin/python3 -m pytest -q -p no:cacheprovider tests/python 2>&1 | tee "$PYTEST_LOG"
+
+# The sanitizer job (issue 18, scripts/sanitize.sh): the unit tests under AddressSanitizer + UndefinedBehavior-
+# Sanitizer, 60 s of fuzzing the model loader, the concurrent-run tests under ThreadSanitizer (two more builds,
+# clang, ~25 minutes on 2 cores). SANITIZE=0 skips it.
+if [[ ${SANITIZE:-1} != 0 ]]; then
+  bash scripts/sanitize.sh 2>&1 | tee "$SANITIZE_LOG"
+fi

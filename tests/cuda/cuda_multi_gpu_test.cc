@@ -8,6 +8,7 @@
 
 #include "cuda/cuda_test_util.h"
 #include "unit/session/graph_builder.h"
+#include "unit/session/multi_device_models.h"
 
 namespace tessera::test {
 namespace {
@@ -33,34 +34,6 @@ AllocatorPtr GpuAllocator(const EpDevice& gpu) {
   return allocator ? allocator : TestEnv().CreateSharedAllocator(gpu, MemoryType::kDefault, nullptr);
 }
 
-Tensor Ramp(int64_t rows, int64_t cols, float start) {
-  std::vector<float> values(static_cast<size_t>(rows * cols));
-  for (size_t i = 0; i < values.size(); ++i) values[i] = start + static_cast<float>(i % 23) * 0.125f - 1.0f;
-  return Tensor::FromVector<float>({rows, cols}, values);
-}
-
-// y = Relu(x @ w) + b.
-std::string Mlp(int64_t n) {
-  std::vector<float> w(static_cast<size_t>(n * n)), b(static_cast<size_t>(n));
-  for (size_t i = 0; i < w.size(); ++i) w[i] = static_cast<float>(static_cast<int>(i * 7 % 13) - 6) / 16.0f;
-  for (size_t i = 0; i < b.size(); ++i) b[i] = static_cast<float>(i % 5) - 2.0f;
-  return GraphBuilder()
-      .Input("x", {-1, n})
-      .FloatInitializer("w", {n, n}, w)
-      .FloatInitializer("b", {n}, b)
-      .Node("MatMul", {"x", "w"}, {"m"})
-      .Node("Relu", {"m"}, {"r"})
-      .Node("Add", {"r", "b"}, {"y"})
-      .Output("y")
-      .Serialize();
-}
-
-void ExpectNear(const Tensor& actual, const Tensor& expected, const std::string& what) {
-  ASSERT_EQ(actual.shape(), expected.shape()) << what;
-  const std::vector<float> a = actual.ToVector<float>(), e = expected.ToVector<float>();
-  for (size_t i = 0; i < a.size(); ++i) ASSERT_NEAR(a[i], e[i], 1e-4f * (1.0f + std::abs(e[i]))) << what << " at " << i;
-}
-
 SessionOptions OnGpu(int index) {
   SessionOptions options;
   options.providers.push_back({kCudaEpName, {{"use_tf32", "0"}}, index});
@@ -69,7 +42,7 @@ SessionOptions OnGpu(int index) {
 
 TEST_F(CudaMultiGpuTest, PeerCopiesBothWaysOnStreams) {
   const std::vector<const EpDevice*> gpus = Gpus();
-  const Tensor host = Ramp(1024, 257, 3.0f);
+  const Tensor host = RampTensor(1024, 257, 3.0f);
   Tensor on0 = Tensor::Allocate(DataType::kFloat, host.shape(), GpuAllocator(*gpus[0]));
   Tensor on1 = Tensor::Allocate(DataType::kFloat, host.shape(), GpuAllocator(*gpus[1]));
   Tensor again0 = Tensor::Allocate(DataType::kFloat, host.shape(), GpuAllocator(*gpus[0]));
@@ -89,11 +62,11 @@ TEST_F(CudaMultiGpuTest, PeerCopiesBothWaysOnStreams) {
 
 TEST_F(CudaMultiGpuTest, PipelineSplitOverTwoGpusMatchesTheCpu) {
   const std::vector<const EpDevice*> gpus = Gpus();
-  const std::string half = Mlp(64);
+  const std::string half = MlpModel(64);
   Session a = MakeSession(half, OnGpu(0), TestEnv());
   Session b = MakeSession(half, OnGpu(1), TestEnv());
   Session cpu = MakeSession(half, OptionsFor("cpu"), TestEnv());
-  const Tensor x = Ramp(8, 64, 0.5f);
+  const Tensor x = RampTensor(8, 64, 0.5f);
   IoBinding bind_a = a.CreateIoBinding();
   bind_a.BindInput("x", x);
   bind_a.BindOutput("y", gpus[0]->device_memory);
@@ -107,13 +80,13 @@ TEST_F(CudaMultiGpuTest, PipelineSplitOverTwoGpusMatchesTheCpu) {
   bind_b.BindOutput("y", MemoryInfo{});
   b.Run(bind_b);
   const Tensor mid = cpu.Run({{"x", x}})[0].tensor();
-  ExpectNear(bind_b.BoundOutputs()[0].tensor(), cpu.Run({{"x", mid}})[0].tensor(), "pipeline output");
+  ExpectNearRelative(bind_b.BoundOutputs()[0].tensor(), cpu.Run({{"x", mid}})[0].tensor(), "pipeline output");
 }
 
 TEST_F(CudaMultiGpuTest, DataParallelRunnerOverEveryGpuMatchesTheCpu) {
   const std::filesystem::path model = std::filesystem::temp_directory_path() / "tessera_multi_gpu_mlp.onnx";
   {
-    const std::string bytes = Mlp(128);
+    const std::string bytes = MlpModel(128);
     FILE* f = std::fopen(model.c_str(), "wb");
     ASSERT_NE(f, nullptr);
     std::fwrite(bytes.data(), 1, bytes.size(), f);
@@ -127,10 +100,10 @@ TEST_F(CudaMultiGpuTest, DataParallelRunnerOverEveryGpuMatchesTheCpu) {
     EXPECT_EQ(runner.session(i).InputMemoryInfo("x"), Gpus()[i]->device_memory) << "session " << i;
   Session cpu(TestEnv(), model, OptionsFor("cpu"));
   std::vector<Session::NamedValues> requests;
-  for (int i = 0; i < 200; ++i) requests.push_back({{"x", Ramp(16, 128, static_cast<float>(i % 9))}});
+  for (int i = 0; i < 200; ++i) requests.push_back({{"x", RampTensor(16, 128, static_cast<float>(i % 9))}});
   const std::vector<std::vector<Value>> outputs = runner.RunAll(requests);
   for (size_t i = 0; i < requests.size(); ++i)
-    ExpectNear(outputs[i][0].tensor(), cpu.Run(requests[i])[0].tensor(), "request " + std::to_string(i));
+    ExpectNearRelative(outputs[i][0].tensor(), cpu.Run(requests[i])[0].tensor(), "request " + std::to_string(i));
   const std::vector<uint64_t> done = runner.CompletedPerSession();
   EXPECT_EQ(std::accumulate(done.begin(), done.end(), uint64_t{0}), requests.size());
   for (size_t i = 0; i < done.size(); ++i) EXPECT_GT(done[i], 0u) << "GPU " << i << " took no request";
