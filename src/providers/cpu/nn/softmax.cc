@@ -7,6 +7,7 @@
 #include <limits>
 #include <type_traits>
 
+#include "providers/cpu/common/target_clones.h"
 #include "providers/cpu/common/vector_math.h"
 #include "providers/cpu/cpu_kernels.h"
 
@@ -55,7 +56,7 @@ void NormalizeBlock(const T* x, T* y, int64_t n, int64_t inner, std::vector<T>& 
 // (a single float accumulator would serialize the loop, since float addition is not reassociated).
 constexpr int64_t kLanes = 16;
 
-__attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+TESSERA_TARGET_CLONES("arch=x86-64-v4", "arch=x86-64-v3", "default")
 float RowMax(const float* x, int64_t n) {
   float lanes[kLanes];
   std::fill_n(lanes, kLanes, std::numeric_limits<float>::lowest());
@@ -69,7 +70,7 @@ float RowMax(const float* x, int64_t n) {
 }
 
 // y[i] = exp(x[i] - shift) (y may be null); returns the sum of those exponentials.
-__attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+TESSERA_TARGET_CLONES("arch=x86-64-v4", "arch=x86-64-v3", "default")
 float ExpShifted(const float* x, float* y, int64_t n, float shift) {
   float lanes[kLanes] = {};
   int64_t i = 0;
@@ -89,7 +90,7 @@ float ExpShifted(const float* x, float* y, int64_t n, float shift) {
   return sum;
 }
 
-__attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+TESSERA_TARGET_CLONES("arch=x86-64-v4", "arch=x86-64-v3", "default")
 void ScaleOrShift(float* y, const float* x, int64_t n, float scale, float shift) {
   if (x) {
     for (int64_t i = 0; i < n; ++i) y[i] = x[i] - shift;

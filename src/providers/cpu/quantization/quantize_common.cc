@@ -1,5 +1,6 @@
 #include "providers/cpu/quantization/quantize_common.h"
 
+#include "providers/cpu/common/target_clones.h"
 #include "tessera/status.h"
 
 namespace tessera::cpu {
@@ -76,7 +77,7 @@ inline void RequantizeLoop(const int32_t* sums, int64_t n, int32_t offset, float
 }  // namespace
 
 // Each function marked so is also built for AVX-512 and AVX2; the loader picks the best clone for the CPU.
-#define TESSERA_SIMD_CLONES __attribute__((target_clones("arch=skylake-avx512", "avx2", "default")))
+#define TESSERA_SIMD_CLONES TESSERA_TARGET_CLONES("arch=skylake-avx512", "avx2", "default")
 
 TESSERA_SIMD_CLONES void QuantizeSpan(const float* x, int64_t n, float scale, float zero_point, int8_t* y) {
   QuantizeLoop(x, n, scale, zero_point, y);
