@@ -334,7 +334,13 @@ MODELS = {"resnet50": resnet_export, "bert_base": bert_export, "mobilenet_v2": m
 DEFAULT_MODELS = ["resnet50", "bert_base"]  # what tests/models checks; the others are exported with --only
 
 
-def export(name, small, out_dir):
+def progress(message):
+    print(f"export_models.py: {message}", flush=True)
+
+
+def export(name, small, out_dir, position):
+    started = time.time()
+    progress(f"{position} {name} ({'small' if small else 'full'}): building the PyTorch model")
     torch.manual_seed(0)
     spec = MODELS[name](small)
     spec.model.eval()
@@ -342,13 +348,16 @@ def export(name, small, out_dir):
     (model_dir / "inputs").mkdir(parents=True, exist_ok=True)
     (model_dir / "outputs").mkdir(parents=True, exist_ok=True)
     args = tuple(spec.inputs.values())
+    progress(f"{position} {name}: reference outputs ({time.time() - started:.1f}s)")
     with torch.no_grad():
         outputs = spec.model(*args)
     outputs = outputs if isinstance(outputs, tuple) else (outputs,)
     model_path = model_dir / "model.onnx"
+    progress(f"{position} {name}: torch.onnx.export ({time.time() - started:.1f}s)")
     torch.onnx.export(spec.model, args, str(model_path), input_names=list(spec.inputs),
                       output_names=spec.output_names, dynamic_axes=spec.dynamic_axes, opset_version=OPSET,
                       do_constant_folding=True)
+    progress(f"{position} {name}: checking the ONNX file, saving inputs and outputs ({time.time() - started:.1f}s)")
     onnx.checker.check_model(str(model_path))
     for input_name, tensor in spec.inputs.items():
         np.save(model_dir / "inputs" / f"{input_name}.npy", tensor.numpy())
@@ -375,8 +384,9 @@ def main():
     parser.add_argument("--only", choices=sorted(MODELS), action="append", help="export only these models")
     args = parser.parse_args()
     start = time.time()
-    for name in args.only or DEFAULT_MODELS:
-        export(name, args.small, args.out)
+    names = args.only or DEFAULT_MODELS
+    for i, name in enumerate(names):
+        export(name, args.small, args.out, f"[{i + 1}/{len(names)}]")
     print(f"export_models.py: {'small' if args.small else 'full'} models in {args.out} ({time.time() - start:.1f}s)")
 
 

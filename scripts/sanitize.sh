@@ -44,7 +44,7 @@ run_asan() {
   ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
     LSAN_OPTIONS="suppressions=$ROOT/tests/lsan.supp" "$dir/tessera_unit_tests" --gtest_brief=1 >"$dir/unit_tests.log" 2>&1 ||
     { grep -E "ERROR: |runtime error|FAILED|SUMMARY" "$dir/unit_tests.log" | head -40; return 1; }
-  tail -3 "$dir/unit_tests.log"
+  grep -E "tests? from .* ran|^\[  (PASSED|SKIPPED) " "$dir/unit_tests.log"
   echo "sanitize.sh: fuzzing the model loader for ${FUZZ_SECONDS} s"
   mkdir -p "$dir/fuzz-run/corpus" "$dir/fuzz-run/artifacts" "$dir/fuzz-run/tmp"
   TMPDIR="$dir/fuzz-run/tmp" ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
@@ -67,7 +67,7 @@ run_tsan() {
   TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 suppressions=$ROOT/tests/tsan.supp" \
     "$dir/tessera_unit_tests" --gtest_brief=1 --gtest_filter="$TSAN_FILTER" >"$dir/unit_tests.log" 2>&1 ||
     { grep -E -A12 "WARNING: ThreadSanitizer|FAILED|SUMMARY" "$dir/unit_tests.log" | head -60; return 1; }
-  tail -3 "$dir/unit_tests.log"
+  grep -E "tests? from .* ran|^\[  (PASSED|SKIPPED) " "$dir/unit_tests.log"
 }
 
 for job in "${JOBS_TO_RUN[@]}"; do
