@@ -5,7 +5,11 @@
 // TESSERA_TESTING_DEVICE_COUNT (1 to kMaxDevices, default 1), read when the plugin's hardware is discovered
 // (Environment::RegisterEpLibrary), sets how many instances exist: like the GPUs of one host, each has its own
 // ordinal, memory, arena and streams, and copies between two of them stand for peer copies.
+//
+// Provider options: fail_allocations_after (N), memory_limit_bytes (N), enable_graph_capture, copy_streams,
+// run_streams (0/1), task_delay_us (N: each task its streams run waits that long first, a slower device).
 #include <charconv>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <functional>
@@ -34,6 +38,7 @@ struct EpConfig {
   bool enable_graph_capture = false;
   bool copy_streams = false;  // copies on their own streams (like the CUDA EP's do_copy_in_default_stream = 0)
   bool run_streams = true;    // streams per concurrent run (kEpRunStreams), like the CUDA EP
+  int64_t task_delay_us = 0;  // slept before each task the EP's streams run: a slower device
 };
 
 int64_t ParseNonNegative(const std::string& key, const std::string& text) {
@@ -50,6 +55,8 @@ EpConfig ParseOptions(const ProviderOptions& options) {
   for (const auto& [key, value] : options) {
     if (key == "fail_allocations_after") {
       config.fail_allocations_after = ParseNonNegative(key, value);
+    } else if (key == "task_delay_us") {
+      config.task_delay_us = ParseNonNegative(key, value);
     } else if (key == "memory_limit_bytes") {
       config.memory_limit_bytes = static_cast<size_t>(ParseNonNegative(key, value));
     } else if (key == "enable_graph_capture" || key == "copy_streams" || key == "run_streams") {
@@ -61,7 +68,8 @@ EpConfig ParseOptions(const ProviderOptions& options) {
       flag = value == "1";
     } else {
       Fail(ErrorCode::kInvalidArgument, kEpName, ": unknown provider option '", key,
-           "' (known: fail_allocations_after, memory_limit_bytes, enable_graph_capture, copy_streams, run_streams)");
+           "' (known: fail_allocations_after, memory_limit_bytes, enable_graph_capture, copy_streams, run_streams, "
+           "task_delay_us)");
     }
   }
   if (config.copy_streams && config.enable_graph_capture)
@@ -86,6 +94,7 @@ class TestingExecutionProvider : public ExecutionProvider {
         graph_capture_(config.enable_graph_capture),
         copy_streams_(config.copy_streams),
         run_streams_(config.run_streams),
+        task_delay_(config.task_delay_us),
         device_allocator_(CreateDeviceArena(ordinal, config)),
         host_accessible_allocator_(std::make_shared<HostAccessibleAllocator>(ordinal)) {
     RegisterTestingKernels(kernels_);
@@ -99,10 +108,10 @@ class TestingExecutionProvider : public ExecutionProvider {
   }
   DataTransfer* data_transfer() override { return &transfer_; }
   std::unique_ptr<Stream> CreateStream() override {
-    return std::make_unique<TestingStream>(DeviceMemoryInfo(ordinal_));
+    return std::make_unique<TestingStream>(DeviceMemoryInfo(ordinal_), task_delay_);
   }
   std::unique_ptr<Stream> CreateCopyStream() override {
-    return copy_streams_ ? std::make_unique<TestingStream>(DeviceMemoryInfo(ordinal_)) : nullptr;
+    return copy_streams_ ? std::make_unique<TestingStream>(DeviceMemoryInfo(ordinal_), task_delay_) : nullptr;
   }
 
   // Graph capture records the closures a run queues and replays them: the same buffers, the same work,
@@ -135,6 +144,7 @@ class TestingExecutionProvider : public ExecutionProvider {
   const bool graph_capture_;
   const bool copy_streams_;
   const bool run_streams_;
+  const std::chrono::microseconds task_delay_;
   std::mutex graphs_mutex_;
   std::map<int, std::vector<std::function<void()>>> graphs_;
   KernelRegistry kernels_;

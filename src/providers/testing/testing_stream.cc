@@ -14,7 +14,7 @@ namespace tessera::testing_ep {
 
 class TestingStream::Queue : public TestingQueue {
  public:
-  Queue() : worker_([this] { Work(); }) {}
+  explicit Queue(std::chrono::microseconds task_delay) : task_delay_(task_delay), worker_([this] { Work(); }) {}
 
   ~Queue() override {
     {
@@ -52,6 +52,7 @@ class TestingStream::Queue : public TestingQueue {
       pending_.pop_front();
       lock.unlock();
       std::exception_ptr error;
+      if (task_delay_.count() > 0) std::this_thread::sleep_for(task_delay_);
       try {
         work();
       } catch (...) {
@@ -66,6 +67,7 @@ class TestingStream::Queue : public TestingQueue {
     }
   }
 
+  const std::chrono::microseconds task_delay_;
   std::mutex mutex_;
   std::condition_variable work_ready_;
   std::condition_variable work_done_;
@@ -148,7 +150,8 @@ class TestingEvent : public Event {
 
 }  // namespace
 
-TestingStream::TestingStream(const MemoryInfo& info) : info_(info), queue_(std::make_unique<Queue>()) {}
+TestingStream::TestingStream(const MemoryInfo& info, std::chrono::microseconds task_delay)
+    : info_(info), queue_(std::make_unique<Queue>(task_delay)) {}
 
 TestingStream::~TestingStream() = default;
 

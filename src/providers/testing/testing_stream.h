@@ -9,6 +9,7 @@
 //   queue->Enqueue([] { /* runs on the device */ });
 #pragma once
 
+#include <chrono>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -29,7 +30,8 @@ class TestingQueue {
 
 class TestingStream : public Stream {
  public:
-  explicit TestingStream(const MemoryInfo& info);
+  // `task_delay` is slept on the worker before each queued task: a slower simulated device.
+  explicit TestingStream(const MemoryInfo& info, std::chrono::microseconds task_delay = {});
   // Finishes the queued work, then stops the worker. Errors still pending are dropped.
   ~TestingStream() override;
   void* native_handle() const override;

@@ -243,6 +243,20 @@ TEST(TestingEpTest, MemoryLimitCapsTheArena) {
 
 // ---- kernels through one-node models --------------------------------------------------------------
 
+// task_delay_us makes a slower device: every task its streams run waits first (a lower bound, never flaky).
+TEST(TestingEpTest, TaskDelaySlowsEveryTaskOfItsStreams) {
+  auto ep = Factory().CreateEp(TestingDevice(), {{"task_delay_us", "2000"}});
+  std::unique_ptr<Stream> stream = ep->CreateStream();
+  std::atomic<int> ran{0};
+  const auto start = std::chrono::steady_clock::now();
+  for (int i = 0; i < 3; ++i) QueueOf(*stream).Enqueue([&] { ran.fetch_add(1); });
+  stream->Synchronize();
+  EXPECT_EQ(ran.load(), 3);
+  EXPECT_GE(std::chrono::steady_clock::now() - start, std::chrono::microseconds(6000));
+  EXPECT_THROW(Factory().CreateEp(TestingDevice(), {{"task_delay_us", "-1"}}), Error);
+  EXPECT_THROW(Factory().CreateEp(TestingDevice(), {{"task_delay_us", "soon"}}), Error);
+}
+
 TEST(TestingEpKernelTest, AddBroadcasts) {
   test::OpTester t("Add", 14);
   t.Input("A", Tensor::FromVector<float>({2, 3}, {1, 2, 3, 4, 5, 6}));
