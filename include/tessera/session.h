@@ -76,6 +76,14 @@ class Session {
   // How many sets of device streams the session has created so far (see SessionOptions::stream_sets): 1 until
   // runs overlapped, up to stream_sets; 0 when no EP of the session has streams.
   size_t StreamSets() const;
+  // How the session's runs use CUDA graphs (or another EP's graphs): "explicit: ..." (enable_cuda_graph: IoBinding
+  // runs keyed by gpu_graph_id), "automatic: ..." (Run(feeds) and IoBinding runs are captured and replayed by the
+  // session, see docs/ARCHITECTURE.md "Automatic graphs"), or "eager: <why no graph is used>", e.g. a node with
+  // control flow, a CPU node between device nodes, automatic graphs turned off by a provider option.
+  std::string GraphStatus() const;
+  // Automatic graphs: graphs captured and runs replayed so far (0 when not automatic).
+  size_t AutomaticGraphCaptures() const;
+  size_t AutomaticGraphReplays() const;
   // Profiling (SessionOptions::enable_profiling): waits for the session's streams, writes the profile and
   // returns its path; profiling stops. Returns "" when profiling is off or already ended. Throws kIo
   // when the file cannot be written. A session never ended writes its profile when destroyed.

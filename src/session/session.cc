@@ -21,7 +21,9 @@
 #include "graph/passes/graph_optimizer.h"
 #include "graph/type_inference.h"
 #include "providers/cpu/cpu_ep.h"
+#include "session/automatic_graphs.h"
 #include "session/environment_impl.h"
+#include "session/graph_capture_check.h"
 #include "session/host_staged_transfer.h"
 #include "session/profiler.h"
 #include "session/run_tracer.h"
@@ -178,6 +180,10 @@ struct Session::Impl {
   std::unique_ptr<Profiler> profiler;  // SessionOptions::enable_profiling
   RunTracing tracing;
 
+  // Automatic graphs (an EP's automatic_graphs_enabled(), without capture_ep); nullptr when runs are eager.
+  std::unique_ptr<AutomaticGraphs> automatic_graphs;
+  std::string graph_status;
+
   Impl(Environment& e, const SessionOptions& o)
       : env(e),
         options(o),
@@ -202,9 +208,17 @@ struct Session::Impl {
   size_t OutputIndex(const std::string& name) const;
   void SetUpGraphCapture();
   void SetUpRunTracing();
+  void SetUpAutomaticGraphs();
+  // Whether this run may go through an automatic graph (RunOptions gpu_graph_id -1 says no).
+  bool AutomaticGraphAllowed(const RunOptions& options, const std::vector<Value>& inputs) const;
   void PrepareStaticShapes();
   std::string EndProfiling();
   std::vector<Value> RunWithGraph(RunRequest& request, const RunOptions& run_options);
+  // The outputs of an IoBinding run (`produced`, one per model output) delivered as bound: copied into bound
+  // tensors or to bound memories, queued on the run's streams. `graph_owned`: the values are an automatic graph's
+  // buffers, which its next replay overwrites, so every one is copied, including those already where bound.
+  std::vector<Value> DeliverOutputs(const IoBinding& binding, const std::vector<Value>& produced,
+                                    const StreamPool::Set& streams, const RunOptions& options, bool graph_owned);
   std::vector<Value> RunFeeds(const NamedValues& feeds, const std::vector<std::string>& output_names,
                               const RunOptions& options, bool traced);
   void Synchronize() const { stream_pool.Synchronize(); }
@@ -425,6 +439,7 @@ void Session::Impl::Initialize(const std::function<std::unique_ptr<Model>()>& lo
   SetUpGraphCapture();
   stream_pool.set_max_sets(MaxStreamSets());
   SetUpRunTracing();
+  SetUpAutomaticGraphs();
   phases.Mark("plan");
   if (LogEnabled(LogLevel::kVerbose))
     for (const PlanStep& step : plan.steps) Log(LogLevel::kVerbose, "plan: ", step.label);
@@ -448,6 +463,64 @@ bool HasStatefulOps(const Graph& graph) {
 }
 
 }  // namespace
+
+void Session::Impl::SetUpAutomaticGraphs() {
+  if (capture_ep != nullptr) {
+    graph_status = "explicit: IoBinding runs are captured per gpu_graph_id on " + capture_ep->type();
+    return;
+  }
+  ExecutionProvider* ep = nullptr;
+  for (const auto& candidate : eps)
+    if ((candidate->capability_flags() & kEpGraphCapture) && candidate->automatic_graphs_enabled()) {
+      ep = candidate.get();
+      break;
+    }
+  if (ep == nullptr) {
+    graph_status = "eager: no execution provider of the session has automatic graphs enabled";
+    return;
+  }
+  const MemoryInfo device = ep->memory_info();
+  const std::optional<MemoryInfo> staging =
+      services.staging_memory_for ? services.staging_memory_for(device) : std::nullopt;
+  const Graph& graph = *model->graph;
+  std::string reason;
+  if (services.stream_for(device) == nullptr) {
+    reason = "the execution provider has no stream";
+  } else if (!staging) {
+    reason = "the execution provider has no host-accessible memory to stage feeds in";
+  } else if (profiler != nullptr) {
+    reason = "profiling is enabled (per-node times need eager runs)";
+  } else if (!tracing.step_hooks.empty()) {
+    reason = "an execution provider traces every step (step hooks, e.g. NVTX ranges)";
+  } else if (HasStatefulOps(graph)) {
+    reason = "the model has random ops (a replay would repeat their numbers)";
+  }
+  for (size_t i = 0; reason.empty() && i < graph.inputs.size(); ++i) {
+    const MemoryInfo& where = plan.slots[plan.input_slots[i]].location;
+    if (graph.inputs[i].kind != ValueInfo::Kind::kTensor)
+      reason = "input '" + graph.inputs[i].name + "' is not a tensor";
+    else if (where != device)
+      reason = "input '" + graph.inputs[i].name + "' is read in " + where.ToString() + " memory";
+  }
+  for (size_t i = 0; reason.empty() && i < graph.outputs.size(); ++i)
+    if (graph.outputs[i].kind != ValueInfo::Kind::kTensor || graph.outputs[i].type == DataType::kString)
+      reason = "output '" + graph.outputs[i].name + "' is not a numeric tensor";
+  if (reason.empty()) reason = GraphCaptureBlocker(plan, *ep);
+  if (!reason.empty()) {
+    graph_status = "eager: " + reason;
+    Log(LogLevel::kInfo, "automatic graphs (", ep->type(), ") are not used for this model: ", reason);
+    return;
+  }
+  automatic_graphs = std::make_unique<AutomaticGraphs>(plan, *ep, *staging, threads, ep->automatic_graph_limit());
+  graph_status = "automatic: Run(feeds) and IoBinding runs are captured and replayed on " + ep->type();
+}
+
+bool Session::Impl::AutomaticGraphAllowed(const RunOptions& options, const std::vector<Value>& inputs) const {
+  if (automatic_graphs == nullptr) return false;
+  if (auto it = options.config.find("gpu_graph_id"); it != options.config.end() && !it->second.empty() && it->second[0] == '-')
+    return false;
+  return automatic_graphs->Accepts(inputs);
+}
 
 // Session config "session.prepare_static_shapes": when every graph input has a declared static shape, the
 // session runs the model on zeros before it is returned, so that what kernels prepare on their first calls
@@ -536,41 +609,8 @@ void Session::Impl::SetUpGraphCapture() {
   const std::string what = "graph capture (" + capture_ep->type() + "): ";
   if (services.stream_for(capture_ep->memory_info()) == nullptr)
     Fail(ErrorCode::kNotImplemented, what, "the execution provider has no stream");
-  // Values computed from shapes alone: constants, host outputs of the capture EP's kernels (Shape: written
-  // at enqueue time, from the input's shape) and what host-side nodes derive from those only. Replays
-  // require the captured input shapes, so these are the same on every replay: the host nodes computing
-  // them run during the capture and their results stay baked into the graph (e.g. a Reshape's shape).
-  std::vector<bool> from_shapes(plan.slots.size(), false);
-  for (size_t s = 0; s < plan.slots.size(); ++s) from_shapes[s] = !plan.slots[s].constant.is_none();
-  for (const PlanStep& step : plan.steps) {
-    if (step.kind == PlanStep::Kind::kCopy)
-      Fail(ErrorCode::kNotImplemented, what, "the model cannot be captured: ", step.label,
-           " crosses memory spaces inside the run (a node runs on another execution provider)");
-    if (step.ep != capture_ep) {
-      const bool shape_only = step.subgraphs.empty() && std::all_of(step.inputs.begin(), step.inputs.end(), [&](int s) {
-                                return s < 0 || from_shapes[s];
-                              });
-      if (!shape_only)
-        Fail(ErrorCode::kNotImplemented, what, "the model cannot be captured: ", step.node->Describe(), " runs on ",
-             step.ep->type(), " and reads values that are not computed from shapes alone");
-      for (int s : step.outputs)
-        if (s >= 0) from_shapes[s] = true;
-      continue;
-    }
-    for (int s : step.inputs)  // read on the host when queued: the value is baked into the graph
-      if (s >= 0 && plan.slots[s].location.IsHostReadable() && !from_shapes[s])
-        Fail(ErrorCode::kNotImplemented, what, "the model cannot be captured: ", step.node->Describe(),
-             " reads '", plan.slots[s].name, "' in host memory, which can change between replays");
-    for (size_t i = 0; i < step.outputs.size(); ++i)
-      if (step.outputs[i] >= 0 && step.def->IsHostOutput(static_cast<int>(i))) from_shapes[step.outputs[i]] = true;
-    if (!step.subgraphs.empty())
-      Fail(ErrorCode::kNotImplemented, what, "the model cannot be captured: ", step.node->Describe(),
-           " has control flow (subgraphs)");
-    for (const PlanStep::Wait& wait : step.wait_for)
-      if (wait.on_host)
-        Fail(ErrorCode::kNotImplemented, what, "the model cannot be captured: ", step.node->Describe(),
-             " reads a device-produced value on the host");
-  }
+  if (const std::string blocker = GraphCaptureBlocker(plan, *capture_ep); !blocker.empty())
+    Fail(ErrorCode::kNotImplemented, what, "the model cannot be captured: ", blocker);
 }
 
 void Session::Impl::SetUpRunTracing() {
@@ -754,10 +794,20 @@ std::vector<Value> Session::Impl::RunFeeds(const NamedValues& feeds, const std::
   for (const std::string& name : output_names) wanted.push_back(OutputIndex(name));
   if (output_names.empty())
     for (size_t i = 0; i < model->graph->outputs.size(); ++i) wanted.push_back(i);
+  const bool graphed = AutomaticGraphAllowed(options, request.inputs);
+  if (graphed) {
+    std::vector<Value> result;
+    if (automatic_graphs->Run(streams, request.inputs, AutomaticGraphs::Outputs::kHost, wanted, options, result, {})) {
+      if (tracer) tracer->Finish(/*synchronized=*/true);
+      ShrinkAfterRun(options);
+      return result;
+    }
+  }
   // Outputs are returned in host memory, so the run must finish: the copies of device outputs queue behind the
   // run on its streams, and one wait at the end covers the run and every copy (no wait per output). `options`
   // stays the caller's object so that a terminate flag set from another thread is seen.
   std::vector<Value> produced = Execute(request, options, Impl::EndOfRun::kNoWait);
+  if (graphed) automatic_graphs->WarmedUp(streams, request.inputs, AutomaticGraphs::Outputs::kHost, produced);
   // Small device outputs go to their device's staging (pinned) memory, where the copy is asynchronous: a copy to
   // pageable memory would block the host copy by copy. After the wait they are copied to host memory.
   std::vector<Value> picked;
@@ -795,21 +845,80 @@ void Session::Run(IoBinding& binding, const RunOptions& options) {
   for (const IoBinding::Output& out : binding.outputs())
     if (out.preallocated.is_tensor())
       request.preallocated[impl_->plan.output_slots[impl_->OutputIndex(out.name)]] = out.preallocated.tensor();
-  std::vector<Value> produced =
-      impl_->capture_ep != nullptr ? impl_->RunWithGraph(request, options) : impl_->Execute(request, options);
+  std::vector<Value> results;
+  if (impl_->AutomaticGraphAllowed(options, request.inputs)) {
+    std::vector<Value> unused;
+    const bool replayed = impl_->automatic_graphs->Run(
+        streams, request.inputs, AutomaticGraphs::Outputs::kDevice, {}, options, unused,
+        [&](const std::vector<Value>& produced) {
+          results = impl_->DeliverOutputs(binding, produced, streams, options, /*graph_owned=*/true);
+        });
+    if (replayed) {
+      if (options.synchronize) streams.Synchronize();
+    } else {
+      std::vector<Value> produced = impl_->Execute(request, options);
+      impl_->automatic_graphs->WarmedUp(streams, request.inputs, AutomaticGraphs::Outputs::kDevice, produced);
+      results = impl_->DeliverOutputs(binding, produced, streams, options, /*graph_owned=*/false);
+    }
+  } else {
+    std::vector<Value> produced =
+        impl_->capture_ep != nullptr ? impl_->RunWithGraph(request, options) : impl_->Execute(request, options);
+    results = impl_->DeliverOutputs(binding, produced, streams, options, /*graph_owned=*/false);
+  }
+  binding.mutable_results() = std::move(results);
+  tracer.Finish(options.synchronize);
+  impl_->ShrinkAfterRun(options);
+}
+
+std::vector<Value> Session::Impl::DeliverOutputs(const IoBinding& binding, const std::vector<Value>& produced,
+                                                 const StreamPool::Set& streams, const RunOptions& options,
+                                                 bool graph_owned) {
+  const PlanServices& run_services = streams.services;
+  // A graph's buffer bound to its own memory: a device-to-device copy on the memory's compute stream.
+  const auto copy_on_device = [&](const Tensor& source, Tensor& target) {
+    const MemoryInfo& where = source.memory_info();
+    Stream* stream = run_services.stream_for(where);
+    const CopyPair pair{&source, &target};
+    run_services.find_transfer(where, target.memory_info())->Copy({&pair, 1}, stream);
+  };
   // Outputs bound to a memory (not a tensor) are copied there as one batch.
   std::vector<Value> moving;
   std::vector<MemoryInfo> places;
-  for (const IoBinding::Output& out : binding.outputs()) {
+  std::vector<Value> duplicated(binding.outputs().size());
+  for (size_t k = 0; k < binding.outputs().size(); ++k) {
+    const IoBinding::Output& out = binding.outputs()[k];
     if (out.preallocated.is_tensor()) continue;
-    moving.push_back(produced[impl_->OutputIndex(out.name)]);
+    const Value& value = produced[OutputIndex(out.name)];
+    if (graph_owned && value.is_tensor() && value.tensor().memory_info() == out.where &&
+        run_services.stream_for(out.where) != nullptr) {
+      const Tensor& source = value.tensor();
+      Tensor copy = Tensor::Allocate(source.type(), source.shape(),
+                                     run_services.allocator_on(out.where, run_services.stream_for(out.where)));
+      if (source.SizeInBytes() > 0) copy_on_device(source, copy);
+      duplicated[k] = Value(std::move(copy));
+      continue;
+    }
+    if (graph_owned && value.is_tensor() && value.tensor().memory_info() == out.where &&
+        out.where.IsHostReadable()) {  // a shape-derived host value the graph keeps
+      const Tensor& source = value.tensor();
+      Tensor copy = Tensor::Allocate(source.type(), source.shape(), run_services.allocator_for(out.where));
+      if (source.SizeInBytes() > 0) std::memcpy(copy.raw_data(), source.raw_data(), source.SizeInBytes());
+      duplicated[k] = Value(std::move(copy));
+      continue;
+    }
+    moving.push_back(value);
     places.push_back(out.where);
   }
-  std::vector<Value> moved = CopyValuesTo(moving, places, streams.services, options.synchronize);
+  std::vector<Value> moved = CopyValuesTo(moving, places, run_services, options.synchronize);
   std::vector<Value> results;
   size_t next_moved = 0;
-  for (const IoBinding::Output& out : binding.outputs()) {
-    const Value& value = produced[impl_->OutputIndex(out.name)];
+  for (size_t k = 0; k < binding.outputs().size(); ++k) {
+    const IoBinding::Output& out = binding.outputs()[k];
+    const Value& value = produced[OutputIndex(out.name)];
+    if (!duplicated[k].is_none()) {
+      results.push_back(std::move(duplicated[k]));
+      continue;
+    }
     if (!out.preallocated.is_tensor()) {
       results.push_back(std::move(moved[next_moved++]));
       continue;
@@ -820,15 +929,18 @@ void Session::Run(IoBinding& binding, const RunOptions& options) {
       if (produced_tensor.type() != target.type() || produced_tensor.shape() != target.shape())
         Fail(ErrorCode::kInvalidArgument, "output '", out.name, "' is bound to ", target.Describe(),
              " but the model produced ", produced_tensor.Describe());
-      impl_->services.find_transfer(produced_tensor.memory_info(), target.memory_info());  // names a missing path
-      streams.Synchronize();
-      impl_->env.CopyTensors({&produced_tensor, 1}, {&target, 1}, nullptr);
+      services.find_transfer(produced_tensor.memory_info(), target.memory_info());  // names a missing path
+      if (graph_owned && produced_tensor.memory_info() == target.memory_info() &&
+          run_services.stream_for(target.memory_info()) != nullptr) {
+        if (target.SizeInBytes() > 0) copy_on_device(produced_tensor, target);
+      } else {
+        streams.Synchronize();
+        env.CopyTensors({&produced_tensor, 1}, {&target, 1}, nullptr);
+      }
     }
     results.push_back(Value(target));
   }
-  binding.mutable_results() = std::move(results);
-  tracer.Finish(options.synchronize);
-  impl_->ShrinkAfterRun(options);
+  return results;
 }
 
 const std::vector<ValueInfo>& Session::inputs() const { return impl_->model->graph->inputs; }
@@ -903,6 +1015,16 @@ std::vector<PartitionEntry> Session::Partition() const {
 void Session::Synchronize() const { impl_->Synchronize(); }
 
 size_t Session::ReleaseMemory() { return impl_->ReleaseMemory([](const MemoryInfo&) { return true; }); }
+
+std::string Session::GraphStatus() const { return impl_->graph_status; }
+
+size_t Session::AutomaticGraphCaptures() const {
+  return impl_->automatic_graphs != nullptr ? impl_->automatic_graphs->captures() : 0;
+}
+
+size_t Session::AutomaticGraphReplays() const {
+  return impl_->automatic_graphs != nullptr ? impl_->automatic_graphs->replays() : 0;
+}
 
 size_t Session::StreamSets() const { return impl_->stream_pool.has_streams() ? impl_->stream_pool.size() : 0; }
 

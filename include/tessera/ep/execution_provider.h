@@ -121,6 +121,15 @@ class ExecutionProvider {
   virtual void BeginCapture(Stream& /*stream*/, int /*key*/) {}
   virtual void EndCapture(Stream& /*stream*/, int /*key*/) {}
   virtual void ReplayGraph(Stream& /*stream*/, int /*key*/) {}
+  // Automatic graphs (kEpGraphCapture, graph_capture_enabled() false): the session captures and replays whole
+  // runs by itself, for Run(feeds) and for IoBinding runs at any address, when the plan allows it (docs/
+  // ARCHITECTURE.md, "Automatic graphs"). It copies feeds into buffers it owns, whose addresses the graph holds,
+  // and outputs out of buffers it owns; one graph per input signature and stream set, each captured on the
+  // set's compute stream of this EP (keys chosen by the session), at most automatic_graph_limit() per set.
+  // ReleaseGraph destroys a graph the session evicts (its replays have completed).
+  virtual bool automatic_graphs_enabled() const { return false; }
+  virtual size_t automatic_graph_limit() const { return 8; }
+  virtual void ReleaseGraph(int /*key*/) {}
 };
 
 }  // namespace tessera

@@ -117,6 +117,8 @@ void CudaExecutionProvider::EndCapture(Stream& stream, int key) {
   graphs_.End(NativeStream(&stream, "EndCapture"), key);
 }
 
+void CudaExecutionProvider::ReleaseGraph(int key) { graphs_.Release(key); }
+
 void CudaExecutionProvider::ReplayGraph(Stream& stream, int key) {
   graphs_.Replay(NativeStream(&stream, "ReplayGraph"), key);
 }

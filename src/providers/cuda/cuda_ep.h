@@ -44,6 +44,9 @@ class CudaExecutionProvider : public ExecutionProvider {
     return kEpGraphCapture | profiling_.flags() | (options_.user_compute_stream == nullptr ? kEpRunStreams : 0u);
   }
   bool graph_capture_enabled() const override { return options_.enable_cuda_graph; }
+  bool automatic_graphs_enabled() const override { return options_.automatic_cuda_graphs; }
+  size_t automatic_graph_limit() const override { return options_.automatic_cuda_graph_limit; }
+  void ReleaseGraph(int key) override;
   void BeginCapture(Stream& stream, int key) override;
   void EndCapture(Stream& stream, int key) override;
   void ReplayGraph(Stream& stream, int key) override;

@@ -34,6 +34,19 @@ void CudaGraphSet::End(cudaStream_t stream, int key) {
   }
 }
 
+void CudaGraphSet::Release(int key) {
+  cudaGraphExec_t exec = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = graphs_.find(key);
+    if (it == graphs_.end()) return;
+    exec = it->second;
+    graphs_.erase(it);
+  }
+  DeviceGuard guard(ordinal_);
+  if (cudaGraphExecDestroy(exec) != cudaSuccess) cudaGetLastError();
+}
+
 void CudaGraphSet::Replay(cudaStream_t stream, int key) const {
   cudaGraphExec_t exec = nullptr;
   {

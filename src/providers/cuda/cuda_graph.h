@@ -27,6 +27,8 @@ class CudaGraphSet {
   void End(cudaStream_t stream, int key);
   // Throws Error(kInvalidArgument) when nothing was captured under `key`.
   void Replay(cudaStream_t stream, int key) const;
+  // Destroys the graph captured under `key`, if any; its launches must have completed.
+  void Release(int key);
 
  private:
   int ordinal_;

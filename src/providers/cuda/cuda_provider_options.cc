@@ -84,6 +84,13 @@ const std::map<std::string, Setter>& Setters() {
       {"enable_skip_layer_norm_strict_mode", BoolSetter(&CudaProviderOptions::enable_skip_layer_norm_strict_mode)},
       {"use_tf32", BoolSetter(&CudaProviderOptions::use_tf32)},
       {"step_graphs", BoolSetter(&CudaProviderOptions::step_graphs)},
+      {"automatic_cuda_graphs", BoolSetter(&CudaProviderOptions::automatic_cuda_graphs)},
+      {"automatic_cuda_graph_limit",
+       [](CudaProviderOptions& o, const std::string& k, const std::string& v) {
+         const uint64_t limit = ParseUnsigned(k, v, "a graph count of at least 1");
+         if (limit < 1 || limit > 4096) BadValue(k, v, "a graph count from 1 to 4096");
+         o.automatic_cuda_graph_limit = static_cast<size_t>(limit);
+       }},
       {"tuning_cache_file",
        [](CudaProviderOptions& o, const std::string&, const std::string& v) { o.tuning_cache_file = v; }},
       {"prefer_nhwc",

@@ -37,6 +37,11 @@ struct CudaProviderOptions {
   // captured into a small CUDA graph the second time the step sees the same buffers, and replayed with one launch
   // afterwards (step_graphs.h). 0 queues every call directly.
   bool step_graphs = true;
+  // Tessera's own: without enable_cuda_graph, the session captures and replays whole runs (Run(feeds) and
+  // IoBinding at any address) for models a graph can hold (session/automatic_graphs.h); 0 keeps every run eager.
+  bool automatic_cuda_graphs = true;
+  // Automatic graphs kept per stream set (one per input signature; the least recently used one is released).
+  size_t automatic_cuda_graph_limit = 8;
   // Tessera's own: the file that keeps search results (tuning_results.h) across sessions and processes. Unset: the
   // default file for the GPU and cuDNN (DefaultTuningCachePath); "" or "none": no file.
   std::optional<std::string> tuning_cache_file;

@@ -49,7 +49,7 @@ CudaStream::CudaStream(int ordinal, cudaStream_t borrowed)
     : ordinal_(ordinal), info_(DeviceMemoryInfo(ordinal)), stream_(borrowed), owned_(false) {}
 
 CudaStream::~CudaStream() {
-  if (!kept_.empty() || !held_for_graphs_.empty()) {  // their copies must be over before the tensors go
+  if (!kept_.empty()) {  // their copies must be over before the tensors go
     DeviceGuard guard(ordinal_);
     if (cudaStreamSynchronize(stream_) != cudaSuccess) cudaGetLastError();
   }
@@ -99,10 +99,10 @@ void CudaStream::KeepUntilDone(std::vector<Tensor> tensors) {
   DeviceGuard guard(ordinal_);
   cudaStreamCaptureStatus capturing = cudaStreamCaptureStatusNone;
   if (cudaStreamIsCapturing(stream_, &capturing) == cudaSuccess && capturing != cudaStreamCaptureStatusNone) {
-    // The copies are part of a CUDA graph that replays them: the tensors stay as long as this stream.
+    // The copies are part of a CUDA graph that replays them: whoever owns the graph keeps their tensors alive
+    // (the session keeps every buffer a captured run touches, ExecutionProvider::BeginCapture).
     std::lock_guard<std::mutex> lock(kept_mutex_);
     if (event != nullptr) spare_events_.push_back(event);
-    for (Tensor& t : tensors) held_for_graphs_.push_back(std::move(t));
     return;
   }
   cudaError_t status = event != nullptr ? cudaSuccess : cudaEventCreateWithFlags(&event, cudaEventDisableTiming);

@@ -9,7 +9,8 @@
 // until the stream has passed that work: an event is recorded, and the tensors are dropped by a later
 // KeepUntilDone or Synchronize on the stream that finds the event reached, or by the destructor after a wait.
 // Tensors are thus released on an ordinary calling thread (freeing device memory there is allowed), and the
-// stream never stalls on a host callback. Operands of copies captured into a CUDA graph stay until the stream goes.
+// stream never stalls on a host callback. Operands of copies captured into a CUDA graph are not held: the graph's
+// owner keeps them (the session keeps every buffer a captured run touches).
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -62,7 +63,6 @@ class CudaStream : public Stream {
   mutable std::mutex kept_mutex_;
   std::deque<Kept> kept_;
   std::vector<cudaEvent_t> spare_events_;
-  std::vector<Tensor> held_for_graphs_;  // operands of copies captured into CUDA graphs
 };
 
 // The cudaStream_t behind `stream` when it is a stream of CUDA device memory; throws

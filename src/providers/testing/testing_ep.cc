@@ -7,7 +7,9 @@
 // ordinal, memory, arena and streams, and copies between two of them stand for peer copies.
 //
 // Provider options: fail_allocations_after (N), memory_limit_bytes (N), enable_graph_capture, copy_streams,
-// run_streams (0/1), task_delay_us (N: each task its streams run waits that long first, a slower device).
+// run_streams, automatic_graphs (0/1; automatic_graphs default 0, unlike the CUDA EP, so that tests of eager runs
+// stay eager), automatic_graph_limit (N >= 1), task_delay_us (N: each task its streams run waits that long first,
+// a slower device).
 #include <charconv>
 #include <chrono>
 #include <cstdlib>
@@ -39,6 +41,8 @@ struct EpConfig {
   bool copy_streams = false;  // copies on their own streams (like the CUDA EP's do_copy_in_default_stream = 0)
   bool run_streams = true;    // streams per concurrent run (kEpRunStreams), like the CUDA EP
   int64_t task_delay_us = 0;  // slept before each task the EP's streams run: a slower device
+  bool automatic_graphs = false;       // the session captures whole runs by itself (like the CUDA EP's default)
+  int64_t automatic_graph_limit = 8;   // graphs per stream set
 };
 
 int64_t ParseNonNegative(const std::string& key, const std::string& text) {
@@ -55,21 +59,27 @@ EpConfig ParseOptions(const ProviderOptions& options) {
   for (const auto& [key, value] : options) {
     if (key == "fail_allocations_after") {
       config.fail_allocations_after = ParseNonNegative(key, value);
+    } else if (key == "automatic_graph_limit") {
+      config.automatic_graph_limit = ParseNonNegative(key, value);
+      if (config.automatic_graph_limit < 1)
+        Fail(ErrorCode::kInvalidArgument, kEpName, ": provider option 'automatic_graph_limit' must be at least 1");
     } else if (key == "task_delay_us") {
       config.task_delay_us = ParseNonNegative(key, value);
     } else if (key == "memory_limit_bytes") {
       config.memory_limit_bytes = static_cast<size_t>(ParseNonNegative(key, value));
-    } else if (key == "enable_graph_capture" || key == "copy_streams" || key == "run_streams") {
+    } else if (key == "enable_graph_capture" || key == "copy_streams" || key == "run_streams" ||
+               key == "automatic_graphs") {
       if (value != "0" && value != "1")
         Fail(ErrorCode::kInvalidArgument, kEpName, ": provider option '", key, "' must be 0 or 1, got '", value, "'");
-      bool& flag = key == "copy_streams" ? config.copy_streams
-                   : key == "run_streams" ? config.run_streams
-                                          : config.enable_graph_capture;
+      bool& flag = key == "copy_streams"       ? config.copy_streams
+                   : key == "run_streams"      ? config.run_streams
+                   : key == "automatic_graphs" ? config.automatic_graphs
+                                               : config.enable_graph_capture;
       flag = value == "1";
     } else {
       Fail(ErrorCode::kInvalidArgument, kEpName, ": unknown provider option '", key,
            "' (known: fail_allocations_after, memory_limit_bytes, enable_graph_capture, copy_streams, run_streams, "
-           "task_delay_us)");
+           "task_delay_us, automatic_graphs, automatic_graph_limit)");
     }
   }
   if (config.copy_streams && config.enable_graph_capture)
@@ -95,6 +105,8 @@ class TestingExecutionProvider : public ExecutionProvider {
         copy_streams_(config.copy_streams),
         run_streams_(config.run_streams),
         task_delay_(config.task_delay_us),
+        automatic_graphs_(config.automatic_graphs),
+        automatic_graph_limit_(static_cast<size_t>(config.automatic_graph_limit)),
         device_allocator_(CreateDeviceArena(ordinal, config)),
         host_accessible_allocator_(std::make_shared<HostAccessibleAllocator>(ordinal)) {
     RegisterTestingKernels(kernels_);
@@ -121,6 +133,12 @@ class TestingExecutionProvider : public ExecutionProvider {
     return kEpGraphCapture | kEpProfiling | (run_streams_ ? kEpRunStreams : 0u);
   }
   bool graph_capture_enabled() const override { return graph_capture_; }
+  bool automatic_graphs_enabled() const override { return automatic_graphs_; }
+  size_t automatic_graph_limit() const override { return automatic_graph_limit_; }
+  void ReleaseGraph(int key) override {
+    std::lock_guard<std::mutex> lock(graphs_mutex_);
+    graphs_.erase(key);
+  }
   void BeginCapture(Stream& stream, int /*key*/) override { static_cast<TestingStream&>(stream).BeginRecording(); }
   void EndCapture(Stream& stream, int key) override {
     auto work = static_cast<TestingStream&>(stream).EndRecording();
@@ -145,6 +163,8 @@ class TestingExecutionProvider : public ExecutionProvider {
   const bool copy_streams_;
   const bool run_streams_;
   const std::chrono::microseconds task_delay_;
+  const bool automatic_graphs_;
+  const size_t automatic_graph_limit_;
   std::mutex graphs_mutex_;
   std::map<int, std::vector<std::function<void()>>> graphs_;
   KernelRegistry kernels_;

@@ -1,0 +1,315 @@
+#include "session/automatic_graphs.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "core/logging.h"
+#include "exec/executor.h"
+#include "tessera/status.h"
+
+namespace tessera {
+
+namespace {
+
+constexpr size_t kBlockAlignment = 256;
+constexpr int kMaxCaptureFailures = 2;
+
+size_t RoundUp(size_t value) { return (value + kBlockAlignment - 1) / kBlockAlignment * kBlockAlignment; }
+
+// A view of `bytes` bytes at `offset` of `block`, as a tensor of `type` and `shape`.
+Tensor ViewOf(const std::shared_ptr<Tensor>& block, size_t offset, DataType type, const Shape& shape, size_t bytes) {
+  auto* base = static_cast<char*>(block->raw_data());
+  return Tensor::Share(type, shape, block, base + offset, bytes, block->memory_info());
+}
+
+}  // namespace
+
+struct AutomaticGraphs::Instance {
+  Signature signature;
+  int key = -1;
+  std::vector<Value> frame;     // every value of the captured run (their addresses are in the graph)
+  std::vector<Value> outputs;   // kDevice: the graph's outputs; kHost: the outputs in host memory (shape-derived)
+  // Inputs: one device block (views handed to the plan); inputs fed from host memory first, mirrored by a pinned
+  // block of host_bytes that the graph copies to the device block's start.
+  std::shared_ptr<Tensor> input_block;
+  Tensor input_staging;
+  size_t host_bytes = 0;
+  std::vector<size_t> input_offsets;
+  std::vector<Tensor> input_views;
+  // kHost: the outputs in one device block, copied by the graph to a pinned block of the same layout.
+  std::shared_ptr<Tensor> output_block;
+  std::shared_ptr<Tensor> output_staging;
+  std::vector<size_t> output_offsets;
+  std::vector<std::pair<DataType, Shape>> output_types;
+  std::unique_ptr<Event> replayed;  // recorded after each replay
+  bool replay_recorded = false;
+};
+
+AutomaticGraphs::AutomaticGraphs(const ExecutionPlan& plan, ExecutionProvider& ep, const MemoryInfo& staging,
+                                 const ThreadPool& threads, size_t limit)
+    : plan_(plan), ep_(ep), staging_(staging), threads_(threads), limit_(std::max<size_t>(limit, 1)) {}
+
+AutomaticGraphs::~AutomaticGraphs() {
+  for (auto& [set, graphs] : sets_)
+    for (const auto& instance : graphs->instances) {
+      try {
+        ep_.ReleaseGraph(instance->key);
+      } catch (const std::exception& e) {
+        Log(LogLevel::kWarning, "automatic graphs: releasing graph ", instance->key, ": ", e.what());
+      }
+    }
+}
+
+bool AutomaticGraphs::Accepts(const std::vector<Value>& inputs) const {
+  const MemoryInfo& device = ep_.memory_info();
+  return std::all_of(inputs.begin(), inputs.end(), [&](const Value& v) {
+    if (!v.is_tensor() || v.tensor().type() == DataType::kString) return false;
+    const MemoryInfo& where = v.tensor().memory_info();
+    return where.IsHostReadable() || where == device;
+  });
+}
+
+AutomaticGraphs::Signature AutomaticGraphs::SignatureOf(const std::vector<Value>& inputs, Outputs mode) const {
+  Signature signature;
+  signature.reserve(1 + inputs.size() * 6);
+  signature.push_back(static_cast<int64_t>(mode));
+  for (const Value& v : inputs) {
+    const Tensor& t = v.tensor();
+    signature.push_back(static_cast<int64_t>(t.type()));
+    signature.push_back(t.memory_info().IsHostReadable() ? 0 : 1);
+    signature.push_back(static_cast<int64_t>(t.shape().rank()));
+    for (size_t d = 0; d < t.shape().rank(); ++d) signature.push_back(t.shape()[d]);
+  }
+  return signature;
+}
+
+AutomaticGraphs::SetGraphs& AutomaticGraphs::GraphsOf(const StreamPool::Set& set) {
+  std::lock_guard<std::mutex> lock(sets_mutex_);
+  std::unique_ptr<SetGraphs>& graphs = sets_[&set];
+  if (graphs == nullptr) graphs = std::make_unique<SetGraphs>();
+  return *graphs;
+}
+
+void AutomaticGraphs::WarmedUp(const StreamPool::Set& set, const std::vector<Value>& inputs, Outputs mode,
+                               const std::vector<Value>& produced) {
+  SetGraphs& graphs = GraphsOf(set);
+  const Signature signature = SignatureOf(inputs, mode);
+  std::lock_guard<std::mutex> lock(graphs.mutex);
+  Warmth& warmth = graphs.seen[signature];
+  if (warmth.warm) return;
+  warmth.outputs.clear();
+  for (const Value& v : produced) {
+    if (!v.is_tensor()) {  // an optional left empty or a sequence: no fixed layout to capture into
+      warmth.failures = kMaxCaptureFailures;
+      return;
+    }
+    warmth.outputs.push_back({v.tensor().type(), v.tensor().shape()});
+  }
+  warmth.warm = true;
+}
+
+bool AutomaticGraphs::Run(const StreamPool::Set& set, const std::vector<Value>& inputs, Outputs mode,
+                          const std::vector<size_t>& wanted, const RunOptions& options, std::vector<Value>& outputs,
+                          const std::function<void(const std::vector<Value>&)>& copy_out) {
+  SetGraphs& graphs = GraphsOf(set);
+  const Signature signature = SignatureOf(inputs, mode);
+  std::lock_guard<std::mutex> lock(graphs.mutex);
+  auto found = std::find_if(graphs.instances.begin(), graphs.instances.end(),
+                            [&](const std::unique_ptr<Instance>& i) { return i->signature == signature; });
+  if (found != graphs.instances.end()) {
+    graphs.instances.splice(graphs.instances.begin(), graphs.instances, found);  // most recently used first
+  } else {
+    auto seen = graphs.seen.find(signature);
+    if (seen == graphs.seen.end() || !seen->second.warm || seen->second.failures >= kMaxCaptureFailures) return false;
+    try {
+      graphs.instances.push_front(Capture(set, signature, seen->second, inputs, mode, options));
+    } catch (const std::exception& e) {
+      ++seen->second.failures;
+      Log(LogLevel::kInfo, "automatic graphs (", ep_.type(), "): capturing a run failed",
+          seen->second.failures >= kMaxCaptureFailures ? "; runs of these input shapes stay eager" : "", ": ",
+          e.what());
+      return false;
+    }
+    while (graphs.instances.size() > limit_) {
+      Release(set, *graphs.instances.back());
+      graphs.instances.pop_back();
+      evictions_.fetch_add(1);
+    }
+  }
+  Instance& instance = *graphs.instances.front();
+  if (options.terminate.load()) Fail(ErrorCode::kTerminated, "run terminated by RunOptions::terminate");
+  Replay(set, instance, inputs);
+  if (mode == Outputs::kDevice) {
+    copy_out(instance.outputs);
+    return true;
+  }
+  instance.replayed->Synchronize();
+  const AllocatorPtr host = set.services.allocator_for(MemoryInfo::Host());
+  outputs.clear();
+  for (size_t i : wanted) {
+    const auto& [type, shape] = instance.output_types[i];
+    Tensor result = Tensor::Allocate(type, shape, host);
+    const void* from = instance.outputs[i].is_tensor()
+                           ? instance.outputs[i].tensor().raw_data()
+                           : static_cast<const char*>(instance.output_staging->raw_data()) + instance.output_offsets[i];
+    if (result.SizeInBytes() > 0) std::memcpy(result.raw_data(), from, result.SizeInBytes());
+    outputs.push_back(Value(std::move(result)));
+  }
+  return true;
+}
+
+std::unique_ptr<AutomaticGraphs::Instance> AutomaticGraphs::Capture(const StreamPool::Set& set,
+                                                                    const Signature& signature, const Warmth& warmth,
+                                                                    const std::vector<Value>& inputs, Outputs mode,
+                                                                    const RunOptions& options) {
+  const MemoryInfo& device = ep_.memory_info();
+  Stream& stream = *set.services.stream_for(device);
+  const AllocatorPtr device_memory = set.services.allocator_on(device, &stream);
+  auto instance = std::make_unique<Instance>();
+  instance->signature = signature;
+
+  // Inputs: host-fed ones first (the graph copies that prefix from the pinned block), then device-fed ones.
+  instance->input_offsets.resize(inputs.size());
+  size_t bytes = 0;
+  for (int pass = 0; pass < 2; ++pass) {
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      const Tensor& t = inputs[i].tensor();
+      if (t.memory_info().IsHostReadable() != (pass == 0)) continue;
+      instance->input_offsets[i] = bytes;
+      bytes += RoundUp(t.SizeInBytes());
+    }
+    if (pass == 0) instance->host_bytes = bytes;
+  }
+  instance->input_block = std::make_shared<Tensor>(
+      Tensor::Allocate(DataType::kUInt8, Shape({static_cast<int64_t>(std::max<size_t>(bytes, 1))}), device_memory));
+  if (instance->host_bytes > 0)
+    instance->input_staging = Tensor::Allocate(DataType::kUInt8, Shape({static_cast<int64_t>(instance->host_bytes)}),
+                                               set.services.allocator_for(staging_));
+  RunRequest capture;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const Tensor& t = inputs[i].tensor();
+    instance->input_views.push_back(
+        ViewOf(instance->input_block, instance->input_offsets[i], t.type(), t.shape(), t.SizeInBytes()));
+    capture.inputs.push_back(Value(instance->input_views.back()));
+  }
+
+  // kHost: the outputs' block (kernels write into it where they can) and its pinned mirror.
+  instance->output_types = warmth.outputs;
+  if (mode == Outputs::kHost) {
+    size_t out_bytes = 0;
+    for (size_t i = 0; i < warmth.outputs.size(); ++i) {
+      instance->output_offsets.push_back(out_bytes);
+      const auto& [type, shape] = warmth.outputs[i];
+      if (!plan_.slots[plan_.output_slots[i]].location.IsHostReadable())
+        out_bytes += RoundUp(static_cast<size_t>(shape.NumElements()) * SizeOf(type));
+    }
+    const Shape block_shape({static_cast<int64_t>(std::max<size_t>(out_bytes, 1))});
+    instance->output_block =
+        std::make_shared<Tensor>(Tensor::Allocate(DataType::kUInt8, block_shape, device_memory));
+    instance->output_staging =
+        std::make_shared<Tensor>(Tensor::Allocate(DataType::kUInt8, block_shape, set.services.allocator_for(staging_)));
+    for (size_t i = 0; i < warmth.outputs.size(); ++i) {
+      const int slot = plan_.output_slots[i];
+      if (plan_.slots[slot].location.IsHostReadable() || capture.preallocated.count(slot)) continue;
+      const auto& [type, shape] = warmth.outputs[i];
+      capture.preallocated[slot] = ViewOf(instance->output_block, instance->output_offsets[i], type, shape,
+                                          static_cast<size_t>(shape.NumElements()) * SizeOf(type));
+    }
+  }
+
+  capture.options = &options;
+  capture.threads = &threads_;
+  capture.synchronize = false;
+  capture.streams = set.streams();
+  capture.retained_frame = &instance->frame;
+  set.Synchronize();  // the capture starts on idle streams: nothing queued earlier can be waited on inside it
+  const int key = next_key_.fetch_add(1);
+  ep_.BeginCapture(stream, key);
+  try {
+    if (instance->host_bytes > 0) {
+      Tensor prefix = ViewOf(instance->input_block, 0, DataType::kUInt8,
+                             Shape({static_cast<int64_t>(instance->host_bytes)}), instance->host_bytes);
+      const CopyPair pair{&instance->input_staging, &prefix};
+      set.services.find_transfer(staging_, device)->Copy({&pair, 1}, &stream);
+    }
+    const std::vector<Value> produced = ExecutePlan(plan_, capture, set.services);
+    if (mode == Outputs::kDevice) {
+      instance->outputs = produced;
+    } else {
+      instance->outputs.resize(produced.size());
+      std::vector<Tensor> sources, targets;
+      sources.reserve(produced.size());
+      targets.reserve(produced.size());
+      for (size_t i = 0; i < produced.size(); ++i) {
+        const auto& [type, shape] = warmth.outputs[i];
+        if (!produced[i].is_tensor() || produced[i].tensor().type() != type || produced[i].tensor().shape() != shape)
+          Fail(ErrorCode::kRuntime, "output '", plan_.slots[plan_.output_slots[i]].name,
+               "' has another type or shape than in the warm-up run with the same input shapes");
+        const Tensor& t = produced[i].tensor();
+        if (plan_.slots[plan_.output_slots[i]].location.IsHostReadable()) {  // computed from shapes: fixed
+          instance->outputs[i] = produced[i];
+          continue;
+        }
+        Tensor view = ViewOf(instance->output_block, instance->output_offsets[i], type, shape, t.SizeInBytes());
+        if (view.raw_data() == t.raw_data() || t.SizeInBytes() == 0) continue;  // written in place
+        sources.push_back(t);
+        targets.push_back(std::move(view));
+      }
+      std::vector<CopyPair> pairs;
+      for (size_t k = 0; k < sources.size(); ++k) pairs.push_back({&sources[k], &targets[k]});
+      if (!pairs.empty()) set.services.find_transfer(device, device)->Copy(pairs, &stream);
+      const CopyPair down{instance->output_block.get(), instance->output_staging.get()};
+      set.services.find_transfer(device, staging_)->Copy({&down, 1}, &stream);
+    }
+  } catch (...) {
+    try {
+      ep_.EndCapture(stream, key);
+    } catch (const std::exception&) {  // the capture's own error is the one to report
+    }
+    ep_.ReleaseGraph(key);
+    throw;
+  }
+  try {
+    ep_.EndCapture(stream, key);
+  } catch (...) {
+    ep_.ReleaseGraph(key);
+    throw;
+  }
+  instance->key = key;
+  instance->replayed = stream.CreateEvent();
+  captures_.fetch_add(1);
+  Log(LogLevel::kInfo, "automatic graphs (", ep_.type(), "): captured graph ", key, " for ", inputs.size(),
+      " input(s) of new shapes");
+  return instance;
+}
+
+void AutomaticGraphs::Replay(const StreamPool::Set& set, Instance& instance, const std::vector<Value>& inputs) {
+  const MemoryInfo& device = ep_.memory_info();
+  Stream& stream = *set.services.stream_for(device);
+  // The previous replay may still read the pinned block (a run that did not wait): it must be done first.
+  if (instance.host_bytes > 0 && instance.replay_recorded) instance.replayed->Synchronize();
+  std::vector<CopyPair> device_feeds;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const Tensor& t = inputs[i].tensor();
+    if (t.SizeInBytes() == 0) continue;
+    if (t.memory_info().IsHostReadable())
+      std::memcpy(static_cast<char*>(instance.input_staging.raw_data()) + instance.input_offsets[i], t.raw_data(),
+                  t.SizeInBytes());
+    else
+      device_feeds.push_back({&t, &instance.input_views[i]});
+  }
+  if (!device_feeds.empty()) set.services.find_transfer(device, device)->Copy(device_feeds, &stream);
+  ep_.ReplayGraph(stream, instance.key);
+  instance.replayed->Record(stream);
+  instance.replay_recorded = true;
+  replays_.fetch_add(1);
+}
+
+void AutomaticGraphs::Release(const StreamPool::Set& set, Instance& instance) {
+  set.Synchronize();
+  ep_.ReleaseGraph(instance.key);
+  Log(LogLevel::kInfo, "automatic graphs (", ep_.type(), "): released graph ", instance.key, " (more than ", limit_,
+      " input signatures on one stream set)");
+}
+
+}  // namespace tessera

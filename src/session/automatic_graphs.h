@@ -1,0 +1,110 @@
+// Automatic graphs: a session that captures and replays whole runs by itself, for Run(feeds) and for IoBinding
+// runs at any address (ExecutionProvider::automatic_graphs_enabled, e.g. the CUDA EP's automatic_cuda_graphs).
+//
+// A graph holds fixed addresses, so the session owns them. Per stream set and input signature (each input's
+// element type and shape, and whether it is fed from host memory or from the EP's memory; plus whether the run
+// returns outputs in host memory) one Instance holds:
+//   - one device block with every input (views handed to the plan), and, for the inputs fed from host memory,
+//     a pinned (host-accessible) block of the same layout: a run memcpys host feeds into it, and the graph's
+//     first node copies it to the device block; device feeds are copied into their views before the replay;
+//   - every value of the captured run (kept alive: their addresses are in the graph);
+//   - for runs returning host outputs (Run(feeds)): a device block the kernels write the outputs into and a
+//     pinned block the graph's last node copies it to; the run waits for the replay and memcpys the outputs out.
+//     Runs keeping outputs on the device (IoBinding) copy them out of the graph's buffers after the replay.
+// The first run of a signature on a set runs eagerly (its kernels prepare: algorithm searches, handles,
+// workspaces; the caller tells WarmedUp its outputs' types and shapes); the second is captured and replayed;
+// later runs replay. At most `limit` instances per set: the least recently used one is released (after its
+// set's streams are idle). A capture that fails (a kernel made a call a graph cannot record, out of memory) is
+// logged; the signature runs eagerly after two failures. Runs sharing a stream set (more threads than sets)
+// take its instances one at a time, from the first copy in to the last copy out queued.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <list>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <vector>
+
+#include "exec/execution_plan.h"
+#include "session/stream_pool.h"
+#include "tessera/ep/execution_provider.h"
+#include "tessera/session_options.h"
+
+namespace tessera {
+
+class AutomaticGraphs {
+ public:
+  enum class Outputs {
+    kHost,    // Run(feeds): the run ends with every output in host memory
+    kDevice,  // IoBinding: outputs stay in the graph's buffers; the caller copies them where they are bound
+  };
+
+  // `plan` passed GraphCaptureBlocker for `ep` and every input slot is in ep's memory; `staging` is ep's
+  // host-accessible memory. `limit` >= 1.
+  AutomaticGraphs(const ExecutionPlan& plan, ExecutionProvider& ep, const MemoryInfo& staging,
+                  const ThreadPool& threads, size_t limit);
+  // Releases the graphs. The session's streams must be idle.
+  ~AutomaticGraphs();
+  AutomaticGraphs(const AutomaticGraphs&) = delete;
+  AutomaticGraphs& operator=(const AutomaticGraphs&) = delete;
+
+  // Whether `inputs` can go through a graph at all (tensors in host-readable memory or in ep's memory).
+  bool Accepts(const std::vector<Value>& inputs) const;
+
+  // Runs `inputs` through the set's graph for their signature (capturing it when the signature is warm), or
+  // returns false when the caller must run eagerly (the signature's first run on this set, or its captures
+  // failed). On true: kHost: `outputs` holds the outputs `wanted` in host memory and the run is complete.
+  // kDevice: `copy_out` was called with every output as the graph's own buffer (in ep's memory, valid until
+  // the next run on the set) while no other run could queue on the set; it must queue its copies on the set's
+  // streams; `outputs` is left empty.
+  bool Run(const StreamPool::Set& set, const std::vector<Value>& inputs, Outputs mode, const std::vector<size_t>& wanted,
+           const RunOptions& options, std::vector<Value>& outputs,
+           const std::function<void(const std::vector<Value>&)>& copy_out);
+
+  // After the eager run of a signature on `set`: its outputs (as produced, before any copy) give the graph's
+  // output layout.
+  void WarmedUp(const StreamPool::Set& set, const std::vector<Value>& inputs, Outputs mode,
+                const std::vector<Value>& produced);
+
+  // Counters (tests, logs): graphs captured, runs replayed, graphs released by the limit.
+  size_t captures() const { return captures_.load(); }
+  size_t replays() const { return replays_.load(); }
+  size_t evictions() const { return evictions_.load(); }
+
+ private:
+  using Signature = std::vector<int64_t>;
+  struct Instance;
+  struct Warmth {
+    bool warm = false;
+    int failures = 0;
+    std::vector<std::pair<DataType, Shape>> outputs;  // from the warm-up
+  };
+  struct SetGraphs {
+    std::mutex mutex;  // held by a run from its first copy in to its last copy out queued
+    std::map<Signature, Warmth> seen;
+    std::list<std::unique_ptr<Instance>> instances;  // most recently used first
+  };
+
+  Signature SignatureOf(const std::vector<Value>& inputs, Outputs mode) const;
+  SetGraphs& GraphsOf(const StreamPool::Set& set);
+  std::unique_ptr<Instance> Capture(const StreamPool::Set& set, const Signature& signature, const Warmth& warmth,
+                                    const std::vector<Value>& inputs, Outputs mode, const RunOptions& options);
+  void Replay(const StreamPool::Set& set, Instance& instance, const std::vector<Value>& inputs);
+  void Release(const StreamPool::Set& set, Instance& instance);
+
+  const ExecutionPlan& plan_;
+  ExecutionProvider& ep_;
+  const MemoryInfo staging_;
+  const ThreadPool& threads_;
+  const size_t limit_;
+  std::mutex sets_mutex_;
+  std::map<const StreamPool::Set*, std::unique_ptr<SetGraphs>> sets_;
+  std::atomic<int> next_key_{0};
+  std::atomic<size_t> captures_{0}, replays_{0}, evictions_{0};
+};
+
+}  // namespace tessera

@@ -1,0 +1,38 @@
+#include "session/graph_capture_check.h"
+
+#include <algorithm>
+#include <vector>
+
+namespace tessera {
+
+std::string GraphCaptureBlocker(const ExecutionPlan& plan, const ExecutionProvider& ep) {
+  std::vector<bool> from_shapes(plan.slots.size(), false);
+  for (size_t s = 0; s < plan.slots.size(); ++s) from_shapes[s] = !plan.slots[s].constant.is_none();
+  for (const PlanStep& step : plan.steps) {
+    if (step.kind == PlanStep::Kind::kCopy)
+      return step.label + " crosses memory spaces inside the run (a node runs on another execution provider)";
+    if (step.ep != &ep) {
+      const bool shape_only = step.subgraphs.empty() && std::all_of(step.inputs.begin(), step.inputs.end(), [&](int s) {
+                                return s < 0 || from_shapes[s];
+                              });
+      if (!shape_only)
+        return step.node->Describe() + " runs on " + step.ep->type() +
+               " and reads values that are not computed from shapes alone";
+      for (int s : step.outputs)
+        if (s >= 0) from_shapes[s] = true;
+      continue;
+    }
+    for (int s : step.inputs)  // read on the host when queued: the value is baked into the graph
+      if (s >= 0 && plan.slots[s].location.IsHostReadable() && !from_shapes[s])
+        return step.node->Describe() + " reads '" + plan.slots[s].name +
+               "' in host memory, which can change between replays";
+    for (size_t i = 0; i < step.outputs.size(); ++i)
+      if (step.outputs[i] >= 0 && step.def->IsHostOutput(static_cast<int>(i))) from_shapes[step.outputs[i]] = true;
+    if (!step.subgraphs.empty()) return step.node->Describe() + " has control flow (subgraphs)";
+    for (const PlanStep::Wait& wait : step.wait_for)
+      if (wait.on_host) return step.node->Describe() + " reads a device-produced value on the host";
+  }
+  return "";
+}
+
+}  // namespace tessera

@@ -1,0 +1,313 @@
+// Automatic graphs through the simulated device (provider option automatic_graphs = 1), whose streams record and
+// replay queued work the way CUDA graphs do: Run(feeds) and IoBinding runs at any address are captured and
+// replayed by the session, and no replay may read stale data (inputs changed in place or moved, new shapes,
+// outputs held across runs, other sessions, concurrent runs).
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cmath>
+#include <filesystem>
+#include <thread>
+
+#include "test_env.h"
+#include "unit/session/graph_builder.h"
+
+namespace tessera::test {
+namespace {
+
+const EpDevice& TestingDevice() {
+  for (const EpDevice* d : TestEnv().GetEpDevices())
+    if (d->ep_name == kTestingEpName) return *d;
+  throw std::runtime_error("testing EP not registered");
+}
+
+SessionOptions AutomaticOptions(ProviderOptions extra = {}) {
+  SessionOptions options;
+  extra["automatic_graphs"] = "1";
+  options.AddProvider(kTestingEpName, extra);
+  return options;
+}
+
+// y = relu(x) * x + x, entirely on the simulated device; `rows` < 0 makes the first dimension symbolic (no
+// preparation runs at creation).
+std::string DeviceOnlyModel(int64_t rows = -1) {
+  return GraphBuilder()
+      .Input("x", {rows, 4})
+      .Node("Relu", {"x"}, {"r"})
+      .Node("Mul", {"r", "x"}, {"m"})
+      .Node("Add", {"m", "x"}, {"y"})
+      .Output("y")
+      .Serialize();
+}
+
+std::vector<float> Expected(const std::vector<float>& x) {
+  std::vector<float> y;
+  for (float v : x) y.push_back(std::max(v, 0.0f) * v + v);
+  return y;
+}
+
+std::vector<float> Values(size_t count, float start) {
+  std::vector<float> v;
+  for (size_t i = 0; i < count; ++i) v.push_back(start + static_cast<float>(i) * (i % 2 ? -0.75f : 0.5f));
+  return v;
+}
+
+Tensor HostTensor(const std::vector<float>& values) {
+  return Tensor::FromVector<float>({static_cast<int64_t>(values.size() / 4), 4}, values);
+}
+
+class AutomaticGraphsTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    AllocatorPtr raw = TestingDevice().factory->CreateAllocator(TestingDevice().device_memory);
+    device_ = std::make_shared<Arena>(raw, ArenaOptions{});
+  }
+  Tensor OnDevice(const std::vector<float>& values) {
+    Tensor host = HostTensor(values);
+    Tensor d = Tensor::Allocate(DataType::kFloat, host.shape(), device_);
+    TestEnv().CopyTensors({&host, 1}, {&d, 1}, nullptr);
+    return d;
+  }
+  void UpdateInPlace(Tensor& device_tensor, const std::vector<float>& values) {
+    Tensor host = HostTensor(values);
+    TestEnv().CopyTensors({&host, 1}, {&device_tensor, 1}, nullptr);
+  }
+  std::vector<float> Host(const Tensor& t) {
+    if (t.memory_info().IsHostReadable()) return t.ToVector<float>();
+    Tensor h = Tensor::Allocate(t.type(), t.shape());
+    TestEnv().CopyTensors({&t, 1}, {&h, 1}, nullptr);
+    return h.ToVector<float>();
+  }
+  AllocatorPtr device_;
+};
+
+TEST_F(AutomaticGraphsTest, RunFeedsIsCapturedOnTheSecondRunAndReplaysNewValues) {
+  Session session = MakeSession(DeviceOnlyModel(), AutomaticOptions(), TestEnv());
+  EXPECT_EQ(session.GraphStatus().rfind("automatic:", 0), 0u) << session.GraphStatus();
+  for (int run = 0; run < 6; ++run) {  // warm-up, capture + replay, replays
+    const std::vector<float> x = Values(8, -2.0f + static_cast<float>(run));
+    const std::vector<Value> y = session.Run({{"x", Value(HostTensor(x))}});
+    ASSERT_EQ(y.size(), 1u);
+    EXPECT_TRUE(y[0].tensor().memory_info().IsHostReadable());
+    EXPECT_EQ(y[0].tensor().ToVector<float>(), Expected(x)) << "run " << run;
+  }
+  EXPECT_EQ(session.AutomaticGraphCaptures(), 1u);
+  EXPECT_EQ(session.AutomaticGraphReplays(), 5u);
+}
+
+// Static shapes: the preparation runs at creation warm up, capture and replay, so the caller's first Run replays.
+TEST_F(AutomaticGraphsTest, PreparedSessionsReplayFromTheFirstRun) {
+  Session session = MakeSession(DeviceOnlyModel(2), AutomaticOptions(), TestEnv());
+  EXPECT_EQ(session.AutomaticGraphCaptures(), 1u);
+  const size_t replays = session.AutomaticGraphReplays();
+  EXPECT_GE(replays, 1u);
+  const std::vector<float> x = Values(8, 3.0f);
+  EXPECT_EQ(session.Run({{"x", Value(HostTensor(x))}})[0].tensor().ToVector<float>(), Expected(x));
+  EXPECT_EQ(session.AutomaticGraphReplays(), replays + 1);
+  EXPECT_EQ(session.AutomaticGraphCaptures(), 1u);
+}
+
+// Outputs come out of the graph's buffers by copy: what a caller holds does not change with later replays.
+TEST_F(AutomaticGraphsTest, OutputsHeldAcrossRunsKeepTheirValues) {
+  Session session = MakeSession(DeviceOnlyModel(), AutomaticOptions(), TestEnv());
+  std::vector<std::vector<float>> inputs;
+  std::vector<Value> held;
+  IoBinding binding = session.CreateIoBinding();
+  binding.BindOutput("y", TestingDevice().device_memory);
+  std::vector<Tensor> held_device;
+  for (int run = 0; run < 5; ++run) {
+    inputs.push_back(Values(8, static_cast<float>(run) - 1.5f));
+    held.push_back(session.Run({{"x", Value(HostTensor(inputs.back()))}})[0]);
+    binding.BindInput("x", OnDevice(inputs.back()));
+    session.Run(binding);
+    held_device.push_back(binding.BoundOutputs()[0].tensor());
+    EXPECT_EQ(held_device.back().memory_info(), TestingDevice().device_memory);
+  }
+  for (size_t run = 0; run < inputs.size(); ++run) {
+    EXPECT_EQ(held[run].tensor().ToVector<float>(), Expected(inputs[run])) << "Run(feeds) output of run " << run;
+    EXPECT_EQ(Host(held_device[run]), Expected(inputs[run])) << "IoBinding output of run " << run;
+  }
+  EXPECT_EQ(session.AutomaticGraphCaptures(), 2u);  // one graph for host outputs, one for device outputs
+}
+
+// An IoBinding input updated in place, then another buffer bound: every run copies the current contents in.
+TEST_F(AutomaticGraphsTest, BoundInputsUpdatedInPlaceOrMovedAreReadEveryRun) {
+  Session session = MakeSession(DeviceOnlyModel(), AutomaticOptions(), TestEnv());
+  std::vector<float> x = Values(8, 1.0f);
+  Tensor input = OnDevice(x);
+  Tensor output = Tensor::Allocate(DataType::kFloat, {2, 4}, device_);
+  IoBinding binding = session.CreateIoBinding();
+  binding.BindInput("x", input);
+  binding.BindOutput("y", output);
+  for (int run = 0; run < 4; ++run) {
+    for (float& v : x) v -= 0.75f;
+    UpdateInPlace(input, x);
+    session.Run(binding);
+    EXPECT_EQ(binding.BoundOutputs()[0].tensor().raw_data(), output.raw_data());
+    EXPECT_EQ(Host(output), Expected(x)) << "in place, run " << run;
+  }
+  for (int run = 0; run < 3; ++run) {
+    x = Values(8, static_cast<float>(run) * 2.0f - 3.0f);
+    binding.BindInput("x", OnDevice(x));  // a new address each run
+    session.Run(binding);
+    EXPECT_EQ(Host(output), Expected(x)) << "moved, run " << run;
+  }
+  EXPECT_EQ(session.AutomaticGraphCaptures(), 1u);
+  // Host memory bound as the input: another signature (fed from the host), its own graph.
+  for (int run = 0; run < 3; ++run) {
+    x = Values(8, static_cast<float>(run) + 0.25f);
+    binding.BindInput("x", HostTensor(x));
+    session.Run(binding);
+    EXPECT_EQ(Host(output), Expected(x)) << "host input, run " << run;
+  }
+  EXPECT_EQ(session.AutomaticGraphCaptures(), 2u);
+}
+
+// Each input shape gets its own graph; past the limit the least recently used one is released and captured again
+// when its shape comes back.
+TEST_F(AutomaticGraphsTest, NewShapesGetTheirOwnGraphsAndTheLimitReleasesTheOldest) {
+  Session session = MakeSession(DeviceOnlyModel(), AutomaticOptions({{"automatic_graph_limit", "2"}}), TestEnv());
+  size_t expected_captures = 0;
+  for (int64_t rows : {1, 2, 3, 1, 3}) {
+    const bool seen = expected_captures >= 3;  // shapes 1 and 3 come back: warm already, captured at once
+    for (int run = 0; run < 3; ++run) {
+      const std::vector<float> x = Values(static_cast<size_t>(rows) * 4, static_cast<float>(run + rows) - 2.5f);
+      const Tensor y = session.Run({{"x", Value(HostTensor(x))}})[0].tensor();
+      EXPECT_EQ(y.shape(), Shape({rows, 4}));
+      EXPECT_EQ(y.ToVector<float>(), Expected(x)) << rows << " rows, run " << run;
+    }
+    if (!seen || rows == 1) ++expected_captures;  // 3 is still held when it comes back (limit 2: {1, 3})
+    EXPECT_EQ(session.AutomaticGraphCaptures(), expected_captures) << "after " << rows << " rows";
+  }
+}
+
+TEST_F(AutomaticGraphsTest, ConcurrentRunsEachReplayTheirOwnGraphs) {
+  Session session = MakeSession(DeviceOnlyModel(), AutomaticOptions(), TestEnv());
+  std::atomic<int> wrong{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t)
+    threads.emplace_back([&, t] {
+      for (int run = 0; run < 25; ++run) {
+        const std::vector<float> x = Values(8, static_cast<float>(t * 100 + run));
+        if (run % 2 == 0) {
+          if (session.Run({{"x", Value(HostTensor(x))}})[0].tensor().ToVector<float>() != Expected(x)) ++wrong;
+        } else {
+          IoBinding binding = session.CreateIoBinding();
+          binding.BindInput("x", OnDevice(x));
+          binding.BindOutput("y", MemoryInfo::Host());
+          session.Run(binding);
+          if (binding.BoundOutputs()[0].tensor().ToVector<float>() != Expected(x)) ++wrong;
+        }
+      }
+    });
+  for (std::thread& t : threads) t.join();
+  EXPECT_EQ(wrong.load(), 0);
+  EXPECT_GE(session.AutomaticGraphReplays(), 50u);
+}
+
+// Two sessions of different models on one device, runs interleaved: each replays its own buffers.
+TEST_F(AutomaticGraphsTest, SessionsInterleavedKeepTheirOwnBuffers) {
+  const std::string doubled = GraphBuilder()
+                                  .Input("x", {-1, 4})
+                                  .Node("Add", {"x", "x"}, {"y"})
+                                  .Output("y")
+                                  .Serialize();
+  Session a = MakeSession(DeviceOnlyModel(), AutomaticOptions(), TestEnv());
+  Session b = MakeSession(doubled, AutomaticOptions(), TestEnv());
+  for (int run = 0; run < 5; ++run) {
+    const std::vector<float> x = Values(8, static_cast<float>(run) - 2.0f);
+    const std::vector<float> ya = a.Run({{"x", Value(HostTensor(x))}})[0].tensor().ToVector<float>();
+    const std::vector<float> yb = b.Run({{"x", Value(HostTensor(x))}})[0].tensor().ToVector<float>();
+    EXPECT_EQ(ya, Expected(x)) << "run " << run;
+    std::vector<float> twice;
+    for (float v : x) twice.push_back(v + v);
+    EXPECT_EQ(yb, twice) << "run " << run;
+  }
+  EXPECT_EQ(a.AutomaticGraphCaptures(), 1u);
+  EXPECT_EQ(b.AutomaticGraphCaptures(), 1u);
+}
+
+// Shape arithmetic on the host (Shape -> Gather -> Reshape) is baked into each shape's graph.
+TEST_F(AutomaticGraphsTest, HostShapeArithmeticIsCapturedPerShape) {
+  const std::string model = GraphBuilder()
+                                .Input("x", {-1, 4})
+                                .Int64Initializer("order", {2}, {1, 0})
+                                .Node("Relu", {"x"}, {"r"})
+                                .Node("Shape", {"r"}, {"s"})
+                                .Node("Gather", {"s", "order"}, {"swapped"})
+                                .Node("Reshape", {"r", "swapped"}, {"t"})
+                                .Node("Add", {"t", "t"}, {"y"})
+                                .Output("y")
+                                .Output("s", 7)
+                                .Serialize();
+  Session session = MakeSession(model, AutomaticOptions(), TestEnv());
+  EXPECT_EQ(session.GraphStatus().rfind("automatic:", 0), 0u) << session.GraphStatus();
+  for (int64_t rows : {2, 3, 2}) {
+    for (int run = 0; run < 3; ++run) {
+      const std::vector<float> x = Values(static_cast<size_t>(rows) * 4, static_cast<float>(run) - 1.0f);
+      const std::vector<Value> out = session.Run({{"x", Value(HostTensor(x))}});
+      EXPECT_EQ(out[0].tensor().shape(), Shape({4, rows}));
+      std::vector<float> expected;
+      for (float v : x) expected.push_back(2 * std::max(v, 0.0f));
+      EXPECT_EQ(out[0].tensor().ToVector<float>(), expected) << rows << " rows, run " << run;
+      EXPECT_EQ(out[1].tensor().ToVector<int64_t>(), (std::vector<int64_t>{rows, 4}));
+    }
+  }
+  EXPECT_EQ(session.AutomaticGraphCaptures(), 2u);
+}
+
+TEST_F(AutomaticGraphsTest, ModelsAGraphCannotHoldRunEagerlyAndSayWhy) {
+  const std::string with_cpu_node = GraphBuilder()
+                                        .Input("x", {-1, 4})
+                                        .Node("Relu", {"x"}, {"r"})
+                                        .Node("Sigmoid", {"r"}, {"y"})
+                                        .Output("y")
+                                        .Serialize();
+  Session session = MakeSession(with_cpu_node, AutomaticOptions(), TestEnv());
+  EXPECT_EQ(session.GraphStatus().rfind("eager:", 0), 0u) << session.GraphStatus();
+  EXPECT_NE(session.GraphStatus().find("another execution provider"), std::string::npos) << session.GraphStatus();
+  for (int run = 0; run < 3; ++run) {
+    const std::vector<float> x = Values(8, static_cast<float>(run));
+    const std::vector<float> y = session.Run({{"x", Value(HostTensor(x))}})[0].tensor().ToVector<float>();
+    for (size_t i = 0; i < x.size(); ++i) EXPECT_NEAR(y[i], 1.0f / (1.0f + std::exp(-std::max(x[i], 0.0f))), 1e-6f);
+  }
+  EXPECT_EQ(session.AutomaticGraphCaptures(), 0u);
+
+  SessionOptions profiled = AutomaticOptions();
+  profiled.enable_profiling = true;
+  profiled.profile_file_prefix = (std::filesystem::temp_directory_path() / "automatic_graphs_profile").string();
+  Session traced = MakeSession(DeviceOnlyModel(), profiled, TestEnv());
+  EXPECT_NE(traced.GraphStatus().find("profiling"), std::string::npos) << traced.GraphStatus();
+  std::filesystem::remove(traced.EndProfiling());
+
+  SessionOptions off;
+  off.AddProvider(kTestingEpName);
+  EXPECT_EQ(MakeSession(DeviceOnlyModel(), off, TestEnv()).GraphStatus().rfind("eager:", 0), 0u);
+  EXPECT_THROW(MakeSession(DeviceOnlyModel(), AutomaticOptions({{"automatic_graph_limit", "0"}}), TestEnv()), Error);
+}
+
+// RunOptions gpu_graph_id = -1 runs eagerly; a terminate flag stops a replay before it starts, and the session
+// goes on.
+TEST_F(AutomaticGraphsTest, RunOptionsOptOutAndTerminate) {
+  Session session = MakeSession(DeviceOnlyModel(), AutomaticOptions(), TestEnv());
+  for (int run = 0; run < 3; ++run) session.Run({{"x", Value(HostTensor(Values(8, 1.0f)))}});
+  const size_t replays = session.AutomaticGraphReplays();
+  RunOptions eager;
+  eager.config["gpu_graph_id"] = "-1";
+  const std::vector<float> x = Values(8, -4.0f);
+  EXPECT_EQ(session.Run({{"x", Value(HostTensor(x))}}, {}, eager)[0].tensor().ToVector<float>(), Expected(x));
+  EXPECT_EQ(session.AutomaticGraphReplays(), replays);
+  RunOptions stop;
+  stop.terminate = true;
+  try {
+    session.Run({{"x", Value(HostTensor(x))}}, {}, stop);
+    ADD_FAILURE() << "a terminated run must throw";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kTerminated);
+  }
+  EXPECT_EQ(session.Run({{"x", Value(HostTensor(x))}})[0].tensor().ToVector<float>(), Expected(x));
+  EXPECT_EQ(session.AutomaticGraphReplays(), replays + 1);
+}
+
+}  // namespace
+}  // namespace tessera::test
