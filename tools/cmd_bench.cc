@@ -314,7 +314,7 @@ int BenchCommand(std::span<const std::string> args) {
   std::cout << "\nInputs:";
   for (const auto& [name, value] : feeds)
     std::cout << " " << name << (value.is_tensor() ? value.tensor().shape().ToString() : "(sequence)");
-  std::cout << "\n";
+  std::cout << "\nGraphs: " << session.GraphStatus() << "\n";
 
   // The first run pays for what session creation left to it (kernel plans, algorithm searches, lazy handles).
   const auto first_start = Clock::now();

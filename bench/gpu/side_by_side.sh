@@ -2,7 +2,7 @@
 # Issue 13's GPU bench: ONNX Runtime 1.29's CUDA EP and Tessera's CUDA EP on the same .onnx files, alternating
 # (ORT, Tessera, ORT, Tessera per model) in one lease, every mode users run: host tensors, IO binding without a
 # graph, IO binding + CUDA graph, 4 threads calling Run(feeds) on one session, session creation (round 1 with an
-# empty tuning cache, round 2 with round 1's), first run.
+# empty tuning cache, round 2 with round 1's), first run; then Tessera once more with automatic CUDA graphs off (eager rows).
 #
 #   bash bench/gpu/side_by_side.sh [MODEL...]     (on the GPU host; default: the six models below)
 #
@@ -42,5 +42,9 @@ for m in "${MODELS[@]}"; do
     timeout 300 build-gpu/tessera bench "$BENCH_DIR/$m.onnx" --ep cuda --runs "$RUNS" --warmup 20 \
       --time-budget "$TIME_BUDGET" --concurrency 4 >"$LOG_DIR/side_by_side/${m}_tessera_$round.txt" 2>&1
   done
+  # Eager runs (automatic CUDA graphs off), for the rows that show what automatic graphs change.
+  timeout 300 build-gpu/tessera bench "$BENCH_DIR/$m.onnx" --ep cuda --ep-option automatic_cuda_graphs=0 \
+    --modes host,concurrent,io --runs "$RUNS" --warmup 20 --time-budget "$TIME_BUDGET" --concurrency 4 \
+    >"$LOG_DIR/side_by_side/${m}_tessera_eager_2.txt" 2>&1
 done
 python3 bench/gpu/side_by_side_table.py "$LOG_DIR/side_by_side" "${MODELS[@]}" | tee "$LOG_DIR/side_by_side.md"

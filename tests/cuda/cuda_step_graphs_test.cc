@@ -20,8 +20,12 @@ namespace {
 
 using CudaStepGraphsTest = CudaTest;
 
+// Step graphs are what eager runs use: automatic whole-run graphs (on by default) are off here.
 ProviderOptions Options(bool step_graphs) {
-  return {{"step_graphs", step_graphs ? "1" : "0"}, {"use_tf32", "0"}, {"cudnn_conv_algo_search", "HEURISTIC"}};
+  return {{"step_graphs", step_graphs ? "1" : "0"},
+          {"automatic_cuda_graphs", "0"},
+          {"use_tf32", "0"},
+          {"cudnn_conv_algo_search", "HEURISTIC"}};
 }
 
 // `prepare`: the preparation runs at creation (session.prepare_static_shapes), off unless a test is about them,
