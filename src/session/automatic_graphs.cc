@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "core/logging.h"
+#include "core/retaining_allocator.h"
 #include "exec/executor.h"
 #include "tessera/status.h"
 
@@ -28,6 +29,7 @@ struct AutomaticGraphs::Instance {
   Signature signature;
   int key = -1;
   std::vector<Value> frame;     // every value of the captured run (their addresses are in the graph)
+  RunStreams remap;             // the set's streams, and the capture's allocators (RetainingAllocator views)
   std::vector<Value> outputs;   // kDevice: the graph's outputs; kHost: the outputs in host memory (shape-derived)
   // Inputs: one device block (views handed to the plan); inputs fed from host memory first, mirrored by a pinned
   // block of host_bytes that the graph copies to the device block's start.
@@ -83,6 +85,10 @@ AutomaticGraphs::Signature AutomaticGraphs::SignatureOf(const std::vector<Value>
   return signature;
 }
 
+std::unique_lock<std::mutex> AutomaticGraphs::Hold(const StreamPool::Set& set) {
+  return std::unique_lock<std::mutex>(GraphsOf(set).mutex);
+}
+
 AutomaticGraphs::SetGraphs& AutomaticGraphs::GraphsOf(const StreamPool::Set& set) {
   std::lock_guard<std::mutex> lock(sets_mutex_);
   std::unique_ptr<SetGraphs>& graphs = sets_[&set];
@@ -94,7 +100,6 @@ void AutomaticGraphs::WarmedUp(const StreamPool::Set& set, const std::vector<Val
                                const std::vector<Value>& produced) {
   SetGraphs& graphs = GraphsOf(set);
   const Signature signature = SignatureOf(inputs, mode);
-  std::lock_guard<std::mutex> lock(graphs.mutex);
   Warmth& warmth = graphs.seen[signature];
   if (warmth.warm) return;
   warmth.outputs.clear();
@@ -113,7 +118,6 @@ bool AutomaticGraphs::Run(const StreamPool::Set& set, const std::vector<Value>& 
                           const std::function<void(const std::vector<Value>&)>& copy_out) {
   SetGraphs& graphs = GraphsOf(set);
   const Signature signature = SignatureOf(inputs, mode);
-  std::lock_guard<std::mutex> lock(graphs.mutex);
   auto found = std::find_if(graphs.instances.begin(), graphs.instances.end(),
                             [&](const std::unique_ptr<Instance>& i) { return i->signature == signature; });
   if (found != graphs.instances.end()) {
@@ -190,8 +194,8 @@ std::unique_ptr<AutomaticGraphs::Instance> AutomaticGraphs::Capture(const Stream
     const Tensor& t = inputs[i].tensor();
     instance->input_views.push_back(
         ViewOf(instance->input_block, instance->input_offsets[i], t.type(), t.shape(), t.SizeInBytes()));
-    capture.inputs.push_back(Value(instance->input_views.back()));
   }
+  capture.inputs.assign(instance->input_views.begin(), instance->input_views.end());
 
   // kHost: the outputs' block (kernels write into it where they can) and its pinned mirror.
   instance->output_types = warmth.outputs;
@@ -220,7 +224,22 @@ std::unique_ptr<AutomaticGraphs::Instance> AutomaticGraphs::Capture(const Stream
   capture.options = &options;
   capture.threads = &threads_;
   capture.synchronize = false;
-  capture.streams = set.streams();
+  // Every block the captured run allocates stays out of circulation while the graph exists (kernel temporaries
+  // and values released at their last use included): the steps allocate through retaining views of the set's.
+  if (const RunStreams* streams = set.streams()) instance->remap = *streams;
+  instance->remap.services = &set.services;
+  for (const PlanStep& step : plan_.steps) {
+    if (step.allocator == nullptr) continue;
+    const AllocatorPtr& mapped = set.streams() != nullptr ? set.streams()->Map(step.allocator) : step.allocator;
+    auto it = std::find_if(instance->remap.allocators.begin(), instance->remap.allocators.end(),
+                           [&](const auto& entry) { return entry.first == step.allocator.get(); });
+    const AllocatorPtr retaining = std::make_shared<RetainingAllocator>(mapped);
+    if (it == instance->remap.allocators.end())
+      instance->remap.allocators.push_back({step.allocator.get(), retaining});
+    else if (dynamic_cast<RetainingAllocator*>(it->second.get()) == nullptr)
+      it->second = retaining;
+  }
+  capture.streams = &instance->remap;
   capture.retained_frame = &instance->frame;
   set.Synchronize();  // the capture starts on idle streams: nothing queued earlier can be waited on inside it
   const int key = next_key_.fetch_add(1);

@@ -16,7 +16,10 @@
 // later runs replay. At most `limit` instances per set: the least recently used one is released (after its
 // set's streams are idle). A capture that fails (a kernel made a call a graph cannot record, out of memory) is
 // logged; the signature runs eagerly after two failures. Runs sharing a stream set (more threads than sets)
-// take its instances one at a time, from the first copy in to the last copy out queued.
+// take the set one at a time (Hold), from the first copy in to the last copy out queued, eager runs included:
+// a capture records everything queued on the set's stream, so nothing else may queue there meanwhile. Every
+// block a captured run allocates (values, and kernel temporaries freed before the kernel returns) comes from a
+// RetainingAllocator view and stays out of circulation until the graph is released.
 #pragma once
 
 #include <atomic>
@@ -52,6 +55,9 @@ class AutomaticGraphs {
   AutomaticGraphs(const AutomaticGraphs&) = delete;
   AutomaticGraphs& operator=(const AutomaticGraphs&) = delete;
 
+  // Held by a run on `set` (graph or eager) from its first queued work to its last: Run and WarmedUp need it.
+  std::unique_lock<std::mutex> Hold(const StreamPool::Set& set);
+
   // Whether `inputs` can go through a graph at all (tensors in host-readable memory or in ep's memory).
   bool Accepts(const std::vector<Value>& inputs) const;
 
@@ -84,7 +90,7 @@ class AutomaticGraphs {
     std::vector<std::pair<DataType, Shape>> outputs;  // from the warm-up
   };
   struct SetGraphs {
-    std::mutex mutex;  // held by a run from its first copy in to its last copy out queued
+    std::mutex mutex;  // Hold
     std::map<Signature, Warmth> seen;
     std::list<std::unique_ptr<Instance>> instances;  // most recently used first
   };

@@ -795,6 +795,8 @@ std::vector<Value> Session::Impl::RunFeeds(const NamedValues& feeds, const std::
   if (output_names.empty())
     for (size_t i = 0; i < model->graph->outputs.size(); ++i) wanted.push_back(i);
   const bool graphed = AutomaticGraphAllowed(options, request.inputs);
+  std::unique_lock<std::mutex> hold;  // automatic graphs: nothing else queues on the set during this run
+  if (automatic_graphs != nullptr) hold = automatic_graphs->Hold(streams);
   if (graphed) {
     std::vector<Value> result;
     if (automatic_graphs->Run(streams, request.inputs, AutomaticGraphs::Outputs::kHost, wanted, options, result, {})) {
@@ -846,6 +848,8 @@ void Session::Run(IoBinding& binding, const RunOptions& options) {
     if (out.preallocated.is_tensor())
       request.preallocated[impl_->plan.output_slots[impl_->OutputIndex(out.name)]] = out.preallocated.tensor();
   std::vector<Value> results;
+  std::unique_lock<std::mutex> hold;  // automatic graphs: nothing else queues on the set during this run
+  if (impl_->automatic_graphs != nullptr) hold = impl_->automatic_graphs->Hold(streams);
   if (impl_->AutomaticGraphAllowed(options, request.inputs)) {
     std::vector<Value> unused;
     const bool replayed = impl_->automatic_graphs->Run(

@@ -4,6 +4,12 @@
 
 namespace tessera::cuda {
 
+namespace {
+thread_local bool t_capturing = false;
+}  // namespace
+
+bool WholeRunCaptureOnThisThread() { return t_capturing; }
+
 CudaGraphSet::~CudaGraphSet() {
   for (auto& [key, exec] : graphs_)
     if (cudaGraphExecDestroy(exec) != cudaSuccess) cudaGetLastError();
@@ -13,10 +19,12 @@ void CudaGraphSet::Begin(cudaStream_t stream, int key) {
   DeviceGuard guard(ordinal_);
   CheckCuda(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal), kEpName,
             ": cannot start capturing graph ", key, " on GPU ", ordinal_);
+  t_capturing = true;
 }
 
 void CudaGraphSet::End(cudaStream_t stream, int key) {
   DeviceGuard guard(ordinal_);
+  t_capturing = false;
   cudaGraph_t graph = nullptr;
   CheckCuda(cudaStreamEndCapture(stream, &graph), kEpName, ": capturing graph ", key,
             " failed (a kernel of the run made a call that a CUDA graph cannot record)");

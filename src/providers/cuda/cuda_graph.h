@@ -14,6 +14,11 @@
 
 namespace tessera::cuda {
 
+// Whether the calling thread is between CudaGraphSet::Begin and End (a whole run being recorded): kernels then
+// queue their work directly (no step graphs) and refuse work a graph cannot replay (copies from pageable host
+// memory that is gone when the graph replays).
+bool WholeRunCaptureOnThisThread();
+
 class CudaGraphSet {
  public:
   explicit CudaGraphSet(int ordinal) : ordinal_(ordinal) {}

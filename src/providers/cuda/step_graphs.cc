@@ -1,5 +1,7 @@
 #include "providers/cuda/step_graphs.h"
 
+#include "providers/cuda/cuda_graph.h"
+
 #include <algorithm>
 #include <cstring>
 #include <optional>
@@ -57,6 +59,7 @@ StepGraphs::~StepGraphs() = default;
 bool StepGraphs::Enabled(const CudaExecutionProvider& ep, cudaStream_t stream) {
   const CudaProviderOptions& options = ep.options();
   if (!options.step_graphs || options.enable_cuda_graph || stream == nullptr) return false;
+  if (WholeRunCaptureOnThisThread()) return false;  // the session records the whole run (automatic graphs)
   if (options.user_compute_stream == nullptr) return true;
   // The caller may be capturing its own stream: the work then goes into the caller's graph directly.
   cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;

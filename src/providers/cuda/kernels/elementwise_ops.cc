@@ -7,6 +7,7 @@
 #include <span>
 
 #include "providers/cpu/common/broadcast.h"
+#include "providers/cuda/cuda_graph.h"
 #include "providers/cuda/kernels/cuda_kernels.h"
 #include "providers/cuda/kernels/kernel_utils.h"
 
@@ -187,6 +188,9 @@ class PowKernel : public Kernel {
       return;
     }
     // A tensor of exponents (any numeric type): converted to X's type on the device, then broadcast.
+    if (WholeRunCaptureOnThisThread())  // the copy below reads host memory that is gone when a graph replays
+      Fail(ErrorCode::kNotImplemented, ctx.node().Describe(),
+           ": a tensor of exponents is copied from host memory, which a CUDA graph cannot replay");
     const std::vector<float> values = ExponentValues(ctx, exponent);
     Tensor as_float = Tensor::Allocate(DataType::kFloat, exponent.shape(), ctx.allocator());
     // From pageable memory, cudaMemcpyAsync has staged the values when it returns: `values` may go.

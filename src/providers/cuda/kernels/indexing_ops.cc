@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "providers/cpu/common/broadcast.h"
+#include "providers/cuda/cuda_graph.h"
 #include "providers/cuda/kernels/cuda_kernels.h"
 #include "providers/cuda/kernels/kernel_utils.h"
 
@@ -80,6 +81,9 @@ class GatherKernel : public Kernel {
                   "Gather launch");
       return;
     }
+    if (WholeRunCaptureOnThisThread())  // the copy below reads host memory that is gone when a graph replays
+      Fail(ErrorCode::kNotImplemented, ctx.node().Describe(), ": ", count,
+           " indices computed on the host are copied from host memory, which a CUDA graph cannot replay");
     Tensor on_device = Tensor::Allocate(DataType::kInt64, Shape{count}, ctx.allocator());
     // From pageable memory, cudaMemcpyAsync has staged the values when it returns: `values` may go.
     CheckCuda(cudaMemcpyAsync(on_device.raw_data(), values.data(), values.size() * sizeof(int64_t),
