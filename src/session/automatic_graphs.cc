@@ -4,8 +4,8 @@
 #include <cstring>
 
 #include "core/logging.h"
-#include "core/retaining_allocator.h"
 #include "exec/executor.h"
+#include "session/graph_capture_check.h"
 #include "tessera/status.h"
 
 namespace tessera {
@@ -225,20 +225,8 @@ std::unique_ptr<AutomaticGraphs::Instance> AutomaticGraphs::Capture(const Stream
   capture.threads = &threads_;
   capture.synchronize = false;
   // Every block the captured run allocates stays out of circulation while the graph exists (kernel temporaries
-  // and values released at their last use included): the steps allocate through retaining views of the set's.
-  if (const RunStreams* streams = set.streams()) instance->remap = *streams;
-  instance->remap.services = &set.services;
-  for (const PlanStep& step : plan_.steps) {
-    if (step.allocator == nullptr) continue;
-    const AllocatorPtr& mapped = set.streams() != nullptr ? set.streams()->Map(step.allocator) : step.allocator;
-    auto it = std::find_if(instance->remap.allocators.begin(), instance->remap.allocators.end(),
-                           [&](const auto& entry) { return entry.first == step.allocator.get(); });
-    const AllocatorPtr retaining = std::make_shared<RetainingAllocator>(mapped);
-    if (it == instance->remap.allocators.end())
-      instance->remap.allocators.push_back({step.allocator.get(), retaining});
-    else if (dynamic_cast<RetainingAllocator*>(it->second.get()) == nullptr)
-      it->second = retaining;
-  }
+  // and values released at their last use included).
+  instance->remap = RetainingStreams(plan_, set.streams(), &set.services);
   capture.streams = &instance->remap;
   capture.retained_frame = &instance->frame;
   set.Synchronize();  // the capture starts on idle streams: nothing queued earlier can be waited on inside it

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <vector>
 
+#include "core/retaining_allocator.h"
+
 namespace tessera {
 
 std::string GraphCaptureBlocker(const ExecutionPlan& plan, const ExecutionProvider& ep) {
@@ -33,6 +35,25 @@ std::string GraphCaptureBlocker(const ExecutionPlan& plan, const ExecutionProvid
       if (wait.on_host) return step.node->Describe() + " reads a device-produced value on the host";
   }
   return "";
+}
+
+RunStreams RetainingStreams(const ExecutionPlan& plan, const RunStreams* set_streams, const PlanServices* services) {
+  RunStreams table;
+  if (set_streams != nullptr) table = *set_streams;
+  table.services = services;
+  for (const PlanStep& step : plan.steps) {
+    if (step.allocator == nullptr) continue;
+    auto it = std::find_if(table.allocators.begin(), table.allocators.end(),
+                           [&](const auto& entry) { return entry.first == step.allocator.get(); });
+    if (it != table.allocators.end() && dynamic_cast<RetainingAllocator*>(it->second.get()) != nullptr) continue;
+    const AllocatorPtr mapped = set_streams != nullptr ? set_streams->Map(step.allocator) : step.allocator;
+    const AllocatorPtr retaining = std::make_shared<RetainingAllocator>(mapped);
+    if (it == table.allocators.end())
+      table.allocators.push_back({step.allocator.get(), retaining});
+    else
+      it->second = retaining;
+  }
+  return table;
 }
 
 }  // namespace tessera

@@ -165,6 +165,7 @@ struct Session::Impl {
     int uncaptured_runs = 0;
     bool captured = false;
     std::vector<Value> frame;  // every buffer the recorded work touches
+    RunStreams allocators;     // the capture's allocators: RetainingStreams keeps kernel temporaries too
     std::vector<Value> outputs;
     std::vector<const void*> input_addresses;
     std::vector<Shape> input_shapes;
@@ -665,6 +666,8 @@ std::vector<Value> Session::Impl::RunWithGraph(RunRequest& request, const RunOpt
     capture.threads = &threads;
     capture.synchronize = false;
     capture.retained_frame = &graph.frame;
+    graph.allocators = RetainingStreams(plan, request.streams, &services);
+    capture.streams = &graph.allocators;
     capture_ep->BeginCapture(stream, key);
     try {
       graph.outputs = ExecutePlan(plan, capture, services);

@@ -10,6 +10,14 @@ thread_local bool t_capturing = false;
 
 bool WholeRunCaptureOnThisThread() { return t_capturing; }
 
+void UploadOutsideCapture(void* device_dst, const void* host_src, size_t bytes) {
+  cudaStreamCaptureMode mode = cudaStreamCaptureModeRelaxed;  // a synchronous copy is not part of the graph
+  cudaThreadExchangeStreamCaptureMode(&mode);
+  const cudaError_t copied = cudaMemcpy(device_dst, host_src, bytes, cudaMemcpyHostToDevice);
+  cudaThreadExchangeStreamCaptureMode(&mode);
+  CheckCuda(copied, kEpName, ": copying ", bytes, " bytes of host values for a captured run");
+}
+
 CudaGraphSet::~CudaGraphSet() {
   for (auto& [key, exec] : graphs_)
     if (cudaGraphExecDestroy(exec) != cudaSuccess) cudaGetLastError();

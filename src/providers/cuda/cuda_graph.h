@@ -18,6 +18,10 @@ namespace tessera::cuda {
 // queue their work directly (no step graphs) and refuse work a graph cannot replay (copies from pageable host
 // memory that is gone when the graph replays).
 bool WholeRunCaptureOnThisThread();
+// Copies `bytes` from host memory to device memory now, synchronously, outside any capture on this thread: for
+// values computed on the host from shapes alone, which are the same on every replay of a graph captured for
+// those shapes. The destination must live as long as the graph (a captured run's allocations do).
+void UploadOutsideCapture(void* device_dst, const void* host_src, size_t bytes);
 
 class CudaGraphSet {
  public:

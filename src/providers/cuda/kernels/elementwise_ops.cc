@@ -188,15 +188,18 @@ class PowKernel : public Kernel {
       return;
     }
     // A tensor of exponents (any numeric type): converted to X's type on the device, then broadcast.
-    if (WholeRunCaptureOnThisThread())  // the copy below reads host memory that is gone when a graph replays
-      Fail(ErrorCode::kNotImplemented, ctx.node().Describe(),
-           ": a tensor of exponents is copied from host memory, which a CUDA graph cannot replay");
     const std::vector<float> values = ExponentValues(ctx, exponent);
     Tensor as_float = Tensor::Allocate(DataType::kFloat, exponent.shape(), ctx.allocator());
-    // From pageable memory, cudaMemcpyAsync has staged the values when it returns: `values` may go.
-    CheckCuda(cudaMemcpyAsync(as_float.raw_data(), values.data(), values.size() * sizeof(float),
-                              cudaMemcpyHostToDevice, stream),
-              ctx.node(), ": copying the exponents");
+    if (WholeRunCaptureOnThisThread()) {
+      // Host exponents are constants or derive from shapes, fixed for the graph: uploaded now rather than by a node
+      // reading `values` (gone at replay); a captured run's allocations live as long as its graph.
+      UploadOutsideCapture(as_float.raw_data(), values.data(), values.size() * sizeof(float));
+    } else {
+      // From pageable memory, cudaMemcpyAsync has staged the values when it returns: `values` may go.
+      CheckCuda(cudaMemcpyAsync(as_float.raw_data(), values.data(), values.size() * sizeof(float),
+                                cudaMemcpyHostToDevice, stream),
+                ctx.node(), ": copying the exponents");
+    }
     Tensor as_x_type = as_float;
     if (x.type() == DataType::kFloat16) {
       as_x_type = Tensor::Allocate(DataType::kFloat16, exponent.shape(), ctx.allocator());

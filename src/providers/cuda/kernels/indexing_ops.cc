@@ -81,14 +81,17 @@ class GatherKernel : public Kernel {
                   "Gather launch");
       return;
     }
-    if (WholeRunCaptureOnThisThread())  // the copy below reads host memory that is gone when a graph replays
-      Fail(ErrorCode::kNotImplemented, ctx.node().Describe(), ": ", count,
-           " indices computed on the host are copied from host memory, which a CUDA graph cannot replay");
     Tensor on_device = Tensor::Allocate(DataType::kInt64, Shape{count}, ctx.allocator());
-    // From pageable memory, cudaMemcpyAsync has staged the values when it returns: `values` may go.
-    CheckCuda(cudaMemcpyAsync(on_device.raw_data(), values.data(), values.size() * sizeof(int64_t),
-                              cudaMemcpyHostToDevice, stream),
-              ctx.node(), ": copying host indices");
+    if (WholeRunCaptureOnThisThread()) {
+      // Host indices derive from shapes, fixed for the graph: uploaded now rather than by a node reading `values`
+      // (gone at replay); a captured run's allocations live as long as its graph.
+      UploadOutsideCapture(on_device.raw_data(), values.data(), values.size() * sizeof(int64_t));
+    } else {
+      // From pageable memory, cudaMemcpyAsync has staged the values when it returns: `values` may go.
+      CheckCuda(cudaMemcpyAsync(on_device.raw_data(), values.data(), values.size() * sizeof(int64_t),
+                                cudaMemcpyHostToDevice, stream),
+                ctx.node(), ": copying host indices");
+    }
     CheckLaunch(ctx,
                 launch::Gather(element_size, data.raw_data(), on_device.raw_data(), true, out.raw_data(), outer,
                                axis_dim, inner, count, stream),
