@@ -140,6 +140,10 @@ void BindSession(py::module_& m) {
       .def("inputs", [](const PySession& s) { return NodeArgs(s.session->inputs()); })
       .def("outputs", [](const PySession& s) { return NodeArgs(s.session->outputs()); })
       .def("providers", [](const PySession& s) { return s.session->providers(); })
+      .def("graph_status", [](const PySession& s) { return s.session->GraphStatus(); })
+      .def("automatic_graph_counts", [](const PySession& s) {
+        return py::make_tuple(s.session->AutomaticGraphCaptures(), s.session->AutomaticGraphReplays());
+      })
       .def("metadata", &Metadata)
       .def("run", &Run, py::arg("output_names"), py::arg("feeds"), py::arg("run_options") = nullptr)
       .def("run_with_ort_values", &RunWithOrtValues, py::arg("output_names"), py::arg("feeds"),

@@ -105,6 +105,17 @@ class InferenceSession:
     def get_providers(self):
         return self._sess.providers()
 
+    def get_graph_status(self):
+        """How runs use CUDA graphs: "automatic: ..." (the session captures and replays Run and IO-binding runs by
+        itself; CUDA provider option automatic_cuda_graphs, on by default), "explicit: ..." (enable_cuda_graph), or
+        "eager: <why no graph is used>". (Tessera addition.)"""
+        return self._sess.graph_status()
+
+    def get_automatic_graph_counts(self):
+        """(graphs captured, runs replayed) by automatic graphs so far. (Tessera addition.)"""
+        captures, replays = self._sess.automatic_graph_counts()
+        return {"captures": captures, "replays": replays}
+
     def get_provider_options(self):
         return {name: dict(self._provider_options.get(name, {})) for name in self.get_providers()}
 

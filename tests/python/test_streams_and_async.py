@@ -84,3 +84,23 @@ def test_release_memory_and_the_shrinkage_run_option():
     np.testing.assert_array_equal(session.run(None, {"X": x}, run_options)[0], y)
     session.release_memory()
     assert session.release_memory() == 0  # nothing reserved since the previous call
+
+
+@requires_testing_ep
+def test_automatic_graphs_replay_runs_and_report_their_status():
+    session = ort.InferenceSession(onnx_models.add_relu(shape=("n", 3)),
+                                   providers=[("TestingExecutionProvider", {"automatic_graphs": "1"})])
+    assert session.get_graph_status().startswith("automatic:"), session.get_graph_status()
+    held = []
+    for run in range(5):  # warm-up, capture + replay, replays: new values every run, outputs held
+        a = np.arange(6, dtype=np.float32).reshape(2, 3) - 2.5 + run
+        b = np.full((2, 3), 0.25 * run, np.float32)
+        s, r = session.run(None, {"A": a, "B": b})
+        held.append((a + b, s, r))
+    for expected, s, r in held:
+        np.testing.assert_array_equal(s, expected)
+        np.testing.assert_array_equal(r, np.maximum(expected, 0))
+    assert session.get_automatic_graph_counts() == {"captures": 1, "replays": 4}
+    eager = ort.InferenceSession(onnx_models.add_relu(shape=("n", 3)), providers=["TestingExecutionProvider"])
+    assert eager.get_graph_status().startswith("eager:")
+    assert eager.get_automatic_graph_counts() == {"captures": 0, "replays": 0}
