@@ -2,7 +2,10 @@
 // allocator as usual, but a Free only records the block: every block stays out of circulation until the view
 // itself is destroyed (with the graph that holds their addresses). A captured run's kernel-internal temporaries
 // (freed before the kernel returns) and values released at their last use would otherwise go back to the pool
-// and be handed to other work, which the graph's replays would then overwrite.
+// and be handed to other work, which the graph's replays would then overwrite. Blocks are not reused within the
+// recording either: a kernel may fill a block at recording time (values uploaded outside the capture), and a block
+// shared with an earlier node of the graph would be overwritten by that node at every replay. So a recorded run
+// holds the sum of what it allocates, not its peak.
 #pragma once
 
 #include <mutex>
