@@ -21,11 +21,22 @@ Tensor AllocateOn(Runtime& runtime, DataType type, const Shape& shape, const Mem
   return Tensor::Allocate(type, shape, runtime.AllocatorFor(where));
 }
 
-py::object FromNumpy(const py::handle& array, const std::string& device_type, int device_id) {
+// A device given as its name ("cuda", "testing", "cuda_pinned", ...) with `device_id`, or as an object with
+// device_name() and device_id() (capi's OrtDevice, as onnxruntime's C-level OrtValue takes it).
+MemoryInfo DeviceArgument(Runtime& runtime, const py::handle& device, int device_id) {
+  if (py::isinstance<py::str>(device)) return MemoryInfoForDevice(runtime, device.cast<std::string>(), device_id);
+  if (py::hasattr(device, "device_name") && py::hasattr(device, "device_id"))
+    return MemoryInfoForDevice(runtime, device.attr("device_name")().cast<std::string>(),
+                               device.attr("device_id")().cast<int>());
+  Fail(ErrorCode::kInvalidArgument, "a device must be a name such as \"cuda\" or an OrtDevice, got ",
+       py::str(py::type::of(device)).cast<std::string>());
+}
+
+py::object FromNumpy(const py::handle& array, const py::handle& device_type, int device_id) {
   std::shared_ptr<Runtime> runtime = GetRuntime();
   py::object keepalive;
   Tensor host = HostTensorFromArray(array, keepalive);
-  const MemoryInfo where = MemoryInfoForDevice(*runtime, device_type, device_id);
+  const MemoryInfo where = DeviceArgument(*runtime, device_type, device_id);
   if (where == MemoryInfo::Host()) {
     if (!host.is_borrowed()) keepalive = py::object();  // strings: the tensor owns its copy
     return py::cast(PyOrtValue{runtime, Value(host), keepalive});
@@ -38,10 +49,10 @@ py::object FromNumpy(const py::handle& array, const std::string& device_type, in
   return py::cast(PyOrtValue{runtime, Value(placed), py::object()});
 }
 
-py::object FromShapeAndType(const py::handle& shape, const py::handle& element_type, const std::string& device_type,
+py::object FromShapeAndType(const py::handle& shape, const py::handle& element_type, const py::handle& device_type,
                             int device_id) {
   std::shared_ptr<Runtime> runtime = GetRuntime();
-  const MemoryInfo where = MemoryInfoForDevice(*runtime, device_type, device_id);
+  const MemoryInfo where = DeviceArgument(*runtime, device_type, device_id);
   Tensor tensor = AllocateOn(*runtime, DataTypeFromObject(element_type), ShapeFromSequence(shape), where);
   return py::cast(PyOrtValue{runtime, Value(tensor), py::object()});
 }

@@ -327,8 +327,16 @@ std::vector<Value> ExecutePlan(const ExecutionPlan& plan, RunRequest& request, c
   std::vector<MemoryInfo> input_places;
   for (int slot : plan.input_slots) input_places.push_back(plan.slots[slot].location);
   const size_t fed = std::min(request.inputs.size(), input_places.size());
-  std::vector<Value> placed = CopyValuesTo(std::span<const Value>(request.inputs.data(), fed),
-                                           std::span<const MemoryInfo>(input_places.data(), fed), services, false);
+  // A feed in device memory read where the host reads it (a CPU node consumes it) is copied on the device's
+  // stream: the host must wait for that copy, since no step of the plan produces the feed to wait on.
+  bool host_reads_device_feed = false;
+  for (size_t i = 0; i < fed; ++i)
+    if (request.inputs[i].is_tensor() && !request.inputs[i].tensor().memory_info().IsHostReadable() &&
+        input_places[i].IsHostReadable())
+      host_reads_device_feed = true;
+  std::vector<Value> placed =
+      CopyValuesTo(std::span<const Value>(request.inputs.data(), fed),
+                   std::span<const MemoryInfo>(input_places.data(), fed), services, host_reads_device_feed);
   for (size_t i = 0; i < fed; ++i) frame.values[plan.input_slots[i]] = std::move(placed[i]);
   const size_t outer = std::min(plan.outer_slots.size(), request.outer.size());
   std::vector<MemoryInfo> outer_places;

@@ -1,7 +1,10 @@
 """The names of onnxruntime.capi._pybind_state that scripts and onnxruntime's own Python tests import.
 
-OrtValue and SessionIOBinding are Tessera's native classes (SessionIOBinding takes a session's native object,
-`InferenceSession._sess`, as onnxruntime's does); OrtDevice describes a device the onnxruntime way.
+OrtValue is Tessera's native class; SessionIOBinding is the native binding (it takes a session's native object,
+`InferenceSession._sess`, as onnxruntime's does) that also takes an OrtDevice where onnxruntime's does
+(`bind_input(name, device, element_type, shape, buffer_ptr)`, `bind_output(name, device)`) and returns its outputs
+as an OrtValueVector; the native session runs it with `run_with_iobinding(binding, run_options)`. OrtDevice
+describes a device the onnxruntime way.
 """
 
 from .._tessera import (  # noqa: F401
@@ -14,7 +17,7 @@ from .._tessera import (  # noqa: F401
     copy_tensors,
     get_ep_devices,
 )
-from .._tessera import _IOBinding as SessionIOBinding  # noqa: F401
+from .. import _tessera
 from .._tessera import OrtDeviceMemoryType as OrtMemType  # noqa: F401
 
 
@@ -23,7 +26,8 @@ class OrtDevice:
     memory_type OrtDevice.default_memory() (or 1, host-accessible memory of the device), device_id its ordinal."""
 
     _CPU, _GPU, _FPGA, _NPU = 0, 1, 2, 3
-    _NAMES = {_CPU: "cpu", _GPU: "cuda", _NPU: "npu"}
+    _TESTING = 0xFFFE  # Tessera's simulated device (the testing EP plugin)
+    _NAMES = {_CPU: "cpu", _GPU: "cuda", _NPU: "npu", _TESTING: "testing"}
 
     def __init__(self, device_type, memory_type, device_id, vendor_id=0):
         self._type, self._memory, self._id, self._vendor = int(device_type), int(memory_type), int(device_id), vendor_id
@@ -43,6 +47,11 @@ class OrtDevice:
     @staticmethod
     def npu():
         return OrtDevice._NPU
+
+    @staticmethod
+    def testing():
+        """Tessera's simulated device (libtessera_testing_ep.so), for tests that run without a GPU."""
+        return OrtDevice._TESTING
 
     @staticmethod
     def default_memory():
@@ -74,3 +83,33 @@ class OrtDevice:
 
     def __repr__(self):
         return f"OrtDevice(type={self._type}, memory={self._memory}, id={self._id})"
+
+
+class OrtValueVector(list):
+    """The outputs of an IOBinding, as onnxruntime's SessionIOBinding.get_outputs returns them."""
+
+
+class SessionIOBinding(_tessera._IOBinding):
+    """onnxruntime's native IOBinding: devices may be given as OrtDevice objects."""
+
+    def bind_input(self, name, device, *args):
+        if isinstance(device, OrtDevice):  # (name, device, element_type, shape, buffer_ptr)
+            element_type, shape, buffer_ptr = args
+            return super().bind_input(name, device.device_name(), device.device_id(), element_type, shape, buffer_ptr)
+        return super().bind_input(name, device, *args)
+
+    def bind_output(self, name, device="cpu", *args):
+        if isinstance(device, OrtDevice):  # (name, device[, element_type, shape, buffer_ptr])
+            return super().bind_output(name, device.device_name(), device.device_id(), *args)
+        return super().bind_output(name, device, *args)
+
+    def get_outputs(self):
+        return OrtValueVector(super().get_outputs())
+
+
+def _run_with_iobinding(native_session, binding, run_options=None):
+    """onnxruntime's `InferenceSession._sess.run_with_iobinding(binding, run_options)`."""
+    binding.run(run_options)
+
+
+_tessera._Session.run_with_iobinding = _run_with_iobinding

@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <thread>
 
 #include "test_env.h"
@@ -190,6 +191,26 @@ TEST(IoBindingTest, OutOfDeviceMemoryIsAClearErrorAndTheSessionRecovers) {
     EXPECT_EQ(e.code(), ErrorCode::kOutOfMemory) << e.what();
   }
   EXPECT_EQ(session.Run({{"x", Ramp(2, 1.0f)}})[0].tensor().ToVector<float>(), ExpectedY(Ramp(2, 1.0f)));
+}
+
+// A device-resident feed that a CPU node reads: its copy to the host is queued on the device's stream, and the
+// host must wait for it before the CPU kernel reads (no plan step produces a feed). The slow simulated device
+// (task_delay_us) makes a missing wait read the copy's destination before the copy has run.
+TEST(IoBindingTest, ACpuNodeReadingADeviceFeedWaitsForItsCopy) {
+  const std::string model = GraphBuilder().Input("x", {-1, 8}).Node("Sigmoid", {"x"}, {"y"}).Output("y").Serialize();
+  SessionOptions options;
+  options.AddProvider(kTestingEpName, {{"task_delay_us", "2000"}});
+  Session session = MakeSession(model, options, TestEnv());
+  for (int run = 0; run < 3; ++run) {
+    const Tensor x = Ramp(2, 0.5f + static_cast<float>(run));
+    IoBinding binding = session.CreateIoBinding();
+    binding.BindInput("x", ToDevice(x));
+    binding.BindOutput("y", TestingDevice().device_memory);
+    session.Run(binding);
+    const std::vector<float> y = ToHost(binding.BoundOutputs()[0].tensor()).ToVector<float>();
+    for (size_t i = 0; i < y.size(); ++i)
+      EXPECT_NEAR(y[i], 1.0f / (1.0f + std::exp(-x.Span<float>()[i])), 1e-6f) << "run " << run << ", element " << i;
+  }
 }
 
 TEST(CopyTensorsTest, RoundTripsThroughTheDeviceWithAndWithoutAStream) {
