@@ -62,6 +62,8 @@ class Session {
   // The memory a model input is read from without a copy (the memory of its first consumer).
   MemoryInfo InputMemoryInfo(const std::string& input_name) const;
   const EpDevice* InputEpDevice(const std::string& input_name) const;
+  // The memory a model output is produced in (Run(IoBinding) returns it there unless bound elsewhere).
+  MemoryInfo OutputMemoryInfo(const std::string& output_name) const;
   // Plan order: copies of graph inputs that are read outside host memory first, then every kernel and
   // copy step.
   std::vector<PartitionEntry> Partition() const;

@@ -122,6 +122,9 @@ void BindRunOptions(py::module_& m) {
       .def_property(
           "run_tag", [](const R& r) { return r.options.tag; }, [](R& r, std::string tag) { r.options.tag = tag; })
       .def_property(
+          "logid", [](const R& r) { return r.options.tag; }, [](R& r, std::string tag) { r.options.tag = tag; },
+          "Names the run in logs and profiles (the same as run_tag).")
+      .def_property(
           "log_severity_level", [](const R& r) { return static_cast<int>(r.options.log_level); },
           [](R& r, int level) { r.options.log_level = LogLevelFromSeverity(level); })
       .def_readwrite("log_verbosity_level", &R::log_verbosity_level)

@@ -140,6 +140,16 @@ void BindSession(py::module_& m) {
       .def("inputs", [](const PySession& s) { return NodeArgs(s.session->inputs()); })
       .def("outputs", [](const PySession& s) { return NodeArgs(s.session->outputs()); })
       .def("providers", [](const PySession& s) { return s.session->providers(); })
+      .def("input_memory_info",
+           [](const PySession& s, const std::string& name) { return s.session->InputMemoryInfo(name); })
+      .def("output_memory_info",
+           [](const PySession& s, const std::string& name) { return s.session->OutputMemoryInfo(name); })
+      .def("input_ep_device",
+           [](const PySession& s, const std::string& name) -> py::object {
+             const EpDevice* device = s.session->InputEpDevice(name);
+             if (device == nullptr) return py::none();
+             return py::make_tuple(device->ep_name, device->device != nullptr ? device->device->ordinal : 0);
+           })
       .def("graph_status", [](const PySession& s) { return s.session->GraphStatus(); })
       .def("automatic_graph_counts", [](const PySession& s) {
         return py::make_tuple(s.session->AutomaticGraphCaptures(), s.session->AutomaticGraphReplays());

@@ -52,3 +52,17 @@ _providers._register_plugins_beside_package()
 
 def get_version_string():
     return __version__
+
+
+def get_build_info():
+    """A one-line description of this build, as onnxruntime's get_build_info gives one."""
+    return (f"Build Info: Tessera {__version__}; execution providers available: "
+            f"{', '.join(get_available_providers())}")
+
+
+def disable_telemetry_events():
+    """Accepted for compatibility: Tessera collects and sends no telemetry."""
+
+
+def enable_telemetry_events():
+    """Accepted for compatibility: Tessera collects and sends no telemetry."""

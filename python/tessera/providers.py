@@ -12,6 +12,17 @@ TESTING_EP = "TestingExecutionProvider"
 
 # Every EP type this version of Tessera knows, whether or not it is available on this machine.
 _KNOWN_EPS = [CUDA_EP, TESTING_EP, CPU_EP]
+# Execution providers of onnxruntime builds: naming one that is not available here is a warning (scripts written for
+# several machines list them), naming anything else an error ("Unknown Provider Type"), as in onnxruntime.
+_ONNXRUNTIME_EPS = {
+    "TensorrtExecutionProvider", "NvTensorRTRTXExecutionProvider", "CUDAExecutionProvider",
+    "MIGraphXExecutionProvider", "ROCMExecutionProvider", "OpenVINOExecutionProvider", "DnnlExecutionProvider",
+    "VitisAIExecutionProvider", "QNNExecutionProvider", "NnapiExecutionProvider", "VSINPUExecutionProvider",
+    "JsExecutionProvider", "CoreMLExecutionProvider", "ArmNNExecutionProvider", "ACLExecutionProvider",
+    "DmlExecutionProvider", "RknpuExecutionProvider", "WebNNExecutionProvider", "WebGpuExecutionProvider",
+    "XnnpackExecutionProvider", "CANNExecutionProvider", "AzureExecutionProvider", "SNPEExecutionProvider",
+    "TvmExecutionProvider", "CPUExecutionProvider",
+}
 _PLUGIN_FILE = re.compile(r"libtessera_(\w+?)(?:_ep)?\.so")
 _registered_plugins = {}  # registration name -> library path
 
@@ -111,6 +122,8 @@ def normalize_providers(providers, provider_options):
         if name in seen:
             raise ValueError("'providers' has a duplicate entry.")
         seen.add(name)
+        if name not in available and name not in _ONNXRUNTIME_EPS and name not in get_all_providers():
+            raise _tessera.Fail(f"Unknown Provider Type: {name} (known here: {', '.join(get_all_providers())})")
         if name not in available:
             warnings.warn(f"Specified provider '{name}' is not in available provider names. "
                           f"Available providers: '{', '.join(available)}'", RuntimeWarning, stacklevel=4)

@@ -105,6 +105,27 @@ class InferenceSession:
     def get_providers(self):
         return self._sess.providers()
 
+    def get_input_memory_infos(self):
+        """Per input, the MemoryInfo it is read from without a copy (onnxruntime 1.23+)."""
+        return [self._sess.input_memory_info(i.name) for i in self._inputs]
+
+    def get_output_memory_infos(self):
+        """Per output, the MemoryInfo it is produced in (onnxruntime 1.23+)."""
+        return [self._sess.output_memory_info(o.name) for o in self._outputs]
+
+    def get_input_epdevices(self):
+        """Per input, the EP device whose memory it is read from, or None for host memory (onnxruntime 1.23+)."""
+        devices = _tessera.get_ep_devices()
+        result = []
+        for i in self._inputs:
+            found = self._sess.input_ep_device(i.name)
+            match = None
+            if found is not None:
+                ep_name, ordinal = found
+                match = next((d for d in devices if d.ep_name == ep_name and d.device.ordinal == ordinal), None)
+            result.append(match)
+        return result
+
     def get_graph_status(self):
         """How runs use CUDA graphs: "automatic: ..." (the session captures and replays Run and IO-binding runs by
         itself; CUDA provider option automatic_cuda_graphs, on by default), "explicit: ..." (enable_cuda_graph), or

@@ -981,6 +981,10 @@ MemoryInfo Session::InputMemoryInfo(const std::string& input_name) const {
   Fail(ErrorCode::kInvalidArgument, "the model has no input '", input_name, "'");
 }
 
+MemoryInfo Session::OutputMemoryInfo(const std::string& output_name) const {
+  return impl_->plan.slots[impl_->plan.output_slots[impl_->OutputIndex(output_name)]].location;
+}
+
 const EpDevice* Session::InputEpDevice(const std::string& input_name) const {
   const MemoryInfo where = InputMemoryInfo(input_name);
   for (size_t i = 0; i < impl_->eps.size(); ++i)

@@ -1,0 +1,265 @@
+"""The cases of ONNX Runtime's own session API tests (onnxruntime/test/python/onnxruntime_test_python.py, MIT
+License, Microsoft), one test here per test there, written for Tessera through the `onnxruntime` names it provides;
+the same inputs and expected values. The small models those tests load from ONNX Runtime's testdata (mul_1,
+matmul_1, matmul_2, logicaland, identity_string, identity_opt) are built here with the onnx package. This file
+covers the file's first group of tests (versions, providers, running models, inputs of several kinds); tests
+there that need another EP (TensorRT, tuning results of a GPU EP) are run here on the EPs Tessera has.
+"""
+
+import pathlib
+import threading
+
+import numpy as np
+import pytest
+from onnx import TensorProto, helper
+
+import tessera as onnxrt
+
+MUL_INPUT = np.array([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]], dtype=np.float32)
+MUL_EXPECTED = np.array([[1.0, 4.0], [9.0, 16.0], [25.0, 36.0]], dtype=np.float32)
+
+
+def _model(nodes, inputs, outputs, initializers=(), opset=17):
+    graph = helper.make_graph(nodes, "test", inputs, outputs, list(initializers))
+    return helper.make_model(graph, opset_imports=[helper.make_operatorsetid("", opset)]).SerializeToString()
+
+
+def mul_1():
+    return _model([helper.make_node("Mul", ["X", "X"], ["Y"])],
+                  [helper.make_tensor_value_info("X", TensorProto.FLOAT, [3, 2])],
+                  [helper.make_tensor_value_info("Y", TensorProto.FLOAT, [3, 2])])
+
+
+def matmul(rows):
+    w = helper.make_tensor("W", TensorProto.FLOAT, [2, 1], [1.0, 2.0])
+    return _model([helper.make_node("MatMul", ["X", "W"], ["Y"])],
+                  [helper.make_tensor_value_info("X", TensorProto.FLOAT, [rows, 2])],
+                  [helper.make_tensor_value_info("Y", TensorProto.FLOAT, [rows, 1])], [w])
+
+
+def logicaland():
+    return _model([helper.make_node("And", ["input1:0", "input:0"], ["output:0"])],
+                  [helper.make_tensor_value_info("input1:0", TensorProto.BOOL, [2, 2]),
+                   helper.make_tensor_value_info("input:0", TensorProto.BOOL, [2, 2])],
+                  [helper.make_tensor_value_info("output:0", TensorProto.BOOL, [2, 2])])
+
+
+def identity_string():
+    return _model([helper.make_node("Identity", ["input:0"], ["output:0"])],
+                  [helper.make_tensor_value_info("input:0", TensorProto.STRING, [2, 2])],
+                  [helper.make_tensor_value_info("output:0", TensorProto.STRING, [2, 2])])
+
+
+def identity_opt():
+    seq = helper.make_optional_type_proto(helper.make_sequence_type_proto(
+        helper.make_tensor_type_proto(TensorProto.FLOAT, [5])))
+    return _model([helper.make_node("Identity", ["x"], ["y"])],
+                  [helper.make_value_info("x", seq)], [helper.make_value_info("y", seq)], opset=16)
+
+
+@pytest.fixture
+def mul_1_path(tmp_path):
+    path = tmp_path / "mul_1.onnx"
+    path.write_bytes(mul_1())
+    return path
+
+
+def available_providers():
+    return onnxrt.get_available_providers()
+
+
+def run_model(session, run_options):
+    res = session.run([], {session.get_inputs()[0].name: MUL_INPUT}, run_options=run_options)
+    np.testing.assert_allclose(res[0], MUL_EXPECTED, rtol=1e-05, atol=1e-08)
+
+
+def test_get_version_string():
+    assert onnxrt.get_version_string() is not None
+
+
+def test_get_build_info():
+    assert onnxrt.get_build_info() is not None
+    assert "Build Info" in onnxrt.get_build_info()
+
+
+def test_get_providers():
+    assert "CPUExecutionProvider" in onnxrt.get_available_providers()
+    assert onnxrt.get_all_providers()[-1] == "CPUExecutionProvider"
+    sess = onnxrt.InferenceSession(mul_1(), providers=onnxrt.get_available_providers())
+    assert "CPUExecutionProvider" in sess.get_providers()
+
+
+def test_enabling_and_disabling_telemetry():
+    onnxrt.disable_telemetry_events()
+    onnxrt.enable_telemetry_events()
+
+
+def test_deserialization_from_path_object(mul_1_path):
+    onnxrt.InferenceSession(pathlib.Path(mul_1_path), providers=available_providers())
+
+
+# test_set_providers: there on CUDA, here on every device EP present (the simulated device in CI).
+def test_set_providers():
+    devices = [p for p in onnxrt.get_available_providers() if p != "CPUExecutionProvider"]
+    if not devices:
+        pytest.skip("no device EP here")
+    sess = onnxrt.InferenceSession(mul_1(), providers=[devices[0]])
+    assert devices[0] in sess.get_providers()
+    sess.set_providers(["CPUExecutionProvider"])
+    assert sess.get_providers() == ["CPUExecutionProvider"]
+
+
+def test_invalid_set_providers():
+    sess = onnxrt.InferenceSession(mul_1(), providers=["CPUExecutionProvider"])
+    with pytest.raises(RuntimeError) as context:
+        sess.set_providers(["InvalidProvider"])
+    assert "InvalidProvider" in str(context.value)
+
+
+def test_session_providers():
+    sess = onnxrt.InferenceSession(mul_1(), providers=["CPUExecutionProvider"])
+    assert sess.get_providers() == ["CPUExecutionProvider"]
+
+
+def test_run_model_with_optional_sequence_input():
+    sess = onnxrt.InferenceSession(identity_opt())
+    x = [np.array([1, 2, 3, 4, 5]).astype(np.float32)]
+    res = sess.run([sess.get_outputs()[0].name], {sess.get_inputs()[0].name: x})
+    np.testing.assert_allclose(res[0], x)
+
+
+def test_run_model():
+    sess = onnxrt.InferenceSession(mul_1(), providers=available_providers())
+    inputs = sess.get_inputs()
+    assert len(inputs) == 1 and inputs[0].name == "X" and inputs[0].shape == [3, 2]
+    input_meminfos = sess.get_input_memory_infos()
+    assert len(input_meminfos) == 1 and input_meminfos[0] is not None
+    assert len(sess.get_input_epdevices()) == 1
+    outputs = sess.get_outputs()
+    assert len(outputs) == 1 and outputs[0].name == "Y" and outputs[0].shape == [3, 2]
+    output_meminfos = sess.get_output_memory_infos()
+    assert len(output_meminfos) == 1 and output_meminfos[0] is not None
+    res = sess.run([outputs[0].name], {inputs[0].name: MUL_INPUT})
+    np.testing.assert_allclose(res[0], MUL_EXPECTED, rtol=1e-05, atol=1e-08)
+
+
+def test_run_async():
+    event = threading.Event()
+    results = {}
+
+    class MyData:
+        def __init__(self, id):
+            self.__id = id
+
+        def get_id(self):
+            return self.__id
+
+    def callback(res, data, err):
+        results.update(res=res, id=data.get_id(), err=err)
+        event.set()
+
+    so = onnxrt.SessionOptions()
+    so.intra_op_num_threads = 2
+    sess = onnxrt.InferenceSession(mul_1(), so, providers=available_providers())
+    sess.run_async(["Y"], {"X": MUL_INPUT}, callback, MyData(123456))
+    event.wait(10)
+    assert event.is_set()
+    assert len(results["err"]) == 0 and len(results["res"]) == 1 and results["id"] == 123456
+    np.testing.assert_allclose(results["res"][0], MUL_EXPECTED, rtol=1e-05, atol=1e-08)
+
+
+def test_run_model_from_bytes():
+    sess = onnxrt.InferenceSession(mul_1(), providers=available_providers())
+    assert sess.get_inputs()[0].name == "X" and sess.get_inputs()[0].shape == [3, 2]
+    assert sess.get_outputs()[0].name == "Y" and sess.get_outputs()[0].shape == [3, 2]
+    res = sess.run(["Y"], {"X": MUL_INPUT})
+    np.testing.assert_allclose(res[0], MUL_EXPECTED, rtol=1e-05, atol=1e-08)
+
+
+def test_run_model2():
+    sess = onnxrt.InferenceSession(matmul(3), providers=available_providers())
+    assert sess.get_inputs()[0].name == "X" and sess.get_inputs()[0].shape == [3, 2]
+    assert sess.get_outputs()[0].name == "Y" and sess.get_outputs()[0].shape == [3, 1]
+    res = sess.run(["Y"], {"X": MUL_INPUT})
+    np.testing.assert_allclose(res[0], np.array([[5.0], [11.0], [17.0]], np.float32), rtol=1e-05, atol=1e-08)
+
+
+def test_run_model2_contiguous():
+    sess = onnxrt.InferenceSession(matmul(3), providers=available_providers())
+    x = np.array([[2.0, 1.0], [4.0, 3.0], [6.0, 5.0]], dtype=np.float32)[:, [1, 0]]
+    expected = np.array([[5.0], [11.0], [17.0]], np.float32)
+    np.testing.assert_allclose(sess.run(["Y"], {"X": x})[0], expected, rtol=1e-05, atol=1e-08)
+    np.testing.assert_allclose(sess.run(["Y"], {"X": np.ascontiguousarray(x)})[0], expected, rtol=1e-05, atol=1e-08)
+
+
+def test_run_model_multiple_threads():
+    so = onnxrt.SessionOptions()
+    so.log_verbosity_level = 1
+    so.logid = "MultiThreadsTest"
+    sess = onnxrt.InferenceSession(mul_1(), sess_options=so, providers=available_providers())
+    errors = []
+
+    def run(logid):
+        ro = onnxrt.RunOptions()
+        ro.logid = logid
+        try:
+            run_model(sess, ro)
+        except Exception as e:  # noqa: BLE001  (reported by the main thread)
+            errors.append(e)
+
+    threads = [threading.Thread(target=run, args=(f"thread{i}",)) for i in (1, 2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+
+
+def test_list_as_input():
+    sess = onnxrt.InferenceSession(mul_1(), providers=available_providers())
+    res = sess.run([], {"X": MUL_INPUT.tolist()})
+    np.testing.assert_allclose(res[0], MUL_EXPECTED, rtol=1e-05, atol=1e-08)
+
+
+def test_string_list_as_input():
+    sess = onnxrt.InferenceSession(identity_string(), providers=available_providers())
+    x = np.array(["this", "is", "identity", "test"], dtype=str).reshape((2, 2))
+    res = sess.run([], {sess.get_inputs()[0].name: x.tolist()})
+    np.testing.assert_equal(res[0], x)
+
+
+def test_run_device():
+    device = onnxrt.get_device()
+    assert "CPU" in device or "GPU" in device
+
+
+def test_run_model_symbolic_input():
+    sess = onnxrt.InferenceSession(matmul("None"), providers=available_providers())
+    assert sess.get_inputs()[0].name == "X" and sess.get_inputs()[0].shape == ["None", 2]
+    assert sess.get_outputs()[0].name == "Y" and sess.get_outputs()[0].shape == ["None", 1]
+    res = sess.run(["Y"], {"X": MUL_INPUT})
+    np.testing.assert_allclose(res[0], np.array([[5.0], [11.0], [17.0]], np.float32), rtol=1e-05, atol=1e-08)
+
+
+def test_boolean_inputs():
+    sess = onnxrt.InferenceSession(logicaland(), providers=available_providers())
+    a = np.array([[True, True], [False, False]], dtype=bool)
+    b = np.array([[True, False], [True, False]], dtype=bool)
+    inputs, outputs = sess.get_inputs(), sess.get_outputs()
+    assert [i.name for i in inputs] == ["input1:0", "input:0"]  # the order of the model
+    assert inputs[0].shape == [2, 2] and inputs[0].type == "tensor(bool)"
+    assert inputs[1].shape == [2, 2] and inputs[1].type == "tensor(bool)"
+    assert outputs[0].name == "output:0" and outputs[0].shape == [2, 2] and outputs[0].type == "tensor(bool)"
+    res = sess.run(["output:0"], {"input1:0": a, "input:0": b})
+    np.testing.assert_equal(res[0], np.array([[True, False], [False, False]], dtype=bool))
+
+
+def test_string_input1():
+    sess = onnxrt.InferenceSession(identity_string(), providers=available_providers())
+    x = np.array(["this", "is", "identity", "test"], dtype=str).reshape((2, 2))
+    assert sess.get_inputs()[0].name == "input:0"
+    assert sess.get_inputs()[0].shape == [2, 2] and sess.get_inputs()[0].type == "tensor(string)"
+    assert sess.get_outputs()[0].name == "output:0"
+    assert sess.get_outputs()[0].shape == [2, 2] and sess.get_outputs()[0].type == "tensor(string)"
+    res = sess.run(["output:0"], {"input:0": x})
+    np.testing.assert_equal(res[0], x)
