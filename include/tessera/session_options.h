@@ -49,6 +49,9 @@ struct SessionOptions {
   // becomes that size, as ONNX Runtime's AddFreeDimensionOverrideByName does. Feeds must then match; a model
   // whose inputs all become static is prepared at creation (config "session.prepare_static_shapes").
   std::map<std::string, int64_t> free_dimension_overrides;
+  // The same by dimension denotation (ONNX Runtime's AddFreeDimensionOverride): every graph input dim that is not
+  // a fixed size and carries this denotation (e.g. "DATA_BATCH") becomes that size.
+  std::map<std::string, int64_t> free_dimension_overrides_by_denotation;
   // Values that replace the model's initializers of those names (ONNX Runtime's AddInitializer): each must be a
   // host tensor of the initializer's type and shape; the session shares its memory (no copy on the CPU), so the
   // caller must not change it while the session lives. Unknown names and mismatches fail session creation.

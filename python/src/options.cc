@@ -15,7 +15,8 @@ LogLevel LogLevelFromSeverity(int severity) {
 
 std::string ConfigEntry(const std::map<std::string, std::string>& config, const std::string& key, const char* what) {
   auto it = config.find(key);
-  if (it == config.end()) Fail(ErrorCode::kInvalidArgument, what, " has no configuration entry '", key, "'");
+  if (it == config.end())  // onnxruntime's wording, which scripts match
+    Fail(ErrorCode::kInvalidArgument, what, " does not have configuration with key: ", key);
   return it->second;
 }
 
@@ -82,6 +83,13 @@ void BindSessionOptions(py::module_& m) {
           [](S& s, const std::string& name, int64_t value) { s.options.free_dimension_overrides[name] = value; },
           py::arg("dim_name"), py::arg("dim_value"),
           "Gives every graph input dim with this symbolic name a fixed size (see SessionOptions).")
+      .def(
+          "add_free_dimension_override_by_denotation",
+          [](S& s, const std::string& denotation, int64_t value) {
+            s.options.free_dimension_overrides_by_denotation[denotation] = value;
+          },
+          py::arg("dim_denotation"), py::arg("dim_value"),
+          "Gives every free graph input dim with this denotation (e.g. \"DATA_BATCH\") a fixed size.")
       .def("add_session_config_entry",
            [](S& s, const std::string& key, const std::string& value) { s.options.config[key] = value; },
            py::arg("config_key"), py::arg("config_value"))

@@ -74,12 +74,28 @@ py::dict Metadata(const PySession& s) {
   return d;
 }
 
-// Feeds as Values; `keep` receives the Python objects their memory borrows from.
-Session::NamedValues CollectFeeds(const py::dict& feeds, std::vector<py::object>& keep) {
+// Feeds as Values; `keep` receives the Python objects their memory borrows from. A list or tuple fed to a
+// sequence input is a sequence of its elements (each an array), as onnxruntime takes it; to any other input, an
+// array.
+Session::NamedValues CollectFeeds(const Session& session, const py::dict& feeds, std::vector<py::object>& keep) {
   Session::NamedValues named;
   for (const auto& [name, feed] : feeds) {
+    const std::string input = name.cast<std::string>();
+    bool sequence = false;
+    for (const ValueInfo& info : session.inputs())
+      if (info.name == input) sequence = info.kind == ValueInfo::Kind::kSequence;
+    if (sequence && (py::isinstance<py::list>(feed) || py::isinstance<py::tuple>(feed))) {
+      TensorSequence elements;
+      for (const py::handle& element : feed) {
+        py::object keepalive;
+        elements.push_back(HostTensorFromArray(element, keepalive));
+        keep.push_back(std::move(keepalive));
+      }
+      named.push_back({input, Value(std::move(elements))});
+      continue;
+    }
     py::object keepalive;
-    named.push_back({name.cast<std::string>(), ValueFromFeed(feed, keepalive)});
+    named.push_back({input, ValueFromFeed(feed, keepalive)});
     keep.push_back(std::move(keepalive));
   }
   return named;
@@ -87,7 +103,7 @@ Session::NamedValues CollectFeeds(const py::dict& feeds, std::vector<py::object>
 
 std::vector<Value> RunFeeds(PySession& s, const std::vector<std::string>& output_names, const py::dict& feeds,
                             PyRunOptions* run_options, std::vector<py::object>& keep) {
-  const Session::NamedValues named = CollectFeeds(feeds, keep);
+  const Session::NamedValues named = CollectFeeds(*s.session, feeds, keep);
   RunOptions defaults;
   const RunOptions& options = run_options ? run_options->options : defaults;
   py::gil_scoped_release release;

@@ -88,6 +88,7 @@ class InferenceSession:
         self._provider_options = {name: options for name, options, _ in normalized}
         self._inputs = [NodeArg(*a) for a in self._sess.inputs()]
         self._input_dtypes = {i.name: _numpy_dtype(i.type) for i in self._inputs}
+        self._input_types = {i.name: i.type for i in self._inputs}
         self._outputs = [NodeArg(*a) for a in self._sess.outputs()]
 
     def get_inputs(self):
@@ -182,11 +183,18 @@ class InferenceSession:
         Inputs are numpy arrays (shared without copies when C-contiguous and aligned) or OrtValues."""
         if not isinstance(input_feed, dict):
             raise TypeError("input_feed must be a dict of input name -> numpy array or OrtValue")
+        missing = [i.name for i in self._inputs if i.name not in input_feed]
+        if missing:  # onnxruntime's message, which scripts match
+            raise _tessera.InvalidArgument(
+                f"Required inputs ({missing}) are missing from input feed ({list(input_feed)}).")
         feeds = {name: self._as_feed(name, value) for name, value in input_feed.items()}
         return self._sess.run(list(output_names or []), feeds, run_options)
 
     def _as_feed(self, name, value):
         """Python scalars and lists become arrays of the input's element type, as in onnxruntime."""
+        if isinstance(value, np.ndarray) and value.dtype.kind == "V" and self._input_types.get(name) == "tensor(string)":
+            # numpy void arrays (raw bytes) fed to a string input: one bytes object per element, as onnxruntime reads them
+            return np.array([bytes(v) for v in value.ravel()], dtype=object).reshape(value.shape)
         if isinstance(value, (np.ndarray, _tessera.OrtValue)) or self._input_dtypes.get(name) is None:
             return value
         return np.asarray(value, dtype=self._input_dtypes[name])

@@ -285,6 +285,7 @@ std::vector<Dim> ConvertShape(const onnx::TensorShapeProto& proto) {
     Dim out;
     if (dim.has_dim_value() && dim.dim_value() >= 0) out.value = dim.dim_value();
     if (dim.has_dim_param()) out.symbol = dim.dim_param();
+    if (dim.has_denotation()) out.denotation = dim.denotation();
     dims.push_back(std::move(out));
   }
   return dims;
@@ -424,7 +425,7 @@ void LoadInitializers(onnx::GraphProto& proto, const LoadContext& ctx, Graph& gr
     info.name = tensor_proto.name();
     info.type = tensor.type();
     info.shape.emplace();
-    for (int64_t dim : tensor.shape().dims()) info.shape->push_back(Dim{dim, {}});
+    for (int64_t dim : tensor.shape().dims()) info.shape->push_back(Dim{dim, {}, {}});
     graph.value_infos[info.name] = std::move(info);
     graph.initializers.emplace(tensor_proto.name(), std::move(tensor));
   }

@@ -173,10 +173,12 @@ std::string Profiler::Json() const {
   for (const TraceEvent& e : events_) sorted.push_back(&e);
   std::stable_sort(sorted.begin(), sorted.end(), [](const TraceEvent* a, const TraceEvent* b) { return a->ts_us < b->ts_us; });
   const int64_t pid = getpid();
-  std::string out = "{\"traceEvents\":[\n";
+  // The metadata (track names) shares the first line with the opening bracket, so that every later line but the
+  // last is one complete ("X") event, the layout onnxruntime's profiles have and tools written for them read.
+  std::string out = "{\"traceEvents\":[";
   AppendMetadata(out, "process_name", pid, 0, "tessera");
   for (size_t i = 0; i < device_tracks_.size(); ++i) {
-    out += ",\n";
+    out += ",";
     AppendMetadata(out, "thread_name", pid, kFirstDeviceTrack + static_cast<int64_t>(i), device_tracks_[i]);
   }
   for (const TraceEvent* e : sorted) {

@@ -103,25 +103,36 @@ void ApplyInitializerOverrides(Graph& graph, const std::map<std::string, Tensor>
   }
 }
 
-void ApplyFreeDimensionOverrides(Graph& graph, const std::map<std::string, int64_t>& overrides) {
-  std::set<std::string> used;
+void ApplyFreeDimensionOverrides(Graph& graph, const std::map<std::string, int64_t>& by_name,
+                                 const std::map<std::string, int64_t>& by_denotation) {
+  std::set<std::string> used_names, used_denotations;
+  const auto apply = [](Dim& dim, const std::map<std::string, int64_t>& overrides, const std::string& key,
+                        std::set<std::string>& used) {
+    if (key.empty()) return false;
+    auto it = overrides.find(key);
+    if (it == overrides.end()) return false;
+    if (it->second < 0)
+      Fail(ErrorCode::kInvalidArgument, "free dimension override '", it->first, "' = ", it->second,
+           ": a size must be >= 0");
+    dim.value = it->second;
+    used.insert(it->first);
+    return true;
+  };
   for (ValueInfo& input : graph.inputs) {
     if (!input.shape) continue;
     for (Dim& dim : *input.shape) {
-      if (dim.is_concrete() || dim.symbol.empty()) continue;
-      auto it = overrides.find(dim.symbol);
-      if (it == overrides.end()) continue;
-      if (it->second < 0)
-        Fail(ErrorCode::kInvalidArgument, "free dimension override '", it->first, "' = ", it->second,
-             ": a size must be >= 0");
-      dim.value = it->second;
-      used.insert(it->first);
+      if (dim.is_concrete()) continue;
+      if (!apply(dim, by_denotation, dim.denotation, used_denotations)) apply(dim, by_name, dim.symbol, used_names);
     }
     if (auto info = graph.value_infos.find(input.name); info != graph.value_infos.end()) info->second.shape = input.shape;
   }
-  for (const auto& [name, value] : overrides)
-    if (!used.count(name))
+  for (const auto& [name, value] : by_name)
+    if (!used_names.count(name))
       Log(LogLevel::kWarning, "free dimension override '", name, "': no graph input has a dim of that name");
+  for (const auto& [denotation, value] : by_denotation)
+    if (!used_denotations.count(denotation))
+      Log(LogLevel::kWarning, "free dimension override by denotation '", denotation,
+          "': no graph input has a free dim with that denotation");
 }
 
 int DevicePreference(EpSelectionPolicy policy, DeviceType type) {
@@ -426,7 +437,7 @@ void Session::Impl::Initialize(const std::function<std::unique_ptr<Model>()>& lo
   }
   phases.Mark("load");
   Graph& graph = *model->graph;
-  ApplyFreeDimensionOverrides(graph, options.free_dimension_overrides);
+  ApplyFreeDimensionOverrides(graph, options.free_dimension_overrides, options.free_dimension_overrides_by_denotation);
   ApplyInitializerOverrides(graph, options.initializers);
   InferElementTypes(graph);
   if (ExpandGradients(graph) > 0) InferElementTypes(graph);

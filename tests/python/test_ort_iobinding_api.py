@@ -3,7 +3,7 @@ MIT License, Microsoft), one test here per test there, written for Tessera: the 
 names Tessera provides (InferenceSession.io_binding, and the capi's SessionIOBinding / OrtValue / OrtDevice taking a
 session's native object), the same inputs and expected values, on every device present: the simulated testing
 device in CI (where ONNX Runtime's run on CUDA or DirectML) and CUDA where a GPU is. Their model mul_1.onnx
-(Y = X * X, float [3, 2]) is built here with the onnx package.
+(Y = X * W, W = [[1, 2], [3, 4], [5, 6]], float [3, 2]) is built here with the onnx package.
 """
 
 import numpy as np
@@ -22,8 +22,9 @@ DEVICE_IDS = [d[0] for d in DEVICES]
 
 INPUT = np.array([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]], dtype=np.float32)
 ALTERNATE_INPUT = np.array([[2.0, 4.0], [6.0, 8.0], [10.0, 12.0]], dtype=np.float32)
-EXPECTED = INPUT * INPUT
-EXPECTED_ALTERNATE = ALTERNATE_INPUT * ALTERNATE_INPUT
+W = np.array([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]], dtype=np.float32)
+EXPECTED = np.array([[1.0, 4.0], [9.0, 16.0], [25.0, 36.0]], dtype=np.float32)
+EXPECTED_ALTERNATE = np.array([[2.0, 8.0], [18.0, 32.0], [50.0, 72.0]], dtype=np.float32)
 
 # numpy element type -> ONNX element type, for the Identity models of the element-type test.
 ELEMENT_TYPES = {np.float32: TensorProto.FLOAT, np.float64: TensorProto.DOUBLE, np.int32: TensorProto.INT32,
@@ -35,7 +36,8 @@ ELEMENT_TYPES = {np.float32: TensorProto.FLOAT, np.float64: TensorProto.DOUBLE, 
 def mul_1():
     x = helper.make_tensor_value_info("X", TensorProto.FLOAT, [3, 2])
     y = helper.make_tensor_value_info("Y", TensorProto.FLOAT, [3, 2])
-    graph = helper.make_graph([helper.make_node("Mul", ["X", "X"], ["Y"])], "mul_1", [x], [y])
+    w = helper.make_tensor("W", TensorProto.FLOAT, [3, 2], W.ravel().tolist())
+    graph = helper.make_graph([helper.make_node("Mul", ["X", "W"], ["Y"])], "mul_1", [x], [y], [w])
     return helper.make_model(graph, opset_imports=[helper.make_operatorsetid("", 17)]).SerializeToString()
 
 

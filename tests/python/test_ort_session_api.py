@@ -6,6 +6,8 @@ covers the file's first group of tests (versions, providers, running models, inp
 there that need another EP (TensorRT, tuning results of a GPU EP) are run here on the EPs Tessera has.
 """
 
+import json
+import os
 import pathlib
 import threading
 
@@ -25,9 +27,11 @@ def _model(nodes, inputs, outputs, initializers=(), opset=17):
 
 
 def mul_1():
-    return _model([helper.make_node("Mul", ["X", "X"], ["Y"])],
+    """Y = X * W, W = [[1, 2], [3, 4], [5, 6]] (an initializer SessionOptions.add_initializer may replace)."""
+    w = helper.make_tensor("W", TensorProto.FLOAT, [3, 2], [1.0, 2.0, 3.0, 4.0, 5.0, 6.0])
+    return _model([helper.make_node("Mul", ["X", "W"], ["Y"])],
                   [helper.make_tensor_value_info("X", TensorProto.FLOAT, [3, 2])],
-                  [helper.make_tensor_value_info("Y", TensorProto.FLOAT, [3, 2])])
+                  [helper.make_tensor_value_info("Y", TensorProto.FLOAT, [3, 2])], [w])
 
 
 def matmul(rows):
@@ -263,3 +267,199 @@ def test_string_input1():
     assert sess.get_outputs()[0].shape == [2, 2] and sess.get_outputs()[0].type == "tensor(string)"
     res = sess.run(["output:0"], {"input:0": x})
     np.testing.assert_equal(res[0], x)
+
+
+def test_string_input2():
+    sess = onnxrt.InferenceSession(identity_string(), providers=available_providers())
+    x = np.array(["Olá", "你好", "여보세요", "hello"], dtype=str).reshape((2, 2))
+    assert sess.get_inputs()[0].type == "tensor(string)" and sess.get_outputs()[0].type == "tensor(string)"
+    np.testing.assert_equal(sess.run(["output:0"], {"input:0": x})[0], x)
+
+
+def test_input_bytes():
+    sess = onnxrt.InferenceSession(identity_string(), providers=available_providers())
+    x = np.array([b"this", b"is", b"identity", b"test"]).reshape((2, 2))
+    assert sess.get_inputs()[0].name == "input:0" and sess.get_inputs()[0].type == "tensor(string)"
+    res = sess.run(["output:0"], {"input:0": x})
+    np.testing.assert_equal(res[0].astype("|S8"), x)
+
+
+def test_input_object():
+    sess = onnxrt.InferenceSession(identity_string(), providers=available_providers())
+    x = np.array(["this", "is", "identity", "test"], object).reshape((2, 2))
+    np.testing.assert_equal(sess.run(["output:0"], {"input:0": x})[0], x)
+
+
+def test_input_void():
+    sess = onnxrt.InferenceSession(identity_string(), providers=available_providers())
+    x = np.array([b"must", b"have", b"same", b"size"], dtype=np.void).reshape((2, 2))
+    res = sess.run(["output:0"], {"input:0": x})
+    np.testing.assert_equal(res[0], np.array([["must", "have"], ["same", "size"]], dtype=object))
+
+
+def test_raise_wrong_num_inputs():
+    sess = onnxrt.InferenceSession(logicaland(), providers=onnxrt.get_available_providers())
+    a = np.array([[True, True], [False, False]], dtype=bool)
+    with pytest.raises(ValueError) as context:
+        sess.run([], {"input:0": a})
+    assert "Required inputs (['input1:0']) are missing from input feed (['input:0'])" in str(context.value)
+
+
+# test_model_meta: there a squeezenet file when present; here a model built with the same metadata fields.
+def test_model_meta():
+    model = helper.make_model(
+        helper.make_graph([helper.make_node("Identity", ["x"], ["y"])], "squeezenet_old",
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1])]),
+        producer_name="onnx-caffe2", opset_imports=[helper.make_operatorsetid("", 17)])
+    modelmeta = onnxrt.InferenceSession(model.SerializeToString()).get_modelmeta()
+    assert modelmeta.producer_name == "onnx-caffe2"
+    assert modelmeta.graph_name == "squeezenet_old"
+    assert modelmeta.domain == ""
+    assert modelmeta.description == ""
+    assert modelmeta.graph_description == ""
+
+
+def test_profiler_with_session_options(tmp_path):
+    so = onnxrt.SessionOptions()
+    so.enable_profiling = True
+    so.profile_file_prefix = str(tmp_path / "profile")
+    sess = onnxrt.InferenceSession(mul_1(), sess_options=so, providers=available_providers())
+    sess.run([], {"X": MUL_INPUT})
+    profile_file = sess.end_profiling()
+    with open(profile_file) as f:
+        lines = f.readlines()
+    assert "[" in lines[0]
+    for line in lines[1:-1]:
+        for tag in ["pid", "dur", "ts", "ph", "X", "name", "args"]:
+            assert tag in line, line
+    assert "]" in lines[-1]
+    os.remove(profile_file)
+
+
+def test_profiler_get_start_time_ns(tmp_path):
+    def start_time():
+        so = onnxrt.SessionOptions()
+        so.enable_profiling = True
+        so.profile_file_prefix = str(tmp_path / "profile")
+        sess = onnxrt.InferenceSession(mul_1(), sess_options=so, providers=onnxrt.get_available_providers())
+        start = sess.get_profiling_start_time_ns()
+        os.remove(sess.end_profiling())
+        return start
+
+    first, second, third = start_time(), start_time(), start_time()
+    assert first <= second <= third
+
+
+def test_graph_optimization_level():
+    opt = onnxrt.SessionOptions()
+    assert opt.graph_optimization_level == onnxrt.GraphOptimizationLevel.ORT_ENABLE_ALL
+    opt.graph_optimization_level = onnxrt.GraphOptimizationLevel.ORT_ENABLE_EXTENDED
+    assert opt.graph_optimization_level == onnxrt.GraphOptimizationLevel.ORT_ENABLE_EXTENDED
+    sess = onnxrt.InferenceSession(logicaland(), sess_options=opt, providers=available_providers())
+    a = np.array([[True, True], [False, False]], dtype=bool)
+    b = np.array([[True, False], [True, False]], dtype=bool)
+    sess.run([], {"input1:0": a, "input:0": b})
+
+
+def sequence_model(nodes, inputs, outputs):
+    return _model(nodes, inputs, outputs, opset=17)
+
+
+def test_sequence_length():
+    seq_float = helper.make_sequence_type_proto(helper.make_tensor_type_proto(TensorProto.FLOAT, None))
+    sess = onnxrt.InferenceSession(sequence_model(
+        [helper.make_node("SequenceLength", ["X"], ["Y"])], [helper.make_value_info("X", seq_float)],
+        [helper.make_tensor_value_info("Y", TensorProto.INT64, [])]), providers=available_providers())
+    x = [np.array([1.0, 0.0, 3.0, 44.0, 23.0, 11.0], dtype=np.float32).reshape((2, 3))] * 2
+    assert sess.get_inputs()[0].name == "X" and sess.get_inputs()[0].type == "seq(tensor(float))"
+    assert sess.get_outputs()[0].name == "Y" and sess.get_outputs()[0].type == "tensor(int64)"
+    assert sess.run(["Y"], {"X": x})[0] == np.array(2, dtype=np.int64)
+
+
+def test_sequence_construct():
+    seq_int = helper.make_sequence_type_proto(helper.make_tensor_type_proto(TensorProto.INT64, None))
+    sess = onnxrt.InferenceSession(sequence_model(
+        [helper.make_node("SequenceConstruct", ["tensor1", "tensor2"], ["output_sequence"])],
+        [helper.make_tensor_value_info("tensor1", TensorProto.INT64, [2, 3]),
+         helper.make_tensor_value_info("tensor2", TensorProto.INT64, [2, 3])],
+        [helper.make_value_info("output_sequence", seq_int)]), providers=available_providers())
+    assert [i.type for i in sess.get_inputs()] == ["tensor(int64)", "tensor(int64)"]
+    assert [i.name for i in sess.get_inputs()] == ["tensor1", "tensor2"]
+    assert sess.get_outputs()[0].name == "output_sequence" and sess.get_outputs()[0].type == "seq(tensor(int64))"
+    t1 = np.array([1, 0, 3, 44, 23, 11], dtype=np.int64).reshape((2, 3))
+    t2 = np.array([1, 2, 3, 4, 5, 6], dtype=np.int64).reshape((2, 3))
+    res = sess.run(["output_sequence"], {"tensor1": t1, "tensor2": t2})
+    np.testing.assert_array_equal(res[0], [t1, t2])
+
+
+def test_sequence_insert():
+    seq_int = helper.make_sequence_type_proto(helper.make_tensor_type_proto(TensorProto.INT64, None))
+    opt = onnxrt.SessionOptions()
+    opt.execution_mode = onnxrt.ExecutionMode.ORT_SEQUENTIAL
+    sess = onnxrt.InferenceSession(sequence_model(
+        [helper.make_node("SequenceInsert", ["input_seq", "tensor"], ["output_sequence"])],
+        [helper.make_value_info("input_seq", seq_int), helper.make_tensor_value_info("tensor", TensorProto.INT64, [2, 3])],
+        [helper.make_value_info("output_sequence", seq_int)]), sess_options=opt, providers=available_providers())
+    assert [i.type for i in sess.get_inputs()] == ["seq(tensor(int64))", "tensor(int64)"]
+    assert [i.name for i in sess.get_inputs()] == ["input_seq", "tensor"]
+    assert sess.get_outputs()[0].type == "seq(tensor(int64))"
+    t = np.array([1, 0, 3, 44, 23, 11], dtype=np.int64).reshape((2, 3))
+    res = sess.run(["output_sequence"], {"tensor": t, "input_seq": []})
+    np.testing.assert_array_equal(res[0], [t])
+
+
+def test_ort_execution_mode():
+    opt = onnxrt.SessionOptions()
+    assert opt.execution_mode == onnxrt.ExecutionMode.ORT_SEQUENTIAL
+    opt.execution_mode = onnxrt.ExecutionMode.ORT_PARALLEL
+    assert opt.execution_mode == onnxrt.ExecutionMode.ORT_PARALLEL
+
+
+def abs_free_dimensions():
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["Dim1", "Dim2", 5])
+    for dim, denotation in zip(x.type.tensor_type.shape.dim, ["DATA_BATCH", "DATA_CHANNEL", ""]):
+        if denotation:
+            dim.denotation = denotation
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, ["Dim1", "Dim2", 5])
+    return _model([helper.make_node("Abs", ["x"], ["y"])], [x], [y])
+
+
+def test_session_options_add_free_dimension_override_by_denotation():
+    so = onnxrt.SessionOptions()
+    so.add_free_dimension_override_by_denotation("DATA_BATCH", 3)
+    so.add_free_dimension_override_by_denotation("DATA_CHANNEL", 5)
+    sess = onnxrt.InferenceSession(abs_free_dimensions(), sess_options=so, providers=onnxrt.get_available_providers())
+    assert sess.get_inputs()[0].name == "x"
+    assert sess.get_inputs()[0].shape == [3, 5, 5]
+
+
+def test_session_options_add_free_dimension_override_by_name():
+    so = onnxrt.SessionOptions()
+    so.add_free_dimension_override_by_name("Dim1", 4)
+    so.add_free_dimension_override_by_name("Dim2", 6)
+    sess = onnxrt.InferenceSession(abs_free_dimensions(), sess_options=so, providers=onnxrt.get_available_providers())
+    assert sess.get_inputs()[0].name == "x"
+    assert sess.get_inputs()[0].shape == [4, 6, 5]
+
+
+def test_session_options_add_config_entry():
+    so = onnxrt.SessionOptions()
+    so.add_session_config_entry("CONFIG_KEY", "CONFIG_VAL")
+    assert so.get_session_config_entry("CONFIG_KEY") == "CONFIG_VAL"
+
+
+def test_invalid_session_options_config_entry():
+    so = onnxrt.SessionOptions()
+    with pytest.raises(RuntimeError) as context:
+        so.get_session_config_entry("INVALID_KEY")
+    assert "SessionOptions does not have configuration with key: INVALID_KEY" in str(context.value)
+
+
+def test_session_options_add_initializer():
+    so = onnxrt.SessionOptions()
+    initializer = onnxrt.OrtValue.ortvalue_from_numpy(np.array([[2.0, 1.0], [4.0, 3.0], [6.0, 5.0]], dtype=np.float32))
+    so.add_initializer("W", initializer)
+    sess = onnxrt.InferenceSession(mul_1(), sess_options=so, providers=["CPUExecutionProvider"])
+    res = sess.run(["Y"], {"X": MUL_INPUT})
+    assert np.array_equal(res[0], np.array([[2.0, 2.0], [12.0, 12.0], [30.0, 30.0]], dtype=np.float32))

@@ -111,7 +111,7 @@ def test_session_options_are_applied_and_kept():
     options.log_severity_level = 3
     options.add_session_config_entry("session.some_key", "value")
     assert options.get_session_config_entry("session.some_key") == "value"
-    with pytest.raises(ort.InvalidArgument, match="no configuration entry 'missing'"):
+    with pytest.raises(ort.InvalidArgument, match="does not have configuration with key: missing"):
         options.get_session_config_entry("missing")
     with pytest.raises(ort.InvalidArgument, match="log severity level"):
         options.log_severity_level = 9

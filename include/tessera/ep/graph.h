@@ -26,6 +26,7 @@ class Graph;
 struct Dim {
   int64_t value = -1;  // >= 0 when concrete
   std::string symbol;  // non-empty when symbolic
+  std::string denotation;  // the model's dimension denotation ("DATA_BATCH", ...), when it gives one
   bool is_concrete() const { return value >= 0; }
 };
 

@@ -115,7 +115,7 @@ TEST(GraphNodeTest, DescribeAndNumInputs) {
 TEST(GraphValueInfoTest, ShapeStringShowsSymbolsAndUnknowns) {
   ValueInfo info;
   EXPECT_EQ(info.ShapeString(), "?");
-  info.shape = std::vector<Dim>{Dim{-1, "batch"}, Dim{3, ""}, Dim{}};
+  info.shape = std::vector<Dim>{Dim{-1, "batch", ""}, Dim{3, "", ""}, Dim{}};
   EXPECT_EQ(info.ShapeString(), "[batch,3,?]");
 }
 
