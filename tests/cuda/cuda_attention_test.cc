@@ -1,7 +1,8 @@
 // ai.tessera::Attention on the CUDA EP: the fused attention of exported BERT/GPT-2-style subgraphs (eager and
 // torch SDPA patterns, float32 and float16) against the unfused graph (on the CPU for float32, on the GPU for
-// float16, which the CPU EP's MatMul lacks), over shapes that exercise
-// the kernel's key tiles, value chunks, query tiles and masks.
+// float16, which the CPU EP's MatMul lacks), over shapes that exercise both kernels (tensor cores: key tiles
+// split over warps, partial tiles, head sizes padded to 16, the warps' merge; FMA units: value chunks, query
+// tiles) and masks. float32 keeps the float32 tolerance on tensor cores (three TF32 products per step).
 #include "cuda/cuda_test_util.h"
 #include "unit/graph/passes/attention_graphs.h"
 
@@ -13,7 +14,8 @@ using CudaAttentionTest = CudaTest;
 void ExpectFusedOnCudaMatchesUnfusedCpu(const AttentionSpec& spec, int64_t batch) {
   const PassTestGraph g = AttentionGraph(spec);
   const std::string model = g.Serialize();
-  const std::string what = "seq " + std::to_string(spec.seq) + " heads " + std::to_string(spec.heads) + " head " +
+  const std::string what = "queries " + std::to_string(spec.q_seq > 0 ? spec.q_seq : spec.seq) + " keys " +
+                           std::to_string(spec.seq) + " heads " + std::to_string(spec.heads) + " head " +
                            std::to_string(spec.head) + (spec.sdpa ? " sdpa" : " eager") +
                            (spec.mask ? " mask" : "") + (spec.half ? " float16" : " float32");
   {
@@ -44,6 +46,9 @@ TEST_F(CudaAttentionTest, MatchesTheUnfusedGraphOverShapesAndPatterns) {
       {128, 12, 64, 1},  // BERT-base: two key tiles, eight query tiles per head
       {77, 2, 96, 2},    // partial tiles, head wider than 64
       {33, 1, 160, 1},   // value features in two chunks, smaller key tiles
+      {300, 2, 40, 1},   // ten key tiles of 32 over eight warps (two for some), head size padded 40 -> 48
+      {64, 4, 128, 2},   // four key tiles of 16, a wide head
+      {128, 2, 256, 1},  // a head of 256: fewer warps fit the shared memory in float32
   };
   for (const Geometry& geo : geometries)
     for (bool sdpa : {false, true})
@@ -55,6 +60,23 @@ TEST_F(CudaAttentionTest, MatchesTheUnfusedGraphOverShapesAndPatterns) {
         spec.sdpa = sdpa;
         spec.half = half;
         ExpectFusedOnCudaMatchesUnfusedCpu(spec, geo.batch);
+      }
+}
+
+// One query over cached keys, as a decoder's step after a prompt (GPT-2 with past key/values): one query tile,
+// key tiles shared by the warps.
+TEST_F(CudaAttentionTest, OneQueryOverCachedKeys) {
+  for (int64_t keys : {1, 17, 33, 129})
+    for (bool sdpa : {false, true})
+      for (bool half : {false, true}) {
+        AttentionSpec spec;
+        spec.q_seq = 1;
+        spec.seq = keys;
+        spec.heads = 12;
+        spec.head = 64;
+        spec.sdpa = sdpa;
+        spec.half = half;
+        ExpectFusedOnCudaMatchesUnfusedCpu(spec, 2);
       }
 }
 

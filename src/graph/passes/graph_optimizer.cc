@@ -1,6 +1,7 @@
 #include "graph/passes/graph_optimizer.h"
 
 #include "graph/passes/attention_fusion.h"
+#include "graph/passes/cast_elimination.h"
 #include "graph/passes/conv_activation_fusion.h"
 #include "graph/passes/conv_bn_folding.h"
 #include "graph/passes/dead_node_elimination.h"
@@ -27,6 +28,8 @@ void RunExtended(Graph& graph, const OptimizerContext& context, std::vector<Pass
   const size_t shapes = EliminateShapeSubgraphs(graph);
   results.push_back({"shape_subgraph_elimination", shapes});
   if (shapes > 0) RunBasic(graph, context, results);
+  // Before the fusions: a Cast to the type a value already has would hide their patterns.
+  results.push_back({"cast_elimination", EliminateNoOpCasts(graph)});
   results.push_back({"conv_bn_folding", FoldConvBatchNorm(graph)});
   results.push_back({"layer_norm_fusion", FuseLayerNorm(graph, context.can_fuse)});
   results.push_back({"gelu_fusion", FuseGelu(graph, context.can_fuse)});

@@ -22,7 +22,16 @@ struct AttentionArgs {
   bool masked_rows_zero = false;
 };
 
-// cudaErrorInvalidConfiguration when the head size needs more shared memory than a block has (beyond ~600).
+// Runs on tensor cores (attention_mma.cu) where the device has them and the head sizes fit its shared memory,
+// else on the FMA kernel (attention.cu). cudaErrorInvalidConfiguration when the head size needs more shared
+// memory than a block has (beyond ~600 on either).
 cudaError_t Attention(const AttentionArgs& args, cudaStream_t stream);
+
+// The tensor-core kernel alone (float16 products, or float32 as three TF32 products), for Attention's dispatch
+// and the tests that compare both kernels.
+bool AttentionOnTensorCoresFits(const AttentionArgs& args);
+cudaError_t AttentionOnTensorCores(const AttentionArgs& args, cudaStream_t stream);
+// The FMA kernel alone (float32 arithmetic throughout).
+cudaError_t AttentionOnFmaUnits(const AttentionArgs& args, cudaStream_t stream);
 
 }  // namespace tessera::cuda::launch

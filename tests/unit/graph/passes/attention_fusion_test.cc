@@ -31,6 +31,20 @@ TEST(AttentionFusionTest, FusesEagerBertAttentionWithItsTransposes) {
   ExpectSameOutputs(g, OptimizationLevel::kAll, 1e-5f, 2);
 }
 
+// GPT-2's eager attention in float16: a Cast of the probabilities to the type they have (cast_elimination removes
+// it before the fusion looks).
+TEST(AttentionFusionTest, FusesAcrossANoOpCastOfTheProbabilities) {
+  for (bool half : {false, true}) {
+    AttentionSpec spec;
+    spec.cast_probabilities = true;
+    spec.half = half;
+    const PassTestGraph g = AttentionGraph(spec);
+    EXPECT_EQ(Count(OpsAt(g, OptimizationLevel::kAll), "Attention"), 1u) << (half ? "float16" : "float32");
+    EXPECT_EQ(Count(OpsAt(g, OptimizationLevel::kAll), "Softmax"), 0u);
+    ExpectSameOutputs(g, OptimizationLevel::kAll, half ? 2e-3f : 1e-5f, 2);
+  }
+}
+
 TEST(AttentionFusionTest, FusesWithoutAMask) {
   const PassTestGraph g = EagerAttention(false);
   EXPECT_EQ(OpsAt(g, OptimizationLevel::kAll), std::vector<std::string>{"Attention"});

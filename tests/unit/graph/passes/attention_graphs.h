@@ -15,16 +15,18 @@ namespace tessera::test {
 
 struct AttentionSpec {
   int64_t seq = 5, heads = 3, head = 8;
+  int64_t q_seq = 0;   // queries; 0: seq (self-attention). 1 with seq > 1: one decoding step over cached keys
   bool sdpa = false;   // torch SDPA export: pre-scaled Q and K, Boolean mask via Where, IsNaN guard; else Div + Add
   bool mask = true;
   bool half = false;
+  bool cast_probabilities = false;  // Cast of the probabilities to their own type (Hugging Face's eager attention)
 };
 
 inline PassTestGraph AttentionGraph(const AttentionSpec& c) {
   PassTestGraph g;
-  const int64_t s = c.seq, h = c.heads, d = c.head;
-  g.Input("q_in", {-1, s, h, d}).Input("k_in", {-1, s, h, d}).Input("v_in", {-1, s, h, d});
-  if (c.mask) g.Input("m", {-1, 1, c.sdpa ? s : 1, s});
+  const int64_t s = c.seq, h = c.heads, d = c.head, qs = c.q_seq > 0 ? c.q_seq : c.seq;
+  g.Input("q_in", {-1, qs, h, d}).Input("k_in", {-1, s, h, d}).Input("v_in", {-1, s, h, d});
+  if (c.mask) g.Input("m", {-1, 1, c.sdpa ? qs : 1, s});
   g.Output("y");
   std::set<std::string> cast;
   const auto typed = [&](const std::string& name) {  // float16 copy of a float value when `half`
@@ -64,10 +66,14 @@ inline PassTestGraph AttentionGraph(const AttentionSpec& c) {
   }
   SetInt(g.Node("Softmax", {scores}, {"p"}), "axis", -1);
   std::string p = "p";
+  if (c.cast_probabilities) {
+    SetInt(g.Node("Cast", {"p"}, {"p_cast"}), "to", c.half ? 10 : 1);
+    p = "p_cast";
+  }
   if (c.sdpa) {
     if (!c.mask) g.Scalar("zero", 0.0f);
-    g.Node("IsNaN", {"p"}, {"nan"});
-    g.Node("Where", {"nan", typed("zero"), "p"}, {"p0"});
+    g.Node("IsNaN", {p}, {"nan"});
+    g.Node("Where", {"nan", typed("zero"), p}, {"p0"});
     p = "p0";
   }
   g.Node("MatMul", {p, "v"}, {"o"});
