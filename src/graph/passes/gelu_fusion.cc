@@ -122,7 +122,9 @@ std::optional<GeluMatch> Match(const Graph& graph, const GraphIndex& index, Node
   if (!match.tanh && !Is(&core, "Erf")) return std::nullopt;
   std::optional<std::string> x = match.tanh ? MatchTanhArgument(graph, index, core.inputs[0], match.nodes)
                                             : MatchErfArgument(graph, index, core.inputs[0], match.nodes);
-  if (!x || graph.TypeOf(*x) != DataType::kFloat || !index.OnlyReadBy(core.inputs[0], core)) return std::nullopt;
+  if (!x || !index.OnlyReadBy(core.inputs[0], core)) return std::nullopt;
+  const DataType type = graph.TypeOf(*x);
+  if (type != DataType::kFloat && type != DataType::kFloat16) return std::nullopt;
   match.x = *x;
   Node* plus_one = SoleReader(index, core.outputs[0], "Add");
   if (plus_one == nullptr || !OtherThanScalar(graph, *plus_one, 1.0, kTolerance)) return std::nullopt;

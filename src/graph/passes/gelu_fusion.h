@@ -5,7 +5,8 @@
 //
 // Accepted spellings: x / sqrt(2) or x * (1/sqrt(2)); x^3 as Pow(x, 3) or x * x * x (either nesting);
 // the final product as (x * (1 + ...)) * 0.5, (x * 0.5) * (1 + ...) or x * ((1 + ...) * 0.5); commutative
-// operands in either order. Constants match within a relative 1e-3. x must be float, every intermediate
+// operands in either order. Constants match within a relative 1e-3 (float16 constants do). x must be float or
+// float16, every intermediate
 // must be read only inside the pattern, and the EP that would run the pattern must have a Gelu kernel
 // (`can_fuse`). The fused node has opset max(model opset, 20).
 #pragma once

@@ -27,14 +27,15 @@ int64_t ColumnCount(const Graph& graph, const std::string& b) {
   return last.is_concrete() ? last.value : -1;
 }
 
-bool IsBias(const Graph& graph, const std::string& value, int64_t columns) {
+bool IsBias(const Graph& graph, const std::string& value, int64_t columns, DataType type) {
   const Tensor* tensor = ConstantTensor(graph, value);
-  return columns > 0 && tensor != nullptr && tensor->type() == DataType::kFloat && tensor->shape().rank() == 1 &&
+  return columns > 0 && tensor != nullptr && tensor->type() == type && tensor->shape().rank() == 1 &&
          tensor->shape()[0] == columns;
 }
 
 struct MatMulMatch {
   Node* matmul = nullptr;
+  DataType type = DataType::kFloat;  // of the product, the bias and the result
   std::vector<Node*> followers;  // in order; the last one is rewritten
   float alpha = 1.0f;
   std::string bias, addend;
@@ -57,7 +58,7 @@ Node* MatchScaleAndBias(const Graph& graph, const GraphIndex& index, MatMulMatch
   }
   if (IsDefaultDomain(next, "Add")) {
     const std::string other = OtherInput(*next, value);
-    if (!other.empty() && IsBias(graph, other, ColumnCount(graph, match.matmul->inputs[1]))) {
+    if (!other.empty() && IsBias(graph, other, ColumnCount(graph, match.matmul->inputs[1]), match.type)) {
       match.bias = other;
       match.followers.push_back(next);
       value = next->outputs[0];
@@ -68,9 +69,10 @@ Node* MatchScaleAndBias(const Graph& graph, const GraphIndex& index, MatMulMatch
 }
 
 std::optional<MatMulMatch> Match(const Graph& graph, const GraphIndex& index, Node& matmul) {
-  if (!IsDefaultDomain(&matmul, "MatMul") || graph.TypeOf(matmul.outputs[0]) != DataType::kFloat)
-    return std::nullopt;
+  if (!IsDefaultDomain(&matmul, "MatMul")) return std::nullopt;
   MatMulMatch match;
+  match.type = graph.TypeOf(matmul.outputs[0]);
+  if (match.type != DataType::kFloat && match.type != DataType::kFloat16) return std::nullopt;
   match.matmul = &matmul;
   std::string value = matmul.outputs[0];
   Node* next = MatchScaleAndBias(graph, index, match, value);
@@ -79,7 +81,7 @@ std::optional<MatMulMatch> Match(const Graph& graph, const GraphIndex& index, No
     value = next->outputs[0];
     next = index.SoleReader(value);
   }
-  if (IsDefaultDomain(next, "Add") && graph.TypeOf(next->outputs[0]) == DataType::kFloat) {
+  if (IsDefaultDomain(next, "Add") && graph.TypeOf(next->outputs[0]) == match.type) {
     match.addend = OtherInput(*next, value);
     if (!match.addend.empty()) match.followers.push_back(next);
   }

@@ -1,10 +1,10 @@
-// Fuses a float MatMul with the elementwise work that follows it into ai.tessera::FusedMatMul (level all):
+// Fuses a float or float16 MatMul with the elementwise work that follows it into ai.tessera::FusedMatMul (level all):
 //
 //   MatMul(A, B) [-> Mul|Div(scalar c)] [-> Add(bias)] [-> Act] [-> Add(addend)]
 //     ->  FusedMatMul(A, B, bias, addend, alpha = c or 1/c, activation = Act)
 //
 // computing Y = Act(alpha * (A x B) + bias) + addend in one pass over Y (oneDNN post-ops on the CPU EP).
-// bias is a 1-D constant with N elements, N being B's last dimension (B a constant or of known last dimension);
+// bias is a 1-D constant of the product's type with N elements, N being B's last dimension (B a constant or of known last dimension);
 // an Add whose other operand is not such a constant, or that follows the activation, is the addend (a residual
 // connection, an attention mask). Act is Relu, LeakyRelu, Clip (limits from attributes before opset 11, from
 // constant inputs since), Sigmoid, HardSigmoid, HardSwish, Tanh or Gelu; its parameters go to

@@ -49,6 +49,22 @@ TEST(GeluFusionTest, FusesErfPattern) {
   ExpectSameOutputs(g, OptimizationLevel::kExtended, 1e-5f);
 }
 
+// A float16 model's GELU (BERT exported in float16): float16 scalars, float16 values between Casts.
+TEST(GeluFusionTest, FusesFloat16ErfPattern) {
+  PassTestGraph g;
+  g.Input("x32", {-1, 16}).Output("y");
+  SetInt(g.Node("Cast", {"x32"}, {"x"}), "to", 10);
+  g.Halves("sqrt2", {}, {1.4142135f}).Halves("one", {}, {1.0f}).Halves("half", {}, {0.5f});
+  g.Node("Div", {"x", "sqrt2"}, {"scaled"});
+  g.Node("Erf", {"scaled"}, {"erf"});
+  g.Node("Add", {"erf", "one"}, {"one_plus"});
+  g.Node("Mul", {"x", "one_plus"}, {"times_x"});
+  g.Node("Mul", {"times_x", "half"}, {"gelu"});
+  SetInt(g.Node("Cast", {"gelu"}, {"y"}), "to", 1);
+  EXPECT_EQ(OpsAt(g, OptimizationLevel::kExtended), (std::vector<std::string>{"Cast", "Gelu", "Cast"}));
+  ExpectSameOutputs(g, OptimizationLevel::kExtended, 4e-3f);
+}
+
 TEST(GeluFusionTest, FusesTanhPatternWithPow) {
   const PassTestGraph g = TanhGelu(false);
   EXPECT_EQ(OpsAt(g, OptimizationLevel::kExtended), std::vector<std::string>{"Gelu"});

@@ -23,6 +23,20 @@ TEST(MatMulEpilogueFusionTest, FusesBiasAndGelu) {
   ExpectSameOutputs(g, OptimizationLevel::kAll, 1e-4f);
 }
 
+// A float16 model's projection: float16 weights and bias (the bias must have the product's type).
+TEST(MatMulEpilogueFusionTest, FusesFloat16BiasAndGelu) {
+  PassTestGraph g(20);
+  g.Input("x32", {-1, 3, 8}).Output("y");
+  SetInt(g.Node("Cast", {"x32"}, {"x"}), "to", 10);
+  g.Halves("W", {8, 6}, PassTestGraph::Random(48, -1, 1, 11)).Halves("bias", {6}, PassTestGraph::Random(6, -1, 1, 12));
+  g.Node("MatMul", {"x", "W"}, {"m"});
+  g.Node("Add", {"bias", "m"}, {"biased"});
+  g.Node("Gelu", {"biased"}, {"g"});
+  SetInt(g.Node("Cast", {"g"}, {"y"}), "to", 1);
+  EXPECT_EQ(OpsAt(g, OptimizationLevel::kAll), (std::vector<std::string>{"Cast", "FusedMatMul", "Cast"}));
+  ExpectSameOutputs(g, OptimizationLevel::kAll, 4e-3f);
+}
+
 TEST(MatMulEpilogueFusionTest, FusesBiasAndResidual) {
   PassTestGraph g = MatMulGraph();
   g.Input("r", {-1, 3, 6});
