@@ -27,6 +27,43 @@ std::optional<std::vector<int64_t>> Compose(const std::vector<int64_t>& p1, cons
   return composed;
 }
 
+// The input's dims when every one is known, else nullopt.
+std::optional<std::vector<int64_t>> StaticDims(const Graph& graph, const std::string& value) {
+  const ValueInfo* info = graph.FindValueInfo(value);
+  if (info == nullptr || !info->shape) return std::nullopt;
+  std::vector<int64_t> dims;
+  for (const Dim& d : *info->shape) {
+    if (!d.is_concrete()) return std::nullopt;
+    dims.push_back(d.value);
+  }
+  return dims;
+}
+
+// Whether `perm` keeps the order of the axes longer than 1 (it only moves axes of size 1): the elements then stay
+// where they are in memory and the Transpose is a Reshape.
+bool MovesOnlyUnitAxes(const std::vector<int64_t>& perm, const std::vector<int64_t>& dims) {
+  if (perm.size() != dims.size()) return false;
+  int64_t last = -1;
+  for (int64_t axis : perm) {
+    if (axis < 0 || axis >= static_cast<int64_t>(dims.size()) || dims[axis] == 0) return false;
+    if (dims[axis] == 1) continue;
+    if (axis < last) return false;
+    last = axis;
+  }
+  return true;
+}
+
+// Rewrites `transpose` as Reshape(x, output dims) (a view, no copy on EPs that alias reshapes).
+void ToReshape(Graph& graph, Node& transpose, const std::vector<int64_t>& perm, const std::vector<int64_t>& dims) {
+  std::vector<int64_t> out(perm.size());
+  for (size_t i = 0; i < perm.size(); ++i) out[i] = dims[perm[i]];
+  const std::string shape = FreshValueName(graph, transpose.outputs[0] + "_shape");
+  graph.initializers[shape] = Tensor::FromVector<int64_t>(Shape{static_cast<int64_t>(out.size())}, out);
+  transpose.op_type = "Reshape";
+  transpose.attributes.clear();
+  transpose.inputs = {transpose.inputs[0], shape};
+}
+
 // Drops `transpose` (whose perm is the identity) by pointing its readers at its input.
 void Bypass(Graph& graph, const GraphIndex& index, Node& transpose, std::set<const Node*>& doomed) {
   const std::string& output = transpose.outputs[0];
@@ -63,6 +100,13 @@ size_t Sweep(Graph& graph) {
       Bypass(graph, index, second, doomed);
       touched.insert(&second);
       ++changes;
+    } else if (second.opset >= 5) {  // Reshape with a shape input exists from opset 5
+      const std::optional<std::vector<int64_t>> dims = StaticDims(graph, second.inputs[0]);
+      if (dims && MovesOnlyUnitAxes(perm, *dims)) {
+        ToReshape(graph, second, perm, *dims);
+        touched.insert(&second);
+        ++changes;
+      }
     }
   }
   RemoveNodes(graph, doomed);

@@ -148,7 +148,7 @@ __device__ __forceinline__ T StorageFrom(float v) {
 // Threads `first`, `first + step`, ... share the work; each keeps kBatch loads in flight before it stores, and
 // rows contiguous in memory (col_stride 1, 16-byte aligned) move in 16-byte words.
 template <typename T>
-__device__ __forceinline__ void StageRows(T* __restrict__ dst, int ld, int padded_cols, const T* __restrict__ src,
+__device__ __noinline__ void StageRows(T* __restrict__ dst, int ld, int padded_cols, const T* __restrict__ src,
                                          int64_t row_stride, int64_t col_stride, int rows, int64_t rows_valid,
                                          int64_t cols_valid, int first, int step) {
   constexpr int kBatch = 8;
@@ -221,6 +221,15 @@ __global__ void __launch_bounds__(kMaxWarps * kWarp) AttentionMmaKernel(Attentio
   float* o_acc = reinterpret_cast<float*>(mine + l.o_off);
   float* stats = reinterpret_cast<float*>(mine + l.stats_off);  // [max | sum | correction] x kRows
 
+  // K and V of a warp's first tile are staged before the barrier, so their loads overlap the block's Q loads.
+  const auto stage_keys = [&](int64_t j0) {
+    StageRows(k_tile, l.ldk, l.dp, k + j0 * a.k_strides[2], a.k_strides[2], a.k_strides[3], kKeyTile, a.k_len - j0,
+              a.head_size, lane, kWarp);
+    StageRows(v_tile, l.ldv, l.dvp, v + j0 * a.v_strides[2], a.v_strides[2], a.v_strides[3], kKeyTile, a.k_len - j0,
+              a.v_head_size, lane, kWarp);
+  };
+  const int64_t tiles = (a.k_len + kKeyTile - 1) / kKeyTile;
+  if (warp < tiles) stage_keys(warp * kKeyTile);
   StageRows(q_tile, l.ldq, l.dp, q + row0 * a.q_strides[2], a.q_strides[2], a.q_strides[3], kRows, a.q_len - row0,
             a.head_size, threadIdx.x, blockDim.x);
   __syncthreads();
@@ -236,14 +245,22 @@ __global__ void __launch_bounds__(kMaxWarps * kWarp) AttentionMmaKernel(Attentio
                (b * a.mask_strides[0] + h * a.mask_strides[1] + my_i * a.mask_strides[2]) *
                    (a.bool_mask ? sizeof(bool) : sizeof(T));
   float row_max = -INFINITY, row_sum = 0.0f;
-  const int64_t tiles = (a.k_len + kKeyTile - 1) / kKeyTile;
   for (int64_t t = warp; t < tiles; t += l.warps) {
     const int64_t j0 = t * kKeyTile;
-    const bool first = t == warp;  // the accumulator starts here: no rescaling, no load
-    StageRows(k_tile, l.ldk, l.dp, k + j0 * a.k_strides[2], a.k_strides[2], a.k_strides[3], kKeyTile, a.k_len - j0,
-              a.head_size, lane, kWarp);
-    StageRows(v_tile, l.ldv, l.dvp, v + j0 * a.v_strides[2], a.v_strides[2], a.v_strides[3], kKeyTile, a.k_len - j0,
-              a.v_head_size, lane, kWarp);
+    const bool first = t == warp;  // the accumulator starts here: no rescaling, no load; K and V are staged
+    if (!first) stage_keys(j0);
+    // The mask entries of this tile, loaded before the products so that their latency overlaps them.
+    float mask_add[kCols];
+#pragma unroll
+    for (int c = 0; c < kCols; ++c) {
+      const int64_t j = j0 + my_half * kCols + c;
+      mask_add[c] = 0.0f;
+      if (mask_row != nullptr && j < a.k_len && row_valid) {
+        const int64_t at = j * a.mask_strides[3];
+        if (a.bool_mask) mask_add[c] = static_cast<const bool*>(mask_row)[at] ? 0.0f : -INFINITY;
+        else mask_add[c] = ToFloat(static_cast<const T*>(mask_row)[at]);
+      }
+    }
     __syncwarp();
     // S = Q . K^T (K staged row-major [key][feature] is K^T column-major).
 #pragma unroll
@@ -263,14 +280,8 @@ __global__ void __launch_bounds__(kMaxWarps * kWarp) AttentionMmaKernel(Attentio
       const int col = my_half * kCols + c;
       const int64_t j = j0 + col;
       float s = -INFINITY;
-      if (j < a.k_len && row_valid) {
-        s = a.scale * s_tile[my_row * l.lds + col];
-        if (mask_row != nullptr) {
-          const int64_t at = j * a.mask_strides[3];
-          if (a.bool_mask) s = static_cast<const bool*>(mask_row)[at] ? s : -INFINITY;
-          else s += ToFloat(static_cast<const T*>(mask_row)[at]);
-        }
-      }
+      if (j < a.k_len && row_valid)
+        s = a.bool_mask && mask_add[c] == -INFINITY ? -INFINITY : a.scale * s_tile[my_row * l.lds + col] + mask_add[c];
       score[c] = s;
       tile_max = fmaxf(tile_max, s);
     }
