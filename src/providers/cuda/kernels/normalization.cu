@@ -59,9 +59,11 @@ __global__ void LayerNormWarpKernel(const T* x, const P* scale, const Q* bias, f
 #pragma unroll
   for (int k = 0; k < device::kWarpRowPerLane; ++k) {
     const int j = lane + k * kWarp;
-    v[k] = j < length ? ToFloat(in[j]) : 0.0f;
-    if (j < length) sum += v[k];
+    v[k] = j < length ? ToFloat(__ldg(in + j)) : 0.0f;
   }
+#pragma unroll
+  for (int k = 0; k < device::kWarpRowPerLane; ++k)
+    if (lane + k * kWarp < length) sum += v[k];
   const float mean = device::WarpSum(sum) / static_cast<float>(length);
   float squares = 0.0f;
 #pragma unroll
@@ -70,12 +72,19 @@ __global__ void LayerNormWarpKernel(const T* x, const P* scale, const Q* bias, f
     if (lane + k * kWarp < length) squares += d * d;
   }
   const float inv_std = rsqrtf(device::WarpSum(squares) / static_cast<float>(length) + epsilon);
+  // The scale and shift loads first (all in flight), then the stores.
 #pragma unroll
   for (int k = 0; k < device::kWarpRowPerLane; ++k) {
     const int j = lane + k * kWarp;
-    if (j >= length) break;
-    const float shift = bias != nullptr ? ToFloat(bias[j]) : 0.0f;
-    out[j] = FromFloat<T>((v[k] - mean) * inv_std * ToFloat(scale[j]) + shift);
+    if (j < length) {
+      const float shift = bias != nullptr ? ToFloat(__ldg(bias + j)) : 0.0f;
+      v[k] = (v[k] - mean) * inv_std * ToFloat(__ldg(scale + j)) + shift;
+    }
+  }
+#pragma unroll
+  for (int k = 0; k < device::kWarpRowPerLane; ++k) {
+    const int j = lane + k * kWarp;
+    if (j < length) out[j] = FromFloat<T>(v[k]);
   }
 }
 

@@ -101,16 +101,23 @@ __global__ void SkipLayerNormWarpKernel(Row<T> p, BroadcastIndex index, bool bro
   const T* b = p.skip + at.skip;
   T* sum_out = p.sum != nullptr ? p.sum + row * p.hidden : nullptr;
   T* out = p.output + row * p.hidden;
+  // Loads only in this loop (no store between them: they are all in flight at once), then the sums.
   float v[device::kWarpRowPerLane];
-  float total = 0.0f;
 #pragma unroll
   for (int k = 0; k < device::kWarpRowPerLane; ++k) {
     const int j = lane + k * kWarp;
     v[k] = 0.0f;
     if (j < hidden) {
-      float x = ToFloat(a[j * at.input_step]);
-      if (p.bias != nullptr) x = Settle<T, kStrict>(x + ToFloat(p.bias[j]));
-      v[k] = Settle<T, kStrict>(x + ToFloat(b[j * at.skip_step]));
+      float x = ToFloat(__ldg(a + j * at.input_step));
+      if (p.bias != nullptr) x = Settle<T, kStrict>(x + ToFloat(__ldg(p.bias + j)));
+      v[k] = Settle<T, kStrict>(x + ToFloat(__ldg(b + j * at.skip_step)));
+    }
+  }
+  float total = 0.0f;
+#pragma unroll
+  for (int k = 0; k < device::kWarpRowPerLane; ++k) {
+    const int j = lane + k * kWarp;
+    if (j < hidden) {
       if (sum_out != nullptr) sum_out[j] = FromFloat<T>(v[k]);
       total += v[k];
     }
@@ -123,12 +130,19 @@ __global__ void SkipLayerNormWarpKernel(Row<T> p, BroadcastIndex index, bool bro
     if (lane + k * kWarp < hidden) squares += d * d;
   }
   const float inv_std = rsqrtf(device::WarpSum(squares) / static_cast<float>(hidden) + p.epsilon);
+  // The scale and shift loads first (all in flight), then the stores.
 #pragma unroll
   for (int k = 0; k < device::kWarpRowPerLane; ++k) {
     const int j = lane + k * kWarp;
-    if (j >= hidden) break;
-    const float shift = p.beta != nullptr ? ToFloat(p.beta[j]) : 0.0f;
-    out[j] = FromFloat<T>((v[k] - mean) * inv_std * ToFloat(p.gamma[j]) + shift);
+    if (j < hidden) {
+      const float shift = p.beta != nullptr ? ToFloat(__ldg(p.beta + j)) : 0.0f;
+      v[k] = (v[k] - mean) * inv_std * ToFloat(__ldg(p.gamma + j)) + shift;
+    }
+  }
+#pragma unroll
+  for (int k = 0; k < device::kWarpRowPerLane; ++k) {
+    const int j = lane + k * kWarp;
+    if (j < hidden) out[j] = FromFloat<T>(v[k]);
   }
 }
 
