@@ -36,20 +36,6 @@ __device__ __forceinline__ float BlockSum(float value, float* partial) {
   return total;
 }
 
-// Sum of `value` over the warp, every lane gets it (the warp stage of BlockSum, in the same order).
-__device__ __forceinline__ float WarpSum(float value) {
-  for (int offset = kWarp / 2; offset > 0; offset /= 2) value += __shfl_xor_sync(0xffffffffu, value, offset);
-  return value;
-}
-
-// Rows of up to kWarpRow elements are normalized by one warp each (LayerNormalization, SkipLayerNormalization):
-// element j of a row is held by lane j % 32 in register j / 32, read once, summed per lane in j order and then
-// across the warp with WarpSum. Both kernels use this for the same row lengths, so strict-mode
-// SkipLayerNormalization stays bit-identical to the unfused Add + LayerNormalization.
-inline constexpr int kWarpRow = 1024;
-inline constexpr int kWarpRowPerLane = kWarpRow / kWarp;
-inline constexpr int kWarpRowsPerBlock = 4;
-
 // The activation of a fused node's epilogue (FusedConv, FusedMatMul).
 __device__ __forceinline__ float Activate(const launch::EpilogueActivation& a, float x) {
   switch (a.kind) {

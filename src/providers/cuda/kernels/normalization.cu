@@ -22,8 +22,8 @@ __global__ void BatchNormKernel(const T* x, const P* scale, const P* bias, const
 }
 
 
-// One block per row (rows longer than kWarpRow): the mean, then the variance around it (two passes, numerically
-// robust), then the output; the row is re-read from L1/L2, which for transformer widths is far cheaper than DRAM.
+// One block per row: the mean, then the variance around it (two passes, numerically robust), then the
+// output; the row is re-read from L1/L2, which for transformer widths is far cheaper than DRAM.
 template <typename T, typename P, typename Q>
 __global__ void LayerNormKernel(const T* x, const P* scale, const Q* bias, float epsilon, T* y, int64_t length) {
   __shared__ float partial[kWarp];
@@ -44,50 +44,6 @@ __global__ void LayerNormKernel(const T* x, const P* scale, const Q* bias, float
   }
 }
 
-// One warp per row (rows of up to kWarpRow elements, device_common.cuh): the row is read once into registers, the
-// mean and the variance around it come from warp sums (no block barrier), then the output.
-template <typename T, typename P, typename Q>
-__global__ void LayerNormWarpKernel(const T* x, const P* scale, const Q* bias, float epsilon, T* y, int64_t rows,
-                                    int length) {
-  const int64_t row = static_cast<int64_t>(blockIdx.x) * device::kWarpRowsPerBlock + threadIdx.x / kWarp;
-  if (row >= rows) return;
-  const int lane = threadIdx.x % kWarp;
-  const T* in = x + row * length;
-  T* out = y + row * length;
-  float v[device::kWarpRowPerLane];
-  float sum = 0.0f;
-#pragma unroll
-  for (int k = 0; k < device::kWarpRowPerLane; ++k) {
-    const int j = lane + k * kWarp;
-    v[k] = j < length ? ToFloat(__ldg(in + j)) : 0.0f;
-  }
-#pragma unroll
-  for (int k = 0; k < device::kWarpRowPerLane; ++k)
-    if (lane + k * kWarp < length) sum += v[k];
-  const float mean = device::WarpSum(sum) / static_cast<float>(length);
-  float squares = 0.0f;
-#pragma unroll
-  for (int k = 0; k < device::kWarpRowPerLane; ++k) {
-    const float d = v[k] - mean;
-    if (lane + k * kWarp < length) squares += d * d;
-  }
-  const float inv_std = rsqrtf(device::WarpSum(squares) / static_cast<float>(length) + epsilon);
-  // The scale and shift loads first (all in flight), then the stores.
-#pragma unroll
-  for (int k = 0; k < device::kWarpRowPerLane; ++k) {
-    const int j = lane + k * kWarp;
-    if (j < length) {
-      const float shift = bias != nullptr ? ToFloat(__ldg(bias + j)) : 0.0f;
-      v[k] = (v[k] - mean) * inv_std * ToFloat(__ldg(scale + j)) + shift;
-    }
-  }
-#pragma unroll
-  for (int k = 0; k < device::kWarpRowPerLane; ++k) {
-    const int j = lane + k * kWarp;
-    if (j < length) out[j] = FromFloat<T>(v[k]);
-  }
-}
-
 }  // namespace
 
 cudaError_t LayerNorm(ElementType type, ElementType scale_type, ElementType bias_type, const void* x,
@@ -100,16 +56,9 @@ cudaError_t LayerNorm(ElementType type, ElementType scale_type, ElementType bias
       using P = decltype(p_tag);
       return device::DispatchFloat(bias_type, [&](auto q_tag) {
         using Q = decltype(q_tag);
-        if (length <= device::kWarpRow) {
-          const int64_t blocks = (rows + device::kWarpRowsPerBlock - 1) / device::kWarpRowsPerBlock;
-          LayerNormWarpKernel<T, P, Q><<<static_cast<unsigned>(blocks), device::kWarpRowsPerBlock * kWarp, 0, stream>>>(
-              static_cast<const T*>(x), static_cast<const P*>(scale), static_cast<const Q*>(bias), epsilon,
-              static_cast<T*>(y), rows, static_cast<int>(length));
-        } else {
-          LayerNormKernel<T, P, Q><<<static_cast<unsigned>(rows), threads, 0, stream>>>(
-              static_cast<const T*>(x), static_cast<const P*>(scale), static_cast<const Q*>(bias), epsilon,
-              static_cast<T*>(y), length);
-        }
+        LayerNormKernel<T, P, Q><<<static_cast<unsigned>(rows), threads, 0, stream>>>(
+            static_cast<const T*>(x), static_cast<const P*>(scale), static_cast<const Q*>(bias), epsilon,
+            static_cast<T*>(y), length);
         return device::LaunchStatus();
       });
     });

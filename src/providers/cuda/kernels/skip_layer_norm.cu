@@ -1,8 +1,7 @@
-// SkipLayerNormalization device kernels, float32 accumulation: one warp per row for rows of up to kWarpRow
-// elements (device_common.cuh), else one block per row. The row's elements are spread over the threads exactly as
-// in LayerNormalization's kernels (normalization.cu), with the same block sizes and the same reductions, so that in
-// strict mode the result is the unfused Add + LayerNormalization's bit for bit. Block rows of up to kCachedRow
-// elements keep their sum in shared memory between the passes; warp rows keep it in registers.
+// SkipLayerNormalization device kernel: one block per row, float32 accumulation. The row's elements are
+// spread over the threads exactly as in LayerNormalization's kernel (normalization.cu), with the same block
+// sizes and the same reductions, so that in strict mode the result is the unfused Add + LayerNormalization's
+// bit for bit. Rows of up to kCachedRow elements keep their sum in shared memory between the passes.
 #include <type_traits>
 
 #include "providers/cuda/kernels/device_common.cuh"
@@ -91,74 +90,12 @@ __global__ void SkipLayerNormKernel(Row<T> p, BroadcastIndex index, bool broadca
 }
 
 template <typename T, bool kStrict>
-__global__ void SkipLayerNormWarpKernel(Row<T> p, BroadcastIndex index, bool broadcast, int64_t rows) {
-  const int64_t row = static_cast<int64_t>(blockIdx.x) * device::kWarpRowsPerBlock + threadIdx.x / kWarp;
-  if (row >= rows) return;
-  const int lane = threadIdx.x % kWarp;
-  const int hidden = static_cast<int>(p.hidden);
-  const RowStart at = StartOf(row, p.hidden, index, broadcast);
-  const T* a = p.input + at.input;
-  const T* b = p.skip + at.skip;
-  T* sum_out = p.sum != nullptr ? p.sum + row * p.hidden : nullptr;
-  T* out = p.output + row * p.hidden;
-  // Loads only in this loop (no store between them: they are all in flight at once), then the sums.
-  float v[device::kWarpRowPerLane];
-#pragma unroll
-  for (int k = 0; k < device::kWarpRowPerLane; ++k) {
-    const int j = lane + k * kWarp;
-    v[k] = 0.0f;
-    if (j < hidden) {
-      float x = ToFloat(__ldg(a + j * at.input_step));
-      if (p.bias != nullptr) x = Settle<T, kStrict>(x + ToFloat(__ldg(p.bias + j)));
-      v[k] = Settle<T, kStrict>(x + ToFloat(__ldg(b + j * at.skip_step)));
-    }
-  }
-  float total = 0.0f;
-#pragma unroll
-  for (int k = 0; k < device::kWarpRowPerLane; ++k) {
-    const int j = lane + k * kWarp;
-    if (j < hidden) {
-      if (sum_out != nullptr) sum_out[j] = FromFloat<T>(v[k]);
-      total += v[k];
-    }
-  }
-  const float mean = device::WarpSum(total) / static_cast<float>(hidden);
-  float squares = 0.0f;
-#pragma unroll
-  for (int k = 0; k < device::kWarpRowPerLane; ++k) {
-    const float d = v[k] - mean;
-    if (lane + k * kWarp < hidden) squares += d * d;
-  }
-  const float inv_std = rsqrtf(device::WarpSum(squares) / static_cast<float>(hidden) + p.epsilon);
-  // The scale and shift loads first (all in flight), then the stores.
-#pragma unroll
-  for (int k = 0; k < device::kWarpRowPerLane; ++k) {
-    const int j = lane + k * kWarp;
-    if (j < hidden) {
-      const float shift = p.beta != nullptr ? ToFloat(__ldg(p.beta + j)) : 0.0f;
-      v[k] = (v[k] - mean) * inv_std * ToFloat(__ldg(p.gamma + j)) + shift;
-    }
-  }
-#pragma unroll
-  for (int k = 0; k < device::kWarpRowPerLane; ++k) {
-    const int j = lane + k * kWarp;
-    if (j < hidden) out[j] = FromFloat<T>(v[k]);
-  }
-}
-
-template <typename T, bool kStrict>
 void Launch(const Row<T>& row, const SkipLayerNormArgs& args, cudaStream_t stream) {
-  const BroadcastIndex index = args.index != nullptr ? *args.index : BroadcastIndex{};
-  if (args.hidden <= device::kWarpRow) {
-    const int64_t blocks = (args.rows + device::kWarpRowsPerBlock - 1) / device::kWarpRowsPerBlock;
-    SkipLayerNormWarpKernel<T, kStrict><<<static_cast<unsigned>(blocks), device::kWarpRowsPerBlock * kWarp, 0, stream>>>(
-        row, index, args.index != nullptr, args.rows);
-    return;
-  }
   // LayerNormalization's block sizes (normalization.cu): the same reduction order.
   const unsigned threads = args.hidden <= 256 ? 64 : args.hidden <= 1024 ? 128 : 256;
   const bool cached = args.hidden <= kCachedRow;
   const size_t shared = cached ? static_cast<size_t>(args.hidden) * sizeof(float) : 0;
+  const BroadcastIndex index = args.index != nullptr ? *args.index : BroadcastIndex{};
   SkipLayerNormKernel<T, kStrict><<<static_cast<unsigned>(args.rows), threads, shared, stream>>>(
       row, index, args.index != nullptr, cached);
 }
