@@ -12,7 +12,8 @@ key/values) and, beside each,
 NAME.ref/ with the inputs (input_<name>.npy) and PyTorch's output (output.npy) computed in float64 on the
 CPU from the exported weights (for the fp16 models: the float16 weights and inputs, upcast; output 0 only), which
 tests/cuda/cuda_models_test.cc compares the CUDA EP with.
-(ONNX Runtime rejects the fp16 BERT export: its LayerNormalization mixes float and float16 inputs.)
+The float16 BERT and GPT-2 use Hugging Face's eager attention (see use_eager_attention): with the default SDPA
+implementation the exported float16 file computes mostly in float32, and ONNX Runtime rejected it.
 """
 import copy
 import os
