@@ -3,6 +3,7 @@
 
 #include <atomic>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -56,6 +57,12 @@ struct SessionOptions {
   // host tensor of the initializer's type and shape; the session shares its memory (no copy on the CPU), so the
   // caller must not change it while the session lives. Unknown names and mismatches fail session creation.
   std::map<std::string, Tensor> initializers;
+  // Data of initializers the model stores as external data, supplied by the application instead of files (ONNX
+  // Runtime's AddExternalInitializers and AddExternalInitializersFromFilesInMemory): by initializer name, a host
+  // tensor of its type and shape (shared, not copied); by external data location (the file name the model gives),
+  // the file's bytes. The files need not exist, and models loaded from memory may use them too.
+  std::map<std::string, Tensor> external_initializers;
+  std::map<std::string, std::shared_ptr<const std::string>> external_initializer_files;
   // Only algorithms whose results are the same bit for bit run after run (ONNX Runtime's
   // use_deterministic_compute): EPs leave out the candidates their libraries mark nondeterministic (the CUDA EP:
   // cuDNN convolution engines and algorithms so marked). Kernels see it as KernelInfo::session_settings().

@@ -178,8 +178,11 @@ py::tuple DlpackDevice(const PyOrtValue& self) {
 
 // ---- consumer ---------------------------------------------------------------------------------------
 
+// Zero-size tensors hold no element: any strides describe them (producers give zeros or placeholders).
 bool IsCompactRowMajor(const DLTensor& dl) {
   if (dl.strides == nullptr) return true;
+  for (int32_t i = 0; i < dl.ndim; ++i)
+    if (dl.shape[i] == 0) return true;
   int64_t expected = 1;
   for (int32_t i = dl.ndim; i-- > 0;) {
     if (dl.shape[i] != 1 && dl.strides[i] != expected) return false;
@@ -236,6 +239,19 @@ void BindDlpack(py::module_& m) {
       .def_static(
           "from_dlpack", [](const py::object& data, bool is_bool) { return FromDlpack(data, is_bool); },
           py::arg("data"), py::arg("is_bool_tensor") = false);
+  m.def(
+      "is_dlpack_uint8_tensor",
+      [](const py::capsule& capsule) {
+        auto* managed = static_cast<DLManagedTensor*>(PyCapsule_GetPointer(capsule.ptr(), kCapsuleName));
+        if (managed == nullptr) {
+          PyErr_Clear();
+          Fail(ErrorCode::kInvalidArgument, "is_dlpack_uint8_tensor: the capsule is not an unconsumed \"dltensor\"");
+        }
+        const DLDataType& t = managed->dl_tensor.dtype;
+        return t.code == kDLUInt && t.bits == 8 && t.lanes == 1;
+      },
+      py::arg("dlpack"),
+      "Whether a DLPack capsule holds uint8 elements (onnxruntime's test for capsules that may carry booleans).");
   m.def("from_dlpack", &FromDlpack, py::arg("data"), py::arg("is_bool_tensor") = false,
         "An OrtValue sharing the memory of a DLPack producer (numpy >= 1.22, torch, cupy, ...) or capsule.");
 }

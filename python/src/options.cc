@@ -108,6 +108,44 @@ void BindSessionOptions(py::module_& m) {
           py::arg("name"), py::arg("value"),
           "Replaces the model's initializer `name` with this OrtValue (host memory, same type and shape), without "
           "a copy: keep its data unchanged while sessions created with these options live.")
+      .def(
+          "add_external_initializers",
+          [](S& s, const std::vector<std::string>& names, const py::list& values) {
+            if (names.size() != values.size())
+              throw py::value_error("add_external_initializers: " + std::to_string(names.size()) + " names and " +
+                                    std::to_string(values.size()) + " values");
+            for (size_t i = 0; i < names.size(); ++i) {
+              const auto& ort_value = values[i].cast<const PyOrtValue&>();
+              if (!ort_value.value.is_tensor())
+                throw py::value_error("add_external_initializers: '" + names[i] + "' must be a tensor OrtValue");
+              s.options.external_initializers[names[i]] = ort_value.tensor();
+              s.initializer_values.push_back(values[i]);
+            }
+          },
+          py::arg("names"), py::arg("values"),
+          "Data for initializers the model stores as external data: each OrtValue (host memory, the initializer's "
+          "type and shape) is used instead of reading the file, without a copy.")
+      .def(
+          "add_external_initializers_from_files_in_memory",
+          [](S& s, const std::vector<std::string>& file_names, const py::list& buffers, const std::vector<size_t>& lengths) {
+            if (file_names.size() != buffers.size() || file_names.size() != lengths.size())
+              throw py::value_error("add_external_initializers_from_files_in_memory: " +
+                                    std::to_string(file_names.size()) + " file names, " +
+                                    std::to_string(buffers.size()) + " buffers and " + std::to_string(lengths.size()) +
+                                    " lengths");
+            for (size_t i = 0; i < file_names.size(); ++i) {
+              const py::buffer_info info = py::buffer(buffers[i]).request();
+              const size_t available = static_cast<size_t>(info.size) * static_cast<size_t>(info.itemsize);
+              if (lengths[i] > available)
+                throw py::value_error("add_external_initializers_from_files_in_memory: '" + file_names[i] + "' has " +
+                                      std::to_string(available) + " bytes, not " + std::to_string(lengths[i]));
+              s.options.external_initializer_files[file_names[i]] =
+                  std::make_shared<const std::string>(static_cast<const char*>(info.ptr), lengths[i]);
+            }
+          },
+          py::arg("file_names"), py::arg("buffers"), py::arg("lengths"),
+          "The contents of external data files, by the name the model gives them (copied): initializers stored "
+          "in those files are read from here instead of the disk.")
       .def("set_provider_selection_policy", [](S& s, EpSelectionPolicy policy) { s.options.policy = policy; },
            py::arg("policy"), "How EP devices are chosen when the session is given no providers.")
       .def("add_provider",

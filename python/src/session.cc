@@ -172,8 +172,12 @@ void BindSession(py::module_& m) {
       })
       .def("metadata", &Metadata)
       .def("run", &Run, py::arg("output_names"), py::arg("feeds"), py::arg("run_options") = nullptr)
-      .def("run_with_ort_values", &RunWithOrtValues, py::arg("output_names"), py::arg("feeds"),
-           py::arg("run_options") = nullptr)
+      // onnxruntime's native order: feeds first (InferenceSession.run_with_ort_values takes output names first).
+      .def(
+          "run_with_ort_values",
+          [](PySession& s, const py::dict& feeds, const std::vector<std::string>& output_names,
+             PyRunOptions* run_options) { return RunWithOrtValues(s, output_names, feeds, run_options); },
+          py::arg("feeds"), py::arg("output_names"), py::arg("run_options") = nullptr)
       .def("input_device_name", [](const PySession& s, const std::string& name) {
         return DeviceNameOf(*s.runtime, s.session->InputMemoryInfo(name));
       })

@@ -75,6 +75,36 @@ py::array ToNumpy(const py::object& self_object) {
   return ArrayFromTensor(*self.runtime, tensor);
 }
 
+// onnxruntime's OrtValue.ortvalue_from_numpy_with_onnx_type: the array's bytes as elements of ONNX type
+// `onnx_type` (for element types numpy lacks: bfloat16 from uint16 arrays, float8 from uint8); element sizes must
+// match. Host memory, shared with the array.
+py::object FromNumpyWithOnnxType(const py::handle& array, int onnx_type) {
+  py::object keepalive;
+  Tensor host = HostTensorFromArray(array, keepalive);
+  if (onnx_type <= 0 || !IsKnownDataType(onnx_type))
+    Fail(ErrorCode::kInvalidArgument, "ortvalue_from_numpy_with_onnx_type: ", onnx_type, " is not an ONNX element type");
+  const auto type = static_cast<DataType>(onnx_type);
+  if (type == DataType::kString || host.type() == DataType::kString || SizeOf(type) != SizeOf(host.type()))
+    Fail(ErrorCode::kInvalidArgument, "ortvalue_from_numpy_with_onnx_type: the array's elements (",
+         DataTypeName(host.type()), ") and ", DataTypeName(type), " differ in size");
+  auto owner = std::make_shared<Tensor>(host);  // keeps a converted copy alive; a borrowed array via keepalive
+  Tensor typed = Tensor::Share(type, host.shape(), owner, owner->raw_data(), host.SizeInBytes(), MemoryInfo::Host());
+  return py::cast(PyOrtValue{GetRuntime(), Value(typed), keepalive});
+}
+
+// numpy's __array__ protocol: np.asarray(value) is a view of host memory (a copy of device memory); a `dtype`
+// converts.
+py::object AsArray(const py::object& self_object, const py::object& dtype, const py::object& copy) {
+  py::object array = ToNumpy(self_object);
+  if (!dtype.is_none()) {
+    const py::object wanted = py::module_::import("numpy").attr("dtype")(dtype);
+    const py::object have = array.attr("dtype");
+    if (!have.equal(wanted)) return array.attr("astype")(wanted);
+  }
+  if (!copy.is_none() && copy.cast<bool>()) return array.attr("copy")();
+  return array;
+}
+
 std::string Repr(const PyOrtValue& self) {
   std::ostringstream os;
   os << "OrtValue(";
@@ -122,7 +152,16 @@ void BindValue(py::module_& m) {
       .def("memory_info", [](const PyOrtValue& v) { return v.tensor().memory_info(); })
       .def("shape", [](const PyOrtValue& v) { return v.tensor().shape().dims(); })
       .def("data_type", [](const PyOrtValue& v) { return TypeString(v.value); })
-      .def("element_type", [](const PyOrtValue& v) { return DtypeFromDataType(v.tensor().type()).attr("type"); })
+      .def("element_type", [](const PyOrtValue& v) { return static_cast<int>(v.tensor().type()); },
+           "The ONNX element type (TensorProto.DataType: 1 float, 10 float16, 7 int64, ...), as onnxruntime's.")
+      .def("numpy_type", [](const PyOrtValue& v) { return DtypeFromDataType(v.tensor().type()).attr("type"); },
+           "The numpy scalar type of the elements (numpy.float32, ...).")
+      .def("tensor_size_in_bytes", [](const PyOrtValue& v) { return v.tensor().SizeInBytes(); })
+      .def_static("ortvalue_from_numpy_with_onnx_type", &FromNumpyWithOnnxType, py::arg("data"), py::arg("onnx_element_type"))
+      .def("__array__", &AsArray, py::arg("dtype") = py::none(), py::kw_only(), py::arg("copy") = py::none())
+      // onnxruntime's Python OrtValue wraps a native one (`_ortvalue`, `_get_c_value()`); Tessera's is both.
+      .def_property_readonly("_ortvalue", [](const py::object& self) { return self; })
+      .def("_get_c_value", [](const py::object& self) { return self; })
       .def("is_tensor", [](const PyOrtValue& v) { return v.value.is_tensor(); })
       .def("is_tensor_sequence", [](const PyOrtValue& v) { return v.value.is_sequence(); })
       .def("has_value", [](const PyOrtValue& v) { return !v.value.is_none(); })

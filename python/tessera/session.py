@@ -201,7 +201,7 @@ class InferenceSession:
 
     def run_with_ort_values(self, output_names, input_dict_ort_values, run_options=None):
         """Like run, with OrtValues in and out (outputs stay where the model produced them on the host)."""
-        return self._sess.run_with_ort_values(list(output_names or []), input_dict_ort_values, run_options)
+        return list(self._sess.run_with_ort_values(input_dict_ort_values, list(output_names or []), run_options))
 
     def io_binding(self):
         return IOBinding(self)

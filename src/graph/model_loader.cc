@@ -44,6 +44,7 @@ struct LoadContext {
   std::string label;
   std::filesystem::path base_dir;
   std::map<std::string, int> opsets;
+  const ExternalData* external = nullptr;  // what the application supplies instead of external data files
 };
 
 template <typename... Parts>
@@ -212,13 +213,36 @@ std::filesystem::path ResolveExternalPath(const std::string& location, const Loa
 
 Tensor ReadExternalTensor(const onnx::TensorProto& proto, DataType type, Shape shape, size_t bytes,
                           const LoadContext& ctx, const std::string& what) {
+  if (ctx.external != nullptr) {
+    auto given = ctx.external->initializers.find(proto.name());
+    if (given != ctx.external->initializers.end()) {
+      const Tensor& t = given->second;
+      if (t.type() != type || t.shape() != shape || !t.memory_info().IsHostReadable())
+        Fail(ErrorCode::kInvalidArgument, "model '", ctx.label, "': the external initializer given for ", what, " is ",
+             t.Describe(), "; the model needs a host tensor of ", DataTypeName(type), " ", shape.ToString());
+      return t;
+    }
+  }
   const std::string* location = ExternalDataEntry(proto, "location");
   if (!location) FailModel(ctx, what, ": external data has no 'location'");
-  const std::filesystem::path file = ResolveExternalPath(*location, ctx, what);
   const std::string where = what + " (external data file '" + *location + "')";
   const uint64_t offset = ParseExternalNumber(ExternalDataEntry(proto, "offset"), 0, ctx, where, "offset");
   const uint64_t length = ParseExternalNumber(ExternalDataEntry(proto, "length"), bytes, ctx, where, "length");
   if (length != bytes) FailModel(ctx, where, ": length ", length, " does not match the ", bytes, " bytes needed");
+  if (ctx.external != nullptr) {
+    auto file = ctx.external->files.find(*location);
+    if (file != ctx.external->files.end()) {
+      const std::string& data = *file->second;
+      if (offset > data.size() || length > data.size() - offset)
+        FailModel(ctx, where, ": offset ", offset, " + length ", length, " exceeds the ", data.size(),
+                  " bytes given for the file in memory");
+      Tensor tensor = Tensor::Allocate(type, std::move(shape));
+      std::memcpy(tensor.raw_data(), data.data() + offset, bytes);
+      if (type == DataType::kBool) NormalizeBools(tensor);
+      return tensor;
+    }
+  }
+  const std::filesystem::path file = ResolveExternalPath(*location, ctx, what);
   std::error_code ec;
   const bool regular = std::filesystem::is_regular_file(file, ec);
   const uintmax_t file_size = regular ? std::filesystem::file_size(file, ec) : 0;
@@ -555,8 +579,8 @@ std::unique_ptr<Model> ConvertModel(onnx::ModelProto& proto, const LoadContext& 
 }  // namespace
 
 std::unique_ptr<Model> LoadModelFromBytes(const void* data, size_t size, const std::filesystem::path& base_dir,
-                                          const std::string& label) {
-  LoadContext ctx{label, base_dir, {}};
+                                          const std::string& label, const ExternalData& external) {
+  LoadContext ctx{label, base_dir, {}, &external};
   if (size > static_cast<size_t>(INT_MAX))
     FailModel(ctx, "the model is ", size,
               " bytes; protobuf models must be under 2 GiB (store weights as external data)");
@@ -615,14 +639,14 @@ class MappedFile {
 
 }  // namespace
 
-std::unique_ptr<Model> LoadModel(const std::filesystem::path& path) {
+std::unique_ptr<Model> LoadModel(const std::filesystem::path& path, const ExternalData& external) {
   std::error_code ec;
   if (!std::filesystem::is_regular_file(path, ec))
     Fail(ErrorCode::kIo, "cannot read model '", path.string(), "': ",
          ec ? ec.message() : (std::filesystem::exists(path, ec) ? "not a regular file" : "No such file or directory"));
   const MappedFile file(path);
   const std::filesystem::path folder = path.has_parent_path() ? path.parent_path() : std::filesystem::path(".");
-  auto model = LoadModelFromBytes(file.data(), file.size(), folder, path.string());
+  auto model = LoadModelFromBytes(file.data(), file.size(), folder, path.string(), external);
   model->path = path;
   return model;
 }

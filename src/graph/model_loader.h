@@ -10,16 +10,27 @@
 
 #include <cstddef>
 #include <filesystem>
+#include <map>
 #include <memory>
+#include <string>
 
 #include "tessera/ep/graph.h"
 
 namespace tessera {
 
-std::unique_ptr<Model> LoadModel(const std::filesystem::path& path);
-// `base_dir` resolves external data; empty means external data is rejected. `label` names the model in
-// error messages.
+// External data the application supplies instead of files (ONNX Runtime's AddExternalInitializers and
+// AddExternalInitializersFromFilesInMemory): an initializer stored as external data takes the tensor given for its
+// name (same type and shape, shared), else its bytes come from the buffer given for its `location`, else from the
+// file. Neither needs the file to exist, and both work for models loaded from memory.
+struct ExternalData {
+  std::map<std::string, Tensor> initializers;                        // initializer name -> host tensor
+  std::map<std::string, std::shared_ptr<const std::string>> files;  // external data location -> the file's bytes
+};
+
+std::unique_ptr<Model> LoadModel(const std::filesystem::path& path, const ExternalData& external = {});
+// `base_dir` resolves external data; empty means external data is rejected (unless `external` supplies it).
+// `label` names the model in error messages.
 std::unique_ptr<Model> LoadModelFromBytes(const void* data, size_t size, const std::filesystem::path& base_dir,
-                                          const std::string& label = "<memory>");
+                                          const std::string& label = "<memory>", const ExternalData& external = {});
 
 }  // namespace tessera

@@ -87,6 +87,11 @@ MemoryInfo StagingPlace(const Value& output, const PlanServices& services) {
 }
 
 // SessionOptions::free_dimension_overrides: symbolic input dims named in the map take its value.
+// SessionOptions::external_initializers / external_initializer_files, as the model loader takes them.
+ExternalData ExternalDataOf(const SessionOptions& options) {
+  return ExternalData{options.external_initializers, options.external_initializer_files};
+}
+
 // SessionOptions::initializers: each replaces the initializer of its name, same type and shape, host memory.
 void ApplyInitializerOverrides(Graph& graph, const std::map<std::string, Tensor>& overrides) {
   for (const auto& [name, value] : overrides) {
@@ -765,12 +770,13 @@ size_t Session::Impl::OutputIndex(const std::string& name) const {
 
 Session::Session(Environment& env, const std::filesystem::path& model_path, const SessionOptions& options)
     : impl_(std::make_unique<Impl>(env, options)) {
-  impl_->Initialize([&] { return LoadModel(model_path); });
+  impl_->Initialize([&] { return LoadModel(model_path, ExternalDataOf(impl_->options)); });
 }
 
 Session::Session(Environment& env, const void* model_bytes, size_t size, const SessionOptions& options)
     : impl_(std::make_unique<Impl>(env, options)) {
-  impl_->Initialize([&] { return LoadModelFromBytes(model_bytes, size, {}); });
+  impl_->Initialize(
+      [&] { return LoadModelFromBytes(model_bytes, size, {}, "<memory>", ExternalDataOf(impl_->options)); });
 }
 
 Session::~Session() {

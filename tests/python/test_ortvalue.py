@@ -14,7 +14,8 @@ def test_from_numpy_shares_host_memory():
     assert value.device_name() == "cpu"
     assert value.shape() == [3, 4]
     assert value.data_type() == "tensor(float)"
-    assert value.element_type() is np.float32
+    assert value.element_type() == 1  # onnxruntime's: the ONNX element type (TensorProto.FLOAT)
+    assert value.numpy_type() is np.float32
     assert value.is_tensor() and value.has_value()
     view = value.numpy()
     assert view.ctypes.data == array.ctypes.data  # numpy() of host memory is a view too
@@ -32,12 +33,18 @@ def test_from_numpy_copies_non_contiguous_arrays():
     np.testing.assert_array_equal(value.numpy(), base.T)
 
 
+# TensorProto.DataType of each numpy type (what onnxruntime's OrtValue.element_type returns).
+ONNX_TYPES = {np.float32: 1, np.uint8: 2, np.int8: 3, np.uint16: 4, np.int16: 5, np.int32: 6, np.int64: 7, np.bool_: 9,
+              np.float16: 10, np.float64: 11, np.uint32: 12, np.uint64: 13}
+
+
 @pytest.mark.parametrize("dtype", [np.float32, np.float64, np.float16, np.int8, np.int16, np.int32, np.int64,
                                    np.uint8, np.uint16, np.uint32, np.uint64, np.bool_])
 def test_element_types_round_trip(dtype):
     array = (np.arange(6) % 3).astype(dtype).reshape(2, 3)
     value = ort.OrtValue.ortvalue_from_numpy(array)
-    assert value.element_type() is np.dtype(dtype).type
+    assert value.numpy_type() is np.dtype(dtype).type
+    assert value.element_type() == ONNX_TYPES[np.dtype(dtype).type]
     out = value.numpy()
     assert out.dtype == array.dtype
     np.testing.assert_array_equal(out, array)

@@ -16,6 +16,7 @@ from .._tessera import (  # noqa: F401
     SessionOptions,
     copy_tensors,
     get_ep_devices,
+    is_dlpack_uint8_tensor,
 )
 from .. import _tessera
 from .._tessera import OrtDeviceMemoryType as OrtMemType  # noqa: F401
@@ -113,3 +114,14 @@ def _run_with_iobinding(native_session, binding, run_options=None):
 
 
 _tessera._Session.run_with_iobinding = _run_with_iobinding
+
+_native_run_with_ort_values = _tessera._Session.run_with_ort_values
+
+
+def _run_with_ort_values(native_session, feeds, output_names, run_options=None):
+    """onnxruntime's `InferenceSession._sess.run_with_ort_values(feeds, output_names, run_options)`: an
+    OrtValueVector of the outputs."""
+    return OrtValueVector(_native_run_with_ort_values(native_session, feeds, list(output_names or []), run_options))
+
+
+_tessera._Session.run_with_ort_values = _run_with_ort_values

@@ -461,6 +461,37 @@ TEST_F(ExternalDataTest, RangeAndLengthAreChecked) {
   }
 }
 
+// ONNX Runtime's AddExternalInitializers / AddExternalInitializersFromFilesInMemory: data the application supplies
+// instead of the files, also for models loaded from memory (no folder).
+TEST_F(ExternalDataTest, ApplicationSuppliedTensorsAndFileContentsReplaceTheFiles) {
+  onnx::ModelProto proto = ReluModel();
+  SetExternal(*AddInitializer(proto, "w", DataType::kFloat, {2}), "absent.bin", "4", "8");
+  SetExternal(*AddInitializer(proto, "v", DataType::kFloat, {1}), "other.bin");
+  const std::string bytes = Bytes(proto);
+  ExternalData external;
+  external.initializers["v"] = Tensor::FromVector<float>(Shape{1}, {7});
+  external.files["absent.bin"] = std::make_shared<const std::string>("PAD!" + RawBytes<float>({1, 2}));
+  auto model = LoadModelFromBytes(bytes.data(), bytes.size(), {}, "<memory>", external);
+  EXPECT_EQ(model->graph->initializers.at("w").ToVector<float>(), (std::vector<float>{1, 2}));
+  EXPECT_EQ(model->graph->initializers.at("v").ToVector<float>(), (std::vector<float>{7}));
+  // A tensor of another shape, and file contents too short for offset + length, name the initializer.
+  external.initializers["v"] = Tensor::FromVector<float>(Shape{2}, {7, 8});
+  try {
+    LoadModelFromBytes(bytes.data(), bytes.size(), {}, "<memory>", external);
+    ADD_FAILURE() << "a mismatched external initializer loaded";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("initializer 'v'"), std::string::npos) << e.what();
+  }
+  external.initializers["v"] = Tensor::FromVector<float>(Shape{1}, {7});
+  external.files["absent.bin"] = std::make_shared<const std::string>("PAD!" + RawBytes<float>({1}));
+  try {
+    LoadModelFromBytes(bytes.data(), bytes.size(), {}, "<memory>", external);
+    ADD_FAILURE() << "short file contents loaded";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("exceeds"), std::string::npos) << e.what();
+  }
+}
+
 TEST_F(ExternalDataTest, MissingFileAndMissingBaseDir) {
   onnx::ModelProto proto = ReluModel();
   SetExternal(*AddInitializer(proto, "w", DataType::kFloat, {1}), "absent.bin");
