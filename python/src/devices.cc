@@ -173,6 +173,35 @@ void BindDevices(py::module_& m) {
       if (std::find(names.begin(), names.end(), d->ep_name) == names.end()) names.push_back(d->ep_name);
     return names;
   });
+  // onnxruntime's create_and_register_allocator(_v2): a shared allocator (an arena unless `arena` is None and
+  // `use_arena` is false) for one memory of the process, used by sessions with "session.use_env_allocators" = "1".
+  m.def(
+      "_create_shared_allocator",
+      [](const std::string& device, int device_id, bool host_accessible, bool use_arena, const py::object& arena) {
+        Runtime& runtime = *GetRuntime();
+        const MemoryInfo info = MemoryInfoForDevice(runtime, device + (host_accessible ? "_pinned" : ""), device_id);
+        const EpDevice* owner = EpDeviceOwning(runtime, info);
+        if (owner == nullptr) Fail(ErrorCode::kInvalidArgument, "no EP device owns memory ", info.ToString());
+        ArenaOptions options;
+        if (!arena.is_none()) {
+          const py::dict settings = arena.cast<py::dict>();
+          const auto get = [&](const char* key) -> int64_t {
+            return settings.contains(key) ? settings[key].cast<int64_t>() : -1;
+          };
+          if (get("max_mem") > 0) options.max_bytes = static_cast<size_t>(get("max_mem"));
+          if (get("arena_extend_strategy") == 1) options.extend_strategy = ArenaExtendStrategy::kSameAsRequested;
+          if (get("initial_chunk_size_bytes") > 0)
+            options.initial_chunk_bytes = static_cast<size_t>(get("initial_chunk_size_bytes"));
+          if (get("max_dead_bytes_per_chunk") > 0)
+            options.max_dead_bytes_per_chunk = static_cast<size_t>(get("max_dead_bytes_per_chunk"));
+        }
+        const AllocatorPtr allocator = runtime.env().CreateSharedAllocator(
+            *owner, host_accessible ? MemoryType::kHostAccessible : MemoryType::kDefault, use_arena ? &options : nullptr);
+        return allocator->Info();
+      },
+      py::arg("device"), py::arg("device_id"), py::arg("host_accessible"), py::arg("use_arena"), py::arg("arena"));
+  m.def("_release_shared_allocator", [](const MemoryInfo& info) { GetRuntime()->env().ReleaseSharedAllocator(info); },
+        py::arg("memory_info"));
   m.def("register_execution_provider_library", [](const std::string& name, const std::string& path) {
     GetRuntime()->env().RegisterEpLibrary(name, path);
   }, py::arg("registration_name"), py::arg("path"), "Loads an EP plugin library (libtessera_<name>.so).");

@@ -43,6 +43,17 @@ from .providers import (  # noqa: F401
     register_execution_provider_library,
     unregister_execution_provider_library,
 )
+from .memory import (  # noqa: F401
+    OrtAllocatorType,
+    OrtArenaCfg,
+    OrtDevice,
+    OrtDeviceVendorId,
+    OrtMemoryInfo,
+    OrtMemoryInfoDeviceType,
+    OrtMemType,
+    create_and_register_allocator,
+    create_and_register_allocator_v2,
+)
 from .parallel import DataParallelSession  # noqa: F401
 from .session import InferenceSession, IOBinding, ModelMetadata, NodeArg  # noqa: F401
 from . import providers as _providers

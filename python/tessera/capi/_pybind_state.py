@@ -34,6 +34,16 @@ class OrtDevice:
         self._type, self._memory, self._id, self._vendor = int(device_type), int(memory_type), int(device_id), vendor_id
 
     @staticmethod
+    def make(device_name, device_id):
+        """onnxruntime's OrtDevice.make("cpu" | "cuda" | "testing" | other, device_id); a device name Tessera does not
+        know (e.g. "webgpu") gives a GPU device with no vendor."""
+        name = device_name.lower()
+        device_type = {"cpu": OrtDevice._CPU, "cuda": OrtDevice._GPU, "gpu": OrtDevice._GPU,
+                       "testing": OrtDevice._TESTING}.get(name, OrtDevice._GPU)
+        vendor = 0x10DE if name in ("cuda", "gpu") else 0  # NVIDIA's PCI vendor id
+        return OrtDevice(device_type, 0, device_id, vendor)
+
+    @staticmethod
     def cpu():
         return OrtDevice._CPU
 
