@@ -45,6 +45,7 @@ struct LoadContext {
   std::filesystem::path base_dir;
   std::map<std::string, int> opsets;
   const ExternalData* external = nullptr;  // what the application supplies instead of external data files
+  std::shared_ptr<std::set<std::string>> external_used;  // names of `external->initializers` the model read
 };
 
 template <typename... Parts>
@@ -216,6 +217,7 @@ Tensor ReadExternalTensor(const onnx::TensorProto& proto, DataType type, Shape s
   if (ctx.external != nullptr) {
     auto given = ctx.external->initializers.find(proto.name());
     if (given != ctx.external->initializers.end()) {
+      if (ctx.external_used) ctx.external_used->insert(given->first);
       const Tensor& t = given->second;
       if (t.type() != type || t.shape() != shape || !t.memory_info().IsHostReadable())
         Fail(ErrorCode::kInvalidArgument, "model '", ctx.label, "': the external initializer given for ", what, " is ",
@@ -580,14 +582,19 @@ std::unique_ptr<Model> ConvertModel(onnx::ModelProto& proto, const LoadContext& 
 
 std::unique_ptr<Model> LoadModelFromBytes(const void* data, size_t size, const std::filesystem::path& base_dir,
                                           const std::string& label, const ExternalData& external) {
-  LoadContext ctx{label, base_dir, {}, &external};
+  LoadContext ctx{label, base_dir, {}, &external, std::make_shared<std::set<std::string>>()};
   if (size > static_cast<size_t>(INT_MAX))
     FailModel(ctx, "the model is ", size,
               " bytes; protobuf models must be under 2 GiB (store weights as external data)");
   onnx::ModelProto proto;
   if (!proto.ParseFromArray(data, static_cast<int>(size)))
     FailModel(ctx, "not a valid ONNX model (protobuf parsing failed)");
-  return ConvertModel(proto, ctx);
+  std::unique_ptr<Model> model = ConvertModel(proto, ctx);
+  for (const auto& [name, tensor] : external.initializers)
+    if (!ctx.external_used->contains(name))
+      Fail(ErrorCode::kInvalidArgument, "model '", label, "': the external initializer '", name,
+           "' given in the session options is not an initializer the model stores as external data");
+  return model;
 }
 
 namespace {

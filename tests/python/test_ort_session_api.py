@@ -527,6 +527,11 @@ def test_external_initializer_missing_or_mismatched_is_a_clear_error():
     with pytest.raises(Exception, match="Pads_not_on_disk"):
         onnxrt.InferenceSession(pad_with_external_pads(), sess_options=so, providers=["CPUExecutionProvider"])
     so = onnxrt.SessionOptions()
+    so.add_external_initializers(["Pads_not_on_disk", "no_such_initializer"],
+                                 [onnxrt.OrtValue.ortvalue_from_numpy(np.array([0, 0, 1, 1], np.int64))] * 2)
+    with pytest.raises(Exception, match="no_such_initializer"):
+        onnxrt.InferenceSession(pad_with_external_pads(), sess_options=so, providers=["CPUExecutionProvider"])
+    so = onnxrt.SessionOptions()
     short = np.array([0, 0, 1], dtype=np.int64).tobytes()
     so.add_external_initializers_from_files_in_memory(["Pads_not_on_disk.bin"], [short], [len(short)])
     with pytest.raises(Exception, match="exceeds"):

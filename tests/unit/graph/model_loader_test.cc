@@ -483,6 +483,14 @@ TEST_F(ExternalDataTest, ApplicationSuppliedTensorsAndFileContentsReplaceTheFile
     EXPECT_NE(std::string(e.what()).find("initializer 'v'"), std::string::npos) << e.what();
   }
   external.initializers["v"] = Tensor::FromVector<float>(Shape{1}, {7});
+  external.initializers["not_external"] = Tensor::FromVector<float>(Shape{1}, {7});
+  try {
+    LoadModelFromBytes(bytes.data(), bytes.size(), {}, "<memory>", external);
+    ADD_FAILURE() << "an unused external initializer was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("'not_external'"), std::string::npos) << e.what();
+  }
+  external.initializers.erase("not_external");
   external.files["absent.bin"] = std::make_shared<const std::string>("PAD!" + RawBytes<float>({1}));
   try {
     LoadModelFromBytes(bytes.data(), bytes.size(), {}, "<memory>", external);
