@@ -35,6 +35,7 @@ struct ModelMetadata {
 // Where each node runs, for logging, `tessera partition` and tests.
 struct PartitionEntry {
   std::string node_name, op_type, ep;  // ep "" for copy steps
+  std::string domain;                  // the node's operator domain ("" for ONNX's default domain)
   bool is_copy = false;
   std::string copy_from, copy_to;  // memory infos, for copy steps
 };

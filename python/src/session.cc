@@ -184,7 +184,7 @@ void BindSession(py::module_& m) {
       .def("partition", [](const PySession& s) {
         py::list out;
         for (const PartitionEntry& e : s.session->Partition())
-          out.append(py::make_tuple(e.node_name, e.op_type, e.ep, e.is_copy, e.copy_from, e.copy_to));
+          out.append(py::make_tuple(e.node_name, e.op_type, e.ep, e.is_copy, e.copy_from, e.copy_to, e.domain));
         return out;
       })
       .def("release_memory", [](PySession& s) {

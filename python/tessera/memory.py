@@ -89,16 +89,18 @@ class OrtMemoryInfo:
 class OrtArenaCfg:
     """Arena settings: `OrtArenaCfg(max_mem, arena_extend_strategy, initial_chunk_size_bytes,
     max_dead_bytes_per_chunk)` or `OrtArenaCfg({"max_mem": ..., ...})`; -1 (or a missing key) keeps a default.
-    arena_extend_strategy: 0 next power of two, 1 the size requested."""
+    arena_extend_strategy: 0 next power of two, 1 the size requested. initial_growth_chunk_size_bytes and
+    max_power_of_two_extend_bytes are kept for onnxruntime's code; Tessera's arena grows by its own rule."""
 
-    _KEYS = ("max_mem", "arena_extend_strategy", "initial_chunk_size_bytes", "max_dead_bytes_per_chunk")
+    _KEYS = ("max_mem", "arena_extend_strategy", "initial_chunk_size_bytes", "max_dead_bytes_per_chunk",
+             "initial_growth_chunk_size_bytes", "max_power_of_two_extend_bytes")
 
     def __init__(self, *args):
         if len(args) == 1 and isinstance(args[0], dict):
-            unknown = set(args[0]) - set(self._KEYS) - {"initial_growth_chunk_size_bytes", "max_power_of_two_extend_bytes"}
+            unknown = set(args[0]) - set(self._KEYS)
             if unknown:
                 raise ValueError(f"OrtArenaCfg: unknown keys {sorted(unknown)} (known: {', '.join(self._KEYS)})")
-            self.settings = {k: int(v) for k, v in args[0].items() if k in self._KEYS}
+            self.settings = {k: int(v) for k, v in args[0].items()}
         elif len(args) == 4:
             self.settings = dict(zip(self._KEYS, (int(a) for a in args)))
         else:

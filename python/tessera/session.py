@@ -217,14 +217,61 @@ class InferenceSession:
         """When profiling started, in nanoseconds since the epoch (0 when not profiling)."""
         return self._sess.profiling_start_time_ns()
 
+    def get_provider_graph_assignment_info(self):
+        """onnxruntime's record of which EP runs which nodes (session config entry
+        "session.record_ep_graph_assignment_info" = "1"): a list of subgraphs, each with `ep_name` and `get_nodes()`
+        (objects with `domain`, `op_type`, `name`), in execution order. Nodes of the CPU EP are one subgraph each, as
+        onnxruntime assigns them; consecutive nodes of another EP form one subgraph. The nodes are those the session
+        runs, after graph optimizations (fused nodes under their fused names)."""
+        try:
+            recorded = self._sess_options.get_session_config_entry("session.record_ep_graph_assignment_info")
+        except Exception:
+            recorded = ""
+        if recorded != "1":
+            raise _tessera.Fail("Session configuration entry 'session.record_ep_graph_assignment_info' must be set to "
+                                "\"1\" to query the EP graph assignment info")
+        subgraphs = []
+        for name, op_type, ep, is_copy, _, _, domain in self._sess.partition():
+            if is_copy:
+                continue
+            node = EpAssignedNode(domain, op_type, name)
+            if subgraphs and subgraphs[-1].ep_name == ep and ep != "CPUExecutionProvider":
+                subgraphs[-1]._nodes.append(node)
+            else:
+                subgraphs.append(EpAssignedSubgraph(ep, [node]))
+        return subgraphs
+
     # Tessera additions.
     def get_partition(self):
-        """(node, op type, EP, is_copy, copy_from, copy_to) for every plan step, in order."""
+        """(node, op type, EP, is_copy, copy_from, copy_to, domain) for every plan step, in order."""
         return self._sess.partition()
 
     def get_input_device(self, name):
         """The device an input is read from without a copy ("cpu", "cuda", "testing", ...)."""
         return self._sess.input_device_name(name)
+
+
+class EpAssignedNode:
+    """A node of InferenceSession.get_provider_graph_assignment_info()."""
+
+    def __init__(self, domain, op_type, name):
+        self.domain, self.op_type, self.name = domain, op_type, name
+
+    def __repr__(self):
+        return f"EpAssignedNode({self.domain}:{self.op_type}/{self.name})"
+
+
+class EpAssignedSubgraph:
+    """Nodes one EP runs (InferenceSession.get_provider_graph_assignment_info())."""
+
+    def __init__(self, ep_name, nodes):
+        self.ep_name, self._nodes = ep_name, nodes
+
+    def get_nodes(self):
+        return list(self._nodes)
+
+    def __repr__(self):
+        return f"EpAssignedSubgraph({self.ep_name}, {len(self._nodes)} nodes)"
 
 
 class IOBinding:

@@ -1027,6 +1027,7 @@ std::vector<PartitionEntry> Session::Partition() const {
     if (step.kind == PlanStep::Kind::kKernel) {
       e.node_name = step.node->name;
       e.op_type = step.node->op_type;
+      e.domain = step.node->domain;
       e.ep = step.ep->type();
     } else {
       e.is_copy = true;

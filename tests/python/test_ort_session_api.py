@@ -2,10 +2,22 @@
 License, Microsoft), one test here per test there, written for Tessera through the `onnxruntime` names it provides;
 the same inputs and expected values. The small models those tests load from ONNX Runtime's testdata (mul_1,
 matmul_1, matmul_2, logicaland, identity_string, identity_opt, sequence_*, abs_free_dimensions,
-model_with_external_initializer_come_from_user, identity_9799) are built here with the onnx package. Covered so far:
-the file's first 69 tests (through test_shared_allocator_using_create_and_register_allocator), 55 of them here (one,
-gh issue 9799, runs only where CUDA is; a few more check their CUDA half only where CUDA is). Not here, with the
-reason:
+model_with_external_initializer_come_from_user, identity_9799, add_mul_add) are built here with the onnx package.
+Covered: the file's first 69 tests (through test_shared_allocator_using_create_and_register_allocator), 55 of them
+here, and after them test_memory_arena_shrinkage, test_check_and_normalize_provider_args, test_create_allocator,
+test_get_graph_provider_assignment_info(_not_enabled) (one, gh issue 9799, runs only where CUDA is; a few more check
+their CUDA half only where CUDA is). Not here, with the reason:
+- The WebGPU cases (test_webgpu_*) need onnxruntime's WebGPU EP; the cases around them test onnxruntime's private
+  Python members for WebGPU graph capture (test_session_scoped_cpu_ortvalue, test_is_webgpu_buffer_is_read_only,
+  test_device_ortvalue_provenance_rules, test_ortvalue_ownership_allows_matching_webgpu_context,
+  test_foreign_webgpu_context_predicate, test_webgpu_context_id_reports_default_for_cpu_session,
+  test_graph_annotation_id_run_option, test_reset_session_releases_captured_graphs,
+  test_run_with_ortvaluevector_is_gated_only_on_capture).
+- test_multiple_devices: two CUDA GPUs and mnist.onnx (Tessera's two-GPU cases are tests/cuda/cuda_multi_gpu_test.cc).
+- The LoRA adapter cases (test_adater_export_read, test_adapter_read_modify_export, test_adapter_parameters_keep_alive,
+  test_adapter_export_rejects_string_tensors, test_run_with_adapter, test_run_base_model): onnxruntime's
+  AdapterFormat / LoraAdapter is not implemented (and the lora testdata model is not described in the file).
+- test_tree_ensemble_logistic: the ai.onnx.ml TreeEnsembleClassifier op has no kernel.
 - test_tvm_imported: the TVM EP only.
 - test_model_serialization and its four external-initializer variants: writing the optimized model
   (SessionOptions.optimized_model_filepath) is accepted but not implemented.
@@ -788,3 +800,99 @@ def test_shared_allocator_using_create_and_register_allocator():
         so3.add_session_config_entry("session.use_env_allocators", "1")
         sess3 = onnxrt.InferenceSession(mul_1(), sess_options=so3, providers=onnxrt.get_available_providers())
         assert np.array_equal(sess3.run(["Y"], {"X": MUL_INPUT})[0], MUL_EXPECTED)
+
+
+def test_memory_arena_shrinkage():
+    sess1 = onnxrt.InferenceSession(mul_1(), providers=["CPUExecutionProvider"])
+    input_name = sess1.get_inputs()[0].name
+    ro1 = onnxrt.RunOptions()
+    ro1.add_run_config_entry("memory.enable_memory_arena_shrinkage", "cpu:0")
+    assert ro1.get_run_config_entry("memory.enable_memory_arena_shrinkage") == "cpu:0"
+    sess1.run([], {input_name: MUL_INPUT}, ro1)
+    available_providers = onnxrt.get_available_providers()
+    if "CUDAExecutionProvider" in available_providers:
+        sess2 = onnxrt.InferenceSession(mul_1(), providers=available_providers)
+        ro2 = onnxrt.RunOptions()
+        ro2.add_run_config_entry("memory.enable_memory_arena_shrinkage", "cpu:0;gpu:0")
+        assert ro2.get_run_config_entry("memory.enable_memory_arena_shrinkage") == "cpu:0;gpu:0"
+        sess2.run([], {sess2.get_inputs()[0].name: MUL_INPUT}, ro2)
+
+
+def test_check_and_normalize_provider_args():
+    from tessera.capi.onnxruntime_inference_collection import check_and_normalize_provider_args
+
+    valid_providers = ["a", "b", "c"]
+
+    def check_success(providers, provider_options, expected_providers, expected_provider_options):
+        actual_providers, actual_provider_options = check_and_normalize_provider_args(
+            providers, provider_options, valid_providers)
+        assert actual_providers == expected_providers
+        assert actual_provider_options == expected_provider_options
+
+    check_success(None, None, [], [])
+    check_success(["a"], None, ["a"], [{}])
+    check_success(["a", "b"], None, ["a", "b"], [{}, {}])
+    check_success([("a", {1: 2}), "b"], None, ["a", "b"], [{"1": "2"}, {}])
+    check_success(["a", "b"], [{1: 2}, {}], ["a", "b"], [{"1": "2"}, {}])
+    with pytest.warns(UserWarning):
+        check_success(["a", "b", "a"], [{"x": 1}, {}, {"y": 2}], ["a", "b"], [{"x": "1"}, {}])
+
+    def check_failure(providers, provider_options):
+        with pytest.raises(ValueError):
+            check_and_normalize_provider_args(providers, provider_options, valid_providers)
+
+    check_failure(3, None)                       # providers not a sequence
+    check_failure([3], None)                     # providers value invalid
+    check_failure(["a"], 3)                      # provider_options not a sequence
+    check_failure(["a"], ["not dict"])           # provider_options value invalid
+    check_failure(["a", "b"], [{1: 2}])          # length mismatch
+    check_failure([("a", {1: 2})], [{3: 4}])     # options given twice
+
+
+def test_create_allocator():
+    def verify_allocator(allocator, expected_config):
+        for key, val in expected_config.items():
+            assert getattr(allocator, key) == val, key
+
+    verify_allocator(onnxrt.OrtArenaCfg(8, 0, 4, 2), {"max_mem": 8, "arena_extend_strategy": 0,
+                                                     "initial_chunk_size_bytes": 4, "max_dead_bytes_per_chunk": 2})
+    expected_kvp_allocator = {"max_mem": 16, "arena_extend_strategy": 1, "initial_chunk_size_bytes": 8,
+                              "max_dead_bytes_per_chunk": 4, "initial_growth_chunk_size_bytes": 2}
+    verify_allocator(onnxrt.OrtArenaCfg(expected_kvp_allocator), expected_kvp_allocator)
+    expected_kvp_allocator = {"max_mem": 32, "arena_extend_strategy": 11, "initial_chunk_size_bytes": 18,
+                              "max_dead_bytes_per_chunk": 14, "initial_growth_chunk_size_bytes": 12,
+                              "max_power_of_two_extend_bytes": 17}
+    verify_allocator(onnxrt.OrtArenaCfg(expected_kvp_allocator), expected_kvp_allocator)
+
+
+def add_mul_add():
+    """(A + B) * C + D with nodes add_0, mul_0, add_1 (onnxruntime's testdata add_mul_add.onnx)."""
+    vi = [helper.make_tensor_value_info(n, TensorProto.FLOAT, [2]) for n in "ABCD"]
+    return _model([helper.make_node("Add", ["A", "B"], ["s"], name="add_0"),
+                   helper.make_node("Mul", ["s", "C"], ["p"], name="mul_0"),
+                   helper.make_node("Add", ["p", "D"], ["Y"], name="add_1")],
+                  vi, [helper.make_tensor_value_info("Y", TensorProto.FLOAT, [2])])
+
+
+def test_get_graph_provider_assignment_info():
+    session_options = onnxrt.SessionOptions()
+    session_options.add_session_config_entry("session.record_ep_graph_assignment_info", "1")
+    session = onnxrt.InferenceSession(add_mul_add(), sess_options=session_options)
+    ep_subgraphs = session.get_provider_graph_assignment_info()
+    assert len(ep_subgraphs) == 3
+    for ep_subgraph in ep_subgraphs:
+        assert ep_subgraph.ep_name == "CPUExecutionProvider"
+        assert len(ep_subgraph.get_nodes()) == 1
+    node_ids = [f"{n.domain}:{n.op_type}/{n.name}" for s in ep_subgraphs for n in s.get_nodes()]
+    assert len(node_ids) == 3
+    assert ":Add/add_0" in node_ids
+    assert ":Add/add_1" in node_ids
+    assert ":Mul/mul_0" in node_ids
+
+
+def test_get_graph_provider_assignment_info_not_enabled():
+    session = onnxrt.InferenceSession(add_mul_add())
+    with pytest.raises(onnxrt.Fail) as context:
+        session.get_provider_graph_assignment_info()
+    assert "Session configuration entry 'session.record_ep_graph_assignment_info' must be set to \"1\"" in str(
+        context.value)
