@@ -43,9 +43,11 @@ std::optional<std::vector<int64_t>> StaticDims(const Graph& graph, const std::st
 // where they are in memory and the Transpose is a Reshape.
 bool MovesOnlyUnitAxes(const std::vector<int64_t>& perm, const std::vector<int64_t>& dims) {
   if (perm.size() != dims.size()) return false;
+  std::vector<bool> seen(perm.size(), false);  // an invalid perm stays a Transpose, whose kernel reports it
   int64_t last = -1;
   for (int64_t axis : perm) {
-    if (axis < 0 || axis >= static_cast<int64_t>(dims.size()) || dims[axis] == 0) return false;
+    if (axis < 0 || axis >= static_cast<int64_t>(dims.size()) || seen[axis] || dims[axis] == 0) return false;
+    seen[axis] = true;
     if (dims[axis] == 1) continue;
     if (axis < last) return false;
     last = axis;
