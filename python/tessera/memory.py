@@ -5,22 +5,13 @@ sessions share one arena.
 """
 
 from . import _tessera
-from .capi._pybind_state import OrtDevice  # noqa: F401 (onnxruntime exports it at the top level too)
+from .capi._pybind_state import OrtDevice, OrtMemType  # noqa: F401 (onnxruntime exports both at the top level too)
 
 
 class OrtAllocatorType:
     ORT_INVALID = -1
     ORT_DEVICE_ALLOCATOR = 0
     ORT_ARENA_ALLOCATOR = 1
-
-
-class OrtMemType:
-    """Where an EP's kernel argument lives: CPU_INPUT / CPU_OUTPUT (host memory a device EP reads or writes) or
-    DEFAULT (the device's own)."""
-    CPU_INPUT = -2
-    CPU_OUTPUT = -1
-    CPU = -1
-    DEFAULT = 0
 
 
 class OrtMemoryInfoDeviceType:
@@ -60,6 +51,7 @@ class OrtMemoryInfo:
             vendor_id = OrtDeviceVendorId.NVIDIA if name.lower().startswith("cuda") else OrtDeviceVendorId.NONE
         self.device_vendor_id = vendor_id
         self.alignment = alignment
+        self._device_type = None  # an OrtMemoryInfoDeviceType when made by create_v2
 
     @staticmethod
     def create_v2(name, device_type, vendor_id, device_id, mem_type, alignment, allocator_type):
@@ -75,9 +67,9 @@ class OrtMemoryInfo:
         host_accessible = name.endswith("pinned") or self.device_mem_type == _tessera.OrtDeviceMemoryType.HOST_ACCESSIBLE
         if name.endswith("pinned"):
             name = name[: -len("pinned")].rstrip("_")
-        if getattr(self, "_device_type", None) == OrtMemoryInfoDeviceType.CPU or name == "cpu":
+        if self._device_type == OrtMemoryInfoDeviceType.CPU or name == "cpu":
             return "cpu", False
-        if name in ("gpu", "cuda") or getattr(self, "_device_type", None) == OrtMemoryInfoDeviceType.GPU:
+        if name in ("gpu", "cuda") or self._device_type == OrtMemoryInfoDeviceType.GPU:
             return "cuda", host_accessible
         return name, host_accessible
 

@@ -19,7 +19,15 @@ from .._tessera import (  # noqa: F401
     is_dlpack_uint8_tensor,
 )
 from .. import _tessera
-from .._tessera import OrtDeviceMemoryType as OrtMemType  # noqa: F401
+
+
+class OrtMemType:
+    """Where an EP's kernel argument lives: CPU_INPUT / CPU_OUTPUT (host memory a device EP reads or writes) or
+    DEFAULT (the device's own), as onnxruntime's OrtMemType (`tessera.OrtMemType` is this class)."""
+    CPU_INPUT = -2
+    CPU_OUTPUT = -1
+    CPU = -1
+    DEFAULT = 0
 
 
 class OrtDevice:
