@@ -108,6 +108,13 @@ struct RunOptions {
   // naming the limit: checked before every step and every Loop/Scan iteration (a kernel already running finishes
   // first; on a device, work already queued completes). The session stays usable.
   int64_t timeout_ms = 0;
+  // The caller's stream (nullptr: none), for chaining the application's own device work with runs without the host
+  // waiting: the run's device work starts after everything queued on `stream` before Run, and work queued on
+  // `stream` after Run returns starts after the run's device work, its output copies included. The ordering is done
+  // with events on the device for the run's streams of the same kind of device as `stream` (device type and
+  // vendor); streams of other devices are ordered by host waits. Works with synchronize = false (Run returns once
+  // the work is queued) and with Run(feeds). See docs/PIPELINES.md.
+  Stream* stream = nullptr;
   std::map<std::string, std::string> config;
 
   RunOptions() = default;
@@ -117,6 +124,7 @@ struct RunOptions {
         synchronize(o.synchronize),
         terminate(o.terminate.load()),
         timeout_ms(o.timeout_ms),
+        stream(o.stream),
         config(o.config) {}
 };
 

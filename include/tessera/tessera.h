@@ -14,4 +14,5 @@
 #include "tessera/status.h"
 #include "tessera/stream.h"
 #include "tessera/tensor.h"
+#include "tessera/tile_pipeline.h"
 #include "tessera/value.h"

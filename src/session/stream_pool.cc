@@ -24,6 +24,41 @@ void StreamPool::Set::Synchronize() const {
   for (Stream* s : all()) s->Synchronize();
 }
 
+namespace {
+
+// Whether events of `a`'s EP can order work on `b`: the same kind of device from the same vendor.
+bool SameDeviceKind(const Stream& a, const Stream& b) {
+  return a.memory_info().device_type == b.memory_info().device_type &&
+         a.memory_info().vendor_id == b.memory_info().vendor_id;
+}
+
+}  // namespace
+
+void StreamPool::Set::WaitFor(Stream& caller) const {
+  std::unique_ptr<Event> queued = caller.CreateEvent();
+  queued->Record(caller);
+  bool on_device = false, on_host = false;  // a set without streams runs on the host: it waits there
+  for (Stream* s : all()) {
+    const bool same = SameDeviceKind(caller, *s);
+    if (same) queued->Wait(*s);
+    on_device = on_device || same;
+    on_host = on_host || !same;
+  }
+  if (on_host || !on_device) queued->Synchronize();
+}
+
+void StreamPool::Set::SignalTo(Stream& caller) const {
+  for (Stream* s : all()) {
+    if (!SameDeviceKind(caller, *s)) {
+      s->Synchronize();
+      continue;
+    }
+    std::unique_ptr<Event> done = s->CreateEvent();
+    done->Record(*s);
+    done->Wait(caller);
+  }
+}
+
 StreamPool::Lease::~Lease() {
   if (pool_ == nullptr) return;
   std::lock_guard<std::mutex> lock(pool_->mutex_);

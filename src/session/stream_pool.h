@@ -43,6 +43,11 @@ class StreamPool {
     // Every stream of the set.
     std::vector<Stream*> all() const;
     void Synchronize() const;
+    // RunOptions::stream: the set's streams wait for the work queued on `caller` so far (before a run queues any)...
+    void WaitFor(Stream& caller) const;
+    // ...and `caller` waits for the work queued on the set's streams so far (after the run queued all of its work).
+    // On the device for streams of the caller's device type and vendor, by host waits for the others.
+    void SignalTo(Stream& caller) const;
   };
 
   // A set held by one run; gives it back when destroyed.

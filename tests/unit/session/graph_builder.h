@@ -3,6 +3,7 @@
 
 #include <onnx/onnx_pb.h>  // defines ONNX_API, then includes onnx-ml.pb.h
 
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -39,6 +40,21 @@ class GraphBuilder {
     for (const auto& o : outputs) n->add_output(o);
     return *this;
   }
+  // Attributes of the node added last.
+  GraphBuilder& IntsAttribute(const std::string& name, const std::vector<int64_t>& values) {
+    auto* a = LastNode()->add_attribute();
+    a->set_name(name);
+    a->set_type(onnx::AttributeProto::INTS);
+    for (int64_t v : values) a->add_ints(v);
+    return *this;
+  }
+  GraphBuilder& StringAttribute(const std::string& name, const std::string& value) {
+    auto* a = LastNode()->add_attribute();
+    a->set_name(name);
+    a->set_type(onnx::AttributeProto::STRING);
+    a->set_s(value);
+    return *this;
+  }
   GraphBuilder& FloatInitializer(const std::string& name, const std::vector<int64_t>& dims,
                                  const std::vector<float>& values) {
     auto* t = model_.mutable_graph()->add_initializer();
@@ -60,6 +76,11 @@ class GraphBuilder {
   std::string Serialize() const { return model_.SerializeAsString(); }
 
  private:
+  onnx::NodeProto* LastNode() {
+    auto* nodes = model_.mutable_graph()->mutable_node();
+    if (nodes->empty()) throw std::logic_error("GraphBuilder: an attribute needs a node");
+    return nodes->Mutable(nodes->size() - 1);
+  }
   static void AddValueInfo(onnx::ValueInfoProto* v, const std::string& name, const std::vector<int64_t>& dims, int elem) {
     v->set_name(name);
     auto* tt = v->mutable_type()->mutable_tensor_type();
