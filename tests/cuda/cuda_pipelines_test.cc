@@ -1,0 +1,130 @@
+// Device pipelines on the CUDA EP: runs ordered with the application's own stream (RunOptions::stream) without host
+// waits, and TilePipeline's ring on real streams.
+#include <cuda_runtime_api.h>
+
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <thread>
+
+#include "cuda/cuda_test_util.h"
+#include "unit/session/graph_builder.h"
+
+namespace tessera::test {
+namespace {
+
+using CudaPipelinesTest = CudaTest;
+
+std::vector<float> Pseudo(size_t n, uint32_t seed) {
+  std::vector<float> v(n);
+  for (size_t i = 0; i < n; ++i) {
+    seed = seed * 1664525u + 1013904223u;
+    v[i] = static_cast<float>(seed >> 8) / static_cast<float>(1 << 24) - 0.5f;
+  }
+  return v;
+}
+
+// Two padded 3x3 convolutions (receptive-field radius 2), 3 channels in and out.
+std::string ConvModel(const std::vector<int64_t>& dims = {1, 3, -1, -1}) {
+  return GraphBuilder()
+      .Input("x", dims)
+      .FloatInitializer("w1", {8, 3, 3, 3}, Pseudo(216, 3))
+      .FloatInitializer("w2", {3, 8, 3, 3}, Pseudo(216, 4))
+      .Node("Conv", {"x", "w1"}, {"h"})
+      .IntsAttribute("pads", {1, 1, 1, 1})
+      .Node("Relu", {"h"}, {"r"})
+      .Node("Conv", {"r", "w2"}, {"y"})
+      .IntsAttribute("pads", {1, 1, 1, 1})
+      .Output("y")
+      .Serialize();
+}
+
+float MaxDifference(const Tensor& a, const Tensor& b) {
+  EXPECT_EQ(a.shape(), b.shape());
+  float worst = 0;
+  for (int64_t i = 0; i < a.NumElements() && i < b.NumElements(); ++i)
+    worst = std::max(worst, std::fabs(a.Data<float>()[i] - b.Data<float>()[i]));
+  return worst;
+}
+
+// A stand-in for a long kernel of the application: a host function that blocks the stream for `ms`.
+struct Blocker {
+  std::atomic<bool> done{false};
+  int ms = 0;
+  static void CUDART_CB Run(void* self) {
+    auto* b = static_cast<Blocker*>(self);
+    std::this_thread::sleep_for(std::chrono::milliseconds(b->ms));
+    b->done = true;
+  }
+};
+
+// Application work before and after a run on one stream: the host returns from Run before the preceding "kernel"
+// has finished, and the application's download queued after the run sees the run's output.
+TEST_F(CudaPipelinesTest, RunOnTheApplicationsStreamDoesNotWaitOnTheHost) {
+  Session session = MakeSession(ConvModel(), OptionsFor("cuda"), TestEnv());
+  std::unique_ptr<Stream> app = TestEnv().CreateStream(CudaDevice());
+  auto stream = static_cast<cudaStream_t>(app->native_handle());
+  const Tensor fresh = Tensor::FromVector<float>({1, 3, 40, 56}, Pseudo(3 * 40 * 56, 9));
+  const Tensor expected = session.Run({{"x", Value(fresh)}})[0].tensor();
+  Tensor x = Tensor::Allocate(DataType::kFloat, fresh.shape(), CudaDeviceAllocator());
+  Tensor y = Tensor::Allocate(DataType::kFloat, expected.shape(), CudaDeviceAllocator());
+  Tensor result = Tensor::Allocate(DataType::kFloat, expected.shape(), CudaPinnedAllocator());
+  IoBinding binding = session.CreateIoBinding();
+  binding.BindInput("x", x);
+  binding.BindOutput("y", y);
+  RunOptions options;
+  options.stream = app.get();
+  options.synchronize = false;
+  for (int round = 0; round < 3; ++round) {  // eager first, then automatic graph replays
+    cudaMemsetAsync(y.raw_data(), 0, y.SizeInBytes(), stream);
+    Blocker blocker;
+    blocker.ms = 300;
+    ASSERT_EQ(cudaLaunchHostFunc(stream, &Blocker::Run, &blocker), cudaSuccess);
+    TestEnv().CopyTensors({&fresh, 1}, {&x, 1}, app.get());  // pre-processing: the input written on the stream
+    session.Run(binding, options);
+    EXPECT_FALSE(blocker.done.load()) << "round " << round << ": Run waited for the application's stream";
+    TestEnv().CopyTensors({&y, 1}, {&result, 1}, app.get());  // post-processing: read on the same stream
+    EXPECT_FALSE(blocker.done.load()) << "round " << round;
+    ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
+    EXPECT_TRUE(blocker.done.load());
+    EXPECT_LT(MaxDifference(result, expected), 1e-5f) << "round " << round;
+  }
+}
+
+TEST_F(CudaPipelinesTest, TilePipelineRingMatchesOneRun) {
+  Session session = MakeSession(ConvModel(), OptionsFor("cuda"), TestEnv());
+  const Tensor image = Tensor::FromVector<float>({1, 3, 300, 410}, Pseudo(3 * 300 * 410, 5));
+  const Tensor expected = session.Run({{"x", Value(image)}})[0].tensor();
+  for (bool sequential : {false, true}) {
+    TilePipelineOptions o;
+    o.tile_height = o.tile_width = 96;
+    o.halo = 2;
+    o.ring_depth = 3;
+    o.sequential = sequential;
+    TilePipeline pipeline(TestEnv(), session, o);
+    for (int repeat = 0; repeat < 2; ++repeat) {
+      const Tensor tiled = pipeline.Run(image);
+      EXPECT_LT(MaxDifference(tiled, expected), 1e-4f) << "sequential " << sequential;
+    }
+    EXPECT_TRUE(pipeline.stats().on_device);
+    EXPECT_EQ(pipeline.stats().tiles, 4 * 5);
+  }
+}
+
+// A fixed-shape model: every tile has the same window, so the session replays one automatic CUDA graph per tile.
+TEST_F(CudaPipelinesTest, FixedShapeTilesReplayOneGraph) {
+  Session session = MakeSession(ConvModel({1, 3, 100, 100}), OptionsFor("cuda"), TestEnv());
+  Session whole = MakeSession(ConvModel(), OptionsFor("cuda"), TestEnv());
+  const Tensor image = Tensor::FromVector<float>({1, 3, 250, 333}, Pseudo(3 * 250 * 333, 6));
+  TilePipelineOptions o;
+  o.tile_height = o.tile_width = 92;
+  o.halo = 4;
+  TilePipeline pipeline(TestEnv(), session, o);
+  const Tensor tiled = pipeline.Run(image);
+  EXPECT_LT(MaxDifference(tiled, whole.Run({{"x", Value(image)}})[0].tensor()), 1e-4f);
+  ASSERT_EQ(session.GraphStatus().rfind("automatic", 0), 0u) << session.GraphStatus();
+  EXPECT_GE(session.AutomaticGraphReplays(), static_cast<size_t>(pipeline.stats().tiles) - 2) << session.GraphStatus();
+}
+
+}  // namespace
+}  // namespace tessera::test
