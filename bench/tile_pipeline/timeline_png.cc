@@ -151,7 +151,7 @@ std::vector<uint8_t> Png(const Image& image) {
 
 void WriteTimelinePng(const std::string& path, const std::vector<TileTraceSpan>& spans, const std::string& title,
                       int width) {
-  const std::vector<std::string> tracks = {"host", "upload", "compute", "download"};
+  const std::vector<std::string> tracks = {"host", "upload", "compute", "download", "blend"};
   const int left = 80, right = 20, top = 30, row = 36, gap = 8;
   const int height = top + static_cast<int>(tracks.size()) * (row + gap) + 30;
   Image image(width, height);
@@ -171,8 +171,8 @@ void WriteTimelinePng(const std::string& path, const std::vector<TileTraceSpan>&
       const int x1 = std::max(x0 + 1, left + static_cast<int>(s.end_us * px_per_us));
       const bool waiting = s.name == "wait";
       const auto color = waiting ? std::array<uint8_t, 3>{200, 200, 200} : palette[static_cast<size_t>(s.tile) % 6];
-      const int inset = s.track == "host" && s.name == "blend" ? row / 2 : 0;  // host: staging top, blending bottom
-      image.Fill(x0, y + inset + 2, x1, y + (s.track == "host" && s.name == "stage" ? row / 2 : row) - 2, color);
+      const int inset = waiting ? row / 3 : 2;  // waits: a thin grey bar
+      image.Fill(x0, y + inset, x1, y + row - inset, color);
     }
   }
   // Scale: a tick per step of 1, 2, 5 x 10^k ms, about 10 of them.

@@ -1,4 +1,5 @@
-// A PNG picture of a TilePipeline trace: one row per track (host, upload, compute, download), one bar per span,
+// A PNG picture of a TilePipeline trace: one row per track (host, upload, compute, download,
+// blend), one bar per span,
 // colored by tile, with a millisecond scale. Self-contained (stored deflate blocks, no zlib).
 #pragma once
 

@@ -25,9 +25,10 @@
 // a host-accessible (pinned) input buffer, a device input, a device output and a pinned output buffer. Tile t uses
 // slot t % ring_depth: the host copies its window into the slot's pinned input, the upload stream copies that to
 // the device, the compute stream waits for the upload (an event) and runs the model (RunOptions::stream, no host
-// wait), the download stream waits for the run and copies the output back. The host waits only before reusing a
-// slot, for that slot's previous download, and then blends that tile into the output while the device works on the
-// tiles behind it. Sessions without device streams (the CPU EP) run the tiles one after another.
+// wait), the download stream waits for the run and copies the output back. A blending thread waits for each
+// download in turn and blends that tile into the output while the issuing thread stages the next tiles and the
+// device works on them; the issuing thread waits only before reusing a slot, until its tile has been blended.
+// Sessions without device streams (the CPU EP) run the tiles one after another.
 //
 // Not thread-safe: one Run at a time per pipeline. The session must outlive the pipeline; other threads may use the
 // session meanwhile. Device buffers are allocated on the first Run and kept while the window shape stays the same.
@@ -60,8 +61,8 @@ struct TilePipelineOptions {
   int64_t halo = 0;                             // context added on each side of a core, in input pixels
   int ring_depth = 3;                           // tiles in flight (>= 1)
   TileBlend blend = TileBlend::kCrop;
-  // Host threads that copy windows into the staging buffers and blend outputs (0: one per core). Host copies run
-  // at 5-10 GB/s per thread against ~45 GB/s over PCIe: a single thread would bound the pipeline.
+  // Threads that copy windows into the staging buffers, and as many that blend outputs (0: one per core). Host
+  // copies run at 5-10 GB/s per thread against ~45 GB/s over PCIe: a single thread would bound the pipeline.
   int host_threads = 4;
   // Other model inputs, the same for every tile (bound once; host or device values).
   std::vector<std::pair<std::string, Value>> constant_inputs;
@@ -69,8 +70,8 @@ struct TilePipelineOptions {
   // download before the next step (the same buffers and streams, no overlap).
   bool sequential = false;
   TileStages stages = TileStages::kAll;
-  // A Chrome trace (chrome://tracing, Perfetto) of the last Run: one track for the host (staging, waits, blending)
-  // and one per stream (upload, compute, download), device spans measured by polling the events of each step from a
+  // A Chrome trace (chrome://tracing, Perfetto) of the last Run: one track for the issuing thread (staging, waits),
+  // one per stream (upload, compute, download) and one for the blending thread (waits, blending), device spans measured by polling the events of each step from a
   // tracing thread (about a microsecond of resolution; it costs a CPU core while the run lasts). "" = off.
   std::string trace_file;
 };
@@ -83,11 +84,11 @@ struct TileRunStats {
   double seconds = 0;         // the whole Run
   double stage_seconds = 0;   // host: copying windows into the pinned buffers
   double blend_seconds = 0;   // host: copying / blending outputs into the result
-  double wait_seconds = 0;    // host: waiting for a slot to come back
+  double wait_seconds = 0;    // host: the issuing thread waiting for a slot to be free (sequential: for each step)
   bool on_device = false;     // false: the session has no device streams and tiles ran on the host one by one
 };
 
-// One span of the trace: a step of one tile on one track ("host", "upload", "compute", "download").
+// One span of the trace: a step of one tile on one track ("host", "upload", "compute", "download", "blend").
 struct TileTraceSpan {
   std::string track, name;
   int64_t tile = 0;

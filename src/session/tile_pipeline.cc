@@ -3,6 +3,9 @@
 
 #include <algorithm>
 #include <atomic>
+#include <condition_variable>
+#include <deque>
+#include <functional>
 #include <cstring>
 #include <fstream>
 #include <map>
@@ -56,6 +59,75 @@ float Ramp(int64_t q, int64_t length, int64_t ramp) {
   return edge >= ramp ? 1.0f : static_cast<float>(edge) / static_cast<float>(ramp);
 }
 
+// Blends finished tiles on a thread of its own, in the order they were pushed, and tells the issuing thread when a
+// ring slot is free again. The first error a blend throws is rethrown by WaitFree or Finish.
+class Blender {
+ public:
+  Blender(size_t slots, std::function<void(int64_t tile, size_t slot)> work)
+      : work_(std::move(work)), busy_(slots, false) {
+    thread_ = std::thread([this] { Loop(); });
+  }
+  ~Blender() {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      stop_ = true;
+    }
+    changed_.notify_all();
+    thread_.join();
+  }
+  // Tile `tile` in `slot` has its download queued; the slot is busy until it is blended.
+  void Push(int64_t tile, size_t slot) {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      busy_[slot] = true;
+      queue_.push_back({tile, slot});
+    }
+    changed_.notify_all();
+  }
+  void WaitFree(size_t slot) {
+    std::unique_lock<std::mutex> lock(mutex_);
+    changed_.wait(lock, [&] { return !busy_[slot] || error_; });
+    if (error_) std::rethrow_exception(error_);
+  }
+  void Finish() {
+    std::unique_lock<std::mutex> lock(mutex_);
+    changed_.wait(lock, [&] { return queue_.empty() || error_; });
+    if (error_) std::rethrow_exception(error_);
+  }
+
+ private:
+  void Loop() {
+    std::unique_lock<std::mutex> lock(mutex_);
+    while (true) {
+      changed_.wait(lock, [&] { return stop_ || !queue_.empty(); });
+      if (queue_.empty() || error_) return;
+      const auto [tile, slot] = queue_.front();
+      lock.unlock();
+      std::exception_ptr error;
+      try {
+        work_(tile, slot);
+      } catch (...) {
+        error = std::current_exception();
+      }
+      lock.lock();
+      queue_.pop_front();
+      busy_[slot] = false;
+      if (error && !error_) error_ = error;
+      changed_.notify_all();
+      if (error_) return;
+    }
+  }
+
+  std::function<void(int64_t, size_t)> work_;
+  std::mutex mutex_;
+  std::condition_variable changed_;
+  std::deque<std::pair<int64_t, size_t>> queue_;
+  std::vector<bool> busy_;
+  std::exception_ptr error_;
+  bool stop_ = false;
+  std::thread thread_;
+};
+
 // Event-polling tracer: device spans of each step, reconstructed from when their events complete.
 class Tracer {
  public:
@@ -73,9 +145,10 @@ class Tracer {
     steps_.push_back({track, name, tile, Now(), after, std::move(done), -1.0});
     return static_cast<int>(steps_.size()) - 1;
   }
-  void Host(const std::string& name, int64_t tile, double start, double end) {
+  // A span of host work on `track` ("host": the thread issuing tiles, "blend": the blending thread).
+  void Host(const std::string& track, const std::string& name, int64_t tile, double start, double end) {
     std::lock_guard<std::mutex> lock(mutex_);
-    host_.push_back({"host", name, tile, start, end});
+    host_.push_back({track, name, tile, start, end});
   }
 
   // Waits until every step has been seen complete, then builds the spans.
@@ -103,18 +176,29 @@ class Tracer {
     double completed;
   };
 
+  // Checks the open steps' events every few microseconds (not in a tight loop: queries take the driver's locks,
+  // which the issuing thread needs too). Steps are appended only; the vector is read under the lock.
   void Poll() {
     size_t first_open = 0;
+    std::vector<std::pair<size_t, Event*>> open;
     while (true) {
-      bool stopping = stop_.load();
+      const bool stopping = stop_.load();
+      open.clear();
       {
         std::lock_guard<std::mutex> lock(mutex_);
         for (size_t i = first_open; i < steps_.size(); ++i)
-          if (steps_[i].completed < 0 && steps_[i].done->Query()) steps_[i].completed = Now();
+          if (steps_[i].completed < 0) open.push_back({i, steps_[i].done.get()});
+      }
+      std::vector<std::pair<size_t, double>> reached;
+      for (const auto& [i, event] : open)
+        if (event->Query()) reached.push_back({i, Now()});
+      {
+        std::lock_guard<std::mutex> lock(mutex_);
+        for (const auto& [i, when] : reached) steps_[i].completed = when;
         while (first_open < steps_.size() && steps_[first_open].completed >= 0) ++first_open;
         if (stopping && first_open == steps_.size()) return;
       }
-      std::this_thread::yield();
+      std::this_thread::sleep_for(std::chrono::microseconds(20));
     }
   }
   void Stop() {
@@ -134,7 +218,7 @@ class Tracer {
 void WriteChromeTrace(const std::string& path, const std::vector<TileTraceSpan>& spans) {
   std::ofstream out(path);
   if (!out) Fail(ErrorCode::kIo, "TilePipeline: cannot write the trace '", path, "'");
-  const std::vector<std::string> tracks = {"host", "upload", "compute", "download"};
+  const std::vector<std::string> tracks = {"host", "upload", "compute", "download", "blend"};
   out << "{\"traceEvents\":[\n";
   for (size_t t = 0; t < tracks.size(); ++t)
     out << "{\"ph\":\"M\",\"pid\":1,\"tid\":" << t << ",\"name\":\"thread_name\",\"args\":{\"name\":\"" << tracks[t]
@@ -403,7 +487,7 @@ void TilePipeline::Run(const Tensor& image, Tensor& output) {
   }
   const int64_t ramp_y = std::max<int64_t>(1, std::min(2 * o.halo * sy.out / sy.in, oh));
   const int64_t ramp_x = std::max<int64_t>(1, std::min(2 * o.halo * sx.out / sx.in, ow));
-  const auto blend = [&](int64_t index, const Tensor& tile_out) {
+  const auto blend = [&](int64_t index, const Tensor& tile_out, const char* track) {
     const Clock::time_point t0 = Clock::now();
     const double trace_start = tracer ? tracer->Now() : 0;
     const TileEdges& e = tiles[static_cast<size_t>(index)];
@@ -435,14 +519,14 @@ void TilePipeline::Run(const Tensor& image, Tensor& output) {
       });
     }
     stats_.blend_seconds += seconds_since(t0);
-    if (tracer) tracer->Host("blend", index, trace_start, tracer->Now());
+    if (tracer) tracer->Host(track, "blend", index, trace_start, tracer->Now());
   };
   const auto stage = [&](int64_t index, Tensor& window) {
     const Clock::time_point t0 = Clock::now();
     const double trace_start = tracer ? tracer->Now() : 0;
     m.CopyWindow(image, tiles[static_cast<size_t>(index)].in_y, tiles[static_cast<size_t>(index)].in_x, window);
     stats_.stage_seconds += seconds_since(t0);
-    if (tracer) tracer->Host("stage", index, trace_start, tracer->Now());
+    if (tracer) tracer->Host("host", "stage", index, trace_start, tracer->Now());
   };
 
   const int64_t count = static_cast<int64_t>(tiles.size());
@@ -456,14 +540,14 @@ void TilePipeline::Run(const Tensor& image, Tensor& output) {
       std::vector<std::pair<std::string, Value>> feeds = o.constant_inputs;
       feeds.push_back({m.input, Value(window)});
       if (o.stages == TileStages::kCopiesOnly) {
-        blend(t, Tensor::Allocate(m.output_type, m.tile_output_shape, host));
+        blend(t, Tensor::Allocate(m.output_type, m.tile_output_shape, host), "host");
         continue;
       }
       std::vector<Value> outs = m.session.Run(feeds, {m.output});
       if (outs[0].tensor().shape() != m.tile_output_shape)
         Fail(ErrorCode::kInvalidArgument, "TilePipeline: tile ", t, " produced ", outs[0].tensor().Describe(),
              ", the first tile ", m.tile_output_shape.ToString(), "; the output must have the same shape per tile");
-      if (o.stages == TileStages::kAll) blend(t, outs[0].tensor());
+      if (o.stages == TileStages::kAll) blend(t, outs[0].tensor(), "host");
     }
   } else {
     const int depth = static_cast<int>(m.ring.size());
@@ -471,64 +555,77 @@ void TilePipeline::Run(const Tensor& image, Tensor& output) {
     RunOptions run_options;
     run_options.stream = m.compute.get();
     run_options.synchronize = false;
-    int last_compute_step = -1;
-    // Waits for the slot's last download and blends the tile it held.
-    const auto drain = [&](Impl::Slot& slot) {
-      if (slot.tile < 0) return;
-      const Clock::time_point t0 = Clock::now();
+    // The sequential baseline blends inline; the pipeline blends on a thread of its own (Blender), so that staging
+    // later tiles and blending earlier ones (each a memory-bound copy of the whole image) overlap on the host.
+    const auto finish_tile = [&](int64_t t, Impl::Slot& slot, const char* track) {
       const double trace_start = tracer ? tracer->Now() : 0;
       slot.downloaded->Synchronize();
-      stats_.wait_seconds += seconds_since(t0);
-      if (tracer) tracer->Host("wait", slot.tile, trace_start, tracer->Now());
-      blend(slot.tile, slot.staged_out);
-      slot.tile = -1;
+      if (tracer) tracer->Host(track, "wait", t, trace_start, tracer->Now());
+      blend(t, slot.staged_out, track);
     };
-    for (int64_t t = 0; t < count; ++t) {
-      Impl::Slot& slot = m.ring[static_cast<size_t>(t % depth)];
-      if (copies) {
-        drain(slot);
-        stage(t, slot.staged_in);
-        m.env.CopyTensors({&slot.staged_in, 1}, {&slot.device_in, 1}, m.upload.get());
-        slot.uploaded->Record(*m.upload);
-      }
-      int upload_step = -1;
-      if (tracer && copies) {
-        auto done = m.upload->CreateEvent();
-        done->Record(*m.upload);
-        upload_step = tracer->Device("upload", "upload", t, -1, std::move(done));
-      }
-      if (runs) {
-        if (copies) slot.uploaded->Wait(*m.compute);
-        m.session.Run(*slot.binding, run_options);
-        if (tracer) {
-          auto done = m.compute->CreateEvent();
-          done->Record(*m.compute);
-          last_compute_step = tracer->Device("compute", "run", t, upload_step, std::move(done));
+    std::optional<Blender> blender;
+    if (copies && !o.sequential)
+      blender.emplace(depth, [&](int64_t t, size_t s) { finish_tile(t, m.ring[s], "blend"); });
+    try {
+      for (int64_t t = 0; t < count; ++t) {
+        const size_t s = static_cast<size_t>(t % depth);
+        Impl::Slot& slot = m.ring[s];
+        if (copies) {
+          if (blender) {
+            const Clock::time_point t0 = Clock::now();
+            const double trace_start = tracer ? tracer->Now() : 0;
+            blender->WaitFree(s);
+            stats_.wait_seconds += seconds_since(t0);
+            if (tracer) tracer->Host("host", "wait", t, trace_start, tracer->Now());
+          }
+          stage(t, slot.staged_in);
+          m.env.CopyTensors({&slot.staged_in, 1}, {&slot.device_in, 1}, m.upload.get());
+          slot.uploaded->Record(*m.upload);
         }
-      }
-      if (copies) {
+        int upload_step = -1;
+        if (tracer && copies) {
+          auto done = m.upload->CreateEvent();
+          done->Record(*m.upload);
+          upload_step = tracer->Device("upload", "upload", t, -1, std::move(done));
+        }
+        int compute_step = -1;
         if (runs) {
-          slot.computed->Record(*m.compute);
-          slot.computed->Wait(*m.download);
+          if (copies) slot.uploaded->Wait(*m.compute);
+          m.session.Run(*slot.binding, run_options);
+          if (tracer) {
+            auto done = m.compute->CreateEvent();
+            done->Record(*m.compute);
+            compute_step = tracer->Device("compute", "run", t, upload_step, std::move(done));
+          }
         }
-        m.env.CopyTensors({&slot.device_out, 1}, {&slot.staged_out, 1}, m.download.get());
-        slot.downloaded->Record(*m.download);
-        if (tracer) {
-          auto done = m.download->CreateEvent();
-          done->Record(*m.download);
-          tracer->Device("download", "download", t, runs ? last_compute_step : upload_step, std::move(done));
+        if (copies) {
+          if (runs) {
+            slot.computed->Record(*m.compute);
+            slot.computed->Wait(*m.download);
+          }
+          m.env.CopyTensors({&slot.device_out, 1}, {&slot.staged_out, 1}, m.download.get());
+          slot.downloaded->Record(*m.download);
+          if (tracer) {
+            auto done = m.download->CreateEvent();
+            done->Record(*m.download);
+            tracer->Device("download", "download", t, runs ? compute_step : upload_step, std::move(done));
+          }
+          if (blender) blender->Push(t, s);
         }
-        slot.tile = t;
+        if (o.sequential) {  // the baseline: every step waited for before the next
+          const Clock::time_point t0 = Clock::now();
+          m.compute->Synchronize();
+          if (copies) m.download->Synchronize();
+          stats_.wait_seconds += seconds_since(t0);
+          if (copies) finish_tile(t, slot, "host");
+        }
       }
-      if (o.sequential) {  // the baseline: every step waited for before the next
-        const Clock::time_point t0 = Clock::now();
-        m.compute->Synchronize();
-        stats_.wait_seconds += seconds_since(t0);
-        if (copies) drain(slot);
-      }
+      if (blender) blender->Finish();
+    } catch (...) {
+      blender.reset();  // joins the thread; the first error wins
+      for (Stream* stream : {m.upload.get(), m.compute.get(), m.download.get()}) stream->Synchronize();
+      throw;
     }
-    for (int64_t t = std::max<int64_t>(0, count - depth); t < count; ++t)
-      if (copies) drain(m.ring[static_cast<size_t>(t % depth)]);
     m.compute->Synchronize();
   }
   if (linear) {

@@ -39,6 +39,10 @@ std::string ConvModel(const std::vector<int64_t>& dims = {1, 3, -1, -1}) {
       .Serialize();
 }
 
+// Tiles and the whole image are different convolution shapes, for which cuDNN may choose different algorithms (TF32
+// products included): outputs of size ~1 then differ by up to ~1e-3.
+constexpr float kShapeTolerance = 4e-3f;
+
 float MaxDifference(const Tensor& a, const Tensor& b) {
   EXPECT_EQ(a.shape(), b.shape());
   float worst = 0;
@@ -75,16 +79,23 @@ TEST_F(CudaPipelinesTest, RunOnTheApplicationsStreamDoesNotWaitOnTheHost) {
   RunOptions options;
   options.stream = app.get();
   options.synchronize = false;
-  for (int round = 0; round < 3; ++round) {  // eager first, then automatic graph replays
+  // Round 0 runs eagerly, round 1 captures the automatic graph (a capture starts on idle streams, so that run waits
+  // for the stream on the host: once per input shape), rounds 2 and 3 replay it.
+  for (int round = 0; round < 4; ++round) {
     cudaMemsetAsync(y.raw_data(), 0, y.SizeInBytes(), stream);
     Blocker blocker;
     blocker.ms = 300;
     ASSERT_EQ(cudaLaunchHostFunc(stream, &Blocker::Run, &blocker), cudaSuccess);
     TestEnv().CopyTensors({&fresh, 1}, {&x, 1}, app.get());  // pre-processing: the input written on the stream
     session.Run(binding, options);
-    EXPECT_FALSE(blocker.done.load()) << "round " << round << ": Run waited for the application's stream";
+    const bool capturing = round == 1;
+    if (!capturing) {
+      EXPECT_FALSE(blocker.done.load()) << "round " << round << ": Run waited for the application's stream";
+    }
     TestEnv().CopyTensors({&y, 1}, {&result, 1}, app.get());  // post-processing: read on the same stream
-    EXPECT_FALSE(blocker.done.load()) << "round " << round;
+    if (!capturing) {
+      EXPECT_FALSE(blocker.done.load()) << "round " << round;
+    }
     ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
     EXPECT_TRUE(blocker.done.load());
     EXPECT_LT(MaxDifference(result, expected), 1e-5f) << "round " << round;
@@ -104,7 +115,7 @@ TEST_F(CudaPipelinesTest, TilePipelineRingMatchesOneRun) {
     TilePipeline pipeline(TestEnv(), session, o);
     for (int repeat = 0; repeat < 2; ++repeat) {
       const Tensor tiled = pipeline.Run(image);
-      EXPECT_LT(MaxDifference(tiled, expected), 1e-4f) << "sequential " << sequential;
+      EXPECT_LT(MaxDifference(tiled, expected), kShapeTolerance) << "sequential " << sequential;
     }
     EXPECT_TRUE(pipeline.stats().on_device);
     EXPECT_EQ(pipeline.stats().tiles, 4 * 5);
@@ -121,7 +132,7 @@ TEST_F(CudaPipelinesTest, FixedShapeTilesReplayOneGraph) {
   o.halo = 4;
   TilePipeline pipeline(TestEnv(), session, o);
   const Tensor tiled = pipeline.Run(image);
-  EXPECT_LT(MaxDifference(tiled, whole.Run({{"x", Value(image)}})[0].tensor()), 1e-4f);
+  EXPECT_LT(MaxDifference(tiled, whole.Run({{"x", Value(image)}})[0].tensor()), kShapeTolerance);
   ASSERT_EQ(session.GraphStatus().rfind("automatic", 0), 0u) << session.GraphStatus();
   EXPECT_GE(session.AutomaticGraphReplays(), static_cast<size_t>(pipeline.stats().tiles) - 2) << session.GraphStatus();
 }
