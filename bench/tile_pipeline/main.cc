@@ -63,6 +63,8 @@ int main(int argc, char** argv) {
     if (ep != "CPUExecutionProvider") options.AddProvider(ep);
     tessera::Session session(env, argv[1], options);
     const tessera::DataType type = session.inputs()[0].type;
+    const tessera::DataType output_type =
+        session.outputs()[0].type == tessera::DataType::kUndefined ? type : session.outputs()[0].type;
     tessera::Tensor image = tessera::Tensor::Allocate(type, {1, channels, height, width});
     {
       std::mt19937 random(1);
@@ -76,7 +78,7 @@ int main(int argc, char** argv) {
     tessera::TilePipelineOptions o;
     o.tile_height = o.tile_width = std::stoll(get("tile", "512"));
     o.halo = std::stoll(get("halo", "8"));
-    o.ring_depth = std::stoi(get("depth", "3"));
+    o.ring_depth = std::stoi(get("depth", "4"));
     o.host_threads = std::stoi(get("threads", "4"));
 
     struct Mode {
@@ -101,10 +103,7 @@ int main(int argc, char** argv) {
       mo.stages = mode.stages;
       mo.sequential = mode.sequential;
       tessera::TilePipeline pipeline(env, session, mo);
-      tessera::Tensor output = tessera::Tensor::Allocate(session.outputs()[0].type == tessera::DataType::kUndefined
-                                                             ? type
-                                                             : session.outputs()[0].type,
-                                                         pipeline.OutputShape(image.shape()));
+      tessera::Tensor output = tessera::Tensor::Allocate(output_type, pipeline.OutputShape(image.shape()));
       pipeline.Run(image, output);  // warm-up: first-run costs, page faults of the output
       std::vector<double> times;
       tessera::TileRunStats last;
@@ -134,8 +133,9 @@ int main(int argc, char** argv) {
       tessera::TilePipelineOptions traced = o;
       traced.trace_file = get("trace", "tile_trace.json");
       tessera::TilePipeline pipeline(env, session, traced);
-      pipeline.Run(image);
-      pipeline.Run(image);
+      tessera::Tensor output = tessera::Tensor::Allocate(output_type, pipeline.OutputShape(image.shape()));
+      pipeline.Run(image, output);  // the output's pages touched, as in the timed runs
+      pipeline.Run(image, output);
       std::cout << "traced pipelined run: " << pipeline.stats().seconds * 1e3 << " ms, trace " << traced.trace_file
                 << "\n";
       if (args.count("png")) {

@@ -34,7 +34,7 @@ int main(int argc, char** argv) {
     tessera::TilePipelineOptions tiles;
     tiles.tile_height = tiles.tile_width = argc > 4 ? std::stoll(argv[4]) : 256;
     tiles.halo = argc > 5 ? std::stoll(argv[5]) : 8;  // >= the model's receptive-field radius
-    tiles.ring_depth = 3;                              // three tiles in flight: upload, run, download
+    tiles.ring_depth = 4;  // tiles in flight: staging, upload, run, download and blending overlap
     tessera::TilePipeline pipeline(env, session, tiles);
     const tessera::Tensor tiled = pipeline.Run(image);
     const tessera::TileRunStats& stats = pipeline.stats();

@@ -59,7 +59,9 @@ struct TilePipelineOptions {
   std::string output_name;  // the image output ("": the model's first output)
   int64_t tile_height = 512, tile_width = 512;  // core size in input pixels
   int64_t halo = 0;                             // context added on each side of a core, in input pixels
-  int ring_depth = 3;                           // tiles in flight (>= 1)
+  // Tiles in flight (>= 1). A tile passes five stages (staging, upload, run, download, blending), so a depth of 4
+  // to 5 keeps every stage busy when copies and compute take about as long; 3 suffices when one clearly dominates.
+  int ring_depth = 4;
   TileBlend blend = TileBlend::kCrop;
   // Threads that copy windows into the staging buffers, and as many that blend outputs (0: one per core). Host
   // copies run at 5-10 GB/s per thread against ~45 GB/s over PCIe: a single thread would bound the pipeline.

@@ -118,6 +118,7 @@ struct PySessionOptions {
 struct PyRunOptions {
   RunOptions options;
   int log_verbosity_level = 0;
+  std::shared_ptr<PySyncStream> stream;  // keeps options.stream alive
 };
 
 // ---- sessions (session.cc) ------------------------------------------------------------------------
@@ -140,5 +141,6 @@ void BindDlpack(py::module_& m);
 void BindSession(py::module_& m);
 void BindIoBinding(py::module_& m);
 void BindStreams(py::module_& m);
+void BindTilePipeline(py::module_& m);
 
 }  // namespace tessera::python

@@ -184,6 +184,14 @@ void BindRunOptions(py::module_& m) {
             r.options.timeout_ms = ms;
           },
           "A deadline for each run in milliseconds from its start (0: none); a run past it raises Terminated.")
+      .def_property(
+          "stream", [](const R& r) { return r.stream; },
+          [](R& r, std::shared_ptr<PySyncStream> stream) {
+            r.options.stream = stream ? stream->stream.get() : nullptr;
+            r.stream = std::move(stream);
+          },
+          "An OrtSyncStream (or None) to order runs with on the device: a run starts after the work queued on it "
+          "before the run, and work queued on it afterwards starts after the run (docs/PIPELINES.md).")
       .def_property_readonly("synchronize_execution_providers", [](const R& r) { return r.options.synchronize; })
       .def("add_run_config_entry",
            [](R& r, const std::string& key, const std::string& value) {

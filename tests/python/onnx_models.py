@@ -65,3 +65,26 @@ def unknown_op():
     return _model([helper.make_node("FrobnicateTensor", ["X"], ["Y"], name="mystery", domain="com.example")],
                   [helper.make_tensor_value_info("X", FLOAT, [2])], [helper.make_tensor_value_info("Y", FLOAT, [2])],
                   extra_opsets=[("com.example", 1)])
+
+
+def conv_image(channels=3):
+    """Y = Conv3x3(Relu(Conv3x3(X))) with padding: receptive-field radius 2, image input "X" [1, C, H, W]."""
+    import numpy as np
+    from onnx import numpy_helper
+    rng = np.random.default_rng(3)
+    w1 = numpy_helper.from_array(rng.standard_normal((4, channels, 3, 3)).astype(np.float32) * 0.3, "W1")
+    w2 = numpy_helper.from_array(rng.standard_normal((channels, 4, 3, 3)).astype(np.float32) * 0.3, "W2")
+    return _model([helper.make_node("Conv", ["X", "W1"], ["H"], pads=[1, 1, 1, 1]),
+                   helper.make_node("Relu", ["H"], ["R"]),
+                   helper.make_node("Conv", ["R", "W2"], ["Y"], pads=[1, 1, 1, 1])],
+                  [helper.make_tensor_value_info("X", FLOAT, [1, channels, "h", "w"])],
+                  [helper.make_tensor_value_info("Y", FLOAT, [1, channels, "h", "w"])], [w1, w2])
+
+
+def pointwise_image(channels=2):
+    """Y = Relu(X) * X + X on an image "X" [1, C, H, W]: every op has a kernel on the testing device."""
+    return _model([helper.make_node("Relu", ["X"], ["R"]),
+                   helper.make_node("Mul", ["R", "X"], ["M"]),
+                   helper.make_node("Add", ["M", "X"], ["Y"])],
+                  [helper.make_tensor_value_info("X", FLOAT, [1, channels, "h", "w"])],
+                  [helper.make_tensor_value_info("Y", FLOAT, [1, channels, "h", "w"])])
