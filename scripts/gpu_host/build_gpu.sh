@@ -4,6 +4,10 @@
 # Logs land in $LOG_DIR.
 PREFIX=${TESSERA_DEPS_PREFIX:-/tmp/tessera-deps}
 HOST_CXX=${HOST_CXX:-$( [[ -x /usr/bin/g++ ]] && echo /usr/bin/g++ || command -v g++ )}
+# The image also exports CC, CXX and CUDAHOSTCXX naming /opt/gcc: CMake's CUDA detection then takes that GCC's
+# library folders as the CUDA implicit link directories, and the CUDA plugin links its static libstdc++.a (see
+# docs/CUDA.md "Compiler"). Configure with nothing but the compilers named here.
+unset CC CXX CUDAHOSTCXX
 ARCHS=${TESSERA_CUDA_ARCHITECTURES:-90}
 CUDNN_ROOT=${CUDNN_ROOT:-/opt/torch/.venv/lib/python3.12/site-packages/nvidia/cudnn}
 JOBS=${JOBS:-16}
