@@ -4,15 +4,18 @@
 //   example_cuda_pre_post MODEL   (an image classifier: input [N, 3, H, W] float, output [N, classes] float)
 //   TESSERA_PLUGIN=build-gpu/libtessera_cuda.so build-gpu/examples/example_cuda_pre_post resnet50.onnx
 //
-// Two ways, both checked against a plain host-tensor Run:
-//   1. One stream. The application's stream is the run's stream: RunOptions::stream = a tessera::Stream wrapping it
-//      (or, session-wide, the CUDA EP's provider option user_compute_stream). Kernels queued on it before Run are
-//      ordered before the run; kernels queued after Run returns are ordered after it.
-//   2. Two streams. Pre-processing on one application stream, post-processing on another, ordered by a Tessera
-//      Event (a CUDA event) recorded after the run: record on the run's stream, wait on the post stream.
+// Three ways, each checked against a plain host-tensor Run:
+//   1. One stream, per run: RunOptions::stream = the application's tessera::Stream. Kernels queued on it before Run
+//      are ordered before the run; kernels queued after Run returns are ordered after it. The session keeps its own
+//      streams (and several sets of them for concurrent runs).
+//   2. Two streams: pre-processing on one application stream, post-processing on another, ordered by a Tessera
+//      Event (a CUDA event) recorded on the first after the run and waited on by the second.
+//   3. One stream, session-wide: the CUDA EP's provider option user_compute_stream = the application's
+//      cudaStream_t, so every run of that session is queued on it (ONNX Runtime's way).
 #include <cuda_runtime_api.h>
 
 #include <chrono>
+#include <cstdint>
 #include <cstdlib>
 #include <iostream>
 #include <string>
@@ -68,14 +71,30 @@ int main(int argc, char** argv) {
     tessera::RunOptions run_options;
     run_options.stream = app.get();     // the run is ordered with the application's stream...
     run_options.synchronize = false;    // ...and Run returns once its work is queued
-    for (int way = 1; way <= 2; ++way) {
+
+    // Way 3: a session whose every run is queued on the application's stream.
+    tessera::SessionOptions on_app_stream;
+    on_app_stream.AddProvider("CUDAExecutionProvider",
+                              {{"user_compute_stream", std::to_string(reinterpret_cast<uintptr_t>(app_stream))}});
+    tessera::Session stream_session(env, argv[1], on_app_stream);
+    tessera::IoBinding stream_binding = stream_session.CreateIoBinding();
+    stream_binding.BindInput(input.name, x);
+    stream_binding.BindOutput(output.name, gpu->device_memory);
+    tessera::RunOptions queued_only;
+    queued_only.synchronize = false;
+
+    const char* way_names[] = {"", "one stream (RunOptions::stream)", "two streams (an event)",
+                               "one stream (user_compute_stream)"};
+    for (int way = 1; way <= 3; ++way) {
+      tessera::Session& runner = way == 3 ? stream_session : session;
+      tessera::IoBinding& bound = way == 3 ? stream_binding : binding;
       for (int frame = 0; frame < 3; ++frame) {
         const auto start = std::chrono::steady_clock::now();
         LaunchRenderRgb(static_cast<uint8_t*>(rgb.raw_data()), height, width, frame, app_stream);
         LaunchNormalize(static_cast<const uint8_t*>(rgb.raw_data()), static_cast<float*>(x.raw_data()), height, width,
                         app_stream);
-        session.Run(binding, run_options);
-        const tessera::Tensor& scores = binding.BoundOutputs()[0].tensor();
+        runner.Run(bound, way == 3 ? queued_only : run_options);
+        const tessera::Tensor& scores = bound.BoundOutputs()[0].tensor();
         const int classes = static_cast<int>(scores.shape()[1]);
         cudaStream_t consumer = app_stream;
         if (way == 2) {  // post-processing on another stream, after the run's end event
@@ -105,7 +124,7 @@ int main(int argc, char** argv) {
         for (int k = 1; k < classes; ++k)
           if (ref[k] > ref[expected]) expected = k;
         const int64_t got = best.Data<int64_t>()[0];
-        std::cout << (way == 1 ? "one stream" : "two streams") << ", frame " << frame << ": class " << got
+        std::cout << way_names[way] << ", frame " << frame << ": class " << got
                   << " (host tensors: " << expected << "), queued in " << queued_ms << " ms\n";
         if (got != expected) {
           std::cerr << "the device pipeline disagrees with the host-tensor run\n";

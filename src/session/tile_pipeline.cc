@@ -59,74 +59,55 @@ float Ramp(int64_t q, int64_t length, int64_t ramp) {
   return edge >= ramp ? 1.0f : static_cast<float>(edge) / static_cast<float>(ramp);
 }
 
-// Blends finished tiles on a thread of its own, in the order they were pushed, and tells the issuing thread when a
-// ring slot is free again. The first error a blend throws is rethrown by WaitFree or Finish.
-class Blender {
+// The ring's slots as the three host threads of a pipelined Run see them: the stager fills a free slot's pinned input,
+// the issuing thread queues the slot's upload, run and download, the blender waits for the download and empties the
+// slot. Every slot cycles kFree -> kStaged -> kQueued -> kFree, and each thread handles tiles in order, so a state
+// names one tile. The first error any thread reports (Fail) wakes the others: their Wait rethrows it.
+class SlotRing {
  public:
-  Blender(size_t slots, std::function<void(int64_t tile, size_t slot)> work)
-      : work_(std::move(work)), busy_(slots, false) {
-    thread_ = std::thread([this] { Loop(); });
+  enum class State { kFree, kStaged, kQueued };
+  explicit SlotRing(size_t slots) : state_(slots, State::kFree) {}
+  void Wait(size_t slot, State state) {
+    std::unique_lock<std::mutex> lock(mutex_);
+    changed_.wait(lock, [&] { return state_[slot] == state || error_; });
+    if (error_) std::rethrow_exception(error_);
   }
-  ~Blender() {
+  void Set(size_t slot, State state) {
     {
       std::lock_guard<std::mutex> lock(mutex_);
-      stop_ = true;
-    }
-    changed_.notify_all();
-    thread_.join();
-  }
-  // Tile `tile` in `slot` has its download queued; the slot is busy until it is blended.
-  void Push(int64_t tile, size_t slot) {
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      busy_[slot] = true;
-      queue_.push_back({tile, slot});
+      state_[slot] = state;
     }
     changed_.notify_all();
   }
-  void WaitFree(size_t slot) {
-    std::unique_lock<std::mutex> lock(mutex_);
-    changed_.wait(lock, [&] { return !busy_[slot] || error_; });
-    if (error_) std::rethrow_exception(error_);
+  void Fail(std::exception_ptr error) {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (!error_) error_ = error;
+    }
+    changed_.notify_all();
   }
-  void Finish() {
-    std::unique_lock<std::mutex> lock(mutex_);
-    changed_.wait(lock, [&] { return queue_.empty() || error_; });
-    if (error_) std::rethrow_exception(error_);
+  std::exception_ptr error() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return error_;
   }
 
  private:
-  void Loop() {
-    std::unique_lock<std::mutex> lock(mutex_);
-    while (true) {
-      changed_.wait(lock, [&] { return stop_ || !queue_.empty(); });
-      if (queue_.empty() || error_) return;
-      const auto [tile, slot] = queue_.front();
-      lock.unlock();
-      std::exception_ptr error;
-      try {
-        work_(tile, slot);
-      } catch (...) {
-        error = std::current_exception();
-      }
-      lock.lock();
-      queue_.pop_front();
-      busy_[slot] = false;
-      if (error && !error_) error_ = error;
-      changed_.notify_all();
-      if (error_) return;
-    }
-  }
-
-  std::function<void(int64_t, size_t)> work_;
   std::mutex mutex_;
   std::condition_variable changed_;
-  std::deque<std::pair<int64_t, size_t>> queue_;
-  std::vector<bool> busy_;
+  std::vector<State> state_;
   std::exception_ptr error_;
-  bool stop_ = false;
-  std::thread thread_;
 };
+
+// A host thread of the pipeline: runs `loop`, reporting an error to the ring instead of ending the process.
+std::thread RingThread(SlotRing& ring, std::function<void()> loop) {
+  return std::thread([&ring, loop = std::move(loop)] {
+    try {
+      loop();
+    } catch (...) {
+      ring.Fail(std::current_exception());
+    }
+  });
+}
 
 // Event-polling tracer: device spans of each step, reconstructed from when their events complete.
 class Tracer {
@@ -555,30 +536,55 @@ void TilePipeline::Run(const Tensor& image, Tensor& output) {
     RunOptions run_options;
     run_options.stream = m.compute.get();
     run_options.synchronize = false;
-    // The sequential baseline blends inline; the pipeline blends on a thread of its own (Blender), so that staging
-    // later tiles and blending earlier ones (each a memory-bound copy of the whole image) overlap on the host.
+    // Waits for a tile's download and blends it (the blender thread, or this one in the sequential baseline).
     const auto finish_tile = [&](int64_t t, Impl::Slot& slot, const char* track) {
       const double trace_start = tracer ? tracer->Now() : 0;
       slot.downloaded->Synchronize();
       if (tracer) tracer->Host(track, "wait", t, trace_start, tracer->Now());
       blend(t, slot.staged_out, track);
     };
-    std::optional<Blender> blender;
-    if (copies && !o.sequential)
-      blender.emplace(depth, [&](int64_t t, size_t s) { finish_tile(t, m.ring[s], "blend"); });
+    // Pipelined with copies: a stager and a blender thread beside this one (SlotRing). Sequential or compute only:
+    // everything on this thread.
+    const bool threaded = copies && !o.sequential;
+    SlotRing ring(static_cast<size_t>(depth));
+    std::vector<std::thread> helpers;
+    using State = SlotRing::State;
+    if (threaded) {
+      helpers.push_back(RingThread(ring, [&] {
+        for (int64_t t = 0; t < count; ++t) {
+          const size_t s = static_cast<size_t>(t % depth);
+          const double trace_start = tracer ? tracer->Now() : 0;
+          ring.Wait(s, State::kFree);
+          if (tracer) tracer->Host("host", "wait", t, trace_start, tracer->Now());
+          stage(t, m.ring[s].staged_in);
+          ring.Set(s, State::kStaged);
+        }
+      }));
+      helpers.push_back(RingThread(ring, [&] {
+        for (int64_t t = 0; t < count; ++t) {
+          const size_t s = static_cast<size_t>(t % depth);
+          ring.Wait(s, State::kQueued);
+          finish_tile(t, m.ring[s], "blend");
+          ring.Set(s, State::kFree);
+        }
+      }));
+    }
+    const auto join_helpers = [&] {
+      for (std::thread& helper : helpers) helper.join();
+      helpers.clear();
+    };
     try {
       for (int64_t t = 0; t < count; ++t) {
         const size_t s = static_cast<size_t>(t % depth);
         Impl::Slot& slot = m.ring[s];
         if (copies) {
-          if (blender) {
+          if (threaded) {
             const Clock::time_point t0 = Clock::now();
-            const double trace_start = tracer ? tracer->Now() : 0;
-            blender->WaitFree(s);
+            ring.Wait(s, State::kStaged);
             stats_.wait_seconds += seconds_since(t0);
-            if (tracer) tracer->Host("host", "wait", t, trace_start, tracer->Now());
+          } else {
+            stage(t, slot.staged_in);
           }
-          stage(t, slot.staged_in);
           m.env.CopyTensors({&slot.staged_in, 1}, {&slot.device_in, 1}, m.upload.get());
           slot.uploaded->Record(*m.upload);
         }
@@ -610,7 +616,7 @@ void TilePipeline::Run(const Tensor& image, Tensor& output) {
             done->Record(*m.download);
             tracer->Device("download", "download", t, runs ? compute_step : upload_step, std::move(done));
           }
-          if (blender) blender->Push(t, s);
+          if (threaded) ring.Set(s, State::kQueued);
         }
         if (o.sequential) {  // the baseline: every step waited for before the next
           const Clock::time_point t0 = Clock::now();
@@ -620,9 +626,11 @@ void TilePipeline::Run(const Tensor& image, Tensor& output) {
           if (copies) finish_tile(t, slot, "host");
         }
       }
-      if (blender) blender->Finish();
+      join_helpers();
+      if (std::exception_ptr error = ring.error()) std::rethrow_exception(error);
     } catch (...) {
-      blender.reset();  // joins the thread; the first error wins
+      ring.Fail(std::current_exception());  // wakes the helpers; the first error wins
+      join_helpers();
       for (Stream* stream : {m.upload.get(), m.compute.get(), m.download.get()}) stream->Synchronize();
       throw;
     }

@@ -277,3 +277,35 @@ TEST(TilePipelineTest, BadArgumentsNameWhatIsWrong) {
 
 }  // namespace
 }  // namespace tessera::test
+
+namespace tessera::test {
+namespace {
+
+// A run that fails part way through the ring (device memory runs out) ends Run with that error: the stager and
+// blender threads stop instead of waiting forever, and the streams are drained.
+TEST(TilePipelineTest, AFailingTileEndsRunWithItsError) {
+  SessionOptions options = OptionsFor("testing");
+  // Every allocation counts (no same-stream cache): the probe and the first few tiles succeed, a later tile's run
+  // fails while tiles before it are being blended and tiles after it staged.
+  options.providers.front().options["fail_allocations_after"] = "11";
+  options.config["session.prepare_static_shapes"] = "0";
+  options.stream_cache_bytes = 0;
+  Session session = MakeSession(PointwiseModel(), options, TestEnv());
+  TilePipelineOptions o;
+  o.tile_height = o.tile_width = 8;
+  o.ring_depth = 3;
+  TilePipeline pipeline(TestEnv(), session, o);
+  const Tensor image = Image(2, 64, 64);
+  for (int attempt = 0; attempt < 2; ++attempt) {  // and again: the pipeline's threads and slots are reusable
+    try {
+      pipeline.Run(image);
+      FAIL() << "expected the simulated device to run out of memory";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ErrorCode::kOutOfMemory) << e.what();
+      EXPECT_NE(std::string(e.what()).find("fail_allocations_after"), std::string::npos) << e.what();
+    }
+  }
+}
+
+}  // namespace
+}  // namespace tessera::test
