@@ -25,11 +25,10 @@
 // a host-accessible (pinned) input buffer, a device input, a device output and a pinned output buffer. Tile t uses
 // slot t % ring_depth: the host copies its window into the slot's pinned input, the upload stream copies that to
 // the device, the compute stream waits for the upload (an event) and runs the model (RunOptions::stream, no host
-// wait), the download stream waits for the run and copies the output back. Three host threads share the work: a
-// stager copies windows into free slots ahead of the device, the calling thread queues each staged slot's upload,
-// run and download, and a blender waits for each download in turn and blends that tile into the output, which frees
-// the slot. Host waits are only for a slot's state (staged, downloaded, free). Sessions without device streams (the
-// CPU EP) run the tiles one after another.
+// wait), the download stream waits for the run and copies the output back. Two host threads share the work: the
+// calling thread stages windows into free slots and queues their upload, run and download; a blender waits for each
+// download in turn and blends that tile into the output, which frees the slot. Host waits are only for a slot's
+// state (downloaded, free). Sessions without device streams (the CPU EP) run the tiles one after another.
 //
 // Not thread-safe: one Run at a time per pipeline. The session must outlive the pipeline; other threads may use the
 // session meanwhile. Device buffers are allocated on the first Run and kept while the window shape stays the same.
@@ -73,8 +72,8 @@ struct TilePipelineOptions {
   // download before the next step (the same buffers and streams, no overlap).
   bool sequential = false;
   TileStages stages = TileStages::kAll;
-  // A Chrome trace (chrome://tracing, Perfetto) of the last Run: one track for the stager (staging, waits for a free
-  // slot), one per stream (upload, compute, download) and one for the blender (waits, blending), device spans measured by polling the events of each step from a
+  // A Chrome trace (chrome://tracing, Perfetto) of the last Run: one track for the issuing thread (staging, waits for
+  // a free slot), one per stream (upload, compute, download) and one for the blender (waits, blending), device spans measured by polling the events of each step from a
   // tracing thread (about a microsecond of resolution; it costs a CPU core while the run lasts). "" = off.
   std::string trace_file;
 };
@@ -87,7 +86,7 @@ struct TileRunStats {
   double seconds = 0;         // the whole Run
   double stage_seconds = 0;   // host: copying windows into the pinned buffers
   double blend_seconds = 0;   // host: copying / blending outputs into the result
-  double wait_seconds = 0;    // host: the issuing thread waiting for a staged slot (sequential: for each step)
+  double wait_seconds = 0;    // host: the issuing thread waiting for a free slot (sequential: for each step)
   bool on_device = false;     // false: the session has no device streams and tiles ran on the host one by one
 };
 

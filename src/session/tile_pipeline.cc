@@ -59,13 +59,15 @@ float Ramp(int64_t q, int64_t length, int64_t ramp) {
   return edge >= ramp ? 1.0f : static_cast<float>(edge) / static_cast<float>(ramp);
 }
 
-// The ring's slots as the three host threads of a pipelined Run see them: the stager fills a free slot's pinned input,
-// the issuing thread queues the slot's upload, run and download, the blender waits for the download and empties the
-// slot. Every slot cycles kFree -> kStaged -> kQueued -> kFree, and each thread handles tiles in order, so a state
-// names one tile. The first error any thread reports (Fail) wakes the others: their Wait rethrows it.
+// The ring's slots as the two host threads of a pipelined Run see them: the calling thread stages a free slot's
+// window and queues its upload, run and download; the blender waits for the download, blends and frees the slot.
+// Every slot cycles kFree -> kQueued -> kFree and both threads handle tiles in order, so a state names one tile. The
+// first error either thread reports (Fail) wakes the other: its Wait rethrows it. (A third thread for staging was
+// measured slower on the H100 host: the issuing thread then lost its core to the copy threads and the GPU waited
+// for launches; bench/results/gpu-2026-11-26-tile-pipeline/stager_thread_lease.log.)
 class SlotRing {
  public:
-  enum class State { kFree, kStaged, kQueued };
+  enum class State { kFree, kQueued };
   explicit SlotRing(size_t slots) : state_(slots, State::kFree) {}
   void Wait(size_t slot, State state) {
     std::unique_lock<std::mutex> lock(mutex_);
@@ -543,23 +545,13 @@ void TilePipeline::Run(const Tensor& image, Tensor& output) {
       if (tracer) tracer->Host(track, "wait", t, trace_start, tracer->Now());
       blend(t, slot.staged_out, track);
     };
-    // Pipelined with copies: a stager and a blender thread beside this one (SlotRing). Sequential or compute only:
-    // everything on this thread.
+    // Pipelined with copies: a blender thread beside this one (SlotRing). Sequential or compute only: everything on
+    // this thread.
     const bool threaded = copies && !o.sequential;
     SlotRing ring(static_cast<size_t>(depth));
     std::vector<std::thread> helpers;
     using State = SlotRing::State;
     if (threaded) {
-      helpers.push_back(RingThread(ring, [&] {
-        for (int64_t t = 0; t < count; ++t) {
-          const size_t s = static_cast<size_t>(t % depth);
-          const double trace_start = tracer ? tracer->Now() : 0;
-          ring.Wait(s, State::kFree);
-          if (tracer) tracer->Host("host", "wait", t, trace_start, tracer->Now());
-          stage(t, m.ring[s].staged_in);
-          ring.Set(s, State::kStaged);
-        }
-      }));
       helpers.push_back(RingThread(ring, [&] {
         for (int64_t t = 0; t < count; ++t) {
           const size_t s = static_cast<size_t>(t % depth);
@@ -580,11 +572,12 @@ void TilePipeline::Run(const Tensor& image, Tensor& output) {
         if (copies) {
           if (threaded) {
             const Clock::time_point t0 = Clock::now();
-            ring.Wait(s, State::kStaged);
+            const double trace_start = tracer ? tracer->Now() : 0;
+            ring.Wait(s, State::kFree);
             stats_.wait_seconds += seconds_since(t0);
-          } else {
-            stage(t, slot.staged_in);
+            if (tracer) tracer->Host("host", "wait", t, trace_start, tracer->Now());
           }
+          stage(t, slot.staged_in);
           m.env.CopyTensors({&slot.staged_in, 1}, {&slot.device_in, 1}, m.upload.get());
           slot.uploaded->Record(*m.upload);
         }
