@@ -4,9 +4,8 @@
 #include <algorithm>
 #include <atomic>
 #include <condition_variable>
-#include <deque>
-#include <functional>
 #include <cstring>
+#include <functional>
 #include <fstream>
 #include <map>
 #include <mutex>
@@ -251,7 +250,6 @@ struct TilePipeline::Impl {
   bool streams() const { return compute != nullptr; }
   void Prepare(const Shape& image_shape);
   void Probe(const Tensor& window);
-  Tensor Window(const Tensor& image, int64_t y0, int64_t x0, const AllocatorPtr& where) const;
   void CopyWindow(const Tensor& image, int64_t y0, int64_t x0, Tensor& window) const;
 };
 
@@ -328,12 +326,6 @@ void TilePipeline::Impl::CopyWindow(const Tensor& image, int64_t y0, int64_t x0,
                   src + static_cast<size_t>((p * height + y0 + y) * width + x0) * es, static_cast<size_t>(ww) * es);
     }
   });
-}
-
-Tensor TilePipeline::Impl::Window(const Tensor& image, int64_t y0, int64_t x0, const AllocatorPtr& where) const {
-  Tensor window = Tensor::Allocate(image.type(), window_shape, where);
-  CopyWindow(image, y0, x0, window);
-  return window;
 }
 
 // Runs the first window once: the output's type and shape per tile, and the session's first-run costs (algorithm
