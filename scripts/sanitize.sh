@@ -5,9 +5,10 @@
 #    libFuzzer's coverage on the whole library; builds the unit tests (tests/unit, `tessera_unit_tests`) and the
 #    model-loader fuzzer from the same objects, runs every unit test, then FUZZ_SECONDS (60) of fuzzing from the
 #    checked-in seeds (tests/fuzz/corpus).
-# 2. build-tsan: clang, ThreadSanitizer; runs the unit tests that run sessions, arenas, stream pools and thread
-#    pools from several threads at once (TSAN_FILTER). tests/tsan.supp silences the OpenMP runtime and oneDNN,
-#    which are not instrumented; tests/lsan.supp the OpenMP runtime's per-thread memory.
+# 2. build-tsan: clang, ThreadSanitizer; runs the unit tests that run sessions, arenas, stream pools, thread
+#    pools and the tile pipeline's host threads from several threads at once (TSAN_FILTER). tests/tsan.supp
+#    silences the OpenMP runtime and oneDNN, which are not instrumented; tests/lsan.supp the OpenMP runtime's
+#    per-thread memory.
 #
 #   bash scripts/sanitize.sh [asan|tsan]...        (default: both; logs in build-asan/, build-tsan/)
 #
@@ -18,7 +19,7 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 ROOT=$PWD
 JOBS=${JOBS:-$(nproc)}
 FUZZ_SECONDS=${FUZZ_SECONDS:-60}
-TSAN_FILTER=${TSAN_FILTER:-'*Concurrent*:*AtOnce*:*Threads*:StreamPoolTest.*:MultiDeviceTest.*:ThreadPoolTest.*:RunDeadlineTest.*'}
+TSAN_FILTER=${TSAN_FILTER:-'*Concurrent*:*AtOnce*:*Threads*:StreamPoolTest.*:MultiDeviceTest.*:ThreadPoolTest.*:RunDeadlineTest.*:TilePipelineTest.*:CallerStreamTest.*'}
 JOBS_TO_RUN=("$@")
 ((${#JOBS_TO_RUN[@]})) || JOBS_TO_RUN=(asan tsan)
 

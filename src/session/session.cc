@@ -806,7 +806,7 @@ std::vector<Value> Session::Impl::RunFeeds(const NamedValues& feeds, const std::
   const StreamPool::Set& streams = lease.set();
   std::optional<RunTracer> tracer;
   if (traced) tracer.emplace(tracing, options.tag, streams.streams());
-  if (options.stream != nullptr) streams.WaitFor(*options.stream);
+  CallerStreamJoin caller_stream(streams, options.stream);  // RunOptions::stream
   RunRequest request;
   if (tracer) request.observer = tracer->observer();
   request.streams = streams.streams();
@@ -860,7 +860,7 @@ void Session::Run(IoBinding& binding, const RunOptions& options) {
   for (const IoBinding::Input& in : binding.inputs()) feeds.push_back({in.name, in.value});
   StreamPool::Lease lease = impl_->stream_pool.Acquire();
   const StreamPool::Set& streams = lease.set();
-  if (options.stream != nullptr) streams.WaitFor(*options.stream);
+  CallerStreamJoin caller_stream(streams, options.stream);  // RunOptions::stream
   RunTracer tracer(impl_->tracing, options.tag, streams.streams());
   RunRequest request;
   request.observer = tracer.observer();
@@ -892,7 +892,7 @@ void Session::Run(IoBinding& binding, const RunOptions& options) {
     results = impl_->DeliverOutputs(binding, produced, streams, options, /*graph_owned=*/false);
   }
   binding.mutable_results() = std::move(results);
-  if (options.stream != nullptr) streams.SignalTo(*options.stream);
+  caller_stream.Done();
   tracer.Finish(options.synchronize);
   impl_->ShrinkAfterRun(options);
 }

@@ -59,6 +59,24 @@ void StreamPool::Set::SignalTo(Stream& caller) const {
   }
 }
 
+CallerStreamJoin::CallerStreamJoin(const StreamPool::Set& set, Stream* caller) : set_(set), caller_(caller) {
+  if (caller_ != nullptr) set_.WaitFor(*caller_);
+}
+
+void CallerStreamJoin::Done() {
+  if (caller_ == nullptr) return;
+  Stream* caller = caller_;
+  caller_ = nullptr;
+  set_.SignalTo(*caller);
+}
+
+CallerStreamJoin::~CallerStreamJoin() {
+  try {
+    Done();
+  } catch (...) {  // the run's own error is the one reported; a stream error shows at the caller's next wait
+  }
+}
+
 StreamPool::Lease::~Lease() {
   if (pool_ == nullptr) return;
   std::lock_guard<std::mutex> lock(pool_->mutex_);

@@ -27,6 +27,11 @@
 
 namespace tessera {
 
+// RunOptions::stream for one run: the set's streams wait for the caller's stream when the join is made; the
+// caller's stream waits for the set's streams at Done() (the run has queued all of its work) or, when the run fails
+// part way, at destruction, so that the caller's later work never overlaps what the run did queue.
+class CallerStreamJoin;
+
 class StreamPool {
  public:
   struct Set {
@@ -109,6 +114,19 @@ class StreamPool {
   std::vector<std::unique_ptr<Set>> sets_;
   std::mutex views_mutex_;
   std::map<std::pair<MemoryInfo, Stream*>, std::shared_ptr<StreamAllocator>> views_;
+};
+
+class CallerStreamJoin {
+ public:
+  CallerStreamJoin(const StreamPool::Set& set, Stream* caller);  // caller nullptr: nothing to join
+  ~CallerStreamJoin();
+  CallerStreamJoin(const CallerStreamJoin&) = delete;
+  CallerStreamJoin& operator=(const CallerStreamJoin&) = delete;
+  void Done();
+
+ private:
+  const StreamPool::Set& set_;
+  Stream* caller_;
 };
 
 }  // namespace tessera

@@ -593,6 +593,8 @@ void TilePipeline::Run(const Tensor& image, Tensor& output) {
           if (runs) {
             slot.computed->Record(*m.compute);
             slot.computed->Wait(*m.download);
+          } else {  // copies only: the download must still follow the upload, or the slot comes back while its
+            slot.uploaded->Wait(*m.download);  // pinned input is being read
           }
           m.env.CopyTensors({&slot.device_out, 1}, {&slot.staged_out, 1}, m.download.get());
           slot.downloaded->Record(*m.download);
@@ -617,6 +619,7 @@ void TilePipeline::Run(const Tensor& image, Tensor& output) {
       ring.Fail(std::current_exception());  // wakes the helpers; the first error wins
       join_helpers();
       for (Stream* stream : {m.upload.get(), m.compute.get(), m.download.get()}) stream->Synchronize();
+      m.session.Synchronize();  // what a failed run queued before it failed
       throw;
     }
     m.compute->Synchronize();
