@@ -239,8 +239,6 @@ struct TilePipeline::Impl {
     Tensor staged_in, device_in, device_out, staged_out;
     std::unique_ptr<Event> uploaded, computed, downloaded;
     std::optional<IoBinding> binding;
-    int64_t tile = -1;  // the tile whose download the slot holds, -1: none
-    int download_step = -1;
   };
   std::vector<Slot> ring;
 
