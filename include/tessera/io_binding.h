@@ -9,6 +9,13 @@
 // An output bound to a Tensor is written in place when the producing kernel's memory matches (no
 // copy); otherwise it is copied into. A preallocated output whose shape or type disagrees with what
 // the model produces is an error naming the output. Not thread-safe: use one binding per thread.
+//
+// In-place updates: an output may be bound to the same tensor as an input. The run then behaves as if every input
+// were read before any output is written. When the output's producer updates that input where it reads it
+// (ScatterElements / ScatterND on their data, and no other node reads the input) it writes only the updated
+// elements into the buffer: a key/value cache bound as both `past` and `present` grows by one row per step without
+// being copied (docs/PIPELINES.md, "Generation loops"). Any other such output is produced elsewhere and copied into
+// the tensor after the run.
 #pragma once
 
 #include <string>

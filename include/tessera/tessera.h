@@ -14,5 +14,6 @@
 #include "tessera/status.h"
 #include "tessera/stream.h"
 #include "tessera/tensor.h"
+#include "tessera/generation_loop.h"
 #include "tessera/tile_pipeline.h"
 #include "tessera/value.h"

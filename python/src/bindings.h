@@ -142,5 +142,6 @@ void BindSession(py::module_& m);
 void BindIoBinding(py::module_& m);
 void BindStreams(py::module_& m);
 void BindTilePipeline(py::module_& m);
+void BindGenerationLoop(py::module_& m);
 
 }  // namespace tessera::python

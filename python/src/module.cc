@@ -79,6 +79,7 @@ PYBIND11_MODULE(_tessera, m) {
   tp::BindIoBinding(m);
   tp::BindStreams(m);
   tp::BindTilePipeline(m);
+  tp::BindGenerationLoop(m);
   m.def("_core_library_dir", &tp::CoreLibraryDir, "The folder holding libtessera.so.");
   m.def("set_default_logger_severity", &tp::SetDefaultLoggerSeverity, py::arg("severity"),
         "Sets the process-wide log threshold: 0 verbose, 1 info, 2 warning, 3 error, 4 fatal.");

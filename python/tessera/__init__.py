@@ -55,7 +55,7 @@ from .memory import (  # noqa: F401
     create_and_register_allocator_v2,
 )
 from .parallel import DataParallelSession  # noqa: F401
-from .pipelines import TilePipeline  # noqa: F401
+from .pipelines import GenerationLoop, TilePipeline  # noqa: F401
 from .session import InferenceSession, IOBinding, ModelMetadata, NodeArg  # noqa: F401
 from . import providers as _providers
 

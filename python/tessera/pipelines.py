@@ -51,3 +51,49 @@ class TilePipeline:
     def trace(self):
         """The last run's spans (track, name, tile, start_us, end_us) when trace_file is set."""
         return self._pipeline.trace()
+
+
+class GenerationLoop:
+    """Greedy (or the model's own sampling) decoding whose key/value cache never leaves the device.
+
+        session = tessera.InferenceSession("gpt2_decode_fp16.onnx", providers=[
+            ("CUDAExecutionProvider", {"enable_cuda_graph": "1"})])
+        loop = tessera.GenerationLoop(session)
+        tokens = loop.generate([464, 2068, 318], 128)      # the 128 new token ids
+
+    The model is one decoding step with fixed shapes (scripts/gpu_host/export_generation.py exports GPT-2's):
+    inputs input_ids [batch, 1], position [1] and the caches past_* preallocated at the maximum length; outputs
+    next_token [batch, 1], next_position [1] and present_*, each cache with this step's row written at `position`.
+    The caches are bound as both past and present, so each step writes one row in place; with enable_cuda_graph=1
+    every step replays one captured graph and only the token (8 bytes) reaches the host. `names` renames the
+    inputs and outputs (keys input_ids, position, next_token, next_position, past_prefix, present_prefix).
+    See include/tessera/generation_loop.h and docs/PIPELINES.md.
+    """
+
+    def __init__(self, session, names=None, cache_length_axis=2, eos_token=-1, use_graphs=True):
+        native = getattr(session, "_sess", session)
+        self._session = session
+        self._loop = _tessera._GenerationLoop(native, dict(names or {}), cache_length_axis, eos_token, use_graphs)
+
+    def generate(self, prompt, max_new_tokens):
+        """The new tokens after `prompt` (a list of ids; a list of such lists for a batch larger than 1): up to
+        max_new_tokens, fewer when every sequence produced eos_token (which is then the last)."""
+        prompts = list(prompt)
+        batched = len(prompts) > 0 and not isinstance(prompts[0], int) and hasattr(prompts[0], "__len__")
+        result = self._loop.generate([list(map(int, p)) for p in prompts] if batched else [list(map(int, prompts))],
+                                     int(max_new_tokens))
+        return result if batched else result[0]
+
+    @property
+    def max_length(self):
+        """How many tokens (prompt and new) the caches hold."""
+        return self._loop.max_length
+
+    @property
+    def batch(self):
+        return self._loop.batch
+
+    @property
+    def stats(self):
+        """The last generate: prompt_tokens, new_tokens, steps, graph_replays, total_ms."""
+        return self._loop.stats()

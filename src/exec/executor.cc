@@ -52,8 +52,12 @@ class StepContext : public KernelContext {
         if (t.type() != type || t.shape() != shape)
           Fail(ErrorCode::kInvalidArgument, "output '", frame_.plan.slots[slot].name, "' is bound to ", t.Describe(),
                " but the model produces ", DataTypeName(type), shape.ToString());
-        target = Value(t);
-        return target.tensor();
+        // Bound to a model input's memory that the run may still read: produced elsewhere and copied into the
+        // binding once the run is complete (Session::Run(IoBinding)).
+        if (MayWriteInto(t)) {
+          target = Value(t);
+          return target.tensor();
+        }
       }
     }
     // Host outputs (KernelDef::host_outputs) of a device kernel live in host memory, not the EP's.
@@ -88,6 +92,35 @@ class StepContext : public KernelContext {
   const RunRequest& request() const { return frame_.request; }
 
  private:
+  // Whether this step may write into `t`, a caller's tensor bound to one of its outputs: yes when `t` shares no
+  // memory with a model input, or when it is exactly the buffer of the model input this step reads as its
+  // in-place input (KernelDef::in_place_input, the input being read there directly) and no other step reads that
+  // input: an in-place update, such as a key/value cache written at the current position.
+  bool MayWriteInto(const Tensor& t) const {
+    const auto begin = [](const Tensor& x) { return static_cast<const char*>(x.raw_data()); };
+    const std::vector<Value>& feeds = frame_.request.inputs;
+    for (size_t k = 0; k < feeds.size() && k < frame_.plan.input_slots.size(); ++k) {
+      if (!feeds[k].is_tensor()) continue;
+      const Tensor& feed = feeds[k].tensor();
+      if (feed.memory_info() != t.memory_info() || feed.SizeInBytes() == 0 || t.SizeInBytes() == 0) continue;
+      if (begin(feed) >= begin(t) + t.SizeInBytes() || begin(t) >= begin(feed) + feed.SizeInBytes()) continue;
+      const int input_slot = frame_.plan.input_slots[k];
+      const int in_place = step_.def != nullptr ? step_.def->in_place_input : -1;
+      if (in_place < 0 || static_cast<size_t>(in_place) >= step_.inputs.size() || step_.inputs[in_place] != input_slot)
+        return false;
+      const Value* read = InputValue(static_cast<size_t>(in_place));
+      if (read == nullptr || !read->is_tensor() || read->tensor().raw_data() != t.raw_data() ||
+          feed.raw_data() != t.raw_data() || feed.SizeInBytes() != t.SizeInBytes())
+        return false;
+      size_t readers = 0;
+      for (const PlanStep& s : frame_.plan.steps)
+        readers += static_cast<size_t>(std::count(s.inputs.begin(), s.inputs.end(), input_slot));
+      const auto& outputs = frame_.plan.output_slots;
+      if (readers != 1 || std::find(outputs.begin(), outputs.end(), input_slot) != outputs.end()) return false;
+    }
+    return true;
+  }
+
   Value& Scratch(size_t i) {
     if (scratch_.size() <= i) scratch_.resize(i + 1);
     return scratch_[i];

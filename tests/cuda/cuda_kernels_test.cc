@@ -269,6 +269,13 @@ std::vector<FusedMatMulCase> FusedMatMulCases() {
       {{6, 16}, {16, 24}, 1.0f, true, std::nullopt, "Relu", {}},
       {{2, 3, 8}, {8, 5}, 1.0f, true, Shape{2, 3, 5}, "Relu", {}},
       {{2, 4, 6, 8}, {2, 4, 8, 6}, 0.5f, true, std::nullopt, "", {}},
+      // A decoding step's rows (<= 4) against constant weights: launch::SmallRowsProduct, epilogue included.
+      {{1, 1, 768}, {768, 2304}, 1.0f, true, std::nullopt, "", {}},                    // GPT-2's Q/K/V
+      {{1, 1, 768}, {768, 3072}, 1.0f, true, std::nullopt, "GeluTanh", {}},            // its MLP
+      {{1, 1, 3072}, {3072, 768}, 1.0f, true, Shape{1, 1, 768}, "", {}},               // and residual
+      {{2, 64}, {64, 40}, 0.5f, false, std::nullopt, "Relu", {}},
+      {{3, 1, 32}, {32, 7}, 1.0f, true, Shape{3, 1, 7}, "Gelu", {}},
+      {{1, 12}, {12, 9}, 1.0f, true, std::nullopt, "", {}},  // k = 12: float16 rows are not whole 16-byte words
   };
 }
 

@@ -321,5 +321,139 @@ TEST_F(CudaOpsTest, MatMulWithBatchBroadcasting) {
   }
 }
 
+// Values with many ties (whole numbers in [-3, 3)), so that select_last_index matters.
+Tensor Ties(const Shape& shape, uint32_t seed) {
+  Tensor t = RandomTensor(kF32, shape, seed, -3, 3);
+  for (int64_t i = 0; i < t.NumElements(); ++i) t.Data<float>()[i] = std::floor(t.Data<float>()[i]);
+  return t;
+}
+
+TEST_F(CudaOpsTest, ArgMaxAndArgMin) {
+  struct Case {
+    Shape x;
+    int64_t axis, keepdims, select_last;
+  };
+  const std::vector<Case> cases{
+      {{2, 50257}, -1, 1, 0},  // a vocabulary's logits: one block of 1024 threads per row
+      {{4, 300}, 1, 0, 1},     // rows of 256 threads
+      {{2, 7, 5}, 1, 1, 0},    // columns: one thread each
+      {{3, 9}, 1, 0, 1},       // short rows
+      {{6}, 0, 0, 0},
+  };
+  for (const char* op : {"ArgMax", "ArgMin"}) {
+    for (const Case& c : cases) {
+      for (bool ties : {false, true}) {
+        OpTester t(op, 13);
+        t.Attr("axis", c.axis).Attr("keepdims", c.keepdims).Attr("select_last_index", c.select_last);
+        t.Input("data", ties ? Ties(c.x, 40) : RandomTensor(kF32, c.x, 41)).OutputName("reduced");
+        CompareOnCuda(t);
+      }
+    }
+    // float16 logits: the CUDA kernel on float16 against the CPU on the same values in float32 (exactly the same
+    // order and ties).
+    const Tensor half = RandomTensor(kF16, {2, 50257}, 42, -4, 4);
+    OpTester on_cuda(op, 13);
+    on_cuda.Attr("axis", int64_t{-1}).Input("data", half).OutputName("reduced");
+    OpTester on_cpu(op, 13);
+    on_cpu.Attr("axis", int64_t{-1}).Input("data", Float16ToFloat(half)).OutputName("reduced");
+    EXPECT_EQ(CompareTensors(on_cpu.RunOn("cpu")[0], on_cuda.RunOn("cuda")[0], 0, 0), "") << op << " float16";
+  }
+}
+
+// Indices for ScatterElements along `axis` of `data`: for each position of the other axes, distinct rows of the
+// axis (a permutation's first `count`), every other one negative (counted from the back).
+Tensor DistinctIndices(const Shape& data, const Shape& indices, size_t axis, uint32_t seed) {
+  Tensor t = Tensor::Allocate(DataType::kInt64, indices);
+  const int64_t inner = indices.SizeFrom(axis + 1), count = indices[axis], outer = indices.SizeTo(axis);
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t i = 0; i < inner; ++i) {
+      std::vector<int64_t> rows(static_cast<size_t>(data[axis]));
+      for (size_t r = 0; r < rows.size(); ++r) rows[r] = static_cast<int64_t>(r);
+      for (size_t r = rows.size(); r-- > 1;) {
+        seed = seed * 1664525u + 1013904223u;
+        std::swap(rows[r], rows[(seed >> 8) % (r + 1)]);
+      }
+      for (int64_t j = 0; j < count; ++j) {
+        const int64_t row = rows[static_cast<size_t>(j)];
+        t.Data<int64_t>()[(o * count + j) * inner + i] = (j % 2 == 1) ? row - data[axis] : row;
+      }
+    }
+  return t;
+}
+
+TEST_F(CudaOpsTest, ScatterElementsAndScatterND) {
+  for (DataType type : {kF32, kI64, kF16}) {
+    for (size_t axis : {0u, 1u, 2u}) {
+      const Shape data{4, 5, 6};
+      std::vector<int64_t> dims{4, 5, 6};
+      dims[axis] = 2;
+      const Shape shape(dims);
+      OpTester t("ScatterElements", 16);
+      t.Attr("axis", static_cast<int64_t>(axis));
+      t.Input("data", RandomTensor(type, data, 43, -5, 5))
+          .Input("indices", DistinctIndices(data, shape, axis, 44))
+          .Input("updates", RandomTensor(type, shape, 45, -5, 5))
+          .OutputName("output");
+      CompareOnCuda(t);
+    }
+    // The cache write of a decoding step: one row along axis 2 at a position held on the device.
+    OpTester cache("ScatterElements", 16);
+    Tensor position = Tensor::FromVector<int64_t>({1, 2, 1, 4}, std::vector<int64_t>(8, 5));
+    cache.Attr("axis", int64_t{2});
+    cache.Input("data", RandomTensor(type, {1, 2, 12, 4}, 46)).Input("indices", position);
+    cache.Input("updates", RandomTensor(type, {1, 2, 1, 4}, 47)).OutputName("output");
+    CompareOnCuda(cache);
+    OpTester nd("ScatterND", 16);
+    nd.Input("data", RandomTensor(type, {4, 5, 3}, 48, -5, 5))
+        .Input("indices", Tensor::FromVector<int64_t>({3, 2}, {0, 1, 3, -1, 2, 2}))
+        .Input("updates", RandomTensor(type, {3, 3}, 49, -5, 5))
+        .OutputName("output");
+    CompareOnCuda(nd);
+  }
+  // A reduction stays on the CPU.
+  OpTester add("ScatterElements", 16);
+  add.Attr("reduction", std::string("add"));
+  add.Input("data", RandomTensor(kF32, {3, 3}, 50)).Input("indices", Tensor::FromVector<int64_t>({1, 3}, {0, 1, 2}));
+  add.Input("updates", RandomTensor(kF32, {1, 3}, 51)).OutputName("output");
+  add.CompareWithCpu({"cuda"});
+}
+
+// Gemm with a constant B (as Hugging Face's Conv1D exports: addmm) on one to four rows: launch::SmallRowsProduct, with
+// and without transB and a bias; five rows and a C of Y's shape take cuBLAS.
+TEST_F(CudaOpsTest, GemmOfAFewRowsWithConstantWeights) {
+  struct Case {
+    int64_t m, k, n;
+    bool trans_b;
+    int c;  // 0 none, 1 column bias, 2 C of Y's shape
+  };
+  for (const Case& c : std::vector<Case>{{1, 768, 2304, false, 1}, {2, 64, 48, true, 1}, {4, 32, 40, false, 0},
+                                         {3, 16, 24, true, 0}, {5, 32, 16, false, 1}, {1, 32, 16, false, 2}}) {
+    for (DataType type : {kF32, kF16}) {
+      OpTester t("Gemm", 13);
+      if (c.trans_b) t.Attr("transB", int64_t{1});
+      t.Input("A", RandomTensor(type, {c.m, c.k}, 52));
+      t.Input("B", RandomTensor(type, c.trans_b ? Shape{c.n, c.k} : Shape{c.k, c.n}, 53), true);
+      if (c.c == 1) t.Input("C", RandomTensor(type, {c.n}, 54), true);
+      if (c.c == 2) t.Input("C", RandomTensor(type, {c.m, c.n}, 55), true);
+      t.OutputName("Y");
+      if (type == kF32) {
+        t.Tolerance(1e-2, 1e-2);  // cuBLAS's rows in TF32
+        CompareOnCuda(t);
+        continue;
+      }
+      OpTester f("Gemm", 13);  // the float32 reference of the float16 product
+      if (c.trans_b) f.Attr("transB", int64_t{1});
+      const std::vector<Tensor> actual = t.RunOn("cuda");
+      f.Input("A", Float16ToFloat(RandomTensor(type, {c.m, c.k}, 52)));
+      f.Input("B", Float16ToFloat(RandomTensor(type, c.trans_b ? Shape{c.n, c.k} : Shape{c.k, c.n}, 53)), true);
+      if (c.c == 1) f.Input("C", Float16ToFloat(RandomTensor(type, {c.n}, 54)), true);
+      if (c.c == 2) f.Input("C", Float16ToFloat(RandomTensor(type, {c.m, c.n}, 55)), true);
+      f.OutputName("Y");
+      EXPECT_EQ(CompareTensors(f.RunOn("cpu")[0], Float16ToFloat(actual[0]), 2e-2, 2e-3), "")
+          << "float16 " << c.m << "x" << c.k << "x" << c.n;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace tessera::test

@@ -161,5 +161,22 @@ TEST(ReduceOpTest, ArgMaxArgMin) {
   CheckArg(false, 2, true, true);
 }
 
+// float16 logits, as a float16 language model's head gives them (ties: first index, or last with select_last_index).
+TEST(ReduceOpTest, ArgMaxArgMinOfFloat16) {
+  const std::vector<float> values{0.5f, -2.0f, 3.25f, 3.25f, 1.0f, -7.5f, 4.0f, 0.0f};
+  Tensor x = Tensor::Allocate(DataType::kFloat16, Shape{2, 4});
+  for (size_t i = 0; i < values.size(); ++i) x.Data<Float16>()[i] = ToFloat16(values[i]);
+  for (const bool last : {false, true}) {
+    OpTester max("ArgMax", 13);
+    max.Attr("axis", int64_t{1}).Attr("keepdims", int64_t{0}).Attr("select_last_index", int64_t{last});
+    max.Input("data", x).Output("reduced", Tensor::FromVector<int64_t>({2}, {last ? 3 : 2, 2}));
+    max.Run({"cpu"});
+    OpTester min("ArgMin", 13);
+    min.Attr("axis", int64_t{0}).Attr("select_last_index", int64_t{last});
+    min.Input("data", x).Output("reduced", Tensor::FromVector<int64_t>({1, 4}, {0, 1, 0, 1}));
+    min.Run({"cpu"});
+  }
+}
+
 }  // namespace
 }  // namespace tessera::test

@@ -1,11 +1,12 @@
 """Device pipelines from Python: TilePipeline, and RunOptions.stream ordering runs with an OrtSyncStream."""
 
 import json
+import pathlib
 
 import numpy as np
 import pytest
 
-from helpers import requires_testing_ep
+from helpers import requires_cuda, requires_testing_ep
 import onnx_models
 import tessera as ort
 
@@ -80,3 +81,51 @@ def test_run_ordered_with_an_ortsyncstream_without_waiting():
         np.testing.assert_array_equal(back.numpy(), np.maximum(v, 0) * v + v)
     options.stream = None
     assert options.stream is None
+
+
+TINY_DECODER = str(pathlib.Path(__file__).resolve().parents[2] / "examples" / "generation_loop" / "tiny_decoder.onnx")
+
+
+def _step_by_step(session, prompt, new_tokens):
+    """The decoding loop with session.run: presents fed back as pasts, next_token as the next input."""
+    caches = {i.name: np.zeros(i.shape, np.float32) for i in session.get_inputs() if i.name.startswith("past_")}
+    names = [o.name for o in session.get_outputs()]
+    tokens, token = [], prompt[0]
+    for t in range(len(prompt) + new_tokens - 1):
+        token = prompt[t] if t < len(prompt) else token
+        out = dict(zip(names, session.run(None, {"input_ids": np.array([[token]], np.int64),
+                                                 "position": np.array([t], np.int64), **caches})))
+        token = int(out["next_token"][0, 0])
+        caches = {name: out["present_" + name[len("past_"):]] for name in caches}
+        if t + 1 >= len(prompt):
+            tokens.append(token)
+    return tokens
+
+
+@pytest.mark.parametrize("provider", ["CPUExecutionProvider", "TestingExecutionProvider"])
+def test_generation_loop_gives_the_tokens_of_a_step_by_step_loop(provider):
+    if provider not in ort.get_available_providers():
+        pytest.skip(f"{provider} is not available in this build")
+    session = ort.InferenceSession(TINY_DECODER, providers=[provider])
+    prompt = [5, 17, 3, 40]
+    loop = ort.GenerationLoop(session)
+    assert loop.max_length == 48 and loop.batch == 1
+    tokens = loop.generate(prompt, 20)
+    assert tokens == _step_by_step(session, prompt, 20)
+    assert loop.stats["steps"] == len(prompt) + 20 - 1 and loop.stats["new_tokens"] == 20
+    eos = tokens[6]
+    stopping = ort.GenerationLoop(session, eos_token=eos)
+    assert stopping.generate(prompt, 20) == tokens[: tokens.index(eos) + 1]
+    with pytest.raises(Exception, match="need 52 cache positions; the caches hold 48"):
+        loop.generate(prompt, 49)
+
+
+@requires_cuda
+def test_generation_loop_on_cuda_replays_a_graph_per_step():
+    session = ort.InferenceSession(TINY_DECODER, providers=[("CUDAExecutionProvider",
+                                                            {"enable_cuda_graph": "1", "use_tf32": "0"})])
+    cpu = ort.InferenceSession(TINY_DECODER, providers=["CPUExecutionProvider"])
+    loop = ort.GenerationLoop(session)
+    prompt = [1, 2, 3]
+    assert loop.generate(prompt, 30) == _step_by_step(cpu, prompt, 30)
+    assert loop.stats["graph_replays"] == loop.stats["steps"] - 2

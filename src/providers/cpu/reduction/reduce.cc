@@ -9,6 +9,7 @@
 #include <cmath>
 #include <limits>
 #include <type_traits>
+#include <vector>
 
 #include "providers/cpu/cpu_kernels.h"
 
@@ -219,6 +220,12 @@ class ArgReduce : public Kernel {
       case DataType::kDouble: return Run<double>(x.Data<double>(), y.Data<int64_t>(), outer, n, inner);
       case DataType::kInt32: return Run<int32_t>(x.Data<int32_t>(), y.Data<int64_t>(), outer, n, inner);
       case DataType::kInt64: return Run<int64_t>(x.Data<int64_t>(), y.Data<int64_t>(), outer, n, inner);
+      case DataType::kFloat16: {  // float16 logits: compared as the floats they hold (exact)
+        std::vector<float> values(static_cast<size_t>(x.NumElements()));
+        const Float16* h = x.Data<Float16>();
+        for (size_t i = 0; i < values.size(); ++i) values[i] = ToFloat(h[i]);
+        return Run<float>(values.data(), y.Data<int64_t>(), outer, n, inner);
+      }
       default: Fail(ErrorCode::kNotImplemented, ctx.node().Describe(), ": element type ", DataTypeName(x.type()));
     }
   }
@@ -265,6 +272,7 @@ void RegisterReductionKernels(KernelRegistry& registry) {
   registry.Register<Reduce<ReduceOp::kLogSumExp>>(Def("ReduceLogSumExp"));
   registry.Register<Reduce<ReduceOp::kSumSquare>>(Def("ReduceSumSquare"));
   KernelDef argmax = Def("ArgMax"), argmin = Def("ArgMin");
+  for (KernelDef* def : {&argmax, &argmin}) def->input_types[0].push_back(DataType::kFloat16);
   argmax.host_inputs.clear();
   argmin.host_inputs.clear();
   registry.Register<ArgReduce<true>>(std::move(argmax));

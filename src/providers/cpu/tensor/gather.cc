@@ -7,6 +7,8 @@
 // scatter reductions other than "none" need numeric types.
 #include <algorithm>
 #include <string>
+#include <string_view>
+#include <tuple>
 #include <vector>
 
 #include "providers/cpu/cpu_kernels.h"
@@ -290,7 +292,7 @@ class ScatterElementsKernel : public Kernel {
     const ElementAddressing addressing(node, data.shape(), indices_t.shape(), axis);
     const std::vector<int64_t> indices = ReadIndices(node, indices_t);
     Tensor& out = ctx.Output(0, data.type(), data.shape());
-    CopyStrided(data, DenseView(data.shape().dims()), out, ctx.thread_pool());
+    if (out.raw_data() != data.raw_data()) CopyStrided(data, DenseView(data.shape().dims()), out, ctx.thread_pool());
     VisitScatter(node, reduction_, data.type(), [&]<typename E>(auto combine) {
       E* dst = static_cast<E*>(out.raw_data());
       const E* src = static_cast<const E*>(updates.raw_data());
@@ -322,7 +324,7 @@ class ScatterNDKernel : public Kernel {
       Fail(ErrorCode::kInvalidArgument, node.Describe(), ": updates ", updates.shape().ToString(),
            " should have shape ", Shape(expected).ToString());
     Tensor& out = ctx.Output(0, data.type(), data.shape());
-    CopyStrided(data, DenseView(data.shape().dims()), out, ctx.thread_pool());
+    if (out.raw_data() != data.raw_data()) CopyStrided(data, DenseView(data.shape().dims()), out, ctx.thread_pool());
     const int64_t slice = tuples.slice;
     VisitScatter(node, reduction_, data.type(), [&]<typename E>(auto combine) {
       E* dst = static_cast<E*>(out.raw_data());
@@ -380,9 +382,16 @@ void RegisterGatherKernels(KernelRegistry& registry) {
   registry.Register<GatherKernel>(Def("Gather", 1));
   registry.Register<GatherElementsKernel>(Def("GatherElements", 11));
   registry.Register<GatherNDKernel>(Def("GatherND", 11));
-  registry.Register<ScatterElementsKernel>(Def("ScatterElements", 11));
-  registry.Register<ScatterElementsKernel>(Def("Scatter", 9, 10));
-  registry.Register<ScatterNDKernel>(Def("ScatterND", 11));
+  // The scatters may update their data input in place (KernelDef::in_place_input): the copy is then skipped.
+  for (auto [op, since, until] : {std::tuple{"ScatterElements", 11, kLastOpset}, std::tuple{"Scatter", 9, 10},
+                                  std::tuple{"ScatterND", 11, kLastOpset}}) {
+    KernelDef def = Def(op, since, until);
+    def.in_place_input = 0;
+    if (std::string_view(op) == "ScatterND")
+      registry.Register<ScatterNDKernel>(std::move(def));
+    else
+      registry.Register<ScatterElementsKernel>(std::move(def));
+  }
   registry.Register<NonZeroKernel>(Def("NonZero", 9));
 }
 

@@ -37,6 +37,8 @@ const std::map<std::string, std::function<bool(const Node&)>>& Predicates() {
       {"AveragePool", [](const Node& n) { return IsPool2d(n); }},
       {"Cast", CastTargetIsSupported},
       {"LayerNormalization", [](const Node& n) { return OutputCount(n) == 1; }},
+      {"ScatterElements", [](const Node& n) { return n.GetString("reduction", "none") == "none"; }},
+      {"ScatterND", [](const Node& n) { return n.GetString("reduction", "none") == "none"; }},
       {"BatchNormalization",
        [](const Node& n) {
          return OutputCount(n) == 1 && n.GetInt("training_mode", 0) == 0 && n.GetInt("spatial", 1) == 1;
@@ -62,6 +64,7 @@ void RegisterCudaKernels(KernelRegistry& registry) {
   RegisterAttentionKernels(registry);
   RegisterSkipLayerNormKernels(registry);
   RegisterSplitKernels(registry);
+  RegisterScatterKernels(registry);
   RegisterReorderKernels(registry);
 }
 

@@ -17,10 +17,11 @@ void RegisterTensorKernels(KernelRegistry& registry);       // Concat Transpose
 void RegisterLogicKernels(KernelRegistry& registry);        // comparisons, And Or Xor Not, Where, Cast
 void RegisterIndexingKernels(KernelRegistry& registry);     // Gather Slice Expand Shape ConstantOfShape
 void RegisterReorderKernels(KernelRegistry& registry);      // ai.tessera::ReorderFromBlocked (NHWC -> NCHW)
-void RegisterReductionKernels(KernelRegistry& registry);    // ReduceSum ReduceMean ReduceMax ReduceMin
+void RegisterReductionKernels(KernelRegistry& registry);    // ReduceSum ReduceMean ReduceMax ReduceMin ArgMax ArgMin
 void RegisterAttentionKernels(KernelRegistry& registry);  // Attention (ai.tessera)
 void RegisterSkipLayerNormKernels(KernelRegistry& registry);  // SkipLayerNormalization (ai.tessera, com.microsoft)
 void RegisterSplitKernels(KernelRegistry& registry);        // Split
+void RegisterScatterKernels(KernelRegistry& registry);      // ScatterElements ScatterND (reduction "none")
 
 void RegisterCudaKernels(KernelRegistry& registry);
 

@@ -3,6 +3,9 @@
 // Tessera tensors are row-major and cuBLAS is column-major: a row-major product out = a * b is computed
 // as the column-major product out^T = b^T * a^T, which reads the same memory without any transpose.
 #include <climits>
+#include <cstdint>
+#include <cstring>
+#include <vector>
 
 #include "providers/cpu/common/broadcast.h"
 #include "providers/cuda/kernels/cuda_kernels.h"
@@ -53,6 +56,50 @@ bool IsColumnBias(const Tensor& c, int64_t n) {
   return (shape.rank() == 1 && shape[0] == n) || (shape.rank() == 2 && shape[0] == 1 && shape[1] == n);
 }
 
+// A constant B kept transposed on the device ([n, k] row-major) for launch::SmallRowsProduct, which computes products
+// of up to kSmallProductRows rows (a decoding step's) at the memory's bandwidth where cuBLAS's tiled kernels do not.
+// Empty unless input 1 is a 2-D float or float16 initializer whose k suits the kernel's 16-byte loads. A B that is
+// already [n, k] (Gemm's transB) in device memory is shared, not copied; otherwise the transposed copy adds B's size
+// to the session's device memory.
+Tensor TransposedWeights(const KernelInfo& info, bool b_transposed) {
+  const Tensor* b = info.ConstantInput(1);
+  if (b == nullptr || b->shape().rank() != 2 || (b->type() != DataType::kFloat && b->type() != DataType::kFloat16))
+    return Tensor();
+  const int64_t k = b_transposed ? b->shape()[1] : b->shape()[0];
+  const int64_t n = b_transposed ? b->shape()[0] : b->shape()[1];
+  const int64_t per_word = 16 / static_cast<int64_t>(SizeOf(b->type()));
+  if (k == 0 || n == 0 || k % per_word != 0) return Tensor();
+  const bool on_device = !b->memory_info().IsHostReadable();
+  if (b_transposed && on_device && reinterpret_cast<uintptr_t>(b->raw_data()) % 16 == 0) return *b;
+  CudaExecutionProvider& ep = CudaEpOf(info);
+  DeviceGuard guard(ep.ordinal());
+  Tensor wt = Tensor::Allocate(b->type(), Shape{n, k}, ep.allocator(MemoryType::kDefault));
+  const size_t element = SizeOf(b->type());
+  if (!on_device) {
+    std::vector<char> host(wt.SizeInBytes());
+    const char* source = static_cast<const char*>(b->raw_data());
+    for (int64_t c = 0; c < n; ++c)
+      for (int64_t j = 0; j < k; ++j)
+        std::memcpy(&host[static_cast<size_t>(c * k + j) * element],
+                    source + static_cast<size_t>(b_transposed ? c * k + j : j * n + c) * element, element);
+    CheckCuda(cudaMemcpy(wt.raw_data(), host.data(), host.size(), cudaMemcpyHostToDevice), info.node(),
+              ": uploading the transposed weights");
+    return wt;
+  }
+  const int64_t dims[2] = {n, k};
+  const int64_t strides[2] = {b_transposed ? k : 1, b_transposed ? 1 : n};
+  CheckCuda(launch::Transpose(static_cast<int>(element), b->raw_data(), wt.raw_data(), 2, dims, strides, n * k,
+                              nullptr),
+            info.node(), ": transposing the weights");
+  CheckCuda(cudaStreamSynchronize(nullptr), info.node(), ": transposing the weights");
+  return wt;
+}
+
+// Whether SmallRowsProduct takes a product of `rows` rows of `a` with the transposed weights `wt`.
+bool SmallRowsApply(const Tensor& wt, int64_t rows, const void* a) {
+  return wt.defined() && rows >= 1 && rows <= launch::kSmallProductRows && reinterpret_cast<uintptr_t>(a) % 16 == 0;
+}
+
 class GemmKernel : public Kernel {
  public:
   explicit GemmKernel(const KernelInfo& info)
@@ -60,7 +107,8 @@ class GemmKernel : public Kernel {
         alpha_(info.node().GetFloat("alpha", 1.0f)),
         beta_(info.node().GetFloat("beta", 1.0f)),
         trans_a_(info.node().GetInt("transA", 0) != 0),
-        trans_b_(info.node().GetInt("transB", 0) != 0) {}
+        trans_b_(info.node().GetInt("transB", 0) != 0),
+        weights_t_(TransposedWeights(info, trans_b_)) {}
 
   void Compute(KernelContext& ctx) const override {
     DeviceGuard guard(ep_.ordinal());
@@ -94,6 +142,16 @@ class GemmKernel : public Kernel {
     call.b = b.raw_data();
     call.out = y.raw_data();
     call.alpha = alpha_;
+    // A few rows against constant weights, with at most a bias: one warp per output column.
+    const bool bias_only = !add_c || (beta_ == 1.0f && IsColumnBias(*c, call.n));
+    if (!trans_a_ && bias_only && call.k > 0 && SmallRowsApply(weights_t_, call.m, call.a)) {
+      CheckLaunch(ctx,
+                  launch::SmallRowsProduct(type, call.a, weights_t_.raw_data(), call.out, static_cast<int>(call.m),
+                                           call.n, call.k, alpha_, add_c ? c->raw_data() : nullptr,
+                                           launch::EpilogueActivation{}, nullptr, StreamOf(ctx)),
+                  "small-rows product launch");
+      return;
+    }
     // One cuBLASLt call when C is a bias of the columns (beta 1: the bias epilogue) or has Y's shape.
     if (call.k > 0) {
       RowMajorProduct fused = call;
@@ -127,6 +185,7 @@ class GemmKernel : public Kernel {
   const CudaExecutionProvider& ep_;
   float alpha_, beta_;
   bool trans_a_, trans_b_;
+  Tensor weights_t_;  // TransposedWeights
   LtMatmulPlans plans_;
 };
 
@@ -144,7 +203,8 @@ class MatMulKernel : public Kernel {
       : ep_(CudaEpOf(info)),
         fused_(info.node().op_type == "FusedMatMul"),
         alpha_(fused_ ? info.node().GetFloat("alpha", 1.0f) : 1.0f),
-        activation_(fused_ ? ToLaunchActivation(ReadFusedActivation(info.node())) : launch::EpilogueActivation{}) {}
+        activation_(fused_ ? ToLaunchActivation(ReadFusedActivation(info.node())) : launch::EpilogueActivation{}),
+        weights_t_(TransposedWeights(info, false)) {}
 
   void Compute(KernelContext& ctx) const override {
     DeviceGuard guard(ep_.ordinal());
@@ -191,7 +251,19 @@ class MatMulKernel : public Kernel {
       call.b = b.raw_data();
       call.out = target.raw_data();
       call.alpha = alpha_;
-      if (!Batch(call, a_batch, b_batch, batch)) {
+      const bool batched = Batch(call, a_batch, b_batch, batch);
+      if (batched && call.batch == 1 && !widening && SmallRowsApply(weights_t_, call.m, call.a) &&
+          (addend == nullptr || addend->shape() == product_shape)) {
+        // A few rows against constant weights: the product and the whole epilogue in one kernel.
+        CheckLaunch(ctx,
+                    launch::SmallRowsProduct(FloatElementType(ctx, a.type()), call.a, weights_t_.raw_data(), call.out,
+                                             static_cast<int>(call.m), call.n, call.k, alpha_,
+                                             bias != nullptr ? bias->raw_data() : nullptr, activation_,
+                                             addend != nullptr ? addend->raw_data() : nullptr, StreamOf(ctx)),
+                    "small-rows product launch");
+        return;
+      }
+      if (!batched) {
         MultiplyEach(ctx, call, a_batch, b_batch, batch);
       } else {
         RowMajorProduct fused = call;
@@ -322,6 +394,7 @@ class MatMulKernel : public Kernel {
   bool fused_;                             // ai.tessera::FusedMatMul
   float alpha_;                            // FusedMatMul's scale of the product
   launch::EpilogueActivation activation_;  // FusedMatMul's activation (none for MatMul)
+  Tensor weights_t_;                       // TransposedWeights
   LtMatmulPlans plans_;
 };
 

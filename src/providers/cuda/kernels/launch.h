@@ -148,6 +148,48 @@ struct ReduceGeometry {
 cudaError_t ReduceGeneral(ReduceOp op, ElementType type, const void* x, void* y, const ReduceGeometry& geometry,
                           cudaStream_t stream);
 
+// x viewed as [outer, length, inner]: y[o, i] = the index l of the largest (`is_max`) or smallest x[o, l, i]; equal
+// values go to the first index, or to the last when `select_last`. x is float or float16; with NaNs in a row the
+// index returned is one of the row's, unspecified.
+cudaError_t ArgReduce(bool is_max, ElementType type, const void* x, int64_t* y, int64_t outer, int64_t length,
+                      int64_t inner, bool select_last, cudaStream_t stream);
+
+// ---- products of a few rows (small_rows_product.cu) ---------------------------------------------------------------
+// out[r, c] = activation(alpha * sum_j a[r, j] * wt[c, j] + bias[c]) + addend[r, c] for r < rows <= kSmallProductRows:
+// a [rows, k] and out [rows, n] row-major, wt the weights transposed ([n, k] row-major). k must be a multiple of 8
+// (float16) or 4 (float32) and a and wt 16-byte aligned; bias ([n]) and addend ([rows, n]) may be null.
+inline constexpr int kSmallProductRows = 4;
+struct EpilogueActivation;
+cudaError_t SmallRowsProduct(ElementType type, const void* a, const void* wt, void* out, int rows, int64_t n,
+                             int64_t k, float alpha, const void* bias, const EpilogueActivation& activation,
+                             const void* addend, cudaStream_t stream);
+
+// ---- ScatterElements / ScatterND (scatter.cu) ----------------------------------------------------------------
+// Both write `updates` into `out`, which already holds the data (the kernel copied it, or `out` is the data's own
+// buffer: an in-place update). Negative indices count from the back; an index outside the data's dimension is
+// skipped (the device cannot report it without a host synchronization).
+// ScatterElements: indices and updates share `dims` (rank `rank`); element p of updates goes to the data element with
+// p's coordinates, its coordinate along `axis` replaced by indices[p]. `data_strides` are the data's element strides,
+// `axis_dim` its size along the axis.
+struct ScatterElementsGeometry {
+  int rank = 0, axis = 0;
+  int64_t dims[kMaxRank] = {};
+  int64_t data_strides[kMaxRank] = {};
+  int64_t axis_dim = 0;
+};
+cudaError_t ScatterElements(int element_size, void* out, const void* indices, bool indices_are_int64,
+                            const void* updates, const ScatterElementsGeometry& geometry, cudaStream_t stream);
+// ScatterND: `tuples` index tuples of `tuple_size` coordinates into the data's first dims (sizes `data_dims`, element
+// strides `data_strides`), each followed by a slice of `slice` elements of updates.
+struct ScatterNdGeometry {
+  int tuple_size = 0;
+  int64_t data_dims[kMaxRank] = {};
+  int64_t data_strides[kMaxRank] = {};
+  int64_t tuples = 0, slice = 0;
+};
+cudaError_t ScatterNd(int element_size, void* out, const void* indices, bool indices_are_int64, const void* updates,
+                      const ScatterNdGeometry& geometry, cudaStream_t stream);
+
 // ---- Conv epilogue (conv_epilogue.cu) -------------------------------------------------------------
 // The activation of a fused Conv (mirrors tessera::FusedActivation, which host code converts).
 struct EpilogueActivation {

@@ -123,4 +123,75 @@ cudaError_t ReduceGeneral(ReduceOp op, ElementType type, const void* x, void* y,
   });
 }
 
+namespace {
+
+// The running winner of an ArgMax / ArgMin: `index` -1 until a value was seen.
+struct Candidate {
+  float value;
+  int64_t index;
+};
+
+__device__ __forceinline__ Candidate Better(Candidate a, Candidate b, bool is_max, bool select_last) {
+  if (a.index < 0) return b;
+  if (b.index < 0) return a;
+  const bool b_wins = is_max ? b.value > a.value : b.value < a.value;
+  if (b_wins) return b;
+  if (b.value == a.value && (select_last ? b.index > a.index : b.index < a.index)) return b;
+  return a;
+}
+
+// One block per row (inner == 1): the threads stride over the row, then reduce in registers and shared memory.
+template <typename T>
+__global__ void ArgRowsKernel(const T* x, int64_t* y, int64_t length, bool is_max, bool select_last) {
+  __shared__ Candidate partial[32];
+  const T* row = x + blockIdx.x * length;
+  Candidate best{0.0f, -1};
+  for (int64_t l = threadIdx.x; l < length; l += blockDim.x)
+    best = Better(best, Candidate{device::ToFloat(row[l]), l}, is_max, select_last);
+  for (int offset = device::kWarp / 2; offset > 0; offset /= 2) {
+    Candidate other{__shfl_xor_sync(0xffffffffu, best.value, offset),
+                    static_cast<int64_t>(__shfl_xor_sync(0xffffffffu, static_cast<long long>(best.index), offset))};
+    best = Better(best, other, is_max, select_last);
+  }
+  if (threadIdx.x % device::kWarp == 0) partial[threadIdx.x / device::kWarp] = best;
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    Candidate winner = partial[0];
+    for (unsigned w = 1; w < blockDim.x / device::kWarp; ++w) winner = Better(winner, partial[w], is_max, select_last);
+    y[blockIdx.x] = winner.index;
+  }
+}
+
+// One thread per (outer, inner) column.
+template <typename T>
+__global__ void ArgColumnsKernel(const T* x, int64_t* y, int64_t outer, int64_t length, int64_t inner, bool is_max,
+                                 bool select_last) {
+  for (int64_t i = device::FirstIndex(); i < outer * inner; i += device::IndexStride()) {
+    const T* column = x + (i / inner) * length * inner + i % inner;
+    Candidate best{0.0f, -1};
+    for (int64_t l = 0; l < length; ++l)
+      best = Better(best, Candidate{device::ToFloat(column[l * inner]), l}, is_max, select_last);
+    y[i] = best.index;
+  }
+}
+
+}  // namespace
+
+cudaError_t ArgReduce(bool is_max, ElementType type, const void* x, int64_t* y, int64_t outer, int64_t length,
+                      int64_t inner, bool select_last, cudaStream_t stream) {
+  if (outer * inner == 0) return cudaSuccess;
+  return device::DispatchFloat(type, [&](auto tag) {
+    using T = decltype(tag);
+    const T* in = static_cast<const T*>(x);
+    if (inner == 1 && length >= 256) {
+      const int threads = length >= 8192 ? 1024 : 256;
+      ArgRowsKernel<T><<<static_cast<unsigned>(outer), threads, 0, stream>>>(in, y, length, is_max, select_last);
+    } else {
+      ArgColumnsKernel<T><<<device::BlocksFor(outer * inner), device::kThreads, 0, stream>>>(in, y, outer, length,
+                                                                                              inner, is_max, select_last);
+    }
+    return device::LaunchStatus();
+  });
+}
+
 }  // namespace tessera::cuda::launch

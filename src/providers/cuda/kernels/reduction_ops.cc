@@ -1,5 +1,6 @@
 // ReduceSum, ReduceMean, ReduceMax, ReduceMin (float32 / float16). Axes come from the `axes` attribute
-// (before opset 13 for ReduceSum, 18 for the others) or from host input 1.
+// (before opset 13 for ReduceSum, 18 for the others) or from host input 1. ArgMax and ArgMin (float32 / float16
+// in, int64 out): a generation loop picks its next token on the device with them.
 //
 // Dimensions of size 1 are dropped and neighbours of the same kind (reduced or kept) merged, so that the
 // common cases become [outer, length, inner] (e.g. ResNet's mean over H and W: rows of H*W; a mean over
@@ -133,6 +134,45 @@ class ReduceKernel : public Kernel {
   bool noop_with_empty_axes_;
 };
 
+class ArgReduceKernel : public Kernel {
+ public:
+  ArgReduceKernel(const KernelInfo& info, bool is_max)
+      : ep_(CudaEpOf(info)),
+        is_max_(is_max),
+        axis_(info.node().GetInt("axis", 0)),
+        keep_dims_(info.node().GetInt("keepdims", 1) != 0),
+        select_last_(info.node().GetInt("select_last_index", 0) != 0) {}
+
+  void Compute(KernelContext& ctx) const override {
+    DeviceGuard guard(ep_.ordinal());
+    const Tensor& x = ctx.Input(0);
+    const launch::ElementType type = FloatElementType(ctx, x.type());
+    const Shape& shape = x.shape();
+    const size_t axis = static_cast<size_t>(NormalizeAxis(axis_, static_cast<int64_t>(shape.rank()), "axis"));
+    if (shape[axis] == 0)
+      Fail(ErrorCode::kInvalidArgument, ctx.node().Describe(), ": cannot take the index over empty axis ", axis_,
+           " of ", shape.ToString());
+    std::vector<int64_t> dims;
+    for (size_t d = 0; d < shape.rank(); ++d) {
+      if (d != axis) dims.push_back(shape[d]);
+      else if (keep_dims_) dims.push_back(1);
+    }
+    Tensor& y = ctx.Output(0, DataType::kInt64, Shape(dims));
+    if (y.NumElements() == 0) return;
+    int64_t* indices = static_cast<int64_t*>(y.raw_data());
+    CheckLaunch(ctx,
+                launch::ArgReduce(is_max_, type, x.raw_data(), indices, shape.SizeTo(axis), shape[axis],
+                                  shape.SizeFrom(axis + 1), select_last_, StreamOf(ctx)),
+                "ArgMax/ArgMin launch");
+  }
+
+ private:
+  const CudaExecutionProvider& ep_;
+  bool is_max_;
+  int64_t axis_;
+  bool keep_dims_, select_last_;
+};
+
 void RegisterReduce(KernelRegistry& registry, const char* op, launch::ReduceOp kind, int axes_input_since) {
   registry.Register(MakeDef(op, 1, axes_input_since - 1, FloatTypes()), [kind](const KernelInfo& info) {
     return std::make_unique<ReduceKernel>(info, kind, false);
@@ -151,6 +191,9 @@ void RegisterReductionKernels(KernelRegistry& registry) {
   RegisterReduce(registry, "ReduceMean", launch::ReduceOp::kMean, 18);
   RegisterReduce(registry, "ReduceMax", launch::ReduceOp::kMax, 18);
   RegisterReduce(registry, "ReduceMin", launch::ReduceOp::kMin, 18);
+  for (const bool is_max : {true, false})
+    registry.Register(MakeDef(is_max ? "ArgMax" : "ArgMin", 1, INT_MAX, FloatTypes()),
+                      [is_max](const KernelInfo& info) { return std::make_unique<ArgReduceKernel>(info, is_max); });
 }
 
 }  // namespace tessera::cuda
