@@ -73,18 +73,30 @@ float HalfToFloat(uint16_t h) {
   return f;
 }
 
-struct DeviceBuffer {
-  void* ptr = nullptr;
-  size_t bytes = 0;
-  explicit DeviceBuffer(size_t n) : bytes(n) { Check(cudaMalloc(&ptr, std::max<size_t>(n, 1)), "cudaMalloc"); }
-  ~DeviceBuffer() { cudaFree(ptr); }
-  DeviceBuffer(const DeviceBuffer&) = delete;
+// Device memory from the session's own CUDA allocator, so that tensors over it carry the memory info the EP expects
+// (tensors over cudaMalloc'd memory with a hand-made "Cuda" memory info made Run fail inside ONNX Runtime 1.29).
+struct DeviceMemory {
+  Ort::Allocator allocator;
+  Ort::ConstMemoryInfo info;
+  explicit DeviceMemory(Ort::Session& s)
+      : allocator(s, Ort::MemoryInfo("Cuda", OrtMemoryInfoDeviceType_GPU, 0x10de, 0, OrtDeviceMemoryType_DEFAULT, 0,
+                                     OrtArenaAllocator)),
+        info(allocator.GetInfo()) {}
 };
 
-Ort::MemoryInfo GpuInfo() {
-  return Ort::MemoryInfo("Cuda", OrtMemoryInfoDeviceType_GPU, 0x10de, 0, OrtDeviceMemoryType_DEFAULT, 0,
-                         OrtArenaAllocator);
-}
+struct DeviceBuffer {
+  std::shared_ptr<DeviceMemory> memory;
+  void* ptr = nullptr;
+  size_t bytes = 0;
+  DeviceBuffer(std::shared_ptr<DeviceMemory> m, size_t n) : memory(std::move(m)), bytes(n) {
+    ptr = memory->allocator.Alloc(std::max<size_t>(n, 256));
+  }
+  ~DeviceBuffer() { memory->allocator.Free(ptr); }
+  DeviceBuffer(const DeviceBuffer&) = delete;
+  Ort::Value Tensor(const std::vector<int64_t>& shape, ONNXTensorElementDataType type, size_t used_bytes) const {
+    return Ort::Value::CreateTensor(memory->info, ptr, used_bytes, shape.data(), shape.size(), type);
+  }
+};
 
 Ort::Session MakeSession(Ort::Env& env, const std::string& path, bool graph) {
   Ort::SessionOptions options;
@@ -112,7 +124,8 @@ CacheInfo Caches(Ort::Session& s) {
   for (size_t i = 0; i < s.GetInputCount(); ++i) {
     std::string name = s.GetInputNameAllocated(i, a).get();
     if (name.rfind("past_", 0) != 0) continue;
-    auto info = s.GetInputTypeInfo(i).GetTensorTypeAndShapeInfo();
+    Ort::TypeInfo type_info = s.GetInputTypeInfo(i);  // owns what the shape info below refers to
+    auto info = type_info.GetTensorTypeAndShapeInfo();
     c.type = info.GetElementType();
     c.shape = info.GetShape();
     c.past.push_back(name);
@@ -130,18 +143,18 @@ using Generator = std::function<std::vector<int64_t>(const std::vector<int64_t>&
 Generator DynamicLoop(Ort::Session& s, size_t max_length) {
   const CacheInfo caches = Caches(s);
   const int64_t heads = caches.shape[1], head_size = caches.shape[3];
-  auto mask = std::make_shared<DeviceBuffer>(max_length * sizeof(int64_t));
+  auto memory = std::make_shared<DeviceMemory>(s);
+  auto mask = std::make_shared<DeviceBuffer>(memory, max_length * sizeof(int64_t));
   std::vector<int64_t> ones(max_length, 1);
   Check(cudaMemcpy(mask->ptr, ones.data(), mask->bytes, cudaMemcpyHostToDevice), "mask upload");
-  auto ids = std::make_shared<DeviceBuffer>(max_length * sizeof(int64_t));
-  auto empty = std::make_shared<DeviceBuffer>(16);
-  return [&s, caches, heads, head_size, mask, ids, empty](const std::vector<int64_t>& prompt, size_t n) {
-    Ort::MemoryInfo gpu = GpuInfo();
+  auto ids = std::make_shared<DeviceBuffer>(memory, max_length * sizeof(int64_t));
+  auto empty = std::make_shared<DeviceBuffer>(memory, 16);
+  return [&s, caches, heads, head_size, memory, mask, ids, empty](const std::vector<int64_t>& prompt, size_t n) {
     Ort::MemoryInfo cpu = Ort::MemoryInfo::CreateCpu(OrtArenaAllocator, OrtMemTypeDefault);
     std::vector<Ort::Value> past;
     const std::vector<int64_t> empty_shape{1, heads, 0, head_size};
     for (size_t i = 0; i < caches.past.size(); ++i)
-      past.push_back(Ort::Value::CreateTensor(gpu, empty->ptr, 0, empty_shape.data(), 4, caches.type));
+      past.push_back(empty->Tensor(empty_shape, caches.type, 0));
     std::vector<int64_t> out;
     std::vector<int64_t> step_ids = prompt;
     size_t length = 0;
@@ -150,14 +163,12 @@ Generator DynamicLoop(Ort::Session& s, size_t max_length) {
       Check(cudaMemcpy(ids->ptr, step_ids.data(), step_ids.size() * 8, cudaMemcpyHostToDevice), "ids upload");
       const std::vector<int64_t> ids_shape{1, s_len}, mask_shape{1, static_cast<int64_t>(length) + s_len};
       Ort::IoBinding b(s);
-      b.BindInput("input_ids", Ort::Value::CreateTensor(gpu, ids->ptr, step_ids.size() * 8, ids_shape.data(), 2,
-                                                        ONNX_TENSOR_ELEMENT_DATA_TYPE_INT64));
-      b.BindInput("attention_mask",
-                  Ort::Value::CreateTensor(gpu, mask->ptr, static_cast<size_t>(mask_shape[1]) * 8, mask_shape.data(),
-                                           2, ONNX_TENSOR_ELEMENT_DATA_TYPE_INT64));
+      b.BindInput("input_ids", ids->Tensor(ids_shape, ONNX_TENSOR_ELEMENT_DATA_TYPE_INT64, step_ids.size() * 8));
+      b.BindInput("attention_mask", mask->Tensor(mask_shape, ONNX_TENSOR_ELEMENT_DATA_TYPE_INT64,
+                                                 static_cast<size_t>(mask_shape[1]) * 8));
       for (size_t i = 0; i < past.size(); ++i) b.BindInput(caches.past[i].c_str(), past[i]);
       b.BindOutput("logits", cpu);
-      for (const std::string& name : caches.present) b.BindOutput(name.c_str(), gpu);
+      for (const std::string& name : caches.present) b.BindOutput(name.c_str(), memory->info);
       s.Run(Ort::RunOptions(), b);
       std::vector<Ort::Value> results = b.GetOutputValues();
       const auto shape = results[0].GetTensorTypeAndShapeInfo().GetShape();
@@ -198,21 +209,21 @@ Generator StaticLoop(Ort::Session& s, bool graph) {
     size_t runs = 0;
   };
   auto m = std::make_shared<Buffers>();
-  Ort::MemoryInfo gpu = GpuInfo();
+  auto memory = std::make_shared<DeviceMemory>(s);
   std::vector<char> zeros(bytes, 0);
   for (int p = 0; p < 2; ++p) {
-    m->token[p] = std::make_unique<DeviceBuffer>(8);
-    m->position[p] = std::make_unique<DeviceBuffer>(8);
+    m->token[p] = std::make_unique<DeviceBuffer>(memory, 8);
+    m->position[p] = std::make_unique<DeviceBuffer>(memory, 8);
     for (size_t i = 0; i < caches.past.size(); ++i) {
-      m->cache[p].push_back(std::make_unique<DeviceBuffer>(bytes));
+      m->cache[p].push_back(std::make_unique<DeviceBuffer>(memory, bytes));
       Check(cudaMemcpy(m->cache[p].back()->ptr, zeros.data(), bytes, cudaMemcpyHostToDevice), "cache zeros");
     }
   }
   const std::vector<int64_t> token_shape{1, 1}, position_shape{1};
   for (int p = 0; p < 2; ++p) {
     Ort::IoBinding b(s);
-    auto wrap = [&](DeviceBuffer& d, const std::vector<int64_t>& shape, ONNXTensorElementDataType t) {
-      return Ort::Value::CreateTensor(gpu, d.ptr, d.bytes, shape.data(), shape.size(), t);
+    auto wrap = [](DeviceBuffer& d, const std::vector<int64_t>& shape, ONNXTensorElementDataType t) {
+      return d.Tensor(shape, t, d.bytes);
     };
     b.BindInput("input_ids", wrap(*m->token[p], token_shape, ONNX_TENSOR_ELEMENT_DATA_TYPE_INT64));
     b.BindInput("position", wrap(*m->position[p], position_shape, ONNX_TENSOR_ELEMENT_DATA_TYPE_INT64));
@@ -261,6 +272,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   const std::string mode = argv[1], path = argv[2];
+  std::setvbuf(stdout, nullptr, _IOLBF, 0);
   try {
     const std::vector<int64_t> prompt = ReadTokens(argv[3]);
     const size_t n = static_cast<size_t>(std::atol(argv[4]));
