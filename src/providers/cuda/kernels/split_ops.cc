@@ -1,7 +1,9 @@
 // Split (any element type): the input cut along one axis into consecutive parts, one per output, all
-// written by one launch (one per launch::kMaxSplitOutputs outputs).
+// written by one launch (one per launch::kMaxSplitOutputs outputs); views of the input, without a launch, when
+// nothing precedes the axis.
 #include <algorithm>
 #include <climits>
+#include <memory>
 #include <numeric>
 #include <string>
 #include <vector>
@@ -37,6 +39,23 @@ class SplitKernel : public Kernel {
            shape.ToString());
     const size_t axis = static_cast<size_t>(axis_ < 0 ? axis_ + rank : axis_);
     const std::vector<int64_t> lengths = PartLengths(ctx, shape, axis);
+    if (shape.SizeTo(axis) == 1 && x.NumElements() > 0) {
+      // Nothing before the axis (a decoding step's [1, 1, 3 x width] Q/K/V): every part is a contiguous range of the
+      // input, so the outputs are views of it, without a launch.
+      const auto owner = std::make_shared<Tensor>(x);  // keeps the input's buffer while a view lives
+      const size_t element = SizeOf(x.type());
+      const int64_t inner = shape.SizeFrom(axis + 1);
+      int64_t begin = 0;
+      for (size_t i = 0; i < lengths.size(); ++i) {
+        std::vector<int64_t> dims = shape.dims();
+        dims[axis] = lengths[i];
+        const size_t bytes = static_cast<size_t>(lengths[i] * inner) * element;
+        char* data = static_cast<char*>(owner->raw_data()) + static_cast<size_t>(begin * inner) * element;
+        ctx.SetOutput(i, Value(Tensor::Share(x.type(), Shape(dims), owner, data, bytes, x.memory_info())));
+        begin += lengths[i];
+      }
+      return;
+    }
     std::vector<void*> outputs(lengths.size());
     for (size_t i = 0; i < lengths.size(); ++i) {
       std::vector<int64_t> dims = shape.dims();

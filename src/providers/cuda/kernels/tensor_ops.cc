@@ -89,6 +89,19 @@ class TransposeKernel : public Kernel {
       out_dims[d] = x.shape()[p];
       permuted_strides[d] = in_strides[p];
     }
+    // Only axes of size 1 move (a decoding step's [1, 1, heads, head_size] -> [1, heads, 1, head_size]): the elements
+    // keep their order, so the output is the input under another shape, without a launch.
+    int64_t last_moved = -1;
+    bool order_kept = true;
+    for (size_t d = 0; d < rank && order_kept; ++d) {
+      if (x.shape()[perm[d]] == 1) continue;
+      order_kept = perm[d] > last_moved;
+      last_moved = perm[d];
+    }
+    if (order_kept) {
+      ctx.SetOutput(0, Value(x.Reshaped(Shape(out_dims))));
+      return;
+    }
     Tensor& y = ctx.Output(0, x.type(), Shape(out_dims));
     if (y.NumElements() == 0) return;
     CheckLaunch(ctx,
