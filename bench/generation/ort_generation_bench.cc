@@ -98,6 +98,16 @@ struct DeviceBuffer {
   }
 };
 
+// Session::Run(RunOptions, IoBinding) through the C API, so that an error's message is printed as ONNX Runtime gives it.
+void RunBound(Ort::Session& s, const Ort::RunOptions& options, Ort::IoBinding& binding) {
+  OrtStatus* status = Ort::GetApi().RunWithBinding(s, options, binding);
+  if (status == nullptr) return;
+  const std::string message = Ort::GetApi().GetErrorMessage(status);
+  Ort::GetApi().ReleaseStatus(status);
+  std::fprintf(stderr, "RunWithBinding failed: %s\n", message.c_str());
+  throw std::runtime_error("RunWithBinding: " + message);
+}
+
 Ort::Session MakeSession(Ort::Env& env, const std::string& path, bool graph) {
   Ort::SessionOptions options;
   options.SetGraphOptimizationLevel(GraphOptimizationLevel::ORT_ENABLE_ALL);
@@ -169,7 +179,7 @@ Generator DynamicLoop(Ort::Session& s, size_t max_length) {
       for (size_t i = 0; i < past.size(); ++i) b.BindInput(caches.past[i].c_str(), past[i]);
       b.BindOutput("logits", cpu);
       for (const std::string& name : caches.present) b.BindOutput(name.c_str(), memory->info);
-      s.Run(Ort::RunOptions(), b);
+      RunBound(s, Ort::RunOptions(), b);
       std::vector<Ort::Value> results = b.GetOutputValues();
       const auto shape = results[0].GetTensorTypeAndShapeInfo().GetShape();
       const int64_t vocabulary = shape[2];
@@ -249,7 +259,7 @@ Generator StaticLoop(Ort::Session& s, bool graph) {
       const int p = static_cast<int>(t % 2);
       if (t < prompt.size())
         Check(cudaMemcpy(m->token[p]->ptr, &prompt[t], 8, cudaMemcpyHostToDevice), "prompt token");
-      s.Run(options[p], m->bindings[static_cast<size_t>(p)]);
+      RunBound(s, options[p], m->bindings[static_cast<size_t>(p)]);
       int64_t token = 0;
       Check(cudaMemcpy(&token, m->token[1 - p]->ptr, 8, cudaMemcpyDeviceToHost), "token download");
       if (t + 1 >= prompt.size()) out.push_back(token);

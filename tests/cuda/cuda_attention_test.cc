@@ -66,7 +66,7 @@ TEST_F(CudaAttentionTest, MatchesTheUnfusedGraphOverShapesAndPatterns) {
 // One query over cached keys, as a decoder's step after a prompt (GPT-2 with past key/values): one query tile,
 // key tiles shared by the warps.
 TEST_F(CudaAttentionTest, OneQueryOverCachedKeys) {
-  for (int64_t keys : {1, 17, 33, 129})
+  for (int64_t keys : {1, 17, 33, 129, 144, 1000, 4500})  // 4500: beyond the one-query kernel's 4096 keys
     for (bool sdpa : {false, true})
       for (bool half : {false, true}) {
         AttentionSpec spec;

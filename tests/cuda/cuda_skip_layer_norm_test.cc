@@ -47,6 +47,10 @@ TEST_F(CudaSkipLayerNormTest, MatchesCpu) {
       {{3, 7, 33}, {7, 33}},       // broadcast skip, odd width
       {{2, 3, 1}, {2, 1, 40}},     // input broadcast along the hidden axis
       {{2, 10000}, {2, 10000}},    // longer than the shared-memory cache
+      // float16 default mode, at most 16 rows: one warp per row (a decoding step's token)
+      {{1, 1, 768}, {1, 1, 768}},
+      {{3, 1024}, {3, 1024}},      // four 16-byte words per lane
+      {{16, 64}, {16, 64}},        // fewer words than lanes
   };
   for (DataType type : {DataType::kFloat, DataType::kFloat16})
     for (const Shapes& s : shapes)

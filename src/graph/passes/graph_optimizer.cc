@@ -6,6 +6,7 @@
 #include "graph/passes/conv_bn_folding.h"
 #include "graph/passes/dead_node_elimination.h"
 #include "graph/passes/gelu_fusion.h"
+#include "graph/passes/gemm_to_matmul.h"
 #include "graph/passes/hard_swish_fusion.h"
 #include "graph/passes/layer_norm_fusion.h"
 #include "graph/passes/matmul_epilogue_fusion.h"
@@ -47,6 +48,7 @@ void RunAll(Graph& graph, const OptimizerContext& context, bool is_subgraph, std
   // Before matmul_epilogue_fusion: the residual Add (and a bias Add before it) go with the LayerNormalization.
   results.push_back({"skip_layer_norm_fusion", FuseSkipLayerNorm(graph, context.can_fuse)});
   results.push_back({"conv_activation_fusion", FuseConvActivation(graph, context.can_fuse)});
+  results.push_back({"gemm_to_matmul", RewriteReshapedGemm(graph)});
   results.push_back({"matmul_epilogue_fusion", FuseMatMulEpilogue(graph, context.can_fuse)});
   if (!is_subgraph)
     results.push_back({"nchwc_layout", ConvertToBlockedLayout(graph, context.can_fuse, context.channel_block)});

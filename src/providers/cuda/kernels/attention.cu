@@ -153,6 +153,7 @@ cudaError_t Attention(const AttentionArgs& a, cudaStream_t stream) {
   // A few queries over a few keys (a decoder's step over a short cache): the FMA kernel's single pass is
   // quicker than the tensor-core kernel's staging (tessera_attention_kernels: 6.7 against 7.8-9.7 us at one
   // query and 17 keys, 28-56 against 132 us at 1024 keys).
+  if (AttentionOneQueryFits(a)) return AttentionOneQuery(a, stream);
   const bool small = a.q_len <= 4 && a.k_len <= 64;
   if (!small && AttentionOnTensorCoresFits(a)) return AttentionOnTensorCores(a, stream);
   return AttentionOnFmaUnits(a, stream);

@@ -22,8 +22,8 @@ struct AttentionArgs {
   bool masked_rows_zero = false;
 };
 
-// Runs on tensor cores (attention_mma.cu) where the device has them and the head sizes fit its shared memory,
-// else on the FMA kernel (attention.cu). cudaErrorInvalidConfiguration when the head size needs more shared
+// One query (a decoding step) runs on attention_decode.cu's kernel; otherwise on tensor cores (attention_mma.cu)
+// where the device has them and the head sizes fit its shared memory, else on the FMA kernel (attention.cu). cudaErrorInvalidConfiguration when the head size needs more shared
 // memory than a block has (beyond ~600 on either).
 cudaError_t Attention(const AttentionArgs& args, cudaStream_t stream);
 
@@ -33,5 +33,11 @@ bool AttentionOnTensorCoresFits(const AttentionArgs& args);
 cudaError_t AttentionOnTensorCores(const AttentionArgs& args, cudaStream_t stream);
 // The FMA kernel alone (float32 arithmetic throughout).
 cudaError_t AttentionOnFmaUnits(const AttentionArgs& args, cudaStream_t stream);
+// One query per (batch, head) over up to kMaxOneQueryKeys keys, head sizes up to kMaxOneQueryHead
+// (attention_decode.cu): a decoding step. Float32 arithmetic throughout.
+inline constexpr int kMaxOneQueryKeys = 4096;
+inline constexpr int kMaxOneQueryHead = 128;
+bool AttentionOneQueryFits(const AttentionArgs& args);
+cudaError_t AttentionOneQuery(const AttentionArgs& args, cudaStream_t stream);
 
 }  // namespace tessera::cuda::launch

@@ -37,27 +37,44 @@ __device__ __forceinline__ uint4 LoadStreaming(const uint4* p) {
   return v;
 }
 
+constexpr int kWarpsPerBlock = device::kThreads / device::kWarp;  // 8
+
+// `split` warps (1, 2, 4 or 8) share one output column, each taking every split-th 32-word stretch of its weights
+// row; their sums meet in shared memory. Few columns over long rows (768 outputs of 3072 inputs) then still keep
+// thousands of warps, and thousands of loads, in flight.
 template <typename T, int kRows>
-__global__ void SmallRowsKernel(const T* a, const T* wt, T* out, int64_t n, int64_t k, float alpha, const T* bias,
-                                EpilogueActivation activation, const T* addend) {
-  const int64_t column = (blockIdx.x * int64_t{blockDim.x} + threadIdx.x) / device::kWarp;
-  const int lane = threadIdx.x % device::kWarp;
-  if (column >= n) return;
+__global__ void SmallRowsKernel(const T* a, const T* wt, T* out, int64_t n, int64_t k, int split, float alpha,
+                                const T* bias, EpilogueActivation activation, const T* addend) {
+  __shared__ float partial[kWarpsPerBlock][kRows];
+  const int warp = threadIdx.x / device::kWarp, lane = threadIdx.x % device::kWarp;
+  const int64_t column = blockIdx.x * int64_t{kWarpsPerBlock / split} + warp / split;
+  const int part = warp % split;
   constexpr int kPerWord = 16 / sizeof(T);
   const int64_t words = k / kPerWord;
-  const uint4* w = reinterpret_cast<const uint4*>(wt + column * k);
-  const uint4* x = reinterpret_cast<const uint4*>(a);
   float sum[kRows] = {};
+  if (column < n) {
+    const uint4* w = reinterpret_cast<const uint4*>(wt + column * k);
+    const uint4* x = reinterpret_cast<const uint4*>(a);
 #pragma unroll 4
-  for (int64_t i = lane; i < words; i += device::kWarp) {
-    const uint4 weights = LoadStreaming(w + i);
+    for (int64_t i = lane + int64_t{device::kWarp} * part; i < words; i += int64_t{device::kWarp} * split) {
+      const uint4 weights = LoadStreaming(w + i);
 #pragma unroll
-    for (int r = 0; r < kRows; ++r) sum[r] += Dot(weights, x[r * words + i], T{});
+      for (int r = 0; r < kRows; ++r) sum[r] += Dot(weights, x[r * words + i], T{});
+    }
   }
 #pragma unroll
   for (int r = 0; r < kRows; ++r)
     for (int offset = device::kWarp / 2; offset > 0; offset /= 2) sum[r] += __shfl_xor_sync(0xffffffffu, sum[r], offset);
-  if (lane != 0) return;
+  if (split > 1) {
+    if (lane == 0)
+      for (int r = 0; r < kRows; ++r) partial[warp][r] = sum[r];
+    __syncthreads();
+    if (part != 0 || lane != 0 || column >= n) return;
+    for (int r = 0; r < kRows; ++r)
+      for (int p = 1; p < split; ++p) sum[r] += partial[warp + p][r];
+  } else if (lane != 0 || column >= n) {
+    return;
+  }
   const float b = bias != nullptr ? device::ToFloat(bias[column]) : 0.0f;
 #pragma unroll
   for (int r = 0; r < kRows; ++r) {
@@ -73,7 +90,12 @@ cudaError_t SmallRowsProduct(ElementType type, const void* a, const void* wt, vo
                              int64_t k, float alpha, const void* bias, const EpilogueActivation& activation,
                              const void* addend, cudaStream_t stream) {
   if (rows < 1 || rows > kSmallProductRows) return cudaErrorInvalidValue;
-  const unsigned blocks = static_cast<unsigned>((n * device::kWarp + device::kThreads - 1) / device::kThreads);
+  // Warps per column: enough warps in flight (~4096 on the H100's 132 SMs) while each lane keeps a word to load.
+  const int64_t words = k / (type == ElementType::kHalf ? 8 : 4);
+  int split = 1;
+  while (split < kWarpsPerBlock && n * split < 4096 && words >= int64_t{device::kWarp} * split * 2) split *= 2;
+  const int64_t columns_per_block = kWarpsPerBlock / split;
+  const unsigned blocks = static_cast<unsigned>((n + columns_per_block - 1) / columns_per_block);
   return device::DispatchFloat(type, [&](auto tag) {
     using T = decltype(tag);
     const T* ta = static_cast<const T*>(a);
@@ -82,10 +104,10 @@ cudaError_t SmallRowsProduct(ElementType type, const void* a, const void* wt, vo
     const T* tb = static_cast<const T*>(bias);
     const T* td = static_cast<const T*>(addend);
     switch (rows) {
-      case 1: SmallRowsKernel<T, 1><<<blocks, device::kThreads, 0, stream>>>(ta, tw, to, n, k, alpha, tb, activation, td); break;
-      case 2: SmallRowsKernel<T, 2><<<blocks, device::kThreads, 0, stream>>>(ta, tw, to, n, k, alpha, tb, activation, td); break;
-      case 3: SmallRowsKernel<T, 3><<<blocks, device::kThreads, 0, stream>>>(ta, tw, to, n, k, alpha, tb, activation, td); break;
-      default: SmallRowsKernel<T, 4><<<blocks, device::kThreads, 0, stream>>>(ta, tw, to, n, k, alpha, tb, activation, td); break;
+      case 1: SmallRowsKernel<T, 1><<<blocks, device::kThreads, 0, stream>>>(ta, tw, to, n, k, split, alpha, tb, activation, td); break;
+      case 2: SmallRowsKernel<T, 2><<<blocks, device::kThreads, 0, stream>>>(ta, tw, to, n, k, split, alpha, tb, activation, td); break;
+      case 3: SmallRowsKernel<T, 3><<<blocks, device::kThreads, 0, stream>>>(ta, tw, to, n, k, split, alpha, tb, activation, td); break;
+      default: SmallRowsKernel<T, 4><<<blocks, device::kThreads, 0, stream>>>(ta, tw, to, n, k, split, alpha, tb, activation, td); break;
     }
     return device::LaunchStatus();
   });

@@ -1,0 +1,107 @@
+#include "graph/passes/gemm_to_matmul.h"
+
+namespace tessera {
+
+namespace {
+
+std::optional<std::vector<int64_t>> ConcreteDims(const Graph& graph, const std::string& value) {
+  const ValueInfo* info = graph.FindValueInfo(value);
+  if (info == nullptr || !info->shape) return std::nullopt;
+  std::vector<int64_t> dims;
+  for (const Dim& d : *info->shape) {
+    if (!d.is_concrete()) return std::nullopt;
+    dims.push_back(d.value);
+  }
+  return dims;
+}
+
+// The values of a constant int64 shape whose entries are all explicit sizes (no 0 or -1 to resolve).
+std::optional<std::vector<int64_t>> PositiveConstant(const Graph& graph, const std::string& value) {
+  const Tensor* t = ConstantTensor(graph, value);
+  if (t == nullptr || t->type() != DataType::kInt64 || t->shape().rank() != 1 || !t->memory_info().IsHostReadable())
+    return std::nullopt;
+  std::vector<int64_t> dims(t->Data<int64_t>(), t->Data<int64_t>() + t->NumElements());
+  for (int64_t d : dims)
+    if (d <= 0) return std::nullopt;
+  return dims;
+}
+
+struct Match {
+  Node* reshape_in;
+  Node* gemm;
+  Node* reshape_out;
+  std::string x;
+  std::vector<int64_t> out_dims;
+};
+
+std::optional<Match> MatchAt(const Graph& graph, const GraphIndex& index, Node& gemm) {
+  if (!IsStandardOp(&gemm, "Gemm") || gemm.inputs.size() < 2 || gemm.outputs.size() != 1) return std::nullopt;
+  if (gemm.GetInt("transA", 0) != 0 || gemm.GetInt("transB", 0) != 0 || gemm.GetFloat("alpha", 1.0f) != 1.0f)
+    return std::nullopt;
+  const bool has_c = gemm.inputs.size() > 2 && !gemm.inputs[2].empty();
+  if (has_c && gemm.GetFloat("beta", 1.0f) != 1.0f) return std::nullopt;
+  const DataType type = graph.TypeOf(gemm.outputs[0]);
+  if (type != DataType::kFloat && type != DataType::kFloat16) return std::nullopt;
+  const Tensor* b = ConstantTensor(graph, gemm.inputs[1]);
+  if (b == nullptr || b->shape().rank() != 2 || b->type() != type) return std::nullopt;
+  const int64_t k = b->shape()[0], n = b->shape()[1];
+  if (has_c) {
+    const Tensor* c = ConstantTensor(graph, gemm.inputs[2]);
+    if (c == nullptr || c->type() != type || c->shape() != Shape{n}) return std::nullopt;
+  }
+  Node* reshape_in = index.Producer(gemm.inputs[0]);
+  if (!IsStandardOp(reshape_in, "Reshape") || !index.OnlyReadBy(gemm.inputs[0], gemm)) return std::nullopt;
+  Node* reshape_out = index.SoleReader(gemm.outputs[0]);
+  if (!IsStandardOp(reshape_out, "Reshape")) return std::nullopt;
+  const std::string& x = reshape_in->inputs[0];
+  const std::optional<std::vector<int64_t>> x_dims = ConcreteDims(graph, x);
+  std::optional<std::vector<int64_t>> out_dims = ConcreteDims(graph, reshape_out->outputs[0]);
+  if (!out_dims && reshape_out->inputs.size() == 2) out_dims = PositiveConstant(graph, reshape_out->inputs[1]);
+  if (!x_dims || !out_dims || x_dims->size() < 2 || x_dims->back() != k) return std::nullopt;
+  std::vector<int64_t> expected(x_dims->begin(), x_dims->end() - 1);
+  expected.push_back(n);
+  if (*out_dims != expected) return std::nullopt;
+  return Match{reshape_in, &gemm, reshape_out, x, *out_dims};
+}
+
+}  // namespace
+
+size_t RewriteReshapedGemm(Graph& graph) {
+  GraphIndex index(graph);
+  std::set<const Node*> doomed;
+  size_t rewritten = 0;
+  for (const auto& node : graph.nodes) {
+    std::optional<Match> m = MatchAt(graph, index, *node);
+    if (!m || AnyClaimed({m->reshape_in, m->gemm, m->reshape_out}, doomed)) continue;
+    Node& gemm = *m->gemm;
+    Node& out = *m->reshape_out;
+    const bool has_c = gemm.inputs.size() > 2 && !gemm.inputs[2].empty();
+    const std::string bias = has_c ? gemm.inputs[2] : "";
+    const DataType type = graph.TypeOf(gemm.outputs[0]);
+    // The Gemm becomes the product of X itself; the second Reshape becomes the bias Add (or goes).
+    gemm.op_type = "MatMul";
+    gemm.opset = std::max(gemm.opset, 13);
+    gemm.attributes.clear();
+    gemm.inputs = {m->x, gemm.inputs[1]};
+    std::vector<Dim> dims;
+    for (int64_t d : m->out_dims) dims.push_back(Dim{d, "", ""});
+    if (has_c) {
+      const std::string product = FreshValueName(graph, gemm.outputs[0] + "_product");
+      gemm.outputs[0] = product;
+      graph.value_infos[product] = ValueInfo{product, ValueInfo::Kind::kTensor, type, dims};
+      out.op_type = "Add";
+      out.opset = std::max(out.opset, 14);
+      out.attributes.clear();
+      out.inputs = {product, bias};
+    } else {
+      gemm.outputs[0] = out.outputs[0];
+      doomed.insert(&out);
+    }
+    doomed.insert(m->reshape_in);
+    ++rewritten;
+  }
+  RemoveNodes(graph, doomed);
+  return rewritten;
+}
+
+}  // namespace tessera
