@@ -84,19 +84,43 @@ struct DeviceMemory {
         info(allocator.GetInfo()) {}
 };
 
+// A buffer in the session's device memory, or in host memory (`host`: ORT_INT64_ON_HOST=1 puts the token ids,
+// positions and masks there, as a script that feeds them from Python would).
 struct DeviceBuffer {
   std::shared_ptr<DeviceMemory> memory;
   void* ptr = nullptr;
   size_t bytes = 0;
-  DeviceBuffer(std::shared_ptr<DeviceMemory> m, size_t n) : memory(std::move(m)), bytes(n) {
-    ptr = memory->allocator.Alloc(std::max<size_t>(n, 256));
+  bool host = false;
+  DeviceBuffer(std::shared_ptr<DeviceMemory> m, size_t n, bool on_host = false)
+      : memory(std::move(m)), bytes(n), host(on_host) {
+    ptr = host ? static_cast<void*>(new char[std::max<size_t>(n, 256)]) : memory->allocator.Alloc(std::max<size_t>(n, 256));
   }
-  ~DeviceBuffer() { memory->allocator.Free(ptr); }
+  ~DeviceBuffer() {
+    if (host)
+      delete[] static_cast<char*>(ptr);
+    else
+      memory->allocator.Free(ptr);
+  }
   DeviceBuffer(const DeviceBuffer&) = delete;
   Ort::Value Tensor(const std::vector<int64_t>& shape, ONNXTensorElementDataType type, size_t used_bytes) const {
+    static const Ort::MemoryInfo cpu = Ort::MemoryInfo::CreateCpu(OrtArenaAllocator, OrtMemTypeDefault);
+    if (host) return Ort::Value::CreateTensor(cpu, ptr, used_bytes, shape.data(), shape.size(), type);
     return Ort::Value::CreateTensor(memory->info, ptr, used_bytes, shape.data(), shape.size(), type);
   }
+  void Write(const void* from, size_t n) {
+    if (host) std::memcpy(ptr, from, n);
+    else Check(cudaMemcpy(ptr, from, n, cudaMemcpyHostToDevice), "upload");
+  }
+  void Read(void* to, size_t n) const {
+    if (host) std::memcpy(to, ptr, n);
+    else Check(cudaMemcpy(to, ptr, n, cudaMemcpyDeviceToHost), "download");
+  }
 };
+
+bool IntsOnHost() {
+  const char* v = std::getenv("ORT_INT64_ON_HOST");
+  return v != nullptr && std::string(v) == "1";
+}
 
 // Session::Run(RunOptions, IoBinding) through the C API, so that an error's message is printed as ONNX Runtime gives it.
 void RunBound(Ort::Session& s, const Ort::RunOptions& options, Ort::IoBinding& binding) {
@@ -154,10 +178,10 @@ Generator DynamicLoop(Ort::Session& s, size_t max_length) {
   const CacheInfo caches = Caches(s);
   const int64_t heads = caches.shape[1], head_size = caches.shape[3];
   auto memory = std::make_shared<DeviceMemory>(s);
-  auto mask = std::make_shared<DeviceBuffer>(memory, max_length * sizeof(int64_t));
+  auto mask = std::make_shared<DeviceBuffer>(memory, max_length * sizeof(int64_t), IntsOnHost());
   std::vector<int64_t> ones(max_length, 1);
-  Check(cudaMemcpy(mask->ptr, ones.data(), mask->bytes, cudaMemcpyHostToDevice), "mask upload");
-  auto ids = std::make_shared<DeviceBuffer>(memory, max_length * sizeof(int64_t));
+  mask->Write(ones.data(), mask->bytes);
+  auto ids = std::make_shared<DeviceBuffer>(memory, max_length * sizeof(int64_t), IntsOnHost());
   auto empty = std::make_shared<DeviceBuffer>(memory, 16);
   return [&s, caches, heads, head_size, memory, mask, ids, empty](const std::vector<int64_t>& prompt, size_t n) {
     Ort::MemoryInfo cpu = Ort::MemoryInfo::CreateCpu(OrtArenaAllocator, OrtMemTypeDefault);
@@ -170,7 +194,7 @@ Generator DynamicLoop(Ort::Session& s, size_t max_length) {
     size_t length = 0;
     while (out.size() < n) {
       const int64_t s_len = static_cast<int64_t>(step_ids.size());
-      Check(cudaMemcpy(ids->ptr, step_ids.data(), step_ids.size() * 8, cudaMemcpyHostToDevice), "ids upload");
+      ids->Write(step_ids.data(), step_ids.size() * 8);
       const std::vector<int64_t> ids_shape{1, s_len}, mask_shape{1, static_cast<int64_t>(length) + s_len};
       Ort::IoBinding b(s);
       b.BindInput("input_ids", ids->Tensor(ids_shape, ONNX_TENSOR_ELEMENT_DATA_TYPE_INT64, step_ids.size() * 8));
@@ -222,8 +246,8 @@ Generator StaticLoop(Ort::Session& s, bool graph) {
   auto memory = std::make_shared<DeviceMemory>(s);
   std::vector<char> zeros(bytes, 0);
   for (int p = 0; p < 2; ++p) {
-    m->token[p] = std::make_unique<DeviceBuffer>(memory, 8);
-    m->position[p] = std::make_unique<DeviceBuffer>(memory, 8);
+    m->token[p] = std::make_unique<DeviceBuffer>(memory, 8, IntsOnHost());
+    m->position[p] = std::make_unique<DeviceBuffer>(memory, 8, IntsOnHost());
     for (size_t i = 0; i < caches.past.size(); ++i) {
       m->cache[p].push_back(std::make_unique<DeviceBuffer>(memory, bytes));
       Check(cudaMemcpy(m->cache[p].back()->ptr, zeros.data(), bytes, cudaMemcpyHostToDevice), "cache zeros");
@@ -253,15 +277,15 @@ Generator StaticLoop(Ort::Session& s, bool graph) {
       options[1].AddConfigEntry("gpu_graph_id", "2");
     }
     const int64_t zero = 0;
-    Check(cudaMemcpy(m->position[0]->ptr, &zero, 8, cudaMemcpyHostToDevice), "position");
+    m->position[0]->Write(&zero, 8);
     std::vector<int64_t> out;
     for (size_t t = 0; t + 1 < prompt.size() + n; ++t) {
       const int p = static_cast<int>(t % 2);
       if (t < prompt.size())
-        Check(cudaMemcpy(m->token[p]->ptr, &prompt[t], 8, cudaMemcpyHostToDevice), "prompt token");
+        m->token[p]->Write(&prompt[t], 8);
       RunBound(s, options[p], m->bindings[static_cast<size_t>(p)]);
       int64_t token = 0;
-      Check(cudaMemcpy(&token, m->token[1 - p]->ptr, 8, cudaMemcpyDeviceToHost), "token download");
+      m->token[1 - p]->Read(&token, 8);
       if (t + 1 >= prompt.size()) out.push_back(token);
     }
     return out;

@@ -1,7 +1,7 @@
 // ai.tessera::Attention for one query per (batch, head) -- a decoding step over its key/value cache -- in one block
-// per (batch, head): the threads take a key each for the scores (one key row read as consecutive 16-byte words),
-// the block normalizes them in shared memory, then the threads take a value feature each and accumulate over the
-// keys (value rows read coalesced). The tiled kernels (attention.cu, attention_mma.cu) stage tiles of keys for many
+// per (batch, head): the threads take a key each for the scores (one key row read as consecutive 16-byte words, all
+// loads issued before the products), the block normalizes them in shared memory, then the threads take a pair of
+// value features each and accumulate over the keys (value rows read coalesced, several rows in flight). The tiled kernels (attention.cu, attention_mma.cu) stage tiles of keys for many
 // queries; for one query over a cache of ~100-4000 keys that staging is most of their time (14 us against ~3 us
 // for GPT-2's 12 heads x 144 keys, measured with ncu on the H100).
 #include <cfloat>
@@ -18,7 +18,7 @@ using device::FromFloat;
 using device::kWarp;
 using device::ToFloat;
 
-constexpr int kThreads = 128;
+constexpr int kThreads = 256;
 
 __device__ __forceinline__ float BlockReduce(float v, bool is_max, float* scratch) {
   for (int offset = kWarp / 2; offset > 0; offset /= 2) {
@@ -33,16 +33,24 @@ __device__ __forceinline__ float BlockReduce(float v, bool is_max, float* scratc
   return total;
 }
 
-// q . k over `head` features of one key row; `contiguous` when the row's features are adjacent and 16-byte aligned.
+// q . k over `head` features of one key row. `contiguous`: the row's features are adjacent and 16-byte aligned; all
+// of its words are then loaded before any is used, so their latencies overlap.
 template <typename T>
 __device__ __forceinline__ float Dot(const float* q, const T* row, int64_t stride, int head, bool contiguous) {
   float dot = 0.0f;
   if (contiguous) {
     constexpr int kPerWord = 16 / sizeof(T);
-    const uint4* words = reinterpret_cast<const uint4*>(row);
-    for (int w = 0; w < head / kPerWord; ++w) {
-      const uint4 word = words[w];
-      const T* values = reinterpret_cast<const T*>(&word);
+    constexpr int kMaxWords = kMaxOneQueryHead / kPerWord;
+    const int words = head / kPerWord;
+    const uint4* source = reinterpret_cast<const uint4*>(row);
+    uint4 buffer[kMaxWords];
+#pragma unroll
+    for (int w = 0; w < kMaxWords; ++w)
+      if (w < words) buffer[w] = source[w];
+#pragma unroll
+    for (int w = 0; w < kMaxWords; ++w) {
+      if (w >= words) break;
+      const T* values = reinterpret_cast<const T*>(&buffer[w]);
 #pragma unroll
       for (int e = 0; e < kPerWord; ++e) dot = fmaf(q[w * kPerWord + e], ToFloat(values[e]), dot);
     }
@@ -52,12 +60,23 @@ __device__ __forceinline__ float Dot(const float* q, const T* row, int64_t strid
   return dot;
 }
 
+// Two adjacent features of a value row (`pairs`: adjacent and aligned for one 4- or 8-byte load), or one.
 template <typename T>
-__global__ void OneQueryKernel(AttentionArgs a, bool k_contiguous) {
+__device__ __forceinline__ float2 LoadPair(const T* at, bool pairs) {
+  if constexpr (sizeof(T) == 2) {
+    if (pairs) return __half22float2(*reinterpret_cast<const __half2*>(at));
+  } else {
+    if (pairs) return *reinterpret_cast<const float2*>(at);
+  }
+  return make_float2(ToFloat(at[0]), 0.0f);
+}
+
+template <typename T>
+__global__ void OneQueryKernel(AttentionArgs a, bool k_contiguous, bool v_pairs) {
   __shared__ float q[kMaxOneQueryHead];
   __shared__ float p[kMaxOneQueryKeys];
   __shared__ float scratch[kThreads / kWarp];
-  __shared__ float partial[kThreads];
+  __shared__ float2 partial[kThreads];
   const int64_t b = blockIdx.x / a.heads, h = blockIdx.x % a.heads;
   const int head = static_cast<int>(a.head_size), v_head = static_cast<int>(a.v_head_size);
   const int keys = static_cast<int>(a.k_len);
@@ -90,22 +109,35 @@ __global__ void OneQueryKernel(AttentionArgs a, bool k_contiguous) {
     p[j] = e;
     local_sum += e;
   }
-  const float sum = BlockReduce(local_sum, false, scratch);  // its __syncthreads also publishes p
+  const float sum = BlockReduce(local_sum, false, scratch);  // its barriers also publish p
 
-  // Value features: `width` threads per group (v_head rounded up to a warp), groups take every groups-th key.
-  const int width = (v_head + kWarp - 1) / kWarp * kWarp;
+  // Value features, two per thread where they are adjacent: `width` threads per group (the row's items rounded up to
+  // a warp), the groups taking every groups-th key; unrolled so that several rows' loads are in flight at once.
+  const int items = v_pairs ? (v_head + 1) / 2 : v_head;
+  const int width = (items + kWarp - 1) / kWarp * kWarp;
   const int groups = kThreads / width;
   const int group = threadIdx.x / width, c = threadIdx.x % width;
-  const T* v = static_cast<const T*>(a.v) + b * a.v_strides[0] + h * a.v_strides[1];
-  float acc = 0.0f;
-  if (group < groups && c < v_head)
-    for (int j = group; j < keys; j += groups) acc = fmaf(p[j], ToFloat(v[j * a.v_strides[2] + c * a.v_strides[3]]), acc);
+  const int64_t feature = v_pairs ? 2 * c : c;
+  const T* v = static_cast<const T*>(a.v) + b * a.v_strides[0] + h * a.v_strides[1] + feature * a.v_strides[3];
+  float2 acc = make_float2(0.0f, 0.0f);
+  if (group < groups && c < items) {
+#pragma unroll 8
+    for (int j = group; j < keys; j += groups) {
+      const float2 x = LoadPair(v + j * a.v_strides[2], v_pairs);
+      acc.x = fmaf(p[j], x.x, acc.x);
+      acc.y = fmaf(p[j], x.y, acc.y);
+    }
+  }
   partial[threadIdx.x] = acc;
   __syncthreads();
-  if (group == 0 && c < v_head) {
-    float total = acc;
-    for (int g = 1; g < groups; ++g) total += partial[g * width + c];
-    out[c * a.out_strides[3]] = FromFloat<T>(total / sum);
+  if (group == 0 && c < items) {
+    float2 total = acc;
+    for (int g = 1; g < groups; ++g) {
+      total.x += partial[g * width + c].x;
+      total.y += partial[g * width + c].y;
+    }
+    out[feature * a.out_strides[3]] = FromFloat<T>(total.x / sum);
+    if (v_pairs && feature + 1 < v_head) out[(feature + 1) * a.out_strides[3]] = FromFloat<T>(total.y / sum);
   }
 }
 
@@ -128,10 +160,18 @@ cudaError_t AttentionOneQuery(const AttentionArgs& a, cudaStream_t stream) {
     return a.k_strides[3] == 1 && a.head_size % per_word == 0 && bytes % 16 == 0 && batch_bytes % 16 == 0 &&
            head_bytes % 16 == 0 && reinterpret_cast<uintptr_t>(a.k) % 16 == 0;
   };
+  // Value features in pairs: adjacent, an even count, and every row start aligned to the pair.
+  const auto pairs = [&](size_t element) {
+    const int64_t pair_bytes = 2 * static_cast<int64_t>(element);
+    return a.v_strides[3] == 1 && a.v_head_size % 2 == 0 && (a.v_strides[2] * static_cast<int64_t>(element)) % pair_bytes == 0 &&
+           (a.v_strides[1] * static_cast<int64_t>(element)) % pair_bytes == 0 &&
+           (a.v_strides[0] * static_cast<int64_t>(element)) % pair_bytes == 0 &&
+           reinterpret_cast<uintptr_t>(a.v) % static_cast<uintptr_t>(pair_bytes) == 0;
+  };
   if (a.type == ElementType::kFloat)
-    OneQueryKernel<float><<<blocks, kThreads, 0, stream>>>(a, contiguous(sizeof(float)));
+    OneQueryKernel<float><<<blocks, kThreads, 0, stream>>>(a, contiguous(sizeof(float)), pairs(sizeof(float)));
   else
-    OneQueryKernel<__half><<<blocks, kThreads, 0, stream>>>(a, contiguous(sizeof(__half)));
+    OneQueryKernel<__half><<<blocks, kThreads, 0, stream>>>(a, contiguous(sizeof(__half)), pairs(sizeof(__half)));
   return cudaGetLastError();
 }
 

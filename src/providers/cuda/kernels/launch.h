@@ -151,8 +151,13 @@ cudaError_t ReduceGeneral(ReduceOp op, ElementType type, const void* x, void* y,
 // x viewed as [outer, length, inner]: y[o, i] = the index l of the largest (`is_max`) or smallest x[o, l, i]; equal
 // values go to the first index, or to the last when `select_last`. x is float or float16; with NaNs in a row the
 // index returned is one of the row's, unspecified.
+// Rows of at least kArgSlicedLength are cut into kArgSlices slices, one block each, whose winners a second launch
+// compares: `workspace` of ArgReduceWorkspace bytes (device memory; 0 bytes, and ignored, for other shapes).
+inline constexpr int64_t kArgSlicedLength = 16384;
+inline constexpr int kArgSlices = 32;
+size_t ArgReduceWorkspace(int64_t outer, int64_t length, int64_t inner);
 cudaError_t ArgReduce(bool is_max, ElementType type, const void* x, int64_t* y, int64_t outer, int64_t length,
-                      int64_t inner, bool select_last, cudaStream_t stream);
+                      int64_t inner, bool select_last, void* workspace, cudaStream_t stream);
 
 // ---- products of a few rows (small_rows_product.cu) ---------------------------------------------------------------
 // out[r, c] = activation(alpha * sum_j a[r, j] * wt[c, j] + bias[c]) + addend[r, c] for r < rows <= kSmallProductRows:

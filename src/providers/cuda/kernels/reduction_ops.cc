@@ -160,9 +160,14 @@ class ArgReduceKernel : public Kernel {
     Tensor& y = ctx.Output(0, DataType::kInt64, Shape(dims));
     if (y.NumElements() == 0) return;
     int64_t* indices = static_cast<int64_t*>(y.raw_data());
+    const int64_t outer = shape.SizeTo(axis), length = shape[axis], inner = shape.SizeFrom(axis + 1);
+    const size_t workspace_bytes = launch::ArgReduceWorkspace(outer, length, inner);
+    Tensor workspace;
+    if (workspace_bytes > 0)
+      workspace = Tensor::Allocate(DataType::kUInt8, Shape{static_cast<int64_t>(workspace_bytes)}, ctx.allocator());
     CheckLaunch(ctx,
-                launch::ArgReduce(is_max_, type, x.raw_data(), indices, shape.SizeTo(axis), shape[axis],
-                                  shape.SizeFrom(axis + 1), select_last_, StreamOf(ctx)),
+                launch::ArgReduce(is_max_, type, x.raw_data(), indices, outer, length, inner, select_last_,
+                                  workspace_bytes > 0 ? workspace.raw_data() : nullptr, StreamOf(ctx)),
                 "ArgMax/ArgMin launch");
   }
 
