@@ -132,9 +132,30 @@ void RunBound(Ort::Session& s, const Ort::RunOptions& options, Ort::IoBinding& b
   throw std::runtime_error("RunWithBinding: " + message);
 }
 
+bool LegacyCudaEp() {
+  const char* v = std::getenv("ORT_LEGACY_CUDA");
+  return v != nullptr && std::string(v) == "1";
+}
+
 Ort::Session MakeSession(Ort::Env& env, const std::string& path, bool graph) {
   Ort::SessionOptions options;
   options.SetGraphOptimizationLevel(GraphOptimizationLevel::ORT_ENABLE_ALL);
+  if (LegacyCudaEp()) {
+    // The CUDA EP through the classic provider-options API (libonnxruntime_providers_cuda.so beside libonnxruntime):
+    // ONNX Runtime 1.29's plugin-EP path crashes on the first Run of models whose nodes need the EP's host-accessible
+    // memory (microsoft/onnxruntime#28329, "Invalid memory type: -1").
+    OrtCUDAProviderOptionsV2* cuda = nullptr;
+    Ort::ThrowOnError(Ort::GetApi().CreateCUDAProviderOptions(&cuda));
+    std::vector<const char*> keys{"device_id", "enable_cuda_graph"}, values{"0", graph ? "1" : "0"};
+    if (const char* tf32 = std::getenv("ORT_USE_TF32")) {
+      keys.push_back("use_tf32");
+      values.push_back(tf32);
+    }
+    Ort::ThrowOnError(Ort::GetApi().UpdateCUDAProviderOptions(cuda, keys.data(), values.data(), keys.size()));
+    options.AppendExecutionProvider_CUDA_V2(*cuda);
+    Ort::GetApi().ReleaseCUDAProviderOptions(cuda);
+    return Ort::Session(env, path.c_str(), options);
+  }
   std::vector<Ort::ConstEpDevice> devices;
   for (auto d : env.GetEpDevices())
     if (std::string(d.EpName()) == "CUDAExecutionProvider") devices.push_back(d);
@@ -313,7 +334,8 @@ int main(int argc, char** argv) {
     const int runs = std::max(1, std::atoi(argv[5]));
     Ort::Env env(ORT_LOGGING_LEVEL_ERROR, "ort_generation_bench");
     const char* library = std::getenv("ORT_CUDA_EP_LIB");
-    env.RegisterExecutionProviderLibrary("cuda", library ? library : "libonnxruntime_providers_cuda.so");
+    if (!LegacyCudaEp())
+      env.RegisterExecutionProviderLibrary("cuda", library ? library : "libonnxruntime_providers_cuda.so");
     const auto create = Clock::now();
     Ort::Session session = MakeSession(env, path, mode == "static_graph");
     std::printf("session_create_ms %.1f\n", Ms(create));

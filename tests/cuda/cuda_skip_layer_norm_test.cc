@@ -51,6 +51,7 @@ TEST_F(CudaSkipLayerNormTest, MatchesCpu) {
       {{1, 1, 768}, {1, 1, 768}},
       {{3, 1024}, {3, 1024}},      // four 16-byte words per lane
       {{16, 64}, {16, 64}},        // fewer words than lanes
+      {{1, 1, 768}, {1, 768}},     // one row, the skip broadcast (a token's embedding plus its position's)
   };
   for (DataType type : {DataType::kFloat, DataType::kFloat16})
     for (const Shapes& s : shapes)

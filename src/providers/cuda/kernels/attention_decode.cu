@@ -77,6 +77,8 @@ __global__ void OneQueryKernel(AttentionArgs a, bool k_contiguous, bool v_pairs)
   __shared__ float p[kMaxOneQueryKeys];
   __shared__ float scratch[kThreads / kWarp];
   __shared__ float2 partial[kThreads];
+  device::WaitForPrerequisites();
+  device::AllowDependents();
   const int64_t b = blockIdx.x / a.heads, h = blockIdx.x % a.heads;
   const int head = static_cast<int>(a.head_size), v_head = static_cast<int>(a.v_head_size);
   const int keys = static_cast<int>(a.k_len);
@@ -169,10 +171,10 @@ cudaError_t AttentionOneQuery(const AttentionArgs& a, cudaStream_t stream) {
            reinterpret_cast<uintptr_t>(a.v) % static_cast<uintptr_t>(pair_bytes) == 0;
   };
   if (a.type == ElementType::kFloat)
-    OneQueryKernel<float><<<blocks, kThreads, 0, stream>>>(a, contiguous(sizeof(float)), pairs(sizeof(float)));
-  else
-    OneQueryKernel<__half><<<blocks, kThreads, 0, stream>>>(a, contiguous(sizeof(__half)), pairs(sizeof(__half)));
-  return cudaGetLastError();
+    return device::LaunchDependent(OneQueryKernel<float>, dim3(blocks), dim3(kThreads), 0, stream, a,
+                                   contiguous(sizeof(float)), pairs(sizeof(float)));
+  return device::LaunchDependent(OneQueryKernel<__half>, dim3(blocks), dim3(kThreads), 0, stream, a,
+                                 contiguous(sizeof(__half)), pairs(sizeof(__half)));
 }
 
 }  // namespace tessera::cuda::launch

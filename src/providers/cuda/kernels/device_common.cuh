@@ -5,6 +5,7 @@
 #include <cuda_fp16.h>
 
 #include <cstdint>
+#include <utility>
 
 #include "providers/cuda/kernels/launch.h"
 
@@ -108,6 +109,53 @@ __device__ __forceinline__ int64_t OperandOffset(int64_t i, int rank, const int6
     i /= dims[d];
   }
   return offset;
+}
+
+// ---- programmatic dependent launch (Hopper and later) ----------------------------------------------------------
+// A kernel launched with LaunchDependent may start while the kernel before it on the stream is still finishing (its
+// blocks get resident and wait), which hides most of the ~1 us gap between two small kernels -- a decoding step is
+// a chain of ~130 of them. Such a kernel must call WaitForPrerequisites() before it touches global memory: it returns
+// once the kernels before it have completed and their writes are visible. AllowDependents() lets the next such kernel
+// start launching. Both are no-ops before sm_90 and in kernels launched the ordinary way.
+__device__ __forceinline__ void WaitForPrerequisites() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
+__device__ __forceinline__ void AllowDependents() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.launch_dependents;" :::);
+#endif
+}
+
+// Whether the current device takes programmatic dependent launches (compute capability 9.0 or later), cached.
+inline bool DependentLaunchSupported() {
+  static int cached[64] = {};  // 0 unknown, 1 no, 2 yes
+  int device = 0;
+  if (cudaGetDevice(&device) != cudaSuccess || device < 0 || device >= 64) return false;
+  if (cached[device] == 0) {
+    int major = 0;
+    cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device);
+    cached[device] = major >= 9 ? 2 : 1;
+  }
+  return cached[device] == 2;
+}
+
+// Launches `kernel` (which calls WaitForPrerequisites first) allowing it to overlap the end of the kernel before it.
+template <typename... KernelArgs, typename... Args>
+cudaError_t LaunchDependent(void (*kernel)(KernelArgs...), dim3 grid, dim3 block, size_t shared, cudaStream_t stream,
+                            Args&&... args) {
+  cudaLaunchConfig_t config = {};
+  config.gridDim = grid;
+  config.blockDim = block;
+  config.dynamicSmemBytes = shared;
+  config.stream = stream;
+  cudaLaunchAttribute attribute[1];
+  attribute[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attribute[0].val.programmaticStreamSerializationAllowed = 1;
+  config.attrs = attribute;
+  config.numAttrs = DependentLaunchSupported() ? 1 : 0;
+  return cudaLaunchKernelEx(&config, kernel, std::forward<Args>(args)...);
 }
 
 // Grid-stride loop bounds.

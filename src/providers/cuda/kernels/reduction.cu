@@ -197,6 +197,8 @@ __global__ void ArgRowsKernel(const T* x, int64_t* y, int64_t length, bool is_ma
 template <typename T>
 __global__ void ArgSlicesKernel(const T* x, Candidate* parts, int64_t length, int64_t slice, bool is_max,
                                 bool select_last) {
+  device::WaitForPrerequisites();
+  device::AllowDependents();
   const T* row = x + blockIdx.x * length;
   const int64_t begin = blockIdx.y * slice, end = begin + slice < length ? begin + slice : length;
   const Candidate winner = BlockWinner(ScanRange(row, begin, end, Candidate{0.0f, -1}, is_max, select_last), is_max,
@@ -205,6 +207,8 @@ __global__ void ArgSlicesKernel(const T* x, Candidate* parts, int64_t length, in
 }
 
 __global__ void ArgPartsKernel(const Candidate* parts, int64_t* y, int slices, bool is_max, bool select_last) {
+  device::WaitForPrerequisites();
+  device::AllowDependents();
   Candidate best{0.0f, -1};
   for (int i = threadIdx.x; i < slices; i += blockDim.x)
     best = Better(best, parts[blockIdx.x * slices + i], is_max, select_last);
@@ -241,10 +245,12 @@ cudaError_t ArgReduce(bool is_max, ElementType type, const void* x, int64_t* y, 
     if (inner == 1 && length >= kArgSlicedLength && workspace != nullptr && outer <= 65535) {
       auto* parts = static_cast<Candidate*>(workspace);
       const int64_t slice = (length + kArgSlices - 1) / kArgSlices;
-      ArgSlicesKernel<T><<<dim3(static_cast<unsigned>(outer), kArgSlices), 256, 0, stream>>>(in, parts, length, slice,
-                                                                                             is_max, select_last);
-      ArgPartsKernel<<<static_cast<unsigned>(outer), device::kWarp, 0, stream>>>(parts, y, kArgSlices, is_max,
-                                                                                 select_last);
+      cudaError_t status = device::LaunchDependent(ArgSlicesKernel<T>, dim3(static_cast<unsigned>(outer), kArgSlices),
+                                                   dim3(256), 0, stream, in, parts, length, slice, is_max, select_last);
+      if (status != cudaSuccess) return status;
+      return device::LaunchDependent(ArgPartsKernel, dim3(static_cast<unsigned>(outer)), dim3(device::kWarp), 0, stream,
+                                     static_cast<const Candidate*>(parts), y, static_cast<int>(kArgSlices), is_max,
+                                     select_last);
     } else if (inner == 1 && length >= 256) {
       const int threads = length >= 8192 ? 1024 : 256;
       ArgRowsKernel<T><<<static_cast<unsigned>(outer), threads, 0, stream>>>(in, y, length, is_max, select_last);

@@ -13,6 +13,8 @@ __device__ __forceinline__ int64_t IndexAt(const void* indices, int64_t i) {
 template <typename W, typename Index>
 __global__ void ScatterElementsKernel(W* out, const void* indices, const W* updates, ScatterElementsGeometry g,
                                       int64_t n) {
+  device::WaitForPrerequisites();
+  device::AllowDependents();
   for (int64_t p = device::FirstIndex(); p < n; p += device::IndexStride()) {
     int64_t index = IndexAt<Index>(indices, p);
     if (index < 0) index += g.axis_dim;
@@ -29,6 +31,8 @@ __global__ void ScatterElementsKernel(W* out, const void* indices, const W* upda
 
 template <typename W, typename Index>
 __global__ void ScatterNdKernel(W* out, const void* indices, const W* updates, ScatterNdGeometry g) {
+  device::WaitForPrerequisites();
+  device::AllowDependents();
   const int64_t n = g.tuples * g.slice;
   for (int64_t e = device::FirstIndex(); e < n; e += device::IndexStride()) {
     const int64_t t = e / g.slice;
@@ -53,13 +57,12 @@ cudaError_t ScatterElements(int element_size, void* out, const void* indices, bo
   if (n == 0) return cudaSuccess;
   return device::DispatchWord(element_size, [&](auto tag) {
     using W = decltype(tag);
+    const dim3 grid(device::BlocksFor(n)), block(device::kThreads);
     if (indices_are_int64)
-      ScatterElementsKernel<W, int64_t><<<device::BlocksFor(n), device::kThreads, 0, stream>>>(
-          static_cast<W*>(out), indices, static_cast<const W*>(updates), geometry, n);
-    else
-      ScatterElementsKernel<W, int32_t><<<device::BlocksFor(n), device::kThreads, 0, stream>>>(
-          static_cast<W*>(out), indices, static_cast<const W*>(updates), geometry, n);
-    return device::LaunchStatus();
+      return device::LaunchDependent(ScatterElementsKernel<W, int64_t>, grid, block, 0, stream, static_cast<W*>(out),
+                                     indices, static_cast<const W*>(updates), geometry, n);
+    return device::LaunchDependent(ScatterElementsKernel<W, int32_t>, grid, block, 0, stream, static_cast<W*>(out),
+                                   indices, static_cast<const W*>(updates), geometry, n);
   });
 }
 
@@ -69,13 +72,12 @@ cudaError_t ScatterNd(int element_size, void* out, const void* indices, bool ind
   if (n == 0) return cudaSuccess;
   return device::DispatchWord(element_size, [&](auto tag) {
     using W = decltype(tag);
+    const dim3 grid(device::BlocksFor(n)), block(device::kThreads);
     if (indices_are_int64)
-      ScatterNdKernel<W, int64_t><<<device::BlocksFor(n), device::kThreads, 0, stream>>>(
-          static_cast<W*>(out), indices, static_cast<const W*>(updates), geometry);
-    else
-      ScatterNdKernel<W, int32_t><<<device::BlocksFor(n), device::kThreads, 0, stream>>>(
-          static_cast<W*>(out), indices, static_cast<const W*>(updates), geometry);
-    return device::LaunchStatus();
+      return device::LaunchDependent(ScatterNdKernel<W, int64_t>, grid, block, 0, stream, static_cast<W*>(out), indices,
+                                     static_cast<const W*>(updates), geometry);
+    return device::LaunchDependent(ScatterNdKernel<W, int32_t>, grid, block, 0, stream, static_cast<W*>(out), indices,
+                                   static_cast<const W*>(updates), geometry);
   });
 }
 

@@ -114,6 +114,8 @@ __device__ __forceinline__ uint4 Pack(const float* in) {
 }
 
 __global__ void SkipLayerNormWarpKernel(Row<__half> p, int64_t rows) {
+  device::WaitForPrerequisites();
+  device::AllowDependents();
   const int64_t row = blockIdx.x * int64_t{blockDim.x / kWarp} + threadIdx.x / kWarp;
   const int lane = threadIdx.x % kWarp;
   if (row >= rows) return;
@@ -171,7 +173,12 @@ bool Aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0;
 // Whether the warp-per-row kernel takes these float16 rows (default arithmetic, no broadcasting, whole aligned
 // 16-byte words, at most 16 rows: more rows fill the device better one block each).
 bool WarpRowsFit(const Row<__half>& r, const SkipLayerNormArgs& args) {
-  return !args.strict && args.index == nullptr && args.rows <= 16 && args.hidden % 8 == 0 &&
+  // A broadcast over rows is trivial for one row whose operands both run along the hidden axis (a token embedding
+  // plus a position embedding of one [hidden] row).
+  const bool plain = args.index == nullptr || (args.rows == 1 && args.index->rank > 0 &&
+                                               args.index->a_strides[args.index->rank - 1] == 1 &&
+                                               args.index->b_strides[args.index->rank - 1] == 1);
+  return !args.strict && plain && args.rows <= 16 && args.hidden % 8 == 0 &&
          args.hidden <= 32 * kWarpRowWords * 8 && Aligned16(r.input) && Aligned16(r.skip) && Aligned16(r.gamma) &&
          Aligned16(r.output) && (r.beta == nullptr || Aligned16(r.beta)) && (r.bias == nullptr || Aligned16(r.bias)) &&
          (r.sum == nullptr || Aligned16(r.sum));
@@ -182,8 +189,8 @@ void Launch(const Row<T>& row, const SkipLayerNormArgs& args, cudaStream_t strea
   if constexpr (std::is_same_v<T, __half> && !kStrict) {
     if (WarpRowsFit(row, args)) {
       const int64_t per_block = args.rows < 4 ? args.rows : 4;
-      SkipLayerNormWarpKernel<<<static_cast<unsigned>((args.rows + per_block - 1) / per_block),
-                                static_cast<unsigned>(per_block * kWarp), 0, stream>>>(row, args.rows);
+      device::LaunchDependent(SkipLayerNormWarpKernel, dim3(static_cast<unsigned>((args.rows + per_block - 1) / per_block)),
+                              dim3(static_cast<unsigned>(per_block * kWarp)), 0, stream, row, args.rows);
       return;
     }
   }

@@ -46,6 +46,8 @@ template <typename T, int kRows>
 __global__ void SmallRowsKernel(const T* a, const T* wt, T* out, int64_t n, int64_t k, int split, float alpha,
                                 const T* bias, EpilogueActivation activation, const T* addend) {
   __shared__ float partial[kWarpsPerBlock][kRows];
+  device::WaitForPrerequisites();
+  device::AllowDependents();
   const int warp = threadIdx.x / device::kWarp, lane = threadIdx.x % device::kWarp;
   const int64_t column = blockIdx.x * int64_t{kWarpsPerBlock / split} + warp / split;
   const int part = warp % split;
@@ -103,13 +105,16 @@ cudaError_t SmallRowsProduct(ElementType type, const void* a, const void* wt, vo
     T* to = static_cast<T*>(out);
     const T* tb = static_cast<const T*>(bias);
     const T* td = static_cast<const T*>(addend);
+    const auto launch = [&](auto kernel) {
+      return device::LaunchDependent(kernel, dim3(blocks), dim3(device::kThreads), 0, stream, ta, tw, to, n, k, split,
+                                     alpha, tb, activation, td);
+    };
     switch (rows) {
-      case 1: SmallRowsKernel<T, 1><<<blocks, device::kThreads, 0, stream>>>(ta, tw, to, n, k, split, alpha, tb, activation, td); break;
-      case 2: SmallRowsKernel<T, 2><<<blocks, device::kThreads, 0, stream>>>(ta, tw, to, n, k, split, alpha, tb, activation, td); break;
-      case 3: SmallRowsKernel<T, 3><<<blocks, device::kThreads, 0, stream>>>(ta, tw, to, n, k, split, alpha, tb, activation, td); break;
-      default: SmallRowsKernel<T, 4><<<blocks, device::kThreads, 0, stream>>>(ta, tw, to, n, k, split, alpha, tb, activation, td); break;
+      case 1: return launch(SmallRowsKernel<T, 1>);
+      case 2: return launch(SmallRowsKernel<T, 2>);
+      case 3: return launch(SmallRowsKernel<T, 3>);
+      default: return launch(SmallRowsKernel<T, 4>);
     }
-    return device::LaunchStatus();
   });
 }
 
