@@ -8,7 +8,7 @@ Writes, into OUTDIR:
       and past_<layer>_key / past_<layer>_value [1, 12, MAX_LENGTH, 64]; outputs next_token [1, 1] int64 (ArgMax of
       the logits, on the device), next_position [1] int64 and present_<layer>_key / _value, the caches with this
       token's row written at `position` (ScatterElements). Rows after `position` are masked out of the attention, so
-      every step has the same shapes.
+      every step has the same shapes (the mask is row `position` of a constant [MAX_LENGTH, MAX_LENGTH] table).
   gpt2_dynamic.onnx, gpt2_dynamic_fp16.onnx  the usual past/present export (Hugging Face's cache, dynamic lengths):
       inputs input_ids [1, S], attention_mask [1, P + S], past_<layer>_key / _value [1, 12, P, 64]; outputs logits
       [1, S, 50257] and the presents [1, 12, P + S, 64]. ONNX Runtime's documented way to generate with IO binding.
@@ -59,15 +59,16 @@ class StaticCacheStep(torch.nn.Module):
         self.t, self.lm_head = hf.transformer, hf.lm_head
         self.heads = hf.config.n_head
         self.head_size = hf.config.n_embd // hf.config.n_head
-        self.register_buffer("key_positions", torch.arange(max_length), persistent=False)
-        self.register_buffer("zero", torch.zeros(()), persistent=False)
-        self.register_buffer("minus_inf", torch.full((), float("-inf")), persistent=False)
+        # Row p: 0 for the cache rows <= p, -inf after. The mask of a step is one Gather of row `position` (a
+        # comparison of int64 positions would run on ONNX Runtime's CPU EP, whose copies crash its CUDA plugin EP).
+        visible = torch.arange(max_length)[None, :] <= torch.arange(max_length)[:, None]
+        self.register_buffer("mask_table", torch.where(visible, 0.0, float("-inf")), persistent=False)
 
     def forward(self, input_ids, position, *cache):
         t = self.t
         batch, width = input_ids.shape[0], self.heads * self.head_size
         h = t.wte(input_ids) + t.wpe(position)  # [batch, 1, 768]
-        mask = torch.where(self.key_positions <= position, self.zero, self.minus_inf)  # [max_length]
+        mask = self.mask_table[position]  # [1, max_length]
         index = position.view(1, 1, 1, 1).expand(batch, self.heads, 1, self.head_size)
         presents = []
         for i, block in enumerate(t.h):

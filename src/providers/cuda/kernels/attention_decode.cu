@@ -35,10 +35,10 @@ __device__ __forceinline__ float BlockReduce(float v, bool is_max, float* scratc
 
 // q . k over `head` features of one key row. `contiguous`: the row's features are adjacent and 16-byte aligned; all
 // of its words are then loaded before any is used, so their latencies overlap.
-template <typename T>
-__device__ __forceinline__ float Dot(const float* q, const T* row, int64_t stride, int head, bool contiguous) {
+template <typename T, bool kContiguous>
+__device__ __forceinline__ float Dot(const float* q, const T* row, int64_t stride, int head) {
   float dot = 0.0f;
-  if (contiguous) {
+  if constexpr (kContiguous) {
     constexpr int kPerWord = 16 / sizeof(T);
     constexpr int kMaxWords = kMaxOneQueryHead / kPerWord;
     const int words = head / kPerWord;
@@ -54,25 +54,24 @@ __device__ __forceinline__ float Dot(const float* q, const T* row, int64_t strid
 #pragma unroll
       for (int e = 0; e < kPerWord; ++e) dot = fmaf(q[w * kPerWord + e], ToFloat(values[e]), dot);
     }
-    return dot;
+  } else {
+    for (int d = 0; d < head; ++d) dot = fmaf(q[d], ToFloat(row[d * stride]), dot);
   }
-  for (int d = 0; d < head; ++d) dot = fmaf(q[d], ToFloat(row[d * stride]), dot);
   return dot;
 }
 
 // Two adjacent features of a value row (`pairs`: adjacent and aligned for one 4- or 8-byte load), or one.
-template <typename T>
-__device__ __forceinline__ float2 LoadPair(const T* at, bool pairs) {
-  if constexpr (sizeof(T) == 2) {
-    if (pairs) return __half22float2(*reinterpret_cast<const __half2*>(at));
-  } else {
-    if (pairs) return *reinterpret_cast<const float2*>(at);
-  }
-  return make_float2(ToFloat(at[0]), 0.0f);
+template <typename T, bool kPairs>
+__device__ __forceinline__ float2 LoadPair(const T* at) {
+  if constexpr (kPairs && sizeof(T) == 2) return __half22float2(*reinterpret_cast<const __half2*>(at));
+  else if constexpr (kPairs) return *reinterpret_cast<const float2*>(at);
+  else return make_float2(ToFloat(at[0]), 0.0f);
 }
 
-template <typename T>
-__global__ void OneQueryKernel(AttentionArgs a, bool k_contiguous, bool v_pairs) {
+constexpr int kRowsInFlight = 8;  // value rows each thread loads before using any
+
+template <typename T, bool kContiguous, bool kPairs>
+__global__ void OneQueryKernel(AttentionArgs a) {
   __shared__ float q[kMaxOneQueryHead];
   __shared__ float p[kMaxOneQueryKeys];
   __shared__ float scratch[kThreads / kWarp];
@@ -89,7 +88,7 @@ __global__ void OneQueryKernel(AttentionArgs a, bool k_contiguous, bool v_pairs)
   const T* k = static_cast<const T*>(a.k) + b * a.k_strides[0] + h * a.k_strides[1];
   float local_max = -INFINITY;
   for (int j = threadIdx.x; j < keys; j += kThreads) {
-    float score = Dot(q, k + j * a.k_strides[2], a.k_strides[3], head, k_contiguous);
+    float score = Dot<T, kContiguous>(q, k + j * a.k_strides[2], a.k_strides[3], head);
     if (a.mask != nullptr) {
       const int64_t at = b * a.mask_strides[0] + h * a.mask_strides[1] + j * a.mask_strides[3];
       if (a.bool_mask) score = static_cast<const bool*>(a.mask)[at] ? score : -INFINITY;
@@ -115,19 +114,28 @@ __global__ void OneQueryKernel(AttentionArgs a, bool k_contiguous, bool v_pairs)
 
   // Value features, two per thread where they are adjacent: `width` threads per group (the row's items rounded up to
   // a warp), the groups taking every groups-th key; unrolled so that several rows' loads are in flight at once.
-  const int items = v_pairs ? (v_head + 1) / 2 : v_head;
+  const int items = kPairs ? (v_head + 1) / 2 : v_head;
   const int width = (items + kWarp - 1) / kWarp * kWarp;
   const int groups = kThreads / width;
   const int group = threadIdx.x / width, c = threadIdx.x % width;
-  const int64_t feature = v_pairs ? 2 * c : c;
+  const int64_t feature = kPairs ? 2 * c : c;
   const T* v = static_cast<const T*>(a.v) + b * a.v_strides[0] + h * a.v_strides[1] + feature * a.v_strides[3];
   float2 acc = make_float2(0.0f, 0.0f);
   if (group < groups && c < items) {
-#pragma unroll 8
-    for (int j = group; j < keys; j += groups) {
-      const float2 x = LoadPair(v + j * a.v_strides[2], v_pairs);
-      acc.x = fmaf(p[j], x.x, acc.x);
-      acc.y = fmaf(p[j], x.y, acc.y);
+    for (int j0 = group; j0 < keys; j0 += groups * kRowsInFlight) {
+      float2 x[kRowsInFlight];
+#pragma unroll
+      for (int u = 0; u < kRowsInFlight; ++u) {
+        const int j = j0 + u * groups;
+        x[u] = j < keys ? LoadPair<T, kPairs>(v + j * a.v_strides[2]) : make_float2(0.0f, 0.0f);
+      }
+#pragma unroll
+      for (int u = 0; u < kRowsInFlight; ++u) {
+        const int j = j0 + u * groups;
+        const float weight = j < keys ? p[j] : 0.0f;
+        acc.x = fmaf(weight, x[u].x, acc.x);
+        acc.y = fmaf(weight, x[u].y, acc.y);
+      }
     }
   }
   partial[threadIdx.x] = acc;
@@ -139,7 +147,7 @@ __global__ void OneQueryKernel(AttentionArgs a, bool k_contiguous, bool v_pairs)
       total.y += partial[g * width + c].y;
     }
     out[feature * a.out_strides[3]] = FromFloat<T>(total.x / sum);
-    if (v_pairs && feature + 1 < v_head) out[(feature + 1) * a.out_strides[3]] = FromFloat<T>(total.y / sum);
+    if (kPairs && feature + 1 < v_head) out[(feature + 1) * a.out_strides[3]] = FromFloat<T>(total.y / sum);
   }
 }
 
@@ -170,11 +178,18 @@ cudaError_t AttentionOneQuery(const AttentionArgs& a, cudaStream_t stream) {
            (a.v_strides[0] * static_cast<int64_t>(element)) % pair_bytes == 0 &&
            reinterpret_cast<uintptr_t>(a.v) % static_cast<uintptr_t>(pair_bytes) == 0;
   };
-  if (a.type == ElementType::kFloat)
-    return device::LaunchDependent(OneQueryKernel<float>, dim3(blocks), dim3(kThreads), 0, stream, a,
-                                   contiguous(sizeof(float)), pairs(sizeof(float)));
-  return device::LaunchDependent(OneQueryKernel<__half>, dim3(blocks), dim3(kThreads), 0, stream, a,
-                                 contiguous(sizeof(__half)), pairs(sizeof(__half)));
+  const auto launch = [&](auto tag) {
+    using T = decltype(tag);
+    const bool contiguous_keys = contiguous(sizeof(T)), paired_values = pairs(sizeof(T));
+    const dim3 grid(blocks), block(kThreads);
+    if (contiguous_keys && paired_values)
+      return device::LaunchDependent(OneQueryKernel<T, true, true>, grid, block, 0, stream, a);
+    if (contiguous_keys) return device::LaunchDependent(OneQueryKernel<T, true, false>, grid, block, 0, stream, a);
+    if (paired_values) return device::LaunchDependent(OneQueryKernel<T, false, true>, grid, block, 0, stream, a);
+    return device::LaunchDependent(OneQueryKernel<T, false, false>, grid, block, 0, stream, a);
+  };
+  if (a.type == ElementType::kFloat) return launch(float{});
+  return launch(__half{});
 }
 
 }  // namespace tessera::cuda::launch
