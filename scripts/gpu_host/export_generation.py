@@ -9,6 +9,9 @@ Writes, into OUTDIR:
       the logits, on the device), next_position [1] int64 and present_<layer>_key / _value, the caches with this
       token's row written at `position` (ScatterElements). Rows after `position` are masked out of the attention, so
       every step has the same shapes (the mask is row `position` of a constant [MAX_LENGTH, MAX_LENGTH] table).
+  gpt2_decode_blend.onnx, gpt2_decode_blend_fp16.onnx  the same step with the cache rows written by a blend
+      (past * (1 - e_position) + new * e_position, a whole new cache per step) instead of ScatterElements, which
+      ONNX Runtime 1.29's CUDA plugin EP crashes on: the file ONNX Runtime runs in bench/generation.
   gpt2_dynamic.onnx, gpt2_dynamic_fp16.onnx  the usual past/present export (Hugging Face's cache, dynamic lengths):
       inputs input_ids [1, S], attention_mask [1, P + S], past_<layer>_key / _value [1, 12, P, 64]; outputs logits
       [1, S, 50257] and the presents [1, 12, P + S, 64]. ONNX Runtime's documented way to generate with IO binding.
@@ -54,9 +57,13 @@ def use_eager_attention(hf_model):
 class StaticCacheStep(torch.nn.Module):
     """One GPT-2 decoding step over caches preallocated at max_length, built from the Hugging Face modules."""
 
-    def __init__(self, hf, max_length):
+    def __init__(self, hf, max_length, cache_update="scatter"):
         super().__init__()
         self.t, self.lm_head = hf.transformer, hf.lm_head
+        self.cache_update = cache_update
+        # "blend": present = past * (1 - e_p) + new * e_p with e_p row `position` of the identity, a whole new cache
+        # per step without ScatterElements (ONNX Runtime 1.29's CUDA plugin EP crashes on ScatterElements).
+        self.register_buffer("row_table", torch.eye(max_length), persistent=False)
         self.heads = hf.config.n_head
         self.head_size = hf.config.n_embd // hf.config.n_head
         # Row p: 0 for the cache rows <= p, -inf after. The mask of a step is one Gather of row `position` (a
@@ -70,12 +77,18 @@ class StaticCacheStep(torch.nn.Module):
         h = t.wte(input_ids) + t.wpe(position)  # [batch, 1, 768]
         mask = self.mask_table[position]  # [1, max_length]
         index = position.view(1, 1, 1, 1).expand(batch, self.heads, 1, self.head_size)
+        write = self.row_table[position].view(1, 1, -1, 1)  # [1, 1, max_length, 1]: 1 at row `position`
+        keep = 1 - write
         presents = []
         for i, block in enumerate(t.h):
             qkv = block.attn.c_attn(block.ln_1(h))
             q, k, v = (x.view(batch, 1, self.heads, self.head_size).transpose(1, 2) for x in qkv.split(width, dim=2))
-            keys = cache[2 * i].scatter(2, index, k)
-            values = cache[2 * i + 1].scatter(2, index, v)
+            if self.cache_update == "scatter":
+                keys = cache[2 * i].scatter(2, index, k)
+                values = cache[2 * i + 1].scatter(2, index, v)
+            else:
+                keys = cache[2 * i] * keep + k * write
+                values = cache[2 * i + 1] * keep + v * write
             scores = torch.matmul(q, keys.transpose(-1, -2)) / math.sqrt(self.head_size) + mask
             attended = torch.matmul(scores.softmax(-1), values).transpose(1, 2).reshape(batch, 1, width)
             h = h + block.attn.c_proj(attended)
@@ -151,10 +164,14 @@ def main():
     with torch.no_grad():
         export(StaticCacheStep(hf, MAX_LENGTH).eval(), (token, position, *caches), f"{out}/gpt2_decode.onnx", step_in,
                step_out)
+        export(StaticCacheStep(hf, MAX_LENGTH, "blend").eval(), (token, position, *caches),
+               f"{out}/gpt2_decode_blend.onnx", step_in, step_out)
         use_eager_attention(half)
-        step16 = StaticCacheStep(half, MAX_LENGTH).eval().half().cuda()
-        export(step16, (token.cuda(), position.cuda(), *[c.half().cuda() for c in caches]),
-               f"{out}/gpt2_decode_fp16.onnx", step_in, step_out)
+        args16 = (token.cuda(), position.cuda(), *[c.half().cuda() for c in caches])
+        export(StaticCacheStep(half, MAX_LENGTH).eval().half().cuda(), args16, f"{out}/gpt2_decode_fp16.onnx", step_in,
+               step_out)
+        export(StaticCacheStep(half, MAX_LENGTH, "blend").eval().half().cuda(), args16,
+               f"{out}/gpt2_decode_blend_fp16.onnx", step_in, step_out)
 
     # The dynamic past/present model, float32 and float16.
     dyn_in = ["input_ids", "attention_mask"] + cache_names("past", layers)
@@ -181,20 +198,21 @@ def main():
 
 def check_with_onnxruntime(reference, layers, heads, head_size):
     import onnxruntime as ort
-    # The static step, greedy, float32: must give PyTorch's tokens.
-    s = ort.InferenceSession(f"{out}/gpt2_decode.onnx", providers=["CPUExecutionProvider"])
-    caches = [np.zeros((1, heads, MAX_LENGTH, head_size), np.float32) for _ in range(2 * layers)]
-    names = [i.name for i in s.get_inputs()]
-    prompt, tokens, token = reference["prompt"], [], None
-    for t in range(PROMPT + NEW - 1):
-        token = prompt[t] if t < PROMPT else token
-        r = s.run(None, dict(zip(names, [np.array([[token]]), np.array([t])] + caches)))
-        token, caches = int(r[0][0, 0]), list(r[2:])
-        if t >= PROMPT - 1:
-            tokens.append(token)
-    print("static step on ONNX Runtime (CPU) gives PyTorch's fp32 tokens:", tokens == reference["fp32_cpu"],
-          "first difference at", next((i for i, (a, b) in enumerate(zip(tokens, reference["fp32_cpu"])) if a != b),
-                                      None), flush=True)
+    # The static steps, greedy, float32: must give PyTorch's tokens.
+    for name in ("gpt2_decode", "gpt2_decode_blend"):
+        s = ort.InferenceSession(f"{out}/{name}.onnx", providers=["CPUExecutionProvider"])
+        caches = [np.zeros((1, heads, MAX_LENGTH, head_size), np.float32) for _ in range(2 * layers)]
+        names = [i.name for i in s.get_inputs()]
+        prompt, tokens, token = reference["prompt"], [], None
+        for t in range(PROMPT + NEW - 1):
+            token = prompt[t] if t < PROMPT else token
+            r = s.run(None, dict(zip(names, [np.array([[token]]), np.array([t])] + caches)))
+            token, caches = int(r[0][0, 0]), list(r[2:])
+            if t >= PROMPT - 1:
+                tokens.append(token)
+        print(f"{name} on ONNX Runtime (CPU) gives PyTorch's fp32 tokens:", tokens == reference["fp32_cpu"],
+              "first difference at",
+              next((i for i, (a, b) in enumerate(zip(tokens, reference["fp32_cpu"])) if a != b), None), flush=True)
     # The dynamic model at two cache lengths against PyTorch's logits.
     d = ort.InferenceSession(f"{out}/gpt2_dynamic.onnx", providers=["CPUExecutionProvider"])
     hf = make_model()
