@@ -157,9 +157,10 @@ size_t RewriteReshapedGemm(Graph& graph) {
     }
     doomed.insert(m.reshape_in);
   }
-  for (auto& [after, node] : inserts) {
-    auto at = std::find_if(graph.nodes.begin(), graph.nodes.end(), [&](const auto& n) { return n.get() == after; });
-    graph.nodes.insert(at + 1, std::move(node));
+  for (auto& insert : inserts) {
+    const Node* after = insert.first;
+    auto at = std::find_if(graph.nodes.begin(), graph.nodes.end(), [after](const auto& n) { return n.get() == after; });
+    graph.nodes.insert(at + 1, std::move(insert.second));
   }
   RemoveNodes(graph, doomed);
   return matches.size();
