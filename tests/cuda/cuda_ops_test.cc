@@ -4,6 +4,7 @@
 // runs on the CUDA EP (a missing kernel would otherwise pass by falling back to the CPU).
 #include <cmath>
 #include <limits>
+#include <thread>
 
 #include "cuda/cuda_test_util.h"
 #include "unit/session/graph_builder.h"
@@ -453,6 +454,36 @@ TEST_F(CudaOpsTest, GemmOfAFewRowsWithConstantWeights) {
           << "float16 " << c.m << "x" << c.k << "x" << c.n;
     }
   }
+}
+
+// The transposed copy of a MatMul's constant weights that products of a few rows use is made by the first such
+// product, not at session creation: a session that first multiplies many rows (cuBLAS), then one row from four
+// threads at once (the copy made once, under the kernel's lock, while the other threads wait or take it), gives the
+// CPU EP's results throughout.
+TEST_F(CudaOpsTest, FewRowsProductsMakeTheirTransposedWeightsOnFirstUse) {
+  GraphBuilder builder;
+  builder.FloatInitializer("w", {64, 48}, RandomTensor(kF32, {64, 48}, 61).ToVector<float>());
+  builder.Input("x", {-1, 64}).Node("MatMul", {"x", "w"}, {"y"}).Output("y");
+  const std::string model = builder.Serialize();
+  Session cpu = MakeSession(model, OptionsFor("cpu"), TestEnv());
+  SessionOptions options;
+  options.AddProvider(kCudaEpName, {{"use_tf32", "0"}, {"automatic_cuda_graphs", "0"}});
+  Session cuda = MakeSession(model, options, TestEnv());
+  const Tensor many = RandomTensor(kF32, {64, 64}, 62);
+  EXPECT_EQ(CompareTensors(cpu.Run({{"x", Value(many)}})[0].tensor(), cuda.Run({{"x", Value(many)}})[0].tensor(), 1e-4,
+                           1e-4),
+            "");
+  std::vector<Tensor> rows, want, got(4);
+  for (uint32_t i = 0; i < 4; ++i) {
+    rows.push_back(RandomTensor(kF32, {1, 64}, 63 + i));
+    want.push_back(cpu.Run({{"x", Value(rows[i])}})[0].tensor());
+  }
+  std::vector<std::thread> threads;
+  for (size_t i = 0; i < 4; ++i)
+    threads.emplace_back([&, i] { got[i] = cuda.Run({{"x", Value(rows[i])}})[0].tensor(); });
+  for (std::thread& t : threads) t.join();
+  for (size_t i = 0; i < 4; ++i) EXPECT_EQ(CompareTensors(want[i], got[i], 1e-4, 1e-4), "") << "thread " << i;
+  EXPECT_EQ(CompareTensors(want[0], cuda.Run({{"x", Value(rows[0])}})[0].tensor(), 1e-4, 1e-4), "") << "again";
 }
 
 }  // namespace

@@ -8,17 +8,6 @@ namespace tessera {
 
 namespace {
 
-std::optional<std::vector<int64_t>> ConcreteDims(const Graph& graph, const std::string& value) {
-  const ValueInfo* info = graph.FindValueInfo(value);
-  if (info == nullptr || !info->shape) return std::nullopt;
-  std::vector<int64_t> dims;
-  for (const Dim& d : *info->shape) {
-    if (!d.is_concrete()) return std::nullopt;
-    dims.push_back(d.value);
-  }
-  return dims;
-}
-
 // The values of a constant int64 shape whose entries are all explicit sizes (no 0 or -1 to resolve).
 std::optional<std::vector<int64_t>> PositiveConstant(const Graph& graph, const std::string& value) {
   const Tensor* t = ConstantTensor(graph, value);
@@ -66,8 +55,8 @@ std::optional<Match> MatchAt(const Graph& graph, const GraphIndex& index, Node& 
   Node* reshape_out = index.SoleReader(gemm.outputs[0]);
   if (!IsStandardOp(reshape_out, "Reshape")) return std::nullopt;
   const std::string& x = reshape_in->inputs[0];
-  const std::optional<std::vector<int64_t>> x_dims = ConcreteDims(graph, x);
-  std::optional<std::vector<int64_t>> out_dims = ConcreteDims(graph, reshape_out->outputs[0]);
+  const std::optional<std::vector<int64_t>> x_dims = StaticDims(graph, x);
+  std::optional<std::vector<int64_t>> out_dims = StaticDims(graph, reshape_out->outputs[0]);
   if (!out_dims && reshape_out->inputs.size() == 2) out_dims = PositiveConstant(graph, reshape_out->inputs[1]);
   if (x_dims && out_dims && x_dims->size() >= 2 && x_dims->back() == k) {
     std::vector<int64_t> expected(x_dims->begin(), x_dims->end() - 1);

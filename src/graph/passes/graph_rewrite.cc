@@ -53,6 +53,17 @@ const Tensor* ConstantTensor(const Graph& graph, const std::string& value) {
   return it == graph.initializers.end() ? nullptr : &it->second;
 }
 
+std::optional<std::vector<int64_t>> StaticDims(const Graph& graph, const std::string& value) {
+  const ValueInfo* info = graph.FindValueInfo(value);
+  if (info == nullptr || !info->shape) return std::nullopt;
+  std::vector<int64_t> dims;
+  for (const Dim& d : *info->shape) {
+    if (!d.is_concrete()) return std::nullopt;
+    dims.push_back(d.value);
+  }
+  return dims;
+}
+
 std::optional<double> ScalarConstant(const Graph& graph, const std::string& value) {
   const Tensor* tensor = ConstantTensor(graph, value);
   if (tensor == nullptr || tensor->NumElements() != 1) return std::nullopt;

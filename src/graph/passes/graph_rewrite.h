@@ -46,6 +46,8 @@ class GraphIndex {
 
 // The constant tensor named `value` (an initializer), or nullptr.
 const Tensor* ConstantTensor(const Graph& graph, const std::string& value);
+// The dims of `value` when its shape is known and every dim is concrete, else nullopt.
+std::optional<std::vector<int64_t>> StaticDims(const Graph& graph, const std::string& value);
 // The single element of a one-element float/double/float16/bfloat16/int32/int64 constant, as a double (float16
 // models scale, clip and mask with float16 scalars); nullopt otherwise.
 std::optional<double> ScalarConstant(const Graph& graph, const std::string& value);

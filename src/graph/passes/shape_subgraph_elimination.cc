@@ -10,7 +10,7 @@ namespace {
 bool Is(const Node& node, const char* op_type) { return node.op_type == op_type && node.domain == ""; }
 
 // x's dims as known statically (-1 where not concrete), or nullopt when the rank is unknown.
-std::optional<std::vector<int64_t>> StaticDims(const Graph& graph, const std::string& value) {
+std::optional<std::vector<int64_t>> KnownDims(const Graph& graph, const std::string& value) {
   const ValueInfo* info = graph.FindValueInfo(value);
   if (info == nullptr || info->kind != ValueInfo::Kind::kTensor || !info->shape) return std::nullopt;
   std::vector<int64_t> dims;
@@ -20,7 +20,7 @@ std::optional<std::vector<int64_t>> StaticDims(const Graph& graph, const std::st
 
 // The dims Shape(x) produces (its start/end slice applied), or nullopt.
 std::optional<std::vector<int64_t>> ShapeOutput(const Graph& graph, const Node& shape) {
-  std::optional<std::vector<int64_t>> dims = StaticDims(graph, shape.inputs[0]);
+  std::optional<std::vector<int64_t>> dims = KnownDims(graph, shape.inputs[0]);
   if (!dims) return std::nullopt;
   const int64_t rank = static_cast<int64_t>(dims->size());
   auto clamp = [rank](int64_t axis) { return std::clamp(axis < 0 ? axis + rank : axis, int64_t{0}, rank); };

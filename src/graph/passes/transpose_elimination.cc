@@ -27,18 +27,6 @@ std::optional<std::vector<int64_t>> Compose(const std::vector<int64_t>& p1, cons
   return composed;
 }
 
-// The input's dims when every one is known, else nullopt.
-std::optional<std::vector<int64_t>> StaticDims(const Graph& graph, const std::string& value) {
-  const ValueInfo* info = graph.FindValueInfo(value);
-  if (info == nullptr || !info->shape) return std::nullopt;
-  std::vector<int64_t> dims;
-  for (const Dim& d : *info->shape) {
-    if (!d.is_concrete()) return std::nullopt;
-    dims.push_back(d.value);
-  }
-  return dims;
-}
-
 // Whether `perm` keeps the order of the axes longer than 1 (it only moves axes of size 1): the elements then stay
 // where they are in memory and the Transpose is a Reshape.
 bool MovesOnlyUnitAxes(const std::vector<int64_t>& perm, const std::vector<int64_t>& dims) {

@@ -2,9 +2,11 @@
 //
 // Tessera tensors are row-major and cuBLAS is column-major: a row-major product out = a * b is computed
 // as the column-major product out^T = b^T * a^T, which reads the same memory without any transpose.
+#include <atomic>
 #include <climits>
 #include <cstdint>
 #include <cstring>
+#include <mutex>
 #include <vector>
 
 #include "providers/cpu/common/broadcast.h"
@@ -58,47 +60,61 @@ bool IsColumnBias(const Tensor& c, int64_t n) {
 
 // A constant B kept transposed on the device ([n, k] row-major) for launch::SmallRowsProduct, which computes products
 // of up to kSmallProductRows rows (a decoding step's) at the memory's bandwidth where cuBLAS's tiled kernels do not.
-// Empty unless input 1 is a 2-D float or float16 initializer whose k suits the kernel's 16-byte loads. A B that is
-// already [n, k] (Gemm's transB) in device memory is shared, not copied; otherwise the transposed copy adds B's size
-// to the session's device memory.
-Tensor TransposedWeights(const KernelInfo& info, bool b_transposed) {
-  const Tensor* b = info.ConstantInput(1);
-  if (b == nullptr || b->shape().rank() != 2 || (b->type() != DataType::kFloat && b->type() != DataType::kFloat16))
-    return Tensor();
-  const int64_t k = b_transposed ? b->shape()[1] : b->shape()[0];
-  const int64_t n = b_transposed ? b->shape()[0] : b->shape()[1];
-  const int64_t per_word = 16 / static_cast<int64_t>(SizeOf(b->type()));
-  if (k == 0 || n == 0 || k % per_word != 0) return Tensor();
-  const bool on_device = !b->memory_info().IsHostReadable();
-  if (b_transposed && on_device && reinterpret_cast<uintptr_t>(b->raw_data()) % 16 == 0) return *b;
-  CudaExecutionProvider& ep = CudaEpOf(info);
-  DeviceGuard guard(ep.ordinal());
-  Tensor wt = Tensor::Allocate(b->type(), Shape{n, k}, ep.allocator(MemoryType::kDefault));
-  const size_t element = SizeOf(b->type());
-  if (!on_device) {
-    std::vector<char> host(wt.SizeInBytes());
-    const char* source = static_cast<const char*>(b->raw_data());
-    for (int64_t c = 0; c < n; ++c)
-      for (int64_t j = 0; j < k; ++j)
-        std::memcpy(&host[static_cast<size_t>(c * k + j) * element],
-                    source + static_cast<size_t>(b_transposed ? c * k + j : j * n + c) * element, element);
-    CheckCuda(cudaMemcpy(wt.raw_data(), host.data(), host.size(), cudaMemcpyHostToDevice), info.node(),
-              ": uploading the transposed weights");
-    return wt;
+// Only 2-D float / float16 initializers whose k suits the kernel's 16-byte loads qualify. The copy is made on the
+// device from the session's device-resident B by the first product of few rows (not at session creation, where it
+// would cost every model a host-side transpose and a second upload of its weights whether or not it ever meets
+// such a product); a B that is already [n, k] (Gemm's transB) is used as is. A run being captured into a CUDA graph
+// never makes the copy (no allocation or synchronization inside a capture): it takes cuBLAS until an uncaptured run
+// has made it, which warm-up runs do.
+class SmallRowsWeights {
+ public:
+  SmallRowsWeights(const KernelInfo& info, bool b_transposed) : b_transposed_(b_transposed) {
+    if (!b_transposed) allocator_ = CudaEpOf(info).allocator(MemoryType::kDefault);
+    const Tensor* b = info.ConstantInput(1);
+    if (b == nullptr || b->shape().rank() != 2 || (b->type() != DataType::kFloat && b->type() != DataType::kFloat16))
+      return;
+    const int64_t k = b_transposed ? b->shape()[1] : b->shape()[0];
+    const int64_t per_word = 16 / static_cast<int64_t>(SizeOf(b->type()));
+    eligible_ = k > 0 && k % per_word == 0 && b->shape()[0] > 0 && b->shape()[1] > 0;
   }
-  const int64_t dims[2] = {n, k};
-  const int64_t strides[2] = {b_transposed ? k : 1, b_transposed ? 1 : n};
-  CheckCuda(launch::Transpose(static_cast<int>(element), b->raw_data(), wt.raw_data(), 2, dims, strides, n * k,
-                              nullptr),
-            info.node(), ": transposing the weights");
-  CheckCuda(cudaStreamSynchronize(nullptr), info.node(), ": transposing the weights");
-  return wt;
-}
 
-// Whether SmallRowsProduct takes a product of `rows` rows of `a` with the transposed weights `wt`.
-bool SmallRowsApply(const Tensor& wt, int64_t rows, const void* a) {
-  return wt.defined() && rows >= 1 && rows <= launch::kSmallProductRows && reinterpret_cast<uintptr_t>(a) % 16 == 0;
-}
+  // The [n, k] weights when SmallRowsProduct takes a product of `rows` rows of `a` with `b` (input 1), else nullptr.
+  const void* For(const KernelContext& ctx, const Tensor& b, int64_t rows, const void* a) const {
+    if (!eligible_ || rows < 1 || rows > launch::kSmallProductRows || reinterpret_cast<uintptr_t>(a) % 16 != 0 ||
+        b.memory_info().IsHostReadable())
+      return nullptr;
+    if (b_transposed_) return reinterpret_cast<uintptr_t>(b.raw_data()) % 16 == 0 ? b.raw_data() : nullptr;
+    if (ready_.load(std::memory_order_acquire)) return copy_.raw_data();
+    cudaStream_t stream = StreamOf(ctx);
+    cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+    CheckCuda(cudaStreamIsCapturing(stream, &capture), ctx.node(), ": cudaStreamIsCapturing");
+    if (capture != cudaStreamCaptureStatusNone) return nullptr;
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!ready_.load(std::memory_order_relaxed)) {
+      const int64_t k = b.shape()[0];
+      const int64_t n = b.shape()[1];
+      Tensor copy = Tensor::Allocate(b.type(), Shape{n, k}, allocator_);
+      const int64_t dims[2] = {n, k};
+      const int64_t strides[2] = {1, n};
+      CheckCuda(launch::Transpose(static_cast<int>(SizeOf(b.type())), b.raw_data(), copy.raw_data(), 2, dims, strides,
+                                  n * k, stream),
+                ctx.node(), ": transposing the weights");
+      // Other threads may use the copy on other streams as soon as ready_ is set.
+      CheckCuda(cudaStreamSynchronize(stream), ctx.node(), ": transposing the weights");
+      copy_ = std::move(copy);
+      ready_.store(true, std::memory_order_release);
+    }
+    return copy_.raw_data();
+  }
+
+ private:
+  bool b_transposed_ = false;
+  bool eligible_ = false;
+  AllocatorPtr allocator_;  // the EP's device memory, for the copy
+  mutable std::mutex mutex_;
+  mutable std::atomic<bool> ready_{false};
+  mutable Tensor copy_;
+};
 
 class GemmKernel : public Kernel {
  public:
@@ -108,7 +124,7 @@ class GemmKernel : public Kernel {
         beta_(info.node().GetFloat("beta", 1.0f)),
         trans_a_(info.node().GetInt("transA", 0) != 0),
         trans_b_(info.node().GetInt("transB", 0) != 0),
-        weights_t_(TransposedWeights(info, trans_b_)) {}
+        small_rows_(info, trans_b_) {}
 
   void Compute(KernelContext& ctx) const override {
     DeviceGuard guard(ep_.ordinal());
@@ -144,9 +160,10 @@ class GemmKernel : public Kernel {
     call.alpha = alpha_;
     // A few rows against constant weights, with at most a bias: one warp per output column.
     const bool bias_only = !add_c || (beta_ == 1.0f && IsColumnBias(*c, call.n));
-    if (!trans_a_ && bias_only && call.k > 0 && SmallRowsApply(weights_t_, call.m, call.a)) {
+    const void* wt = !trans_a_ && bias_only && call.k > 0 ? small_rows_.For(ctx, b, call.m, call.a) : nullptr;
+    if (wt != nullptr) {
       CheckLaunch(ctx,
-                  launch::SmallRowsProduct(type, call.a, weights_t_.raw_data(), call.out, static_cast<int>(call.m),
+                  launch::SmallRowsProduct(type, call.a, wt, call.out, static_cast<int>(call.m),
                                            call.n, call.k, alpha_, add_c ? c->raw_data() : nullptr,
                                            launch::EpilogueActivation{}, nullptr, StreamOf(ctx)),
                   "small-rows product launch");
@@ -185,7 +202,7 @@ class GemmKernel : public Kernel {
   const CudaExecutionProvider& ep_;
   float alpha_, beta_;
   bool trans_a_, trans_b_;
-  Tensor weights_t_;  // TransposedWeights
+  SmallRowsWeights small_rows_;
   LtMatmulPlans plans_;
 };
 
@@ -204,7 +221,7 @@ class MatMulKernel : public Kernel {
         fused_(info.node().op_type == "FusedMatMul"),
         alpha_(fused_ ? info.node().GetFloat("alpha", 1.0f) : 1.0f),
         activation_(fused_ ? ToLaunchActivation(ReadFusedActivation(info.node())) : launch::EpilogueActivation{}),
-        weights_t_(TransposedWeights(info, false)) {}
+        small_rows_(info, false) {}
 
   void Compute(KernelContext& ctx) const override {
     DeviceGuard guard(ep_.ordinal());
@@ -252,11 +269,13 @@ class MatMulKernel : public Kernel {
       call.out = target.raw_data();
       call.alpha = alpha_;
       const bool batched = Batch(call, a_batch, b_batch, batch);
-      if (batched && call.batch == 1 && !widening && SmallRowsApply(weights_t_, call.m, call.a) &&
-          (addend == nullptr || addend->shape() == product_shape)) {
+      const void* wt = batched && call.batch == 1 && !widening && (addend == nullptr || addend->shape() == product_shape)
+                           ? small_rows_.For(ctx, b, call.m, call.a)
+                           : nullptr;
+      if (wt != nullptr) {
         // A few rows against constant weights: the product and the whole epilogue in one kernel.
         CheckLaunch(ctx,
-                    launch::SmallRowsProduct(FloatElementType(ctx, a.type()), call.a, weights_t_.raw_data(), call.out,
+                    launch::SmallRowsProduct(FloatElementType(ctx, a.type()), call.a, wt, call.out,
                                              static_cast<int>(call.m), call.n, call.k, alpha_,
                                              bias != nullptr ? bias->raw_data() : nullptr, activation_,
                                              addend != nullptr ? addend->raw_data() : nullptr, StreamOf(ctx)),
@@ -394,7 +413,7 @@ class MatMulKernel : public Kernel {
   bool fused_;                             // ai.tessera::FusedMatMul
   float alpha_;                            // FusedMatMul's scale of the product
   launch::EpilogueActivation activation_;  // FusedMatMul's activation (none for MatMul)
-  Tensor weights_t_;                       // TransposedWeights
+  SmallRowsWeights small_rows_;
   LtMatmulPlans plans_;
 };
 
