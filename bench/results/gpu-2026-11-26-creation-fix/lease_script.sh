@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# Session 13 final lease: tests, side-by-side (BERT, GPT-2: creation fixed), generation vs ORT, creation phases.
+cd /tmp/tw
+export OUT=/tmp/tw/out/gpu
+mkdir -p $OUT
+{
+  source scripts/gpu_host/build_gpu.sh || { echo BUILD_SETUP_FAILED; exit 1; }
+  start=$SECONDS
+  python3 scripts/gpu_host/export_generation.py /tmp/gen > $OUT/export.log 2>&1 &
+  EXPORT=$!
+  (export_bench_models /tmp/tessera-bench bert_base_s128 gpt2_past16 resnet50 mobilenet_v2 > $OUT/export2.log 2>&1) &
+  EXPORT2=$!
+  build_gpu tessera_cuda tessera_cli tessera_tests tessera_generation_bench || { echo BUILD_FAILED; tail -30 $OUT/build.log; }
+  echo "BUILT in $((SECONDS-start)) s"
+  export TESSERA_PLUGIN=$PWD/build-gpu/libtessera_cuda.so
+  build-gpu/tessera_tests --gtest_filter='CudaOps*:CudaKernel*:CudaModels*:CudaGenerationLoop*:CudaAttention*' 2>&1 | grep -E "^\[  (PASSED|FAILED) |FAILED|Failure" | head -40
+  for i in $(seq 1 150); do [[ -f /tmp/ort/part03 && -f /tmp/ort/part00 && -f /tmp/ort/part01 && -f /tmp/ort/part02 ]] && break; sleep 2; done
+  bash .ort-cuda/cpu/on_device.sh build .ort-cuda > $OUT/ort_build.log 2>&1 || tail -5 $OUT/ort_build.log
+  g++ -O2 -std=c++17 bench/generation/ort_generation_bench.cc -I/tmp/ort/include -I/usr/local/cuda/include -L/tmp/ort \
+    -lonnxruntime -L/usr/local/cuda/lib64 -lcudart -Wl,-rpath,/tmp/ort -o /tmp/ort/ort_generation_bench 2>&1 | head -5
+  wait $EXPORT2
+  echo "ORT+EXPORT2 at $((SECONDS-start)) s"
+  RUNS=200 TIME_BUDGET=6 bash bench/gpu/side_by_side.sh bert_base_s128 gpt2_past16
+  echo "SBS_DONE at $((SECONDS-start)) s"
+  wait $EXPORT
+  G=build-gpu/tessera_generation_bench
+  P="--prompt /tmp/gen/tokens_prompt.txt"
+  run_tessera() {
+    echo "== tessera fp16 $1"; $G /tmp/gen/gpt2_${1}_fp16.onnx $P --reference /tmp/gen/tokens_fp16_cuda.txt --runs 10 2>&1 | grep -v "^tokens "
+    echo "== tessera fp32 $1"; $G /tmp/gen/gpt2_${1}.onnx $P --reference /tmp/gen/tokens_fp32_cuda.txt --ep-option use_tf32=0 --runs 10 2>&1 | grep -v "^tokens "
+  }
+  run_tessera decode
+  (
+  export LD_LIBRARY_PATH="$CUDNN_ROOT/lib:/usr/local/cuda/lib64:/tmp/ort:${LD_LIBRARY_PATH:-}"
+  export ORT_CUDA_EP_LIB=/tmp/ort/libonnxruntime_providers_cuda.so
+  for mode in static static_graph; do
+    echo "== ort fp16 $mode blend"; timeout 300 /tmp/ort/ort_generation_bench $mode /tmp/gen/gpt2_decode_blend_fp16.onnx /tmp/gen/tokens_prompt.txt 128 5 /tmp/gen/tokens_fp16_cuda.txt 2>&1 | grep -v "^tokens "
+    echo "== ort fp32 $mode blend"; ORT_USE_TF32=0 timeout 300 /tmp/ort/ort_generation_bench $mode /tmp/gen/gpt2_decode_blend.onnx /tmp/gen/tokens_prompt.txt 128 5 /tmp/gen/tokens_fp32_cuda.txt 2>&1 | grep -v "^tokens "
+  done
+  )
+  echo "== torch fp16"; python3 bench/generation/torch_generation.py fp16 128 5 2>&1 | grep -v "^tokens "
+  echo "== torch fp32"; python3 bench/generation/torch_generation.py fp32 128 5 2>&1 | grep -v "^tokens "
+  run_tessera decode
+  echo "GEN_DONE at $((SECONDS-start)) s"
+  for m in mobilenet_v2 resnet50; do
+    export TESSERA_CACHE_DIR=/tmp/tcache_$m; rm -rf $TESSERA_CACHE_DIR
+    for round in 1 2; do
+      rm -f /tmp/prof_${m}_*.json
+      build-gpu/tessera bench /tmp/tessera-bench/$m.onnx --ep cuda --modes host --runs 20 --time-budget 2 --profile /tmp/prof_$m > /dev/null 2>&1
+      echo "== creation phases $m round $round"
+      build-gpu/tessera profile-summary "$(ls -t /tmp/prof_${m}_*.json | head -1)" 2>&1 | head -14
+    done
+  done
+  echo "ALL at $((SECONDS-start)) s"
+} > $OUT/chain.log 2>&1
+touch $OUT/DONE
