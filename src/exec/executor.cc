@@ -54,7 +54,7 @@ class StepContext : public KernelContext {
                " but the model produces ", DataTypeName(type), shape.ToString());
         // Bound to a model input's memory that the run may still read: produced elsewhere and copied into the
         // binding once the run is complete (Session::Run(IoBinding)).
-        if (MayWriteInto(t)) {
+        if (MayWriteInto(t, i)) {
           target = Value(t);
           return target.tensor();
         }
@@ -92,11 +92,11 @@ class StepContext : public KernelContext {
   const RunRequest& request() const { return frame_.request; }
 
  private:
-  // Whether this step may write into `t`, a caller's tensor bound to one of its outputs: yes when `t` shares no
-  // memory with a model input, or when it is exactly the buffer of the model input this step reads as its
-  // in-place input (KernelDef::in_place_input, the input being read there directly) and no other step reads that
+  // Whether this step may write into `t`, a caller's tensor bound to its output `output`: yes when `t` shares no
+  // memory with a model input, or when it is exactly the buffer of the model input this step reads as that output's
+  // in-place input (KernelDef::in_place_inputs, the input being read there directly) and no other step reads that
   // input: an in-place update, such as a key/value cache written at the current position.
-  bool MayWriteInto(const Tensor& t) const {
+  bool MayWriteInto(const Tensor& t, size_t output) const {
     const auto begin = [](const Tensor& x) { return static_cast<const char*>(x.raw_data()); };
     const std::vector<Value>& feeds = frame_.request.inputs;
     for (size_t k = 0; k < feeds.size() && k < frame_.plan.input_slots.size(); ++k) {
@@ -105,7 +105,7 @@ class StepContext : public KernelContext {
       if (feed.memory_info() != t.memory_info() || feed.SizeInBytes() == 0 || t.SizeInBytes() == 0) continue;
       if (begin(feed) >= begin(t) + t.SizeInBytes() || begin(t) >= begin(feed) + feed.SizeInBytes()) continue;
       const int input_slot = frame_.plan.input_slots[k];
-      const int in_place = step_.def != nullptr ? step_.def->in_place_input : -1;
+      const int in_place = step_.def != nullptr ? step_.def->InPlaceInput(output) : -1;
       if (in_place < 0 || static_cast<size_t>(in_place) >= step_.inputs.size() || step_.inputs[in_place] != input_slot)
         return false;
       const Value* read = InputValue(static_cast<size_t>(in_place));

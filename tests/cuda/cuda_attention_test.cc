@@ -109,5 +109,57 @@ TEST_F(CudaAttentionTest, FullyMaskedQueriesGiveZerosBehindTheNanGuard) {
   EXPECT_EQ(CompareTensors(want, got, 2e-5, 2e-5), "");
 }
 
+// The cache-update form (graph/passes/cache_update_fusion.h) on the CUDA EP: one query writes its cache rows in the
+// one-query kernel's launch, several queries through ScatterElements' kernel before the attention; both give the
+// unfused graph's attention and caches (CPU EP), into fresh outputs and updated in place through an IoBinding that
+// binds each updated cache to the device tensor it was read from.
+TEST_F(CudaAttentionTest, CacheUpdateFormMatchesTheUnfusedGraph) {
+  for (int64_t queries : {int64_t{1}, int64_t{3}})
+    for (int64_t index : {int64_t{5}, int64_t{-7}}) {
+      DecodingStepSpec spec;
+      spec.heads = 3;
+      spec.positions = 40;
+      spec.head = 64;
+      spec.queries = queries;
+      spec.index = index;
+      const PassTestGraph g = DecodingStepGraph(spec);
+      const std::string model = g.Serialize();
+      const std::string what = std::to_string(queries) + " queries at " + std::to_string(index);
+      Session cuda(TestEnv(), model.data(), model.size(), OptionsFor("cuda"));
+      std::vector<std::string> ops;
+      for (const PartitionEntry& entry : cuda.Partition())
+        if (!entry.is_copy) ops.push_back(entry.op_type + "@" + entry.ep);
+      EXPECT_EQ(ops, std::vector<std::string>{"Attention@CUDAExecutionProvider"}) << what;
+      const Session::NamedValues feeds = g.Feeds();
+      SessionOptions reference_options = OptionsFor("cpu");
+      reference_options.optimization_level = OptimizationLevel::kNone;
+      Session reference(TestEnv(), model.data(), model.size(), reference_options);
+      const std::vector<Value> want = reference.Run(feeds);
+      const std::vector<Tensor> got = RunOnCuda(model, feeds);
+      ASSERT_EQ(got.size(), 3u);
+      for (size_t i = 0; i < 3; ++i)
+        EXPECT_EQ(CompareTensors(want[i].tensor(), got[i], 2e-5, 2e-5), "") << what << ", output " << i;
+
+      IoBinding binding(cuda);
+      Tensor past_k, past_v;
+      for (const auto& [name, value] : feeds) {
+        const Tensor on_device = ToCuda(value.tensor());
+        if (name == "past_k") past_k = on_device;
+        if (name == "past_v") past_v = on_device;
+        binding.BindInput(name, Value(on_device));
+      }
+      binding.BindOutput("present_k", Value(past_k));
+      binding.BindOutput("present_v", Value(past_v));
+      binding.BindOutput("y", CudaDevice().device_memory);
+      cuda.Run(binding);
+      binding.SynchronizeOutputs();
+      EXPECT_EQ(binding.BoundOutputs()[0].tensor().raw_data(), past_k.raw_data()) << what;
+      EXPECT_EQ(CompareTensors(want[1].tensor(), ToHost(past_k), 2e-5, 2e-5), "") << what << ", keys in place";
+      EXPECT_EQ(CompareTensors(want[2].tensor(), ToHost(past_v), 2e-5, 2e-5), "") << what << ", values in place";
+      EXPECT_EQ(CompareTensors(want[0].tensor(), ToHost(binding.BoundOutputs()[2].tensor()), 2e-5, 2e-5), "")
+          << what << ", attention with the caches updated in place";
+    }
+}
+
 }  // namespace
 }  // namespace tessera::test

@@ -47,11 +47,15 @@ struct KernelDef {
   std::vector<int> host_or_device_inputs;
   // Whether the kernel may have its outputs share memory with its inputs (Reshape, Identity, ...).
   bool may_alias = false;
-  // The input whose buffer output 0 may be (-1: none): the kernel then updates that input in place, writing only
-  // what changes (ScatterElements / ScatterND: data). The executor hands the kernel such an output only when an
-  // IoBinding binds the model output to the same tensor as the model input the node reads there, and no other step
-  // reads that input; the kernel tells by comparing the two buffers.
-  int in_place_input = -1;
+  // Per output, the input whose buffer that output may be (-1 or absent: none): the kernel then updates that input
+  // in place, writing only what changes (ScatterElements / ScatterND: output 0 over data; ai.tessera::Attention:
+  // outputs 1 and 2, the updated key and value caches, over K and V). The executor hands the kernel such an output
+  // only when an IoBinding binds the model output to the same tensor as the model input the node reads there, and no
+  // other step reads that input; the kernel tells by comparing the two buffers.
+  std::vector<int> in_place_inputs;
+  int InPlaceInput(size_t output) const {
+    return output < in_place_inputs.size() ? in_place_inputs[output] : -1;
+  }
 
   bool IsHostInput(int i) const;
   bool IsHostOutput(int i) const;

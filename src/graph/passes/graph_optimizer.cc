@@ -1,6 +1,7 @@
 #include "graph/passes/graph_optimizer.h"
 
 #include "graph/passes/attention_fusion.h"
+#include "graph/passes/cache_update_fusion.h"
 #include "graph/passes/cast_elimination.h"
 #include "graph/passes/conv_activation_fusion.h"
 #include "graph/passes/conv_bn_folding.h"
@@ -45,6 +46,7 @@ void RunExtended(Graph& graph, const OptimizerContext& context, std::vector<Pass
 void RunAll(Graph& graph, const OptimizerContext& context, bool is_subgraph, std::vector<PassResult>& results) {
   // Before matmul_epilogue_fusion, which would take the attention's scalar Mul/Div and mask Add as epilogues.
   results.push_back({"attention_fusion", FuseAttention(graph, context.can_fuse)});
+  results.push_back({"cache_update_fusion", FuseCacheUpdates(graph, context.can_fuse)});
   // Before matmul_epilogue_fusion: the residual Add (and a bias Add before it) go with the LayerNormalization.
   results.push_back({"skip_layer_norm_fusion", FuseSkipLayerNorm(graph, context.can_fuse)});
   results.push_back({"conv_activation_fusion", FuseConvActivation(graph, context.can_fuse)});

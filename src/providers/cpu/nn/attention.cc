@@ -1,8 +1,10 @@
 // ai.tessera::Attention (opset 1), made by graph/passes/attention_fusion: scaled dot-product attention over
-// rank-4 Q, K, V read through axis maps, with an optional additive (or Boolean) mask. Semantics in
-// graph/passes/attention_fusion.h. Float32 and float16; scores, softmax and the weighted sum of V are computed
+// rank-4 Q, K, V read through axis maps, with an optional additive (or Boolean) mask, and in its cache-update form
+// (graph/passes/cache_update_fusion) the rows a decoding step writes into K and V first. Semantics in
+// graph/passes/attention_fusion.h and cache_update_fusion.h. Float32 and float16; scores, softmax and the weighted sum of V are computed
 // in float32 per query row (float16 results are rounded once, at the end).
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <type_traits>
 #include <vector>
@@ -61,6 +63,40 @@ void RunAttention(const ThreadPool& pool, const AttentionGeometry& g, const Atte
   });
 }
 
+// The tensor the attention reads at `operand` (1: K, 2: V): the input itself, or in the cache-update form a copy of
+// it with the updates scattered in along `axis` (ScatterElements' semantics), written to output `operand` -- the
+// input's own buffer when the executor hands it over for an in-place update, so only the updates are written.
+const Tensor& ReadCache(KernelContext& ctx, size_t operand, int64_t axis, Tensor& scratch) {
+  const Tensor& cache = ctx.Input(operand);
+  if (!UpdatesCache(ctx, operand)) return cache;
+  const size_t first = operand == 1 ? kKeyIndicesInput : kValueIndicesInput;
+  const Tensor& indices = ctx.Input(first);
+  const Tensor& updates = ctx.Input(first + 1);
+  CheckCacheUpdate(ctx.node(), operand == 1 ? "K" : "V", cache, indices, updates, axis);
+  Tensor& out = ctx.NumOutputs() > operand ? ctx.Output(operand, cache.type(), cache.shape())
+                                           : (scratch = Tensor::Allocate(cache.type(), cache.shape(), ctx.allocator()));
+  if (out.raw_data() != cache.raw_data() && out.SizeInBytes() > 0)
+    std::memcpy(out.raw_data(), cache.raw_data(), out.SizeInBytes());
+  const Shape& at = indices.shape();
+  const Shape& dims = cache.shape();
+  const int64_t strides[4] = {dims[1] * dims[2] * dims[3], dims[2] * dims[3], dims[3], 1};
+  const size_t element = SizeOf(cache.type());
+  char* target = static_cast<char*>(out.raw_data());
+  const char* source = static_cast<const char*>(updates.raw_data());
+  int64_t coord[4] = {0, 0, 0, 0};
+  for (int64_t i = 0; i < indices.NumElements(); ++i) {
+    int64_t rest = i;
+    for (int d = 3; d >= 0; --d) {
+      coord[d] = rest % at[d];
+      rest /= at[d];
+    }
+    coord[axis] = CacheIndex(ctx.node(), indices, i, dims[axis]);
+    const int64_t offset = coord[0] * strides[0] + coord[1] * strides[1] + coord[2] * strides[2] + coord[3];
+    std::memcpy(target + offset * element, source + i * element, element);
+  }
+  return out;
+}
+
 class Attention : public Kernel {
  public:
   explicit Attention(const KernelInfo& info) : attributes_(ReadAttentionAttributes(info.node())) {}
@@ -68,16 +104,19 @@ class Attention : public Kernel {
   void Compute(KernelContext& ctx) const override {
     const Tensor& q = ctx.Input(0);
     const Tensor* mask = ctx.OptionalInput(3);
-    const AttentionGeometry g = MakeAttentionGeometry(ctx.node(), attributes_, q, ctx.Input(1), ctx.Input(2), mask);
+    Tensor k_scratch, v_scratch;
+    const Tensor& k = ReadCache(ctx, 1, attributes_.k_axes[2], k_scratch);
+    const Tensor& v = ReadCache(ctx, 2, attributes_.v_axes[2], v_scratch);
+    const AttentionGeometry g = MakeAttentionGeometry(ctx.node(), attributes_, q, k, v, mask);
     Tensor& y = ctx.Output(0, q.type(), g.output_shape);
     if (y.NumElements() == 0) return;
     const void* mask_data = mask != nullptr ? mask->raw_data() : nullptr;
     if (q.type() == DataType::kFloat)
-      RunAttention<float>(ctx.thread_pool(), g, attributes_, q.Data<float>(), ctx.Input(1).Data<float>(),
-                          ctx.Input(2).Data<float>(), mask_data, y.Data<float>());
+      RunAttention<float>(ctx.thread_pool(), g, attributes_, q.Data<float>(), k.Data<float>(), v.Data<float>(),
+                          mask_data, y.Data<float>());
     else
-      RunAttention<Float16>(ctx.thread_pool(), g, attributes_, q.Data<Float16>(), ctx.Input(1).Data<Float16>(),
-                            ctx.Input(2).Data<Float16>(), mask_data, y.Data<Float16>());
+      RunAttention<Float16>(ctx.thread_pool(), g, attributes_, q.Data<Float16>(), k.Data<Float16>(),
+                            v.Data<Float16>(), mask_data, y.Data<Float16>());
   }
 
  private:

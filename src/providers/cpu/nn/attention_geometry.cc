@@ -79,6 +79,7 @@ KernelDef AttentionKernelDef() {
   def.domain = "ai.tessera";
   def.since_version = 1;
   def.input_types = {{0, {DataType::kFloat, DataType::kFloat16}}};
+  def.in_place_inputs = {-1, 1, 2};  // the updated caches over K and V (cache-update form)
   return def;
 }
 
@@ -140,6 +141,33 @@ AttentionGeometry MakeAttentionGeometry(const Node& node, const AttentionAttribu
   }
   for (size_t i = 0; i < 4; ++i) g.out[i] = contiguous[attributes.out_axes[i]];
   return g;
+}
+
+bool UpdatesCache(const KernelContext& ctx, size_t operand) {
+  const size_t first = operand == 1 ? kKeyIndicesInput : kValueIndicesInput;
+  return ctx.HasInput(first) || ctx.HasInput(first + 1);
+}
+
+void CheckCacheUpdate(const Node& node, const char* what, const Tensor& cache, const Tensor& indices,
+                      const Tensor& updates, int64_t axis) {
+  if (indices.type() != DataType::kInt64 && indices.type() != DataType::kInt32)
+    Fail(ErrorCode::kInvalidArgument, node, ": the indices updating ", what, " are ", indices, ", expected int64 or int32");
+  if (updates.type() != cache.type())
+    Fail(ErrorCode::kInvalidArgument, node, ": the updates of ", what, " are ", updates, ", expected ",
+         DataTypeName(cache.type()), " as ", what);
+  if (indices.shape() != updates.shape() || indices.shape().rank() != 4 || cache.shape().rank() != 4)
+    Fail(ErrorCode::kInvalidArgument, node, ": the indices ", indices, " and updates ", updates, " of ", what, " (",
+         cache, ") must have one rank-4 shape");
+  for (size_t d = 0; d < 4; ++d)
+    if (static_cast<int64_t>(d) != axis && indices.shape()[d] > cache.shape()[d])
+      Fail(ErrorCode::kInvalidArgument, node, ": the updates ", updates, " exceed ", what, " ", cache, " along axis ", d);
+}
+
+int64_t CacheIndex(const Node& node, const Tensor& indices, int64_t i, int64_t axis_dim) {
+  int64_t at = indices.type() == DataType::kInt64 ? indices.Data<int64_t>()[i] : indices.Data<int32_t>()[i];
+  if (at < -axis_dim || at >= axis_dim)
+    Fail(ErrorCode::kInvalidArgument, node, ": cache index ", at, " is outside [", -axis_dim, ", ", axis_dim, ")");
+  return at < 0 ? at + axis_dim : at;
 }
 
 }  // namespace tessera::cpu

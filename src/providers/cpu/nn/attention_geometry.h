@@ -41,4 +41,18 @@ struct AttentionGeometry {
 AttentionGeometry MakeAttentionGeometry(const Node& node, const AttentionAttributes& attributes, const Tensor& q,
                                         const Tensor& k, const Tensor& v, const Tensor* mask);
 
+// The cache-update form (graph/passes/cache_update_fusion.h): inputs 4-5 update K, 6-7 update V, as
+// ScatterElements(cache, indices, updates, axis) along the operand's sequence axis (k_axes[2] / v_axes[2]); outputs
+// 1 and 2 are the updated caches.
+inline constexpr size_t kKeyIndicesInput = 4, kValueIndicesInput = 6;
+// Whether the node's kernel updates the cache read at `operand` (1: K, 2: V): its indices or updates input is given.
+bool UpdatesCache(const KernelContext& ctx, size_t operand);
+// Checks one update: int32/int64 indices and updates of one rank-4 shape, updates of the cache's type, no dim but
+// the axis larger than the cache's; throws kInvalidArgument naming the node and `what` ("K" / "V").
+void CheckCacheUpdate(const Node& node, const char* what, const Tensor& cache, const Tensor& indices,
+                      const Tensor& updates, int64_t axis);
+// The element of `indices` at flat position i, negative values counted from the end of `axis_dim`; throws
+// kInvalidArgument naming the node when it falls outside [0, axis_dim).
+int64_t CacheIndex(const Node& node, const Tensor& indices, int64_t i, int64_t axis_dim);
+
 }  // namespace tessera::cpu

@@ -382,11 +382,11 @@ void RegisterGatherKernels(KernelRegistry& registry) {
   registry.Register<GatherKernel>(Def("Gather", 1));
   registry.Register<GatherElementsKernel>(Def("GatherElements", 11));
   registry.Register<GatherNDKernel>(Def("GatherND", 11));
-  // The scatters may update their data input in place (KernelDef::in_place_input): the copy is then skipped.
+  // The scatters may update their data input in place (KernelDef::in_place_inputs): the copy is then skipped.
   for (auto [op, since, until] : {std::tuple{"ScatterElements", 11, kLastOpset}, std::tuple{"Scatter", 9, 10},
                                   std::tuple{"ScatterND", 11, kLastOpset}}) {
     KernelDef def = Def(op, since, until);
-    def.in_place_input = 0;
+    def.in_place_inputs = {0};
     if (std::string_view(op) == "ScatterND")
       registry.Register<ScatterNDKernel>(std::move(def));
     else

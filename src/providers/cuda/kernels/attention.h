@@ -20,6 +20,15 @@ struct AttentionArgs {
   int64_t q_strides[4] = {}, k_strides[4] = {}, v_strides[4] = {}, out_strides[4] = {}, mask_strides[4] = {};
   float scale = 1.0f;
   bool masked_rows_zero = false;
+  // The cache-update form's rows, written by the one-query kernel before it reads K / V (AttentionOneQuery only;
+  // null updates: none). Each block writes the updates of its own (batch, head), so K / V must not broadcast.
+  struct CacheUpdate {
+    const void* indices = nullptr;
+    bool int64_indices = true;
+    const void* updates = nullptr;
+    int64_t dims[4] = {};     // the updates' (and indices') dims along (batch, heads, row, feature)
+    int64_t strides[4] = {};  // their element strides along those
+  } k_update, v_update;
 };
 
 // One query (a decoding step) runs on attention_decode.cu's kernel; otherwise on tensor cores (attention_mma.cu)

@@ -70,6 +70,26 @@ __device__ __forceinline__ float2 LoadPair(const T* at) {
 
 constexpr int kRowsInFlight = 8;  // value rows each thread loads before using any
 
+// The cache-update form: block (b, h) writes the updates of its (batch, head) into the cache (K or V, strides along
+// (batch, heads, position, feature)) at the positions the indices give, as ScatterElements along the position axis
+// does; indices outside the cache are skipped (the device cannot report them).
+template <typename T>
+__device__ __forceinline__ void WriteCacheRows(const AttentionArgs::CacheUpdate& u, void* cache,
+                                               const int64_t* cache_strides, int64_t positions, int64_t b, int64_t h) {
+  if (u.updates == nullptr || b >= u.dims[0] || h >= u.dims[1]) return;
+  const int64_t n = u.dims[2] * u.dims[3];
+  for (int64_t e = threadIdx.x; e < n; e += blockDim.x) {
+    const int64_t row = e / u.dims[3], feature = e % u.dims[3];
+    const int64_t at = b * u.strides[0] + h * u.strides[1] + row * u.strides[2] + feature * u.strides[3];
+    int64_t position = u.int64_indices ? static_cast<const int64_t*>(u.indices)[at]
+                                       : static_cast<int64_t>(static_cast<const int32_t*>(u.indices)[at]);
+    if (position < 0) position += positions;
+    if (position < 0 || position >= positions) continue;
+    static_cast<T*>(cache)[b * cache_strides[0] + h * cache_strides[1] + position * cache_strides[2] +
+                           feature * cache_strides[3]] = static_cast<const T*>(u.updates)[at];
+  }
+}
+
 template <typename T, bool kContiguous, bool kPairs>
 __global__ void OneQueryKernel(AttentionArgs a) {
   __shared__ float q[kMaxOneQueryHead];
@@ -79,6 +99,9 @@ __global__ void OneQueryKernel(AttentionArgs a) {
   device::WaitForPrerequisites();
   device::AllowDependents();
   const int64_t b = blockIdx.x / a.heads, h = blockIdx.x % a.heads;
+  // The block's cache rows first; the __syncthreads below makes them visible to the block's reads.
+  WriteCacheRows<T>(a.k_update, const_cast<void*>(a.k), a.k_strides, a.k_len, b, h);
+  WriteCacheRows<T>(a.v_update, const_cast<void*>(a.v), a.v_strides, a.k_len, b, h);
   const int head = static_cast<int>(a.head_size), v_head = static_cast<int>(a.v_head_size);
   const int keys = static_cast<int>(a.k_len);
   const T* query = static_cast<const T*>(a.q) + b * a.q_strides[0] + h * a.q_strides[1];

@@ -1,7 +1,7 @@
 // ScatterElements and ScatterND (reduction "none"; nodes with a reduction stay on the CPU, see NodeIsSupported), any
 // element type, int32 or int64 indices on the device.
 //
-// In place: the output may share the data input's buffer (KernelDef::in_place_input = 0). The executor hands the
+// In place: the output may share the data input's buffer (KernelDef::in_place_inputs = {0}). The executor hands the
 // kernel such an output when an IoBinding binds a model output to the same tensor as the model input it updates (a
 // key/value cache written at the current position, docs/PIPELINES.md); the data copy is then skipped and only the
 // updates are written.
@@ -128,10 +128,10 @@ class ScatterNdKernel : public Kernel {
 
 void RegisterScatterKernels(KernelRegistry& registry) {
   KernelDef elements = MakeDef("ScatterElements", 11, INT_MAX, AllDeviceTypes());
-  elements.in_place_input = 0;
+  elements.in_place_inputs = {0};
   registry.Register<ScatterElementsKernel>(std::move(elements));
   KernelDef nd = MakeDef("ScatterND", 11, INT_MAX, AllDeviceTypes());
-  nd.in_place_input = 0;
+  nd.in_place_inputs = {0};
   registry.Register<ScatterNdKernel>(std::move(nd));
 }
 

@@ -82,4 +82,46 @@ inline PassTestGraph AttentionGraph(const AttentionSpec& c) {
   return g;
 }
 
+// A decoding step's cache writes before its attention (cache_update_fusion's pattern): q [1, heads, queries, head]
+// over caches [1, heads, positions, head]; each cache gets `queries` rows (k_new / v_new) at index, index + 1, ...
+// (ScatterElements), then softmax(q . K^T / sqrt(head)) . V. Outputs y and both updated caches (declared shapes).
+struct DecodingStepSpec {
+  int64_t index = 3;            // the first position written (negative: from the end)
+  int64_t key_axis = 2;         // the key scatter's axis (2: the sequence axis; 3: across the features)
+  bool key_read_twice = false;  // the updated keys also go to another node
+  int64_t heads = 2, positions = 6, head = 4, queries = 1;
+};
+
+inline PassTestGraph DecodingStepGraph(const DecodingStepSpec& c) {
+  PassTestGraph g;
+  const int64_t h = c.heads, n = c.positions, d = c.head, qs = c.queries;
+  g.Input("q", {1, h, qs, d}).Input("past_k", {1, h, n, d}).Input("past_v", {1, h, n, d});
+  g.Input("k_new", {1, h, qs, d}).Input("v_new", {1, h, qs, d});
+  // The caches' declared shapes tell the attention fusion their rank (as an exporter's present outputs do).
+  g.Output("y").Output("present_k", {1, h, n, d}).Output("present_v", {1, h, n, d});
+  std::vector<int64_t> rows;
+  for (int64_t i = 0; i < h * qs * d; ++i) rows.push_back(c.index + (i / d) % qs);
+  g.Int64s("rows", {1, h, qs, d}, rows).Scalar("root", std::sqrt(static_cast<float>(d)));
+  if (c.key_axis == 2) {
+    SetInt(g.Node("ScatterElements", {"past_k", "rows", "k_new"}, {"present_k"}), "axis", 2);
+  } else {  // along the features: not a cache row
+    g.Int64s("columns", {1, h, n, 1}, std::vector<int64_t>(h * n, 1));
+    g.Input("k_column", {1, h, n, 1});
+    SetInt(g.Node("ScatterElements", {"past_k", "columns", "k_column"}, {"present_k"}), "axis", c.key_axis);
+  }
+  SetInt(g.Node("ScatterElements", {"past_v", "rows", "v_new"}, {"present_v"}), "axis", -2);
+  SetInts(g.Node("Transpose", {"present_k"}, {"kt"}), "perm", {0, 1, 3, 2});
+  g.Node("MatMul", {"q", "kt"}, {"s"});
+  g.Node("Div", {"s", "root"}, {"scaled"});
+  SetInt(g.Node("Softmax", {"scaled"}, {"p"}), "axis", -1);
+  g.Node("MatMul", {"p", "present_v"}, {c.key_read_twice ? "attended" : "y"});
+  if (c.key_read_twice) {
+    g.Output("key_sum");
+    g.Node("ReduceSum", {"present_k"}, {"key_sum"});
+    g.Node("Identity", {"attended"}, {"y"});
+  }
+  return g;
+}
+
 }  // namespace tessera::test
+

@@ -39,10 +39,13 @@ class PassTestGraph {
     inputs_.push_back({name, dims});
     return *this;
   }
-  PassTestGraph& Output(const std::string& name) {
+  // A float output; with `dims`, its declared shape too.
+  PassTestGraph& Output(const std::string& name, const std::vector<int64_t>& dims = {}) {
     auto* value = model_.mutable_graph()->add_output();
     value->set_name(name);
-    value->mutable_type()->mutable_tensor_type()->set_elem_type(onnx::TensorProto::FLOAT);
+    auto* tensor_type = value->mutable_type()->mutable_tensor_type();
+    tensor_type->set_elem_type(onnx::TensorProto::FLOAT);
+    for (int64_t d : dims) tensor_type->mutable_shape()->add_dim()->set_dim_value(d);
     return *this;
   }
   // Adds a node; its attributes are set on the returned proto (see Int/Float/Ints/String below).
