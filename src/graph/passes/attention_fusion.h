@@ -24,6 +24,9 @@
 // where true and -inf where false), softmax over k_seq, output = softmax . V. Batch and head dims of size 1
 // broadcast as MatMul's batch dims do.
 //
+// graph/passes/cache_update_fusion.h adds the cache-update form (inputs 4-7, outputs 1-2) for a decoding step's
+// key/value cache writes.
+//
 // Conditions: every intermediate is read only by the next node of the pattern (and is not a graph output); the
 // types are float or float16 and agree; the matrix products' operands are known to have rank 4 (an absorbed
 // Transpose's perm or the value's shape says so); head sizes, where known, are at most 512; the Softmax

@@ -62,7 +62,7 @@ class StepCaptureStream {
 
 // What a step's queued work depends on beyond its plan: the run's stream and up to kWords addresses or values.
 struct StepKey {
-  static constexpr size_t kWords = 10;
+  static constexpr size_t kWords = 18;
   cudaStream_t stream = nullptr;
   std::array<uint64_t, kWords> words{};
   size_t size = 0;

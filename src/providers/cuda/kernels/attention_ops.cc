@@ -143,10 +143,11 @@ class AttentionKernel : public Kernel {
     StepKey key(stream);
     key.Add(args.q).Add(args.k).Add(args.v).Add(args.mask).Add(args.out).Add(static_cast<uint64_t>(q.type()));
     key.AddShape(q.shape()).AddShape(k.shape()).AddShape(v.shape()).AddShape(mask != nullptr ? mask->shape() : Shape{});
-    for (const launch::AttentionArgs::CacheUpdate* u : {&args.k_update, &args.v_update}) {
-      key.Add(u->indices).Add(u->updates).Add(static_cast<uint64_t>(u->int64_indices));
-      for (int i = 0; i < 4; ++i) key.Add(static_cast<uint64_t>(u->dims[i])).Add(static_cast<uint64_t>(u->strides[i]));
-    }
+    // A fused cache update: its operands (the dims and strides follow from the indices' shape and the node).
+    for (const PendingUpdate* p : {&k_pending, &v_pending})
+      if (fused && p->cache != nullptr)
+        key.Add(p->indices->raw_data()).Add(p->updates->raw_data()).AddShape(p->indices->shape())
+            .Add(static_cast<uint64_t>(p->indices->type()));
     steps_.Run(ctx, ep_, nullptr, key, StepLibrary::kNone, [&](cudaStream_t on, const LibraryHandles::Lease*) {
       const cudaError_t status = launch::Attention(args, on);
       if (status == cudaErrorInvalidConfiguration)
