@@ -9,10 +9,12 @@ namespace tessera::test {
 
 inline constexpr const char* kTestingEpName = "TestingExecutionProvider";
 inline constexpr const char* kCudaEpName = "CUDAExecutionProvider";
+inline constexpr const char* kVulkanEpName = "VulkanExecutionProvider";
 
 // Process-wide environment with the testing EP plugin registered (from TESSERA_TESTING_EP_PATH).
 Environment& TestEnv();
-// "cpu" -> CPUExecutionProvider, "testing" -> TestingExecutionProvider, "cuda" -> CUDAExecutionProvider;
+// "cpu" -> CPUExecutionProvider, "testing" -> TestingExecutionProvider, "cuda" -> CUDAExecutionProvider,
+// "vulkan" -> VulkanExecutionProvider;
 // other names pass through.
 std::string EpTypeFromShortName(const std::string& short_name);
 // Whether TestEnv() has an EP device for `short_name` (e.g. false for "cuda" without a GPU).

@@ -31,6 +31,9 @@ enum class MemoryType {
 
 enum class AllocatorType { kDevice, kArena };
 
+// MemoryInfo::address_space of Vulkan buffer device addresses (the Vulkan EP's device and host-visible memory).
+inline constexpr uint32_t kVulkanAddressSpace = 1;
+
 struct MemoryInfo {
   std::string name;  // a label ("Cpu", "Cuda", "CudaPinned"); not part of equality
   DeviceType device_type = DeviceType::kCpu;
@@ -39,6 +42,10 @@ struct MemoryInfo {
   MemoryType memory_type = MemoryType::kDefault;
   size_t alignment = 64;
   AllocatorType allocator_type = AllocatorType::kArena;
+  // Which device API's addresses the memory's pointers are, for EPs that drive one device through different APIs
+  // (the CUDA EP and the Vulkan EP on one NVIDIA GPU hand out pointers that mean different things): 0 for host memory
+  // and a vendor's native API (CUDA), another value for any other API (kVulkanAddressSpace). Part of equality.
+  uint32_t address_space = 0;
 
   // Plain host memory: what the CPU EP allocates and what feeds default to.
   static MemoryInfo Host();
@@ -50,7 +57,7 @@ struct MemoryInfo {
 
   friend bool operator==(const MemoryInfo& a, const MemoryInfo& b) {
     return a.device_type == b.device_type && a.vendor_id == b.vendor_id && a.device_id == b.device_id &&
-           a.memory_type == b.memory_type && a.alignment == b.alignment;
+           a.memory_type == b.memory_type && a.alignment == b.alignment && a.address_space == b.address_space;
   }
   friend bool operator!=(const MemoryInfo& a, const MemoryInfo& b) { return !(a == b); }
   friend bool operator<(const MemoryInfo& a, const MemoryInfo& b);

@@ -36,13 +36,16 @@ MemoryInfo MemoryInfo::Host() {
 std::string MemoryInfo::ToString() const {
   std::ostringstream os;
   os << name << "(" << DeviceTypeName(device_type) << ":0x" << std::hex << vendor_id << std::dec << ":" << device_id
-     << (memory_type == MemoryType::kDefault ? ", default" : ", host-accessible") << ")";
+     << (memory_type == MemoryType::kDefault ? ", default" : ", host-accessible");
+  if (address_space == kVulkanAddressSpace) os << ", vulkan";
+  else if (address_space != 0) os << ", address space " << address_space;
+  os << ")";
   return os.str();
 }
 
 bool operator<(const MemoryInfo& a, const MemoryInfo& b) {
-  return std::tie(a.device_type, a.vendor_id, a.device_id, a.memory_type, a.alignment) <
-         std::tie(b.device_type, b.vendor_id, b.device_id, b.memory_type, b.alignment);
+  return std::tie(a.device_type, a.vendor_id, a.device_id, a.memory_type, a.alignment, a.address_space) <
+         std::tie(b.device_type, b.vendor_id, b.device_id, b.memory_type, b.alignment, b.address_space);
 }
 
 }  // namespace tessera

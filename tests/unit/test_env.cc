@@ -19,6 +19,13 @@ Environment& TestEnv() {
     // CUDA tests skip) on machines without a GPU.
     const std::filesystem::path cuda = std::filesystem::path(TESSERA_TESTING_EP_PATH).parent_path() / "libtessera_cuda.so";
     if (std::filesystem::exists(cuda)) e->RegisterEpLibrary("cuda", cuda);
+    // The Vulkan plugin likewise; the tests also drive software Vulkan devices (Mesa's lavapipe on CI), which the EP
+    // lists only when asked to (vulkan_device.h).
+    const std::filesystem::path vulkan = std::filesystem::path(TESSERA_TESTING_EP_PATH).parent_path() / "libtessera_vulkan.so";
+    if (std::filesystem::exists(vulkan)) {
+      setenv("TESSERA_VULKAN_SOFTWARE_DEVICES", "1", 0);
+      e->RegisterEpLibrary("vulkan", vulkan);
+    }
     return e;
   }();
   return *env;
@@ -28,6 +35,7 @@ std::string EpTypeFromShortName(const std::string& short_name) {
   if (short_name == "cpu") return "CPUExecutionProvider";
   if (short_name == "testing") return kTestingEpName;
   if (short_name == "cuda") return kCudaEpName;
+  if (short_name == "vulkan") return kVulkanEpName;
   return short_name;
 }
 

@@ -2,7 +2,7 @@
 
 #include "tessera/status.h"
 
-namespace tessera::cpu {
+namespace tessera {
 
 Shape BroadcastShapes(const Node& node, const Shape& a, const Shape& b) {
   const size_t rank = std::max(a.rank(), b.rank());
@@ -26,6 +26,20 @@ Shape BroadcastShapes(const Node& node, std::span<const Shape> shapes) {
   for (size_t i = 1; i < shapes.size(); ++i) result = BroadcastShapes(node, result, shapes[i]);
   return result;
 }
+
+void CheckUnidirectionalBroadcast(const Node& node, const Shape& from, const Shape& to, const char* what) {
+  bool ok = from.rank() <= to.rank();
+  for (size_t d = 0; ok && d < from.rank(); ++d) {
+    const int64_t dim = from[d];
+    ok = dim == 1 || dim == to[d + to.rank() - from.rank()];
+  }
+  if (!ok) {
+    Fail(ErrorCode::kInvalidArgument, node.Describe(), ": ", what, " of shape ", from.ToString(),
+         " cannot be broadcast to shape ", to.ToString());
+  }
+}
+
+namespace cpu {
 
 Shape LegacyBroadcastOperandShape(const Node& node, const Shape& a, const Shape& b) {
   if (node.GetInt("broadcast", 0) == 0) {
@@ -55,16 +69,5 @@ Shape LegacyBroadcastOperandShape(const Node& node, const Shape& a, const Shape&
   return Shape(std::move(dims));
 }
 
-void CheckUnidirectionalBroadcast(const Node& node, const Shape& from, const Shape& to, const char* what) {
-  bool ok = from.rank() <= to.rank();
-  for (size_t d = 0; ok && d < from.rank(); ++d) {
-    const int64_t dim = from[d];
-    ok = dim == 1 || dim == to[d + to.rank() - from.rank()];
-  }
-  if (!ok) {
-    Fail(ErrorCode::kInvalidArgument, node.Describe(), ": ", what, " of shape ", from.ToString(),
-         " cannot be broadcast to shape ", to.ToString());
-  }
-}
-
-}  // namespace tessera::cpu
+}  // namespace cpu
+}  // namespace tessera

@@ -18,20 +18,15 @@
 #include <span>
 #include <vector>
 
+#include "tessera/ep/broadcast.h"
 #include "tessera/ep/graph.h"
 #include "tessera/ep/thread_pool.h"
 #include "tessera/shape.h"
 
 namespace tessera::cpu {
 
-// The broadcast of `a` and `b`; throws kInvalidArgument naming `node` and both shapes when they are
-// incompatible.
-Shape BroadcastShapes(const Node& node, const Shape& a, const Shape& b);
-// The broadcast of all `shapes` (at least one).
-Shape BroadcastShapes(const Node& node, std::span<const Shape> shapes);
-// Checks that `from` broadcasts to `to` without changing `to` (unidirectional, e.g. PRelu's slope);
-// throws kInvalidArgument naming `node`, `what` and both shapes otherwise.
-void CheckUnidirectionalBroadcast(const Node& node, const Shape& from, const Shape& to, const char* what);
+using tessera::BroadcastShapes;
+using tessera::CheckUnidirectionalBroadcast;
 
 // Broadcasting of binary ops before opset 7 (attributes `broadcast` and `axis`): B broadcasts to A's
 // shape only when broadcast = 1, either holding one element or with its dims equal to A's dims starting

@@ -1,10 +1,11 @@
-#include "providers/cpu/common/window_geometry.h"
+#include "tessera/ep/window_geometry.h"
 
 #include <numeric>
 
+#include "tessera/shape.h"
 #include "tessera/status.h"
 
-namespace tessera::cpu {
+namespace tessera {
 namespace {
 
 std::string Join(const std::vector<int64_t>& v) { return Shape(v).ToString(); }
@@ -90,4 +91,4 @@ WindowGeometry ResolveWindow(const WindowAttributes& attrs, const std::vector<in
   return g;
 }
 
-}  // namespace tessera::cpu
+}  // namespace tessera

@@ -1,0 +1,21 @@
+// EP SDK: the activation a fused node (ai.tessera::FusedConv, written by the conv_activation_fusion pass) applies
+// after its main computation: attribute `activation` names an ONNX activation op and `activation_params`
+// holds its parameters (LeakyRelu [alpha], Clip [min, max], HardSigmoid [alpha, beta]; empty = the op's
+// defaults). Vendor neutral: every EP's fused kernels read it through ReadFusedActivation.
+#pragma once
+
+#include "tessera/ep/graph.h"
+
+namespace tessera {
+
+struct FusedActivation {
+  enum class Kind { kNone, kRelu, kLeakyRelu, kClip, kSigmoid, kHardSigmoid, kHardSwish, kTanh, kGelu, kGeluTanh };
+  Kind kind = Kind::kNone;
+  float alpha = 0.0f, beta = 0.0f;  // LeakyRelu: alpha; Clip: [alpha, beta]; HardSigmoid: alpha * x + beta
+};
+
+// The node's activation (kNone without the attribute). Throws kInvalidArgument naming the node for an
+// unknown activation or a wrong parameter count.
+FusedActivation ReadFusedActivation(const Node& node);
+
+}  // namespace tessera

@@ -1,0 +1,22 @@
+#version 450
+// Cast between float32 and float16 (F32_TO_F16 or F16_TO_F32).
+#extension GL_EXT_buffer_reference : require
+#extension GL_EXT_shader_explicit_arithmetic_types_float16 : require
+#extension GL_EXT_shader_16bit_storage : require
+layout(buffer_reference, std430, buffer_reference_align = 4) buffer FBuf { float v[]; };
+layout(buffer_reference, std430, buffer_reference_align = 2) buffer HBuf { float16_t v[]; };
+layout(local_size_x = 256) in;
+#ifdef F32_TO_F16
+layout(push_constant) uniform Params { FBuf x; HBuf y; uint n; } p;
+#else
+layout(push_constant) uniform Params { HBuf x; FBuf y; uint n; } p;
+#endif
+void main() {
+  uint i = gl_GlobalInvocationID.x + gl_GlobalInvocationID.y * gl_NumWorkGroups.x * 256;
+  if (i >= p.n) return;
+#ifdef F32_TO_F16
+  p.y.v[i] = float16_t(p.x.v[i]);
+#else
+  p.y.v[i] = float(p.x.v[i]);
+#endif
+}

@@ -1,0 +1,61 @@
+// Kernels of the Vulkan EP: each records compute dispatches of the embedded shaders on the run's VulkanStream.
+// Tensors in the EP's device memory carry buffer device addresses, which go to the shaders in push constants.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "tessera/ep/kernel.h"
+#include "vulkan_device.h"
+#include "vulkan_stream.h"
+
+namespace tessera::vulkan_ep {
+
+// Activation codes of the shaders (shaders/common.glsl, Activate).
+enum class Activation : uint32_t {
+  kNone = 0, kRelu = 1, kSigmoid = 2, kTanh = 3, kLeakyRelu = 4, kClip = 5, kHardSigmoid = 6, kHardSwish = 7,
+  kGelu = 8, kGeluTanh = 9, kExp = 10, kLog = 11, kSqrt = 12, kNeg = 13, kAbs = 14, kErf = 15, kReciprocal = 16,
+  kFloor = 17, kCeil = 18, kElu = 19, kSoftplus = 20, kSoftsign = 21, kSin = 22, kCos = 23, kRound = 24, kSign = 25,
+  kSelu = 26,
+};
+
+// The run's stream; throws kRuntime naming the node when the kernel was not given a Vulkan stream.
+VulkanStream& StreamOf(const KernelContext& ctx);
+// The device address of `t` (in the EP's device memory); throws kInvalidArgument naming the node and `what` when it
+// lies in other memory (a missing copy).
+uint64_t Address(const KernelContext& ctx, const Tensor& t, const char* what);
+// "_f32" or "_f16" for the element type of a float tensor; throws kNotImplemented naming the node otherwise.
+const char* FloatSuffix(const KernelContext& ctx, DataType type);
+// Dispatches a one-dimensional shader (256 invocations per workgroup) over `n` invocations, as a 2-D grid of
+// workgroups when there are more than 65535.
+void DispatchLinear(VulkanStream& stream, const std::string& shader, const void* push, size_t push_bytes, uint64_t n);
+// Dispatches a row shader (one workgroup per row) over `rows` rows.
+void DispatchRows(VulkanStream& stream, const std::string& shader, const void* push, size_t push_bytes, uint64_t rows);
+// A uint32 push-constant value; throws kNotImplemented naming the node when `value` does not fit (tensors of 2^32
+// elements or more).
+uint32_t U32(const KernelContext& ctx, int64_t value);
+
+// A kernel definition: op, domain, opsets (inclusive) and accepted element types per input.
+KernelDef Def(const std::string& op, const std::string& domain, int since, int until,
+              std::map<int, std::vector<DataType>> input_types);
+
+// The float types a kernel registers for: float32, and float16 when the device has 16-bit storage and arithmetic.
+std::vector<DataType> FloatTypes(const PhysicalDeviceInfo& device);
+
+void RegisterElementwiseKernels(KernelRegistry& registry, const PhysicalDeviceInfo& device);
+void RegisterMatMulKernels(KernelRegistry& registry, const PhysicalDeviceInfo& device);
+void RegisterConvKernels(KernelRegistry& registry, const PhysicalDeviceInfo& device);
+void RegisterNormalizationKernels(KernelRegistry& registry, const PhysicalDeviceInfo& device);
+void RegisterTensorKernels(KernelRegistry& registry, const PhysicalDeviceInfo& device);
+
+inline void RegisterVulkanKernels(KernelRegistry& registry, const PhysicalDeviceInfo& device) {
+  RegisterElementwiseKernels(registry, device);
+  RegisterMatMulKernels(registry, device);
+  RegisterConvKernels(registry, device);
+  RegisterNormalizationKernels(registry, device);
+  RegisterTensorKernels(registry, device);
+}
+
+}  // namespace tessera::vulkan_ep

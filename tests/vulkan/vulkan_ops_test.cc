@@ -1,0 +1,300 @@
+// Every Vulkan kernel against the CPU EP on random inputs (float32; float16 where the device has it).
+#include <cmath>
+
+#include "vulkan/vulkan_test_util.h"
+
+namespace tessera::test {
+namespace {
+
+constexpr DataType kF32 = DataType::kFloat;
+constexpr DataType kF16 = DataType::kFloat16;
+
+Tensor Ints(const std::vector<int64_t>& v) { return Tensor::FromVector<int64_t>({static_cast<int64_t>(v.size())}, v); }
+
+using VulkanOpsTest = VulkanTest;
+
+TEST_F(VulkanOpsTest, UnaryActivationsAndMath) {
+  const std::vector<std::pair<std::string, int>> ops = {
+      {"Relu", 14}, {"Sigmoid", 13}, {"Tanh", 13}, {"LeakyRelu", 16}, {"HardSigmoid", 6}, {"HardSwish", 14},
+      {"Exp", 13}, {"Neg", 13}, {"Abs", 13}, {"Erf", 13}, {"Floor", 13}, {"Ceil", 13}, {"Elu", 6},
+      {"Softplus", 1}, {"Softsign", 1}, {"Sin", 7}, {"Cos", 7}, {"Sign", 13}, {"Selu", 6}, {"Gelu", 20}};
+  for (const auto& [op, opset] : ops) {
+    SCOPED_TRACE(op);
+    OpTester t(op, opset);
+    t.Input("X", RandomTensor(kF32, {2, 3, 5, 7}, 1, -3, 3)).OutputName("Y").Tolerance(1e-5, 1e-5);
+    CompareOnVulkan(t);
+  }
+  for (const auto& op : {"Log", "Sqrt", "Reciprocal"}) {  // positive inputs
+    SCOPED_TRACE(op);
+    OpTester t(op, 13);
+    t.Input("X", RandomTensor(kF32, {4, 33}, 2, 0.1, 4)).OutputName("Y").Tolerance(1e-5, 1e-5);
+    CompareOnVulkan(t);
+  }
+  OpTester gelu_tanh("Gelu", 20);
+  gelu_tanh.Attr("approximate", std::string("tanh")).Input("X", RandomTensor(kF32, {300}, 3, -4, 4)).OutputName("Y");
+  CompareOnVulkan(gelu_tanh);
+}
+
+TEST_F(VulkanOpsTest, ClipWithInputsAndAttributes) {
+  OpTester t("Clip", 13);
+  t.Input("X", RandomTensor(kF32, {3, 50}, 4, -2, 2))
+      .Input("min", Tensor::FromVector<float>({}, {-0.5f}), true)
+      .Input("max", Tensor::FromVector<float>({}, {0.75f}), true)
+      .OutputName("Y");
+  CompareOnVulkan(t);
+  OpTester old("Clip", 6);
+  old.Attr("min", 0.0f).Attr("max", 6.0f).Input("X", RandomTensor(kF32, {70}, 5, -9, 9)).OutputName("Y");
+  CompareOnVulkan(old);
+}
+
+TEST_F(VulkanOpsTest, BinaryOpsWithBroadcasting) {
+  const std::vector<std::pair<Shape, Shape>> shapes = {
+      {{2, 3, 4}, {2, 3, 4}}, {{2, 3, 4}, {4}}, {{2, 1, 4}, {3, 1}}, {{1}, {5, 6}}, {{}, {3, 2}},
+      {{2, 3, 1, 5, 1, 2, 3}, {4, 1, 1, 2, 1}},  // rank 7: more dimensions than the shader walks
+  };
+  for (const char* op : {"Add", "Sub", "Mul", "Div", "Max", "Min"}) {
+    for (const auto& [a, b] : shapes) {
+      SCOPED_TRACE(std::string(op) + " " + a.ToString() + " " + b.ToString());
+      OpTester t(op, 14);
+      t.Input("A", RandomTensor(kF32, a, 6, 0.5, 2)).Input("B", RandomTensor(kF32, b, 7, 0.5, 2)).OutputName("C");
+      CompareOnVulkan(t);
+    }
+  }
+}
+
+TEST_F(VulkanOpsTest, PowPReluAndVariadicMax) {
+  OpTester pow("Pow", 15);
+  pow.Input("X", RandomTensor(kF32, {3, 4}, 8, -2, 2))
+      .Input("Y", Tensor::FromVector<float>({4}, {2.0f, 3.0f, 1.0f, 0.0f}))
+      .OutputName("Z")
+      .Tolerance(1e-5, 1e-5);
+  CompareOnVulkan(pow);
+  OpTester prelu("PRelu", 16);
+  prelu.Input("X", RandomTensor(kF32, {2, 3, 4, 4}, 9)).Input("slope", RandomTensor(kF32, {3, 1, 1}, 10), true).OutputName("Y");
+  CompareOnVulkan(prelu);
+  OpTester max3("Max", 13);
+  max3.Input("a", RandomTensor(kF32, {2, 3}, 11)).Input("b", RandomTensor(kF32, {3}, 12)).Input("c", RandomTensor(kF32, {2, 1}, 13)).OutputName("m");
+  CompareOnVulkan(max3);
+}
+
+TEST_F(VulkanOpsTest, MatMulShapes) {
+  const std::vector<std::pair<Shape, Shape>> shapes = {
+      {{7, 5}, {5, 9}}, {{130, 70}, {70, 65}}, {{2, 3, 33, 17}, {17, 40}}, {{3, 4, 8}, {3, 8, 5}},
+      {{4, 8}, {3, 8, 5}}, {{2, 1, 4, 6}, {3, 6, 2}}, {{6}, {6, 4}}, {{3, 6}, {6}}, {{6}, {6}}};
+  for (const auto& [a, b] : shapes) {
+    SCOPED_TRACE(a.ToString() + " x " + b.ToString());
+    OpTester t("MatMul", 13);
+    t.Input("A", RandomTensor(kF32, a, 14)).Input("B", RandomTensor(kF32, b, 15)).OutputName("Y").Tolerance(1e-4, 1e-4);
+    CompareOnVulkan(t);
+  }
+}
+
+TEST_F(VulkanOpsTest, GemmTransposesAlphaBetaAndBias) {
+  const std::vector<Shape> biases = {{}, {1}, {9}, {1, 9}, {7, 1}, {7, 9}};
+  for (int trans_a = 0; trans_a < 2; ++trans_a) {
+    for (int trans_b = 0; trans_b < 2; ++trans_b) {
+      for (const Shape& c : biases) {
+        SCOPED_TRACE("transA " + std::to_string(trans_a) + " transB " + std::to_string(trans_b) + " C " + c.ToString());
+        OpTester t("Gemm", 13);
+        t.Attr("transA", int64_t{trans_a}).Attr("transB", int64_t{trans_b}).Attr("alpha", 0.5f).Attr("beta", 2.0f);
+        t.Input("A", RandomTensor(kF32, trans_a ? Shape{11, 7} : Shape{7, 11}, 16))
+            .Input("B", RandomTensor(kF32, trans_b ? Shape{9, 11} : Shape{11, 9}, 17), true)
+            .Input("C", RandomTensor(kF32, c, 18), true)
+            .OutputName("Y")
+            .Tolerance(1e-4, 1e-4);
+        CompareOnVulkan(t);
+      }
+    }
+  }
+}
+
+struct ConvCase {
+  Shape x, w;
+  std::vector<int64_t> pads, strides, dilations;
+  int64_t group;
+  bool bias;
+};
+
+TEST_F(VulkanOpsTest, ConvolutionsDirectGroupedDepthwiseAndOneD) {
+  const std::vector<ConvCase> cases = {
+      {{1, 3, 9, 9}, {8, 3, 3, 3}, {1, 1, 1, 1}, {1, 1}, {1, 1}, 1, true},
+      {{2, 4, 10, 7}, {6, 4, 1, 1}, {0, 0, 0, 0}, {1, 1}, {1, 1}, 1, false},
+      {{1, 8, 11, 11}, {70, 8, 3, 3}, {2, 1, 0, 2}, {2, 2}, {1, 1}, 1, true},
+      {{1, 6, 12, 12}, {6, 2, 3, 3}, {1, 1, 1, 1}, {1, 1}, {2, 2}, 3, true},   // grouped, dilated
+      {{1, 16, 14, 14}, {16, 1, 3, 3}, {1, 1, 1, 1}, {2, 2}, {1, 1}, 16, true},  // depthwise
+      {{2, 4, 9, 9}, {8, 1, 5, 5}, {2, 2, 2, 2}, {1, 1}, {1, 1}, 4, false},   // depthwise, multiplier 2
+      {{2, 5, 30}, {7, 5, 4}, {1, 2}, {2}, {1}, 1, true},                     // 1-D
+  };
+  for (const ConvCase& c : cases) {
+    SCOPED_TRACE("X " + c.x.ToString() + " W " + c.w.ToString());
+    OpTester t("Conv", 11);
+    t.Attr("pads", c.pads).Attr("strides", c.strides).Attr("dilations", c.dilations).Attr("group", c.group);
+    t.Input("X", RandomTensor(kF32, c.x, 19)).Input("W", RandomTensor(kF32, c.w, 20), true);
+    if (c.bias) t.Input("B", RandomTensor(kF32, {c.w[0]}, 21), true);
+    t.OutputName("Y").Tolerance(1e-4, 1e-4);
+    CompareOnVulkan(t);
+  }
+  OpTester same("Conv", 11);
+  same.Attr("auto_pad", std::string("SAME_UPPER")).Attr("strides", std::vector<int64_t>{2, 2});
+  same.Input("X", RandomTensor(kF32, {1, 3, 13, 13}, 22)).Input("W", RandomTensor(kF32, {4, 3, 3, 3}, 23), true);
+  same.OutputName("Y").Tolerance(1e-4, 1e-4);
+  CompareOnVulkan(same);
+}
+
+TEST_F(VulkanOpsTest, PoolingWindowsPaddingAndCeilMode) {
+  for (const char* op : {"MaxPool", "AveragePool"}) {
+    for (int ceil = 0; ceil < 2; ++ceil) {
+      for (int include_pad = 0; include_pad < 2; ++include_pad) {
+        SCOPED_TRACE(std::string(op) + " ceil " + std::to_string(ceil) + " count_include_pad " + std::to_string(include_pad));
+        OpTester t(op, 19);
+        t.Attr("kernel_shape", std::vector<int64_t>{3, 3}).Attr("strides", std::vector<int64_t>{2, 2});
+        t.Attr("pads", std::vector<int64_t>{1, 1, 1, 1}).Attr("ceil_mode", int64_t{ceil});
+        if (std::string(op) == "AveragePool") t.Attr("count_include_pad", int64_t{include_pad});
+        t.Input("X", RandomTensor(kF32, {2, 3, 10, 11}, 24)).OutputName("Y").Tolerance(1e-5, 1e-5);
+        CompareOnVulkan(t);
+      }
+    }
+  }
+  for (const char* op : {"GlobalAveragePool", "GlobalMaxPool"}) {
+    SCOPED_TRACE(op);
+    OpTester t(op, 1);
+    t.Input("X", RandomTensor(kF32, {2, 5, 7, 9}, 25)).OutputName("Y").Tolerance(1e-5, 1e-5);
+    CompareOnVulkan(t);
+  }
+}
+
+TEST_F(VulkanOpsTest, SoftmaxLayerNormAndBatchNorm) {
+  for (int64_t axis : {-1, 1, 0}) {
+    for (int opset : {11, 13}) {
+      for (const char* op : {"Softmax", "LogSoftmax"}) {
+        SCOPED_TRACE(std::string(op) + " axis " + std::to_string(axis) + " opset " + std::to_string(opset));
+        OpTester t(op, opset);
+        t.Attr("axis", axis).Input("X", RandomTensor(kF32, {3, 4, 300}, 26, -5, 5)).OutputName("Y").Tolerance(1e-5, 1e-5);
+        CompareOnVulkan(t);
+      }
+    }
+  }
+  OpTester ln("LayerNormalization", 17);
+  ln.Attr("axis", int64_t{-1}).Attr("epsilon", 1e-5f);
+  ln.Input("X", RandomTensor(kF32, {2, 5, 768}, 27)).Input("Scale", RandomTensor(kF32, {768}, 28), true);
+  ln.Input("B", RandomTensor(kF32, {768}, 29), true).OutputName("Y").Tolerance(1e-4, 1e-4);
+  CompareOnVulkan(ln);
+  OpTester bn("BatchNormalization", 15);
+  bn.Input("X", RandomTensor(kF32, {2, 4, 5, 6}, 30))
+      .Input("scale", RandomTensor(kF32, {4}, 31), true)
+      .Input("B", RandomTensor(kF32, {4}, 32), true)
+      .Input("mean", RandomTensor(kF32, {4}, 33), true)
+      .Input("var", RandomTensor(kF32, {4}, 34, 0.5, 2), true)
+      .OutputName("Y")
+      .Tolerance(1e-5, 1e-5);
+  CompareOnVulkan(bn);
+}
+
+TEST_F(VulkanOpsTest, TransposeConcatSliceExpandGather) {
+  OpTester tr("Transpose", 13);
+  tr.Attr("perm", std::vector<int64_t>{0, 2, 3, 1}).Input("X", RandomTensor(kF32, {2, 3, 4, 5}, 35)).OutputName("Y");
+  CompareOnVulkan(tr);
+  OpTester tr_default("Transpose", 13);
+  tr_default.Input("X", RandomTensor(kF32, {3, 7}, 36)).OutputName("Y");
+  CompareOnVulkan(tr_default);
+  OpTester concat("Concat", 13);
+  concat.Attr("axis", int64_t{1})
+      .Input("a", RandomTensor(kF32, {2, 3, 4}, 37))
+      .Input("b", RandomTensor(kF32, {2, 1, 4}, 38))
+      .Input("c", RandomTensor(kF32, {2, 5, 4}, 39))
+      .OutputName("y");
+  CompareOnVulkan(concat);
+  OpTester slice("Slice", 13);
+  slice.Input("X", RandomTensor(kF32, {5, 6, 7}, 40))
+      .Input("starts", Ints({-1, 1, 0}), true)
+      .Input("ends", Ints({INT64_MIN, 5, 7}), true)
+      .Input("axes", Ints({0, 1, 2}), true)
+      .Input("steps", Ints({-2, 2, 3}), true)
+      .OutputName("Y");
+  CompareOnVulkan(slice);
+  OpTester expand("Expand", 13);
+  expand.Input("X", RandomTensor(kF32, {3, 1}, 41)).Input("shape", Ints({2, 3, 4}), true).OutputName("Y");
+  CompareOnVulkan(expand);
+  OpTester gather("Gather", 13);
+  gather.Attr("axis", int64_t{0})
+      .Input("data", RandomTensor(kF32, {10, 8}, 42), true)
+      .Input("indices", Tensor::FromVector<int64_t>({2, 3}, {0, 9, -1, 4, 4, 2}))
+      .OutputName("Y");
+  CompareOnVulkan(gather);
+  OpTester gather1("Gather", 13);
+  gather1.Attr("axis", int64_t{1})
+      .Input("data", RandomTensor(kF32, {3, 5, 2}, 43))
+      .Input("indices", Tensor::FromVector<int32_t>({2}, {4, 0}))
+      .OutputName("Y");
+  CompareOnVulkan(gather1);
+}
+
+TEST_F(VulkanOpsTest, ReshapeFamilyAliasesTheInput) {
+  OpTester reshape("Reshape", 14);
+  reshape.Input("X", RandomTensor(kF32, {2, 3, 4}, 44)).Input("shape", Ints({0, -1}), true).OutputName("Y");
+  CompareOnVulkan(reshape);
+  OpTester flatten("Flatten", 13);
+  flatten.Attr("axis", int64_t{2}).Input("X", RandomTensor(kF32, {2, 3, 4, 5}, 45)).OutputName("Y");
+  CompareOnVulkan(flatten);
+  OpTester squeeze("Squeeze", 13);
+  squeeze.Input("X", RandomTensor(kF32, {1, 3, 1, 2}, 46)).Input("axes", Ints({0, -2}), true).OutputName("Y");
+  CompareOnVulkan(squeeze);
+  OpTester unsqueeze("Unsqueeze", 11);
+  unsqueeze.Attr("axes", std::vector<int64_t>{0, 3}).Input("X", RandomTensor(kF32, {3, 2}, 47)).OutputName("Y");
+  CompareOnVulkan(unsqueeze);
+}
+
+TEST_F(VulkanOpsTest, ResizeNearestAndLinear) {
+  struct Case {
+    std::string mode, coord, nearest;
+  };
+  const std::vector<Case> cases = {{"nearest", "asymmetric", "floor"},
+                                   {"nearest", "half_pixel", "round_prefer_floor"},
+                                   {"linear", "half_pixel", ""},
+                                   {"linear", "align_corners", ""},
+                                   {"linear", "pytorch_half_pixel", ""}};
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.mode + " " + c.coord);
+    OpTester t("Resize", 13);
+    t.Attr("mode", c.mode).Attr("coordinate_transformation_mode", c.coord);
+    if (!c.nearest.empty()) t.Attr("nearest_mode", c.nearest);
+    t.Input("X", RandomTensor(kF32, {1, 2, 5, 6}, 48)).OmittedInput();
+    t.Input("scales", Tensor::FromVector<float>({4}, {1.0f, 1.0f, 2.0f, 1.5f}), true).OutputName("Y").Tolerance(1e-5, 1e-5);
+    CompareOnVulkan(t);
+  }
+  OpTester sizes("Resize", 13);
+  sizes.Attr("mode", std::string("linear")).Input("X", RandomTensor(kF32, {1, 1, 4, 4}, 49)).OmittedInput().OmittedInput();
+  sizes.Input("sizes", Ints({1, 1, 3, 7}), true).OutputName("Y").Tolerance(1e-5, 1e-5);
+  CompareOnVulkan(sizes);
+}
+
+TEST_F(VulkanOpsTest, Float16KernelsAgreeWithFloat32OnTheCpu) {
+  if (VulkanDevice().device->metadata.at("float16") != "1") GTEST_SKIP() << "the device has no float16 arithmetic";
+  // Each op on float16 inputs on the Vulkan EP against the same op on the CPU EP (float16 there too).
+  OpTester conv("Conv", 11);
+  conv.Attr("pads", std::vector<int64_t>{1, 1, 1, 1});
+  conv.Input("X", RandomTensor(kF16, {1, 4, 8, 8}, 50)).Input("W", RandomTensor(kF16, {6, 4, 3, 3}, 51), true);
+  conv.OutputName("Y").Tolerance(2e-2, 2e-2);
+  CompareOnVulkan(conv);
+  OpTester mm("MatMul", 13);
+  mm.Input("A", RandomTensor(kF16, {5, 33}, 52)).Input("B", RandomTensor(kF16, {33, 9}, 53)).OutputName("Y").Tolerance(2e-2, 2e-2);
+  CompareOnVulkan(mm);
+  OpTester add("Add", 14);
+  add.Input("A", RandomTensor(kF16, {3, 4}, 54)).Input("B", RandomTensor(kF16, {4}, 55)).OutputName("C").Tolerance(1e-3, 1e-3);
+  CompareOnVulkan(add);
+  OpTester softmax("Softmax", 13);
+  softmax.Input("X", RandomTensor(kF16, {2, 50}, 56)).OutputName("Y").Tolerance(1e-3, 1e-2);
+  CompareOnVulkan(softmax);
+  OpTester transpose("Transpose", 13);
+  transpose.Attr("perm", std::vector<int64_t>{1, 0}).Input("X", RandomTensor(kF16, {3, 5}, 57)).OutputName("Y");
+  CompareOnVulkan(transpose);
+  OpTester cast("Cast", 13);
+  cast.Attr("to", int64_t{static_cast<int64_t>(DataType::kFloat)}).Input("X", RandomTensor(kF16, {17}, 58)).OutputName("Y");
+  CompareOnVulkan(cast);
+  OpTester cast_back("Cast", 13);
+  cast_back.Attr("to", int64_t{static_cast<int64_t>(DataType::kFloat16)}).Input("X", RandomTensor(kF32, {17}, 59)).OutputName("Y");
+  CompareOnVulkan(cast_back);
+}
+
+}  // namespace
+}  // namespace tessera::test
