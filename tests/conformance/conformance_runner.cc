@@ -123,6 +123,7 @@ std::filesystem::path ExecutableDir() {
 std::string EpType(const std::string& name) {
   if (name == "cpu") return "CPUExecutionProvider";
   if (name == "testing") return "TestingExecutionProvider";
+  if (name == "vulkan") return "VulkanExecutionProvider";
   return name;
 }
 
@@ -131,6 +132,8 @@ std::unique_ptr<Environment> CreateEnvironment(const Options& o) {
   for (const auto& [name, path] : o.plugins) env->RegisterEpLibrary(name, path);
   if (o.ep == "testing" && env->FindFactory(EpType("testing")) == nullptr)
     env->RegisterEpLibrary("testing", ExecutableDir() / "libtessera_testing_ep.so");
+  if (o.ep == "vulkan" && env->FindFactory(EpType("vulkan")) == nullptr)
+    env->RegisterEpLibrary("vulkan", ExecutableDir() / "libtessera_vulkan.so");
   return env;
 }
 

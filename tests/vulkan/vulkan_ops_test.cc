@@ -141,6 +141,28 @@ TEST_F(VulkanOpsTest, ConvolutionsDirectGroupedDepthwiseAndOneD) {
   CompareOnVulkan(same);
 }
 
+TEST_F(VulkanOpsTest, TransposedConvolutions) {
+  struct Case {
+    Shape x, w;
+    std::vector<int64_t> pads, strides, dilations, output_padding;
+    int64_t group;
+  };
+  const std::vector<Case> cases = {
+      {{1, 4, 5, 5}, {4, 3, 2, 2}, {0, 0, 0, 0}, {2, 2}, {1, 1}, {0, 0}, 1},   // PP-OCR's 2x2 stride-2 upsampling
+      {{2, 6, 4, 7}, {6, 2, 3, 3}, {1, 0, 1, 2}, {2, 3}, {1, 2}, {1, 2}, 3},
+      {{1, 3, 9}, {3, 5, 4}, {1, 2}, {3}, {1}, {0}, 1},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE("X " + c.x.ToString() + " W " + c.w.ToString());
+    OpTester t("ConvTranspose", 11);
+    t.Attr("pads", c.pads).Attr("strides", c.strides).Attr("dilations", c.dilations).Attr("group", c.group);
+    t.Attr("output_padding", c.output_padding);
+    t.Input("X", RandomTensor(kF32, c.x, 60)).Input("W", RandomTensor(kF32, c.w, 61), true);
+    t.Input("B", RandomTensor(kF32, {c.w[1] * c.group}, 62), true).OutputName("Y").Tolerance(1e-4, 1e-4);
+    CompareOnVulkan(t);
+  }
+}
+
 TEST_F(VulkanOpsTest, PoolingWindowsPaddingAndCeilMode) {
   for (const char* op : {"MaxPool", "AveragePool"}) {
     for (int ceil = 0; ceil < 2; ++ceil) {

@@ -204,6 +204,89 @@ class ConvKernel : public Kernel {
   FusedActivation activation_;
 };
 
+struct ConvTransposePush {
+  uint64_t x, w, bias, y;
+  uint32_t N, C, H, W, K, OH, OW;
+  uint32_t KH, KW, SH, SW;
+  int32_t PH, PW;
+  uint32_t DH, DW;
+  uint32_t groups, flags;
+};
+
+// ConvTranspose with explicit pads (or auto_pad VALID), strides, dilations, output_padding and groups, 1-D or 2-D.
+// output_shape and auto_pad SAME_* are left to the CPU (vulkan_ep.cc, AttributesSupported).
+class ConvTransposeKernel : public Kernel {
+ public:
+  explicit ConvTransposeKernel(const KernelInfo& info) {
+    const Node& node = info.node();
+    group_ = node.GetInt("group", 1);
+    strides_ = node.GetInts("strides");
+    dilations_ = node.GetInts("dilations");
+    pads_ = node.GetInts("pads");
+    output_padding_ = node.GetInts("output_padding");
+    const std::string auto_pad = node.GetString("auto_pad", "NOTSET");
+    if ((auto_pad != "NOTSET" && auto_pad != "VALID") || node.HasAttribute("output_shape"))
+      Fail(ErrorCode::kNotImplemented, node, ": the Vulkan EP's ConvTranspose takes explicit pads (no output_shape, ",
+           "auto_pad NOTSET or VALID)");
+  }
+
+  void Compute(KernelContext& ctx) const override {
+    const Node& node = ctx.node();
+    const Tensor& x = ctx.Input(0);
+    const Tensor& w = ctx.Input(1);
+    const Tensor* b = ctx.OptionalInput(2);
+    const size_t rank = x.shape().rank();
+    if ((rank != 3 && rank != 4) || w.shape().rank() != rank)
+      Fail(ErrorCode::kNotImplemented, node, ": the Vulkan EP runs 1-D and 2-D transposed convolutions, got X ",
+           x.shape().ToString(), " and W ", w.shape().ToString());
+    const size_t spatial = rank - 2;
+    const int64_t N = x.shape()[0], C = x.shape()[1], K = w.shape()[1] * group_;
+    if (group_ <= 0 || w.shape()[0] != C || C % group_ != 0)
+      Fail(ErrorCode::kInvalidArgument, node, ": X ", x.shape().ToString(), " and W ", w.shape().ToString(),
+           " do not fit group = ", group_);
+    if (b != nullptr && b->NumElements() != K)
+      Fail(ErrorCode::kInvalidArgument, node, ": B must hold ", K, " values, got ", b->shape().ToString());
+    auto value = [&](const std::vector<int64_t>& v, size_t i, int64_t fallback) {
+      if (v.empty()) return fallback;
+      if (v.size() <= i) Fail(ErrorCode::kInvalidArgument, node, ": attribute of ", v.size(), " values for ", spatial, " axes");
+      return v[i];
+    };
+    std::vector<int64_t> in(spatial), kernel(spatial), stride(spatial), dilation(spatial), pad_begin(spatial), out(spatial);
+    for (size_t a = 0; a < spatial; ++a) {
+      in[a] = x.shape()[2 + a];
+      kernel[a] = w.shape()[2 + a];
+      stride[a] = value(strides_, a, 1);
+      dilation[a] = value(dilations_, a, 1);
+      pad_begin[a] = value(pads_, a, 0);
+      const int64_t pad_end = value(pads_, a + spatial, 0);
+      out[a] = stride[a] * (in[a] - 1) + value(output_padding_, a, 0) + (kernel[a] - 1) * dilation[a] + 1 -
+               pad_begin[a] - pad_end;
+      if (out[a] < 0) Fail(ErrorCode::kInvalidArgument, node, ": negative output size on spatial axis ", a);
+    }
+    std::vector<int64_t> out_dims = {N, K};
+    out_dims.insert(out_dims.end(), out.begin(), out.end());
+    Tensor& y = ctx.Output(0, x.type(), Shape(out_dims));
+    if (y.NumElements() == 0) return;
+    auto [H, W] = HeightWidth(in);
+    auto [KH, KW] = HeightWidth(kernel);
+    auto [SH, SW] = HeightWidth(stride);
+    auto [DH, DW] = HeightWidth(dilation);
+    auto [PH, PW] = HeightWidth(pad_begin, 0);
+    auto [OH, OW] = HeightWidth(out);
+    ConvTransposePush push{Address(ctx, x, "X"), Address(ctx, w, "W"), 0, Address(ctx, y, "Y"), U32(ctx, N),
+                           U32(ctx, C), U32(ctx, H), U32(ctx, W), U32(ctx, K), U32(ctx, OH), U32(ctx, OW),
+                           U32(ctx, KH), U32(ctx, KW), U32(ctx, SH), U32(ctx, SW), static_cast<int32_t>(PH),
+                           static_cast<int32_t>(PW), U32(ctx, DH), U32(ctx, DW), U32(ctx, group_), b != nullptr ? 1u : 0u};
+    push.bias = b != nullptr ? Address(ctx, *b, "B") : push.y;
+    DispatchLinear(StreamOf(ctx), std::string("conv_transpose2d") + FloatSuffix(ctx, x.type()), &push, sizeof(push),
+                   y.NumElements());
+  }
+
+ private:
+  int64_t group_ = 1;
+  std::vector<int64_t> strides_, dilations_, pads_, output_padding_;
+};
+
 struct PoolPush {
   uint64_t x, y;
   uint32_t NC, H, W, OH, OW;
@@ -254,6 +337,7 @@ struct ResizePush {
   uint32_t NC, H, W, OH, OW;
   float scale_h, scale_w;
   uint32_t mode, coord, nearest;
+  float length_h, length_w;
 };
 
 // Resize of a 4-D tensor's last two axes (scales of N and C must be 1): nearest or linear.
@@ -288,18 +372,21 @@ class ResizeKernel : public Kernel {
     const Tensor* scales = ctx.OptionalInput(opset10_ ? 1 : 2);
     const Tensor* sizes = opset10_ ? nullptr : ctx.OptionalInput(3);
     std::vector<int64_t> out(4);
-    std::vector<float> scale(4, 1.0f);
+    std::vector<float> scale(4, 1.0f), length(4);
     if (sizes != nullptr && sizes->NumElements() > 0) {
       if (sizes->NumElements() != 4 || sizes->type() != DataType::kInt64)
         Fail(ErrorCode::kInvalidArgument, node, ": sizes must be 4 int64 values, got ", sizes->Describe());
       for (int i = 0; i < 4; ++i) {
         out[i] = sizes->Data<int64_t>()[i];
         scale[i] = x.shape()[i] == 0 ? 1.0f : static_cast<float>(out[i]) / static_cast<float>(x.shape()[i]);
+        length[i] = static_cast<float>(out[i]);
       }
-    } else if (scales != nullptr && scales->NumElements() == 4 && scales->type() == DataType::kFloat) {
+    } else if (scales != nullptr && scales->NumElements() == 4 &&
+               (scales->type() == DataType::kFloat || scales->type() == DataType::kFloat16)) {
       for (int i = 0; i < 4; ++i) {
-        scale[i] = scales->Data<float>()[i];
+        scale[i] = scales->type() == DataType::kFloat ? scales->Data<float>()[i] : ToFloat(scales->Data<Float16>()[i]);
         out[i] = static_cast<int64_t>(std::floor(static_cast<double>(x.shape()[i]) * scale[i]));
+        length[i] = static_cast<float>(x.shape()[i]) * scale[i];
       }
     } else {
       Fail(ErrorCode::kInvalidArgument, node, ": needs 4 float scales or 4 int64 sizes");
@@ -311,7 +398,7 @@ class ResizeKernel : public Kernel {
     if (y.NumElements() == 0) return;
     ResizePush push{Address(ctx, x, "X"), Address(ctx, y, "Y"), U32(ctx, out[0] * out[1]), U32(ctx, x.shape()[2]),
                     U32(ctx, x.shape()[3]), U32(ctx, out[2]), U32(ctx, out[3]), scale[2], scale[3], mode_, coord_,
-                    nearest_};
+                    nearest_, length[2], length[3]};
     DispatchLinear(StreamOf(ctx), std::string("resize2d") + FloatSuffix(ctx, x.type()), &push, sizeof(push),
                    y.NumElements());
   }
@@ -327,6 +414,8 @@ void RegisterConvKernels(KernelRegistry& registry, const PhysicalDeviceInfo& dev
   const std::vector<DataType> floats = FloatTypes(device);
   registry.Register<ConvKernel>(Def("Conv", "", 1, kLatestOnnxOpset, {{0, floats}, {1, floats}, {2, floats}}));
   registry.Register<ConvKernel>(Def("FusedConv", "ai.tessera", 1, INT_MAX, {{0, floats}, {1, floats}, {2, floats}}));
+  registry.Register<ConvTransposeKernel>(
+      Def("ConvTranspose", "", 1, kLatestOnnxOpset, {{0, floats}, {1, floats}, {2, floats}}));
   auto pool = [&](const char* op, bool max, bool global, int since) {
     registry.Register(Def(op, "", since, kLatestOnnxOpset, {{0, floats}}), [max, global](const KernelInfo& info) {
       return std::make_unique<PoolKernel>(info, max, global);

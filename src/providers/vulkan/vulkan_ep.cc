@@ -89,9 +89,15 @@ bool AttributesSupported(const Node& node, const Graph& graph) {
     const auto to = static_cast<DataType>(node.GetInt("to", 0));
     return to == DataType::kFloat || to == DataType::kFloat16;
   }
-  if (op == "MaxPool" || op == "Dropout" || op == "BatchNormalization")
-    return node.outputs.size() <= 1 || std::all_of(node.outputs.begin() + 1, node.outputs.end(),
-                                                   [](const std::string& o) { return o.empty(); });
+  // Tensors only (Identity also passes sequences and optionals through on the CPU).
+  for (const std::string& input : node.inputs) {
+    const ValueInfo* info = input.empty() ? nullptr : graph.FindValueInfo(input);
+    if (info != nullptr && info->kind != ValueInfo::Kind::kTensor) return false;
+  }
+  if ((op == "MaxPool" || op == "Dropout" || op == "BatchNormalization") && node.outputs.size() > 1 &&
+      !std::all_of(node.outputs.begin() + 1, node.outputs.end(), [](const std::string& o) { return o.empty(); }))
+    return false;  // MaxPool's indices, Dropout's mask, training-mode statistics
+  if ((op == "MaxPool" || op == "AveragePool") && node.GetInts("kernel_shape").size() > 2) return false;
   if (op == "Resize") {
     const std::string mode = node.GetString("mode", "nearest");
     const std::string coord = node.GetString("coordinate_transformation_mode", "half_pixel");
@@ -100,11 +106,19 @@ bool AttributesSupported(const Node& node, const Graph& graph) {
     return (mode == "nearest" || mode == "linear") && known_coord && node.GetInt("antialias", 0) == 0 &&
            !node.HasAttribute("axes");
   }
+  if (op == "ConvTranspose") {
+    const std::string auto_pad = node.GetString("auto_pad", "NOTSET");
+    if ((auto_pad != "NOTSET" && auto_pad != "VALID") || node.HasAttribute("output_shape")) return false;
+  }
   if (op == "LayerNormalization") return node.GetInt("stash_type", 1) == 1;
-  if (op == "Conv" || op == "FusedConv" || op == "MaxPool" || op == "AveragePool" || op == "GlobalAveragePool" ||
+  if (op == "Conv" || op == "FusedConv" || op == "ConvTranspose" || op == "MaxPool" || op == "AveragePool" || op == "GlobalAveragePool" ||
       op == "GlobalMaxPool") {
     const ValueInfo* x = graph.FindValueInfo(node.inputs[0]);
     if (x != nullptr && x->shape && x->shape->size() != 3 && x->shape->size() != 4) return false;
+    if (node.inputs.size() > 1) {  // a constant weight tells the convolution's rank when the input's shape is unknown
+      auto w = graph.initializers.find(node.inputs[1]);
+      if (w != graph.initializers.end() && w->second.shape().rank() != 3 && w->second.shape().rank() != 4) return false;
+    }
   }
   return true;
 }

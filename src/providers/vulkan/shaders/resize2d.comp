@@ -7,15 +7,17 @@
 layout(local_size_x = 256) in;
 layout(push_constant) uniform Params {
   TBuf x; TBuf y; uint NC; uint H; uint W; uint OH; uint OW; float scale_h; float scale_w;
-  uint mode; uint coord; uint nearest;
+  uint mode; uint coord; uint nearest; float length_h; float length_w;
 } p;
-float Source(uint o, float scale, uint in_size, uint out_size) {
+// `length` is the resized length the spec's formulas use: the output size when sizes were given, else input * scale
+// (not rounded).
+float Source(uint o, float scale, uint in_size, float length) {
   float fo = float(o);
   switch (p.coord) {
     case 0u: return (fo + 0.5) / scale - 0.5;
     case 1u: return fo / scale;
-    case 2u: return out_size > 1u ? fo * float(in_size - 1u) / float(out_size - 1u) : 0.0;
-    case 3u: return out_size > 1u ? (fo + 0.5) / scale - 0.5 : 0.0;
+    case 2u: return length > 1.0 ? fo * float(in_size - 1u) / (length - 1.0) : 0.0;
+    case 3u: return length > 1.0 ? (fo + 0.5) / scale - 0.5 : 0.0;
     case 4u: return (fo + 0.5) / scale;
     default: return fo / scale;
   }
@@ -36,7 +38,7 @@ void main() {
   uint ow = i % p.OW, t = i / p.OW;
   uint oh = t % p.OH, nc = t / p.OH;
   uint base = nc * p.H * p.W;
-  float sh = Source(oh, p.scale_h, p.H, p.OH), sw = Source(ow, p.scale_w, p.W, p.OW);
+  float sh = Source(oh, p.scale_h, p.H, p.length_h), sw = Source(ow, p.scale_w, p.W, p.length_w);
   float v;
   if (p.mode == 0u) {
     v = LOAD(p.x, base + uint(Nearest(sh, p.H)) * p.W + uint(Nearest(sw, p.W)));

@@ -1,0 +1,239 @@
+// The Vulkan EP in sessions: discovery, CopyTensors in every direction, whole models against the CPU EP (fusions
+// included), IO binding with device outputs, recorded command buffers replayed, concurrent runs, fallback and errors.
+#include <filesystem>
+#include <thread>
+
+#include "unit/session/graph_builder.h"
+#include "vulkan/vulkan_test_util.h"
+
+namespace tessera::test {
+namespace {
+
+using VulkanSessionTest = VulkanTest;
+
+TEST_F(VulkanSessionTest, DiscoveryDescribesTheDeviceAndItsMemory) {
+  const EpDevice& d = VulkanDevice();
+  EXPECT_EQ(d.device->type, DeviceType::kGpu);
+  for (const char* key : {"name", "vulkan_index", "vulkan_device_type", "vulkan_api_version", "driver_version",
+                          "subgroup_size", "float16", "cooperative_matrix", "memory_bytes"})
+    EXPECT_EQ(d.device->metadata.count(key), 1u) << key;
+  EXPECT_EQ(d.device_memory.address_space, kVulkanAddressSpace);
+  EXPECT_EQ(d.device_memory.memory_type, MemoryType::kDefault);
+  ASSERT_TRUE(d.host_accessible_memory.has_value());
+  EXPECT_EQ(d.host_accessible_memory->memory_type, MemoryType::kHostAccessible);
+  EXPECT_TRUE(d.host_accessible_memory->IsHostReadable());
+  EXPECT_FALSE(d.device_memory.IsHostReadable());
+  EXPECT_NE(d.device_memory.ToString().find("vulkan"), std::string::npos) << d.device_memory.ToString();
+  // Same vendor and ordinal as another API's memory would be, but never equal to it.
+  MemoryInfo other = d.device_memory;
+  other.address_space = 0;
+  EXPECT_NE(other, d.device_memory);
+}
+
+TEST_F(VulkanSessionTest, CopyTensorsInEveryDirection) {
+  const Tensor host = RandomTensor(DataType::kFloat, {3, 1000}, 1);
+  Tensor device = ToVulkan(host);
+  Tensor device2 = Tensor::Allocate(DataType::kFloat, host.shape(), VulkanDeviceAllocator());
+  Tensor visible = Tensor::Allocate(DataType::kFloat, host.shape(), VulkanHostVisibleAllocator());
+  Tensor device3 = Tensor::Allocate(DataType::kFloat, host.shape(), VulkanDeviceAllocator());
+  std::unique_ptr<Stream> stream = VulkanDevice().factory->CreateStream(VulkanDevice().device_memory);
+  ASSERT_NE(stream, nullptr);
+  TestEnv().CopyTensors({&device, 1}, {&device2, 1}, stream.get());   // device -> device
+  TestEnv().CopyTensors({&device2, 1}, {&visible, 1}, stream.get());  // device -> host-visible, asynchronous
+  stream->Synchronize();
+  EXPECT_EQ(visible.ToVector<float>(), host.ToVector<float>());
+  visible.Data<float>()[5] = 42.0f;                                   // written on the host, read by the device
+  TestEnv().CopyTensors({&visible, 1}, {&device3, 1}, stream.get());
+  Tensor back = Tensor::Allocate(DataType::kFloat, host.shape());
+  TestEnv().CopyTensors({&device3, 1}, {&back, 1}, stream.get());     // device -> pageable host: complete on return
+  std::vector<float> expected = host.ToVector<float>();
+  expected[5] = 42.0f;
+  EXPECT_EQ(back.ToVector<float>(), expected);
+  // Batched, without a stream.
+  Tensor a = ToVulkan(Tensor::FromVector<float>({2}, {1, 2})), b = ToVulkan(Tensor::FromVector<float>({3}, {3, 4, 5}));
+  Tensor ha = Tensor::Allocate(DataType::kFloat, {2}), hb = Tensor::Allocate(DataType::kFloat, {3});
+  std::vector<Tensor> src = {a, b}, dst = {ha, hb};
+  TestEnv().CopyTensors(src, dst, nullptr);
+  EXPECT_EQ(dst[0].ToVector<float>(), (std::vector<float>{1, 2}));
+  EXPECT_EQ(dst[1].ToVector<float>(), (std::vector<float>{3, 4, 5}));
+}
+
+// conv(3->8) + relu, conv(8->8) + the first conv's output + relu (a residual FusedConv), pool, flatten, gemm, softmax.
+std::string SmallResidualNet() {
+  GraphBuilder b(17);
+  auto init = [&](const std::string& name, const std::vector<int64_t>& dims, uint32_t seed) {
+    b.FloatInitializer(name, dims, RandomTensor(DataType::kFloat, Shape(dims), seed, -0.5, 0.5).ToVector<float>());
+  };
+  init("w1", {8, 3, 3, 3}, 1);
+  init("b1", {8}, 2);
+  init("w2", {8, 8, 3, 3}, 3);
+  init("fc_w", {8, 10}, 4);
+  init("fc_b", {10}, 5);
+  b.Input("x", {2, 3, 16, 16})
+      .Node("Conv", {"x", "w1", "b1"}, {"c1"}).IntsAttribute("pads", {1, 1, 1, 1})
+      .Node("Relu", {"c1"}, {"r1"})
+      .Node("Conv", {"r1", "w2"}, {"c2"}).IntsAttribute("pads", {1, 1, 1, 1})
+      .Node("Add", {"c2", "r1"}, {"s"})
+      .Node("Relu", {"s"}, {"r2"})
+      .Node("MaxPool", {"r2"}, {"p"}).IntsAttribute("kernel_shape", {2, 2}).IntsAttribute("strides", {2, 2})
+      .Node("GlobalAveragePool", {"p"}, {"g"})
+      .Node("Flatten", {"g"}, {"f"})
+      .Node("Gemm", {"f", "fc_w", "fc_b"}, {"logits"})
+      .Node("Softmax", {"logits"}, {"prob"})
+      .Output("prob");
+  return b.Serialize();
+}
+
+std::vector<Tensor> RunModel(const std::string& model, const std::string& ep, const Session::NamedValues& feeds,
+                        const ProviderOptions& options = {}) {
+  SessionOptions session_options;
+  if (ep != "cpu") session_options.AddProvider(EpTypeFromShortName(ep), options);
+  Session session = MakeSession(model, session_options, TestEnv());
+  std::vector<Tensor> out;
+  for (const Value& v : session.Run(feeds)) out.push_back(v.tensor());
+  return out;
+}
+
+TEST_F(VulkanSessionTest, ResidualConvNetMatchesTheCpuWithFusedConvolutions) {
+  const std::string model = SmallResidualNet();
+  ExpectAllOnVulkan(model);
+  SessionOptions options;
+  options.AddProvider(kVulkanEpName);
+  Session session = MakeSession(model, options, TestEnv());
+  size_t fused = 0;
+  for (const PartitionEntry& e : session.Partition()) fused += e.op_type == "FusedConv";
+  EXPECT_EQ(fused, 2u) << "Conv + Relu and Conv + Add + Relu become FusedConv on the Vulkan EP";
+  const Tensor x = RandomTensor(DataType::kFloat, {2, 3, 16, 16}, 9);
+  const std::vector<Tensor> cpu = RunModel(model, "cpu", {{"x", x}});
+  const std::vector<Tensor> vulkan = RunModel(model, "vulkan", {{"x", x}});
+  ASSERT_EQ(vulkan.size(), 1u);
+  EXPECT_EQ(CompareTensors(cpu[0], vulkan[0], 1e-5, 1e-4), "");
+}
+
+TEST_F(VulkanSessionTest, IoBindingWithDeviceOutputsAndRecordedCommandBuffers) {
+  const std::string model = SmallResidualNet();
+  for (const char* capture : {"0", "1"}) {
+    SCOPED_TRACE(std::string("enable_graph_capture=") + capture);
+    SessionOptions options;
+    options.AddProvider(kVulkanEpName, {{"enable_graph_capture", capture}});
+    Session session = MakeSession(model, options, TestEnv());
+    Tensor x = ToVulkan(RandomTensor(DataType::kFloat, {2, 3, 16, 16}, 10));
+    Tensor y = Tensor::Allocate(DataType::kFloat, {2, 10}, VulkanDeviceAllocator());
+    IoBinding binding = session.CreateIoBinding();
+    binding.BindInput("x", x);
+    binding.BindOutput("prob", y);
+    for (uint32_t seed = 11; seed < 15; ++seed) {  // the input changes in place between runs (replays included)
+      const Tensor input = RandomTensor(DataType::kFloat, {2, 3, 16, 16}, seed);
+      TestEnv().CopyTensors({&input, 1}, {&x, 1}, nullptr);
+      session.Run(binding);
+      binding.SynchronizeOutputs();
+      const std::vector<Tensor> cpu = RunModel(model, "cpu", {{"x", input}});
+      EXPECT_EQ(CompareTensors(cpu[0], ToHostTensor(y), 1e-5, 1e-4), "") << "seed " << seed;
+    }
+  }
+}
+
+TEST_F(VulkanSessionTest, ConcurrentRunsOnOneSession) {
+  const std::string model = SmallResidualNet();
+  SessionOptions options;
+  options.AddProvider(kVulkanEpName);
+  Session session = MakeSession(model, options, TestEnv());
+  std::vector<Tensor> inputs, expected;
+  for (uint32_t i = 0; i < 4; ++i) {
+    inputs.push_back(RandomTensor(DataType::kFloat, {2, 3, 16, 16}, 20 + i));
+    expected.push_back(RunModel(model, "cpu", {{"x", inputs.back()}})[0]);
+  }
+  std::vector<std::string> errors(4);
+  std::vector<std::thread> threads;
+  for (size_t t = 0; t < 4; ++t) {
+    threads.emplace_back([&, t] {
+      for (int r = 0; r < 5; ++r) {
+        const Tensor y = session.Run({{"x", inputs[t]}})[0].tensor();
+        std::string diff = CompareTensors(expected[t], y, 1e-5, 1e-4);
+        if (!diff.empty()) errors[t] = diff;
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  for (const std::string& e : errors) EXPECT_EQ(e, "");
+}
+
+TEST_F(VulkanSessionTest, UnsupportedNodesFallBackToTheCpu) {
+  // A 3-D convolution (5-D input) has no Vulkan kernel: it runs on the CPU, with copies around it.
+  GraphBuilder b(17);
+  b.FloatInitializer("w", {2, 1, 2, 2, 2}, RandomTensor(DataType::kFloat, {2, 1, 2, 2, 2}, 1).ToVector<float>());
+  b.Input("x", {1, 1, 4, 4, 4})
+      .Node("Relu", {"x"}, {"r"})
+      .Node("Conv", {"r", "w"}, {"c"})
+      .Node("Sigmoid", {"c"}, {"y"})
+      .Output("y");
+  const std::string model = b.Serialize();
+  SessionOptions options;
+  options.AddProvider(kVulkanEpName);
+  Session session = MakeSession(model, options, TestEnv());
+  std::map<std::string, std::string> placed;
+  for (const PartitionEntry& e : session.Partition())
+    if (!e.is_copy) placed[e.op_type == "FusedConv" ? "Conv" : e.op_type] = e.ep;  // Conv + Sigmoid may be fused
+  EXPECT_EQ(placed["Conv"], "CPUExecutionProvider");
+  EXPECT_EQ(placed["Relu"], kVulkanEpName);
+  const Tensor x = RandomTensor(DataType::kFloat, {1, 1, 4, 4, 4}, 2);
+  EXPECT_EQ(CompareTensors(RunModel(model, "cpu", {{"x", x}})[0], RunModel(model, "vulkan", {{"x", x}})[0], 1e-6, 1e-5), "");
+}
+
+TEST_F(VulkanSessionTest, BadOptionsAndInputsGiveClearErrors) {
+  SessionOptions options;
+  options.AddProvider(kVulkanEpName, {{"no_such_option", "1"}});
+  try {
+    MakeSession(SmallResidualNet(), options, TestEnv());
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("no_such_option"), std::string::npos) << e.what();
+  }
+  // A wrong input shape fails the run with a message naming the node; the session stays usable.
+  SessionOptions good;
+  good.AddProvider(kVulkanEpName);
+  Session session = MakeSession(SmallResidualNet(), good, TestEnv());
+  EXPECT_THROW(session.Run({{"x", RandomTensor(DataType::kFloat, {2, 5, 16, 16}, 3)}}), Error);
+  const Tensor x = RandomTensor(DataType::kFloat, {2, 3, 16, 16}, 4);
+  EXPECT_EQ(CompareTensors(RunModel(SmallResidualNet(), "cpu", {{"x", x}})[0], session.Run({{"x", x}})[0].tensor(), 1e-5,
+                           1e-4),
+            "");
+}
+
+TEST_F(VulkanSessionTest, MemoryLimitGivesOutOfMemory) {
+  SessionOptions options;
+  options.AddProvider(kVulkanEpName, {{"memory_limit_bytes", "4096"}});
+  try {  // the preparation run at creation (static shapes) or the first run needs more than 4 KiB
+    Session session = MakeSession(SmallResidualNet(), options, TestEnv());
+    session.Run({{"x", RandomTensor(DataType::kFloat, {2, 3, 16, 16}, 5)}});
+    FAIL() << "expected kOutOfMemory";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kOutOfMemory) << e.what();
+  }
+}
+
+TEST_F(VulkanSessionTest, DefaultModelMatchesTheCpu) {
+  const std::filesystem::path model = std::filesystem::path(TESSERA_SOURCE_DIR) / ".models/default.onnx";
+  if (!std::filesystem::exists(model)) GTEST_SKIP() << model << " is not there (scripts/setup.sh fetches it)";
+  const Tensor x = RandomTensor(DataType::kFloat, {1, 3, 64, 96}, 6, 0, 1);
+  SessionOptions cpu_options, vulkan_options;
+  vulkan_options.AddProvider(kVulkanEpName);
+  Session cpu(TestEnv(), model, cpu_options);
+  Session vulkan(TestEnv(), model, vulkan_options);
+  size_t on_vulkan = 0, nodes = 0;
+  for (const PartitionEntry& e : vulkan.Partition()) {
+    if (e.is_copy) continue;
+    ++nodes;
+    on_vulkan += e.ep == kVulkanEpName;
+  }
+  std::string elsewhere;
+  for (const PartitionEntry& e : vulkan.Partition())
+    if (!e.is_copy && e.ep != kVulkanEpName) elsewhere += " " + e.op_type + " '" + e.node_name + "' on " + e.ep;
+  EXPECT_EQ(on_vulkan, nodes) << "every node of PP-OCRv4 det runs on the Vulkan EP; not:" << elsewhere;
+  const Tensor expected = cpu.Run({{"x", x}})[0].tensor();
+  const Tensor actual = vulkan.Run({{"x", x}})[0].tensor();
+  EXPECT_EQ(CompareTensors(expected, actual, 1e-4, 1e-4), "");
+}
+
+}  // namespace
+}  // namespace tessera::test
