@@ -21,7 +21,7 @@ commands:
   profile-summary FILE.json    time per op type in a profile written by run/bench --profile
 
 session options (partition, run, bench):
-  --ep NAME                    EP in priority order (repeatable): cpu, testing, cuda, or a full EP type
+  --ep NAME                    EP in priority order (repeatable): cpu, testing, cuda, vulkan, or a full EP type
   --ep-option KEY=VALUE        provider option for the first --ep (repeatable), e.g. use_tf32=0
   --config KEY=VALUE           session config entry (repeatable), e.g. session.prepare_static_shapes=1
   --policy NAME                EP selection policy when no --ep: default, prefer_cpu, prefer_gpu,

@@ -9,9 +9,10 @@ from . import _tessera
 CPU_EP = "CPUExecutionProvider"
 CUDA_EP = "CUDAExecutionProvider"
 TESTING_EP = "TestingExecutionProvider"
+VULKAN_EP = "VulkanExecutionProvider"
 
 # Every EP type this version of Tessera knows, whether or not it is available on this machine.
-_KNOWN_EPS = [CUDA_EP, TESTING_EP, CPU_EP]
+_KNOWN_EPS = [CUDA_EP, VULKAN_EP, TESTING_EP, CPU_EP]
 # Execution providers of onnxruntime builds: naming one that is not available here is a warning (scripts written for
 # several machines list them), naming anything else an error ("Unknown Provider Type"), as in onnxruntime.
 _ONNXRUNTIME_EPS = {
