@@ -8,7 +8,9 @@
 #include <optional>
 #include <sstream>
 
+#include "tessera/arena.h"
 #include "tessera/status.h"
+#include "vulkan_memory.h"
 
 namespace tessera::vulkan_ep {
 
@@ -75,6 +77,21 @@ bool HasLayer(const char* name) {
   return false;
 }
 
+}  // namespace
+
+std::string DeviceUuid(VkPhysicalDevice device) {
+  VkPhysicalDeviceIDProperties id{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_ID_PROPERTIES};
+  VkPhysicalDeviceProperties2 properties{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2};
+  properties.pNext = &id;
+  vkGetPhysicalDeviceProperties2(device, &properties);
+  std::ostringstream os;
+  os << std::hex << std::setfill('0');
+  for (uint8_t byte : id.deviceUUID) os << std::setw(2) << static_cast<int>(byte);
+  return os.str();
+}
+
+namespace {
+
 // The physical device's description when the EP can drive it.
 std::optional<PhysicalDeviceInfo> Describe(VkPhysicalDevice device) {
   PhysicalDeviceInfo info;
@@ -121,6 +138,7 @@ std::optional<PhysicalDeviceInfo> Describe(VkPhysicalDevice device) {
     info.pci_bus_id = os.str();
   }
   info.cooperative_matrix = HasExtension(device, "VK_KHR_cooperative_matrix");
+  info.device_uuid = DeviceUuid(device);
 
   VkPhysicalDeviceMemoryProperties memory{};
   vkGetPhysicalDeviceMemoryProperties(device, &memory);
@@ -182,8 +200,36 @@ VulkanInstance::~VulkanInstance() {
   vkDestroyInstance(instance_, nullptr);
 }
 
-VulkanDevice::VulkanDevice(std::shared_ptr<const VulkanInstance> instance, uint32_t index)
+VulkanDevice::VulkanDevice(std::shared_ptr<const VulkanInstance> instance, uint32_t index, const ExternalDevice* external)
     : instance_(std::move(instance)), info_(instance_->devices().at(index)), ordinal_(index) {
+  if (external != nullptr) {
+    if (external->device == VK_NULL_HANDLE || external->queue == VK_NULL_HANDLE ||
+        external->physical_device == VK_NULL_HANDLE)
+      Fail(ErrorCode::kInvalidArgument, kEpName, ": an application's device needs vk_physical_device, vk_device and ",
+           "vk_queue");
+    const std::string uuid = DeviceUuid(external->physical_device);
+    if (uuid != info_.device_uuid)
+      Fail(ErrorCode::kInvalidArgument, kEpName, ": vk_physical_device (device UUID ", uuid, ") is not Vulkan device ",
+           index, " (", info_.properties.deviceName, ", device UUID ", info_.device_uuid, ")");
+    uint32_t family_count = 0;
+    vkGetPhysicalDeviceQueueFamilyProperties(info_.handle, &family_count, nullptr);
+    std::vector<VkQueueFamilyProperties> families(family_count);
+    vkGetPhysicalDeviceQueueFamilyProperties(info_.handle, &family_count, families.data());
+    if (external->queue_family >= family_count || !(families[external->queue_family].queueFlags & VK_QUEUE_COMPUTE_BIT))
+      Fail(ErrorCode::kInvalidArgument, kEpName, ": queue_family_index ", external->queue_family,
+           " is not a compute queue family of ", info_.properties.deviceName);
+    owns_device_ = false;
+    device_ = external->device;
+    queue_ = external->queue;
+    info_.compute_queue_family = external->queue_family;
+    info_.float16 = info_.float16 && external->float16;
+  } else {
+    CreateOwnDevice();
+  }
+  InitializeDevice();
+}
+
+void VulkanDevice::CreateOwnDevice() {
   const float priority = 1.0f;
   VkDeviceQueueCreateInfo queue{VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO};
   queue.queueFamilyIndex = info_.compute_queue_family;
@@ -209,6 +255,9 @@ VulkanDevice::VulkanDevice(std::shared_ptr<const VulkanInstance> instance, uint3
   create.pQueueCreateInfos = &queue;
   Check(vkCreateDevice(info_.handle, &create, nullptr, &device_), "vkCreateDevice");
   vkGetDeviceQueue(device_, info_.compute_queue_family, 0, &queue_);
+}
+
+void VulkanDevice::InitializeDevice() {
   vkGetPhysicalDeviceMemoryProperties(info_.handle, &memory_properties_);
   wait_semaphores = reinterpret_cast<PFN_vkWaitSemaphores>(vkGetDeviceProcAddr(device_, "vkWaitSemaphores"));
   semaphore_counter_value =
@@ -232,7 +281,13 @@ VulkanDevice::VulkanDevice(std::shared_ptr<const VulkanInstance> instance, uint3
 }
 
 VulkanDevice::~VulkanDevice() {
-  vkDeviceWaitIdle(device_);
+  staging_.reset();  // its buffers go back while the device is whole
+  if (owns_device_) {
+    vkDeviceWaitIdle(device_);
+  } else {
+    std::lock_guard<std::mutex> lock(queue_mutex_);
+    vkQueueWaitIdle(queue_);  // the application's device keeps running its own work
+  }
   for (auto& [name, pipeline] : pipelines_) vkDestroyPipeline(device_, pipeline, nullptr);
   for (auto* blocks : {&device_blocks_, &host_blocks_}) {
     for (auto& [key, block] : *blocks) {
@@ -241,7 +296,7 @@ VulkanDevice::~VulkanDevice() {
     }
   }
   vkDestroyPipelineLayout(device_, layout_, nullptr);
-  vkDestroyDevice(device_, nullptr);
+  if (owns_device_) vkDestroyDevice(device_, nullptr);
 }
 
 void VulkanDevice::Submit(const VkSubmitInfo& submit, VkFence fence) {
@@ -377,6 +432,18 @@ BufferRange VulkanDevice::Resolve(const void* p, size_t bytes) const {
   }
   Fail(ErrorCode::kInvalidArgument, kEpName, ": [", p, ", +", bytes, ") is not inside a buffer of Vulkan device ",
        ordinal_, " (", info_.properties.deviceName, ")");
+}
+
+const AllocatorPtr& VulkanDevice::Staging() {
+  std::lock_guard<std::mutex> lock(staging_mutex_);
+  if (!staging_) {
+    ArenaOptions options;
+    options.initial_chunk_bytes = 4 << 20;
+    // The arena lives inside this device: its allocator refers to the device without owning it.
+    std::shared_ptr<VulkanDevice> self(std::shared_ptr<VulkanDevice>{}, this);
+    staging_ = std::make_shared<Arena>(std::make_shared<VulkanBufferAllocator>(self, true), options);
+  }
+  return staging_;
 }
 
 bool VulkanDevice::IsHostVisiblePointer(const void* p) const {

@@ -24,6 +24,7 @@
 #include <string>
 #include <vector>
 
+#include "tessera/allocator.h"
 #include "tessera/device.h"
 
 namespace tessera::vulkan_ep {
@@ -45,7 +46,23 @@ struct PhysicalDeviceInfo {
   uint32_t subgroup_size = 0;
   VkDeviceSize device_local_bytes = 0;
   std::string pci_bus_id;  // "0000:2a:00.0" when VK_EXT_pci_bus_info is there, else ""
+  std::string device_uuid;  // VkPhysicalDeviceIDProperties::deviceUUID as 32 hex digits (matches across instances)
 };
+
+// The Vulkan objects of an application that the EP runs on instead of creating its own (provider options vk_device,
+// vk_physical_device, vk_queue, queue_family_index, vk_float16; docs/VULKAN.md). The device must have been created
+// with the Vulkan 1.2 features bufferDeviceAddress and timelineSemaphore (and shaderFloat16 with
+// storageBuffer16BitAccess when vk_float16 = 1); the application keeps them alive while the EP uses them.
+struct ExternalDevice {
+  VkPhysicalDevice physical_device = VK_NULL_HANDLE;
+  VkDevice device = VK_NULL_HANDLE;
+  VkQueue queue = VK_NULL_HANDLE;
+  uint32_t queue_family = 0;
+  bool float16 = false;
+};
+
+// The deviceUUID of a physical device of any instance, as 32 hex digits.
+std::string DeviceUuid(VkPhysicalDevice device);
 
 class VulkanInstance {
  public:
@@ -72,8 +89,9 @@ struct BufferRange {
 class VulkanDevice {
  public:
   // `index` is the physical device's position in VulkanInstance::devices() (the EP's device ordinal).
-  // The device keeps the instance alive (tensors in its memory may outlive the factory).
-  VulkanDevice(std::shared_ptr<const VulkanInstance> instance, uint32_t index);
+  // The device keeps the instance alive (tensors in its memory may outlive the factory). With `external`, it runs on
+  // the application's VkDevice and VkQueue (checked to be the same physical device) and never destroys them.
+  VulkanDevice(std::shared_ptr<const VulkanInstance> instance, uint32_t index, const ExternalDevice* external = nullptr);
   ~VulkanDevice();
   VulkanDevice(const VulkanDevice&) = delete;
   VulkanDevice& operator=(const VulkanDevice&) = delete;
@@ -82,6 +100,8 @@ class VulkanDevice {
   VkQueue queue() const { return queue_; }
   const PhysicalDeviceInfo& info() const { return info_; }
   uint32_t ordinal() const { return ordinal_; }
+  // Whether it runs on an application's VkDevice (ExternalDevice).
+  bool external() const { return !owns_device_; }
   const MemoryInfo& device_memory() const { return device_memory_; }
   const MemoryInfo& host_visible_memory() const { return host_visible_memory_; }
 
@@ -98,6 +118,8 @@ class VulkanDevice {
   // The buffer holding [p, p + bytes): a device address of device-local memory or a host pointer into mapped
   // host-visible memory. Throws kInvalidArgument when no buffer of this device holds the range.
   BufferRange Resolve(const void* p, size_t bytes) const;
+  // An arena of host-visible memory for staging copies from and to pageable host memory (created on first use).
+  const AllocatorPtr& Staging();
   // Whether `p` is a host pointer into this device's host-visible buffers.
   bool IsHostVisiblePointer(const void* p) const;
 
@@ -112,12 +134,15 @@ class VulkanDevice {
     uint64_t device_address = 0;
     char* mapped = nullptr;
   };
+  void CreateOwnDevice();
+  void InitializeDevice();  // queue functions, pipeline layout, memory properties and infos
   uint32_t FindMemoryType(uint32_t type_bits, bool host_visible) const;
   static const Block* Find(const std::map<uintptr_t, Block>& blocks, uintptr_t key, size_t bytes);
 
   std::shared_ptr<const VulkanInstance> instance_;
   PhysicalDeviceInfo info_;
   uint32_t ordinal_ = 0;
+  bool owns_device_ = true;
   VkDevice device_ = VK_NULL_HANDLE;
   VkQueue queue_ = VK_NULL_HANDLE;
   std::mutex queue_mutex_;
@@ -129,6 +154,8 @@ class VulkanDevice {
   std::map<uintptr_t, Block> device_blocks_;  // by device address
   std::map<uintptr_t, Block> host_blocks_;    // by mapped host pointer
   MemoryInfo device_memory_, host_visible_memory_;
+  std::mutex staging_mutex_;
+  AllocatorPtr staging_;
 };
 
 // The embedded SPIR-V of shader `name`, or an empty span when there is none.

@@ -1,7 +1,5 @@
 #include "vulkan_devices.h"
 
-#include "vulkan_memory.h"
-#include "tessera/arena.h"
 #include "tessera/status.h"
 
 namespace tessera::vulkan_ep {
@@ -14,32 +12,33 @@ VulkanDevices::VulkanDevices() {
     return;
   }
   devices_.resize(instance_->devices().size());
-  staging_.resize(instance_->devices().size());
+  external_.resize(instance_->devices().size());
 }
 
 VulkanDevices::~VulkanDevices() {
-  staging_.clear();
   devices_.clear();  // before the instance
 }
 
-std::shared_ptr<VulkanDevice> VulkanDevices::Get(uint32_t ordinal) {
+std::shared_ptr<VulkanDevice> VulkanDevices::Get(uint32_t ordinal, const ExternalDevice* external) {
   std::lock_guard<std::mutex> lock(mutex_);
   if (ordinal >= devices_.size())
     Fail(ErrorCode::kInvalidArgument, kEpName, ": no Vulkan device with ordinal ", ordinal, " (", devices_.size(),
          " found)");
-  if (!devices_[ordinal]) devices_[ordinal] = std::make_shared<VulkanDevice>(instance_, ordinal);
-  return devices_[ordinal];
-}
-
-AllocatorPtr VulkanDevices::Staging(uint32_t ordinal) {
-  std::shared_ptr<VulkanDevice> device = Get(ordinal);
-  std::lock_guard<std::mutex> lock(mutex_);
-  if (!staging_[ordinal]) {
-    ArenaOptions options;
-    options.initial_chunk_bytes = 4 << 20;
-    staging_[ordinal] = std::make_shared<Arena>(std::make_shared<VulkanBufferAllocator>(device, true), options);
+  std::shared_ptr<VulkanDevice> current = devices_[ordinal] ? devices_[ordinal] : external_[ordinal].lock();
+  if (!current) {
+    current = std::make_shared<VulkanDevice>(instance_, ordinal, external);
+    if (external != nullptr) {
+      external_[ordinal] = current;
+    } else {
+      devices_[ordinal] = current;
+    }
+  } else if (external != nullptr && current->handle() != external->device) {
+    Fail(ErrorCode::kInvalidArgument, kEpName, ": Vulkan device ", ordinal, " already runs on ",
+         current->external() ? "another application VkDevice" : "the EP's own VkDevice",
+         "; pass the application's vk_device before any other session, allocator or stream uses the device (one ",
+         "VkDevice per physical device in a process)");
   }
-  return staging_[ordinal];
+  return current;
 }
 
 bool VulkanDevices::Owns(const MemoryInfo& info) const {

@@ -20,10 +20,11 @@ class VulkanDevices {
   const VulkanInstance* instance() const { return instance_.get(); }
   const std::string& error() const { return error_; }
   size_t size() const { return instance_ ? instance_->devices().size() : 0; }
-  // The device of ordinal `ordinal` (created now if needed); throws kInvalidArgument for an unknown ordinal.
-  std::shared_ptr<VulkanDevice> Get(uint32_t ordinal);
-  // An arena of host-visible memory on `ordinal`'s device, for staging copies.
-  AllocatorPtr Staging(uint32_t ordinal);
+  // The device of ordinal `ordinal` (created now if needed); throws kInvalidArgument for an unknown ordinal. With
+  // `external` it is the application's VkDevice: one VkDevice serves each physical device in a process, so the first
+  // session (or allocator, stream) on an ordinal decides which, and asking for another one later throws
+  // kInvalidArgument naming both.
+  std::shared_ptr<VulkanDevice> Get(uint32_t ordinal, const ExternalDevice* external = nullptr);
   // Whether `info` is device-local or host-visible memory of one of these devices.
   bool Owns(const MemoryInfo& info) const;
 
@@ -31,8 +32,10 @@ class VulkanDevices {
   std::shared_ptr<VulkanInstance> instance_;
   std::string error_;
   std::mutex mutex_;
-  std::vector<std::shared_ptr<VulkanDevice>> devices_;
-  std::vector<AllocatorPtr> staging_;
+  std::vector<std::shared_ptr<VulkanDevice>> devices_;  // the EP's own VkDevices
+  // Application VkDevices, held only while sessions, allocators or tensors use them: the application destroys its
+  // device once it has destroyed those.
+  std::vector<std::weak_ptr<VulkanDevice>> external_;
 };
 
 }  // namespace tessera::vulkan_ep

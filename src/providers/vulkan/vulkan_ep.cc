@@ -1,9 +1,14 @@
 // The Vulkan EP plugin (libtessera_vulkan.so): a vendor-neutral GPU provider written only against the public EP API.
 //
-// Provider options: enable_graph_capture (0/1: IoBinding runs are recorded once into a command buffer and resubmitted,
+// Provider options: vk_physical_device, vk_device, vk_queue, queue_family_index (and vk_float16, vk_instance): the
+// application's Vulkan objects (handles as decimal or 0x hex integers) that the EP runs on instead of its own, so that
+// the application's dispatches before and after a run share its queue (vulkan_device.h, ExternalDevice);
+// enable_graph_capture (0/1: IoBinding runs are recorded once into a command buffer and resubmitted,
 // the Vulkan counterpart of CUDA graphs), memory_limit_bytes (N: cap of the session's device arena), run_streams (0/1,
 // default 1: concurrent runs of a session get streams of their own).
 #include <charconv>
+#include <optional>
+#include <type_traits>
 #include <map>
 #include <mutex>
 
@@ -24,7 +29,29 @@ struct EpConfig {
   bool enable_graph_capture = false;
   bool run_streams = true;
   size_t memory_limit_bytes = 0;
+  std::optional<ExternalDevice> external;  // the application's device and queue
 };
+
+uint64_t ParseInteger(const std::string& key, const std::string& value) {
+  uint64_t v = 0;
+  const bool hex = value.size() > 2 && value[0] == '0' && (value[1] == 'x' || value[1] == 'X');
+  const char* begin = value.data() + (hex ? 2 : 0);
+  const auto [end, error] = std::from_chars(begin, value.data() + value.size(), v, hex ? 16 : 10);
+  if (value.empty() || error != std::errc() || end != value.data() + value.size())
+    Fail(ErrorCode::kInvalidArgument, kEpName, ": provider option '", key, "' must be a non-negative integer ",
+         "(decimal or 0x hex), got '", value, "'");
+  return v;
+}
+
+template <typename Handle>
+Handle ParseHandle(const std::string& key, const std::string& value) {
+  const uint64_t v = ParseInteger(key, value);
+  if constexpr (std::is_pointer_v<Handle>) {
+    return reinterpret_cast<Handle>(static_cast<uintptr_t>(v));
+  } else {
+    return static_cast<Handle>(v);
+  }
+}
 
 EpConfig ParseOptions(const ProviderOptions& options) {
   EpConfig config;
@@ -34,17 +61,23 @@ EpConfig ParseOptions(const ProviderOptions& options) {
         Fail(ErrorCode::kInvalidArgument, kEpName, ": provider option '", key, "' must be 0 or 1, got '", value, "'");
       (key == "run_streams" ? config.run_streams : config.enable_graph_capture) = value == "1";
     } else if (key == "memory_limit_bytes") {
-      uint64_t v = 0;
-      const auto [end, error] = std::from_chars(value.data(), value.data() + value.size(), v);
-      if (error != std::errc() || end != value.data() + value.size())
-        Fail(ErrorCode::kInvalidArgument, kEpName, ": provider option 'memory_limit_bytes' must be a non-negative ",
-             "integer, got '", value, "'");
-      config.memory_limit_bytes = static_cast<size_t>(v);
+      config.memory_limit_bytes = static_cast<size_t>(ParseInteger(key, value));
+    } else if (key == "vk_physical_device" || key == "vk_device" || key == "vk_queue" ||
+               key == "queue_family_index" || key == "vk_float16" || key == "vk_instance") {
+      if (!config.external) config.external.emplace();
+      ExternalDevice& e = *config.external;
+      if (key == "vk_physical_device") e.physical_device = ParseHandle<VkPhysicalDevice>(key, value);
+      if (key == "vk_device") e.device = ParseHandle<VkDevice>(key, value);
+      if (key == "vk_queue") e.queue = ParseHandle<VkQueue>(key, value);
+      if (key == "queue_family_index") e.queue_family = static_cast<uint32_t>(ParseInteger(key, value));
+      if (key == "vk_float16") e.float16 = ParseInteger(key, value) != 0;
+      // vk_instance: accepted for symmetry with the application's objects; device-level calls do not need it.
     } else if (key == "device_id") {
       // Consumed by device selection (the EP device's ordinal); accepted for onnxruntime-style option lists.
     } else {
       Fail(ErrorCode::kInvalidArgument, kEpName, ": unknown provider option '", key,
-           "' (known: enable_graph_capture, memory_limit_bytes, run_streams, device_id)");
+           "' (known: enable_graph_capture, memory_limit_bytes, run_streams, device_id, vk_instance, ",
+           "vk_physical_device, vk_device, vk_queue, queue_family_index, vk_float16)");
     }
   }
   return config;
@@ -220,6 +253,7 @@ class VulkanEpFactory : public EpFactory {
           {"float16", info.float16 ? "1" : "0"},
           {"cooperative_matrix", info.cooperative_matrix ? "1" : "0"},
           {"memory_bytes", std::to_string(info.device_local_bytes)},
+          {"device_uuid", info.device_uuid},
       };
       if (!info.pci_bus_id.empty()) device.metadata["pci_bus_id"] = info.pci_bus_id;
       out.push_back(std::move(device));
@@ -251,7 +285,8 @@ class VulkanEpFactory : public EpFactory {
 
   std::unique_ptr<ExecutionProvider> CreateEp(const EpDevice& device, const ProviderOptions& options) override {
     const EpConfig config = ParseOptions(options);
-    return std::make_unique<VulkanExecutionProvider>(devices_.Get(IndexOf(device)), config, devices_);
+    const ExternalDevice* external = config.external ? &*config.external : nullptr;
+    return std::make_unique<VulkanExecutionProvider>(devices_.Get(IndexOf(device), external), config, devices_);
   }
 
   AllocatorPtr CreateAllocator(const MemoryInfo& info) override {

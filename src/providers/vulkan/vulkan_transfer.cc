@@ -75,7 +75,7 @@ void VulkanDataTransfer::CopyOne(const Tensor& src, Tensor& dst, Stream* stream)
         s.KeepAlive(src.buffer());
       } else {
         void* staged = nullptr;
-        std::shared_ptr<void> holder = Stage(devices_.Staging(ordinal), bytes, &staged);
+        std::shared_ptr<void> holder = Stage(device->Staging(), bytes, &staged);
         std::memcpy(staged, src_data, bytes);
         s.CopyBuffer(device->Resolve(staged, bytes), device->Resolve(dst_data, bytes), bytes);
         s.KeepAlive(std::move(holder));
@@ -91,7 +91,7 @@ void VulkanDataTransfer::CopyOne(const Tensor& src, Tensor& dst, Stream* stream)
       return;
     }
     void* staged = nullptr;
-    std::shared_ptr<void> holder = Stage(devices_.Staging(ordinal), bytes, &staged);
+    std::shared_ptr<void> holder = Stage(device->Staging(), bytes, &staged);
     s.CopyBuffer(device->Resolve(src_data, bytes), device->Resolve(staged, bytes), bytes);
     s.KeepAlive(src.buffer());
     s.Synchronize();  // pageable memory: the data is readable only once the device has written the staging buffer
