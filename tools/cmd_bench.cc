@@ -29,7 +29,8 @@ constexpr const char* kBenchUsage =
     "                     [--ep NAME]... [--plugin NAME=PATH]... [--profile PREFIX] [--concurrency N]\n"
     "                     [--modes host,concurrent,io,graph,concurrent-graph,data-parallel]\n"
     "Measures Run(feeds) with host tensors and Run(IoBinding) with inputs bound once and outputs bound to the\n"
-    "EP's memory; on the CUDA EP also Run(IoBinding) replaying a CUDA graph. --concurrency N adds Run(feeds)\n"
+    "EP's memory; on the CUDA EP also Run(IoBinding) replaying a CUDA graph (on the Vulkan EP: resubmitting recorded\n"
+    "command buffers). --concurrency N adds Run(feeds)\n"
     "from N threads at once on the same session (latency of each call, and calls per second over all threads).\n"
     "MODEL defaults to .models/default.onnx (PP-OCRv4 detection, input x 1x3x640x640).\n"
     "--profile writes a Chrome-trace profile of every run to PREFIX_<date-time>.json (one file per session).\n"
@@ -43,6 +44,7 @@ constexpr const char* kDefaultModel = ".models/default.onnx";
 const ShapeChoices kDefaultModelShapes = {{}, {{"x", Shape{1, 3, 640, 640}}}};
 constexpr int kMinRuns = 10;
 constexpr const char* kCudaEp = "CUDAExecutionProvider";
+constexpr const char* kVulkanEp = "VulkanExecutionProvider";
 
 using Clock = std::chrono::steady_clock;
 
@@ -208,26 +210,32 @@ std::filesystem::path ModelPath(const ParsedArgs& args) {
   return kDefaultModel;
 }
 
-// The same model in a session with enable_cuda_graph = 1: the first IoBinding run warms up, the second
+// The same model in a session with explicit graph capture (the CUDA EP's enable_cuda_graph = 1: CUDA graphs; the
+// Vulkan EP's enable_graph_capture = 1: recorded command buffers): the first IoBinding run warms up, the second
 // captures, later runs replay. A model that cannot be captured is reported, not fatal.
-void MeasureCudaGraph(Environment& env, const std::filesystem::path& model, const ParsedArgs& args,
-                      const Session::NamedValues& feeds, const BenchSettings& settings, std::vector<Latency>& results) {
+void MeasureCapturedGraph(Environment& env, const std::filesystem::path& model, const ParsedArgs& args,
+                          const Session::NamedValues& feeds, const BenchSettings& settings,
+                          std::vector<Latency>& results) {
   SessionOptions options = MakeSessionOptions(env, args);
-  if (options.providers.empty() || options.providers.front().ep_name != kCudaEp) {
-    std::cout << "io binding + cuda graph: not measured: name the CUDA EP first with --ep cuda\n";
+  const std::string ep = options.providers.empty() ? "" : options.providers.front().ep_name;
+  const bool cuda = ep == kCudaEp;
+  const std::string mode = cuda ? "io binding + cuda graph" : "io binding + recorded command buffers";
+  if (!cuda && ep != kVulkanEp) {
+    std::cout << "io binding + cuda graph: not measured: name the CUDA or Vulkan EP first with --ep cuda|vulkan\n";
     return;
   }
   // insert_or_assign with std::string operands: gcc 12 -O3 reports a false -Wrestrict for operator[] = "literal"
-  options.providers.front().options.insert_or_assign(std::string("enable_cuda_graph"), std::string("1"));
+  options.providers.front().options.insert_or_assign(std::string(cuda ? "enable_cuda_graph" : "enable_graph_capture"),
+                                                     std::string("1"));
   try {
     Session session(env, model, options);
     IoBinding binding = BindOnce(env, session, feeds);
     RunOptions run_options;
     run_options.config.insert_or_assign(std::string("gpu_graph_id"), std::string("0"));
-    results.push_back(Measure("io binding + cuda graph", settings, [&] { session.Run(binding, run_options); }));
-    if (args.Last("--profile")) std::cout << "Profile (cuda graph session): " << session.EndProfiling() << "\n";
+    results.push_back(Measure(mode, settings, [&] { session.Run(binding, run_options); }));
+    if (args.Last("--profile")) std::cout << "Profile (" << mode << " session): " << session.EndProfiling() << "\n";
   } catch (const Error& e) {
-    std::cout << "io binding + cuda graph: not measured: " << e.what() << "\n";
+    std::cout << mode << ": not measured: " << e.what() << "\n";
   }
 }
 
@@ -333,8 +341,9 @@ int BenchCommand(std::span<const std::string> args) {
     IoBinding binding = BindOnce(*env, session, feeds);
     results.push_back(Measure("io binding", settings, [&] { session.Run(binding); }));
   }
-  if (measured("graph") && !session.providers().empty() && session.providers().front() == kCudaEp)
-    MeasureCudaGraph(*env, model, parsed, feeds, settings, results);
+  if (measured("graph") && !session.providers().empty() &&
+      (session.providers().front() == kCudaEp || session.providers().front() == kVulkanEp))
+    MeasureCapturedGraph(*env, model, parsed, feeds, settings, results);
   if (measured("concurrent-graph"))
     MeasureConcurrentCudaGraphs(*env, model, parsed, feeds, settings, parsed.IntOr("--concurrency", 1, 1), results);
   if (measured("data-parallel") && !session.providers().empty())

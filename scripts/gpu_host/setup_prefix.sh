@@ -11,13 +11,15 @@ cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 
 DEB_DIR=.deps/debs
 # Always unpacked: ONNX protos, protobuf 3.21 (must match the protoc that generated onnx-ml.pb.h),
-# oneDNN 2.6, GoogleTest/GMock, Google Benchmark, the ONNX conformance data.
+# oneDNN 2.6, GoogleTest/GMock, Google Benchmark, the ONNX conformance data, the Vulkan headers and loader and
+# glslc (the Vulkan EP; NVIDIA's Vulkan driver comes from the host).
 REQUIRED=(
   libonnx1 libonnx-dev libonnxifi libonnx-testdata
   libprotobuf32 libprotobuf-lite32 libprotobuf-dev libprotoc32 protobuf-compiler
   libdnnl2 libdnnl-dev
   libgtest-dev libgmock-dev googletest
   libbenchmark1debian libbenchmark-dev
+  libvulkan1 libvulkan-dev glslc libshaderc1
 )
 # Unpacked only when the host lacks the library: the host's own (newer) copies must win.
 declare -A OPTIONAL_PROVIDES=(
