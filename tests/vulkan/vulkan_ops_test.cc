@@ -290,6 +290,19 @@ TEST_F(VulkanOpsTest, ResizeNearestAndLinear) {
   CompareOnVulkan(sizes);
 }
 
+TEST_F(VulkanOpsTest, CastFromIntegersToFloat) {
+  OpTester from64("Cast", 13);
+  from64.Attr("to", int64_t{static_cast<int64_t>(DataType::kFloat)})
+      .Input("X", Tensor::FromVector<int64_t>({2, 3}, {0, 1, -1, 123456, -70000, 1 << 30}))
+      .OutputName("Y");
+  CompareOnVulkan(from64);
+  OpTester from32("Cast", 13);
+  from32.Attr("to", int64_t{static_cast<int64_t>(DataType::kFloat)})
+      .Input("X", Tensor::FromVector<int32_t>({4}, {0, 7, -9, 1 << 24}))
+      .OutputName("Y");
+  CompareOnVulkan(from32);
+}
+
 TEST_F(VulkanOpsTest, Float16KernelsAgreeWithFloat32OnTheCpu) {
   if (VulkanDevice().device->metadata.at("float16") != "1") GTEST_SKIP() << "the device has no float16 arithmetic";
   // Each op on float16 inputs on the Vulkan EP against the same op on the CPU EP (float16 there too).

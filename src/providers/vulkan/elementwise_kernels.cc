@@ -275,9 +275,11 @@ class CastKernel : public Kernel {
     const char* shader = nullptr;
     if (x.type() == DataType::kFloat && to_ == DataType::kFloat16) shader = "cast_f32_f16";
     if (x.type() == DataType::kFloat16 && to_ == DataType::kFloat) shader = "cast_f16_f32";
+    if (x.type() == DataType::kInt32 && to_ == DataType::kFloat) shader = "cast_i32_f32";
+    if (x.type() == DataType::kInt64 && to_ == DataType::kFloat) shader = "cast_i64_f32";
     if (shader == nullptr)
-      Fail(ErrorCode::kNotImplemented, ctx.node(), ": the Vulkan EP casts between float and float16 only, not ",
-           DataTypeName(x.type()), " to ", DataTypeName(to_));
+      Fail(ErrorCode::kNotImplemented, ctx.node(), ": the Vulkan EP casts between float and float16 and from int32 ",
+           "and int64 to float, not ", DataTypeName(x.type()), " to ", DataTypeName(to_));
     CastPush push{Address(ctx, x, "input"), Address(ctx, y, "output"), U32(ctx, x.NumElements())};
     DispatchLinear(stream, shader, &push, sizeof(push), x.NumElements());
   }
@@ -326,9 +328,10 @@ void RegisterElementwiseKernels(KernelRegistry& registry, const PhysicalDeviceIn
     registry.Register(def, [binary_op](const KernelInfo& info) { return std::make_unique<BinaryKernel>(info, binary_op); });
   }
   registry.Register<BatchNormKernel>(Def("BatchNormalization", "", 9, kLatestOnnxOpset, {{0, floats}}));
-  if (device.float16) {
-    registry.Register<CastKernel>(Def("Cast", "", 6, kLatestOnnxOpset, {{0, {DataType::kFloat, DataType::kFloat16}}}));
-  }
+  // Cast: float <-> float16 where the device has float16, int32 / int64 -> float (attention masks, indices).
+  std::vector<DataType> cast_from = {DataType::kFloat, DataType::kInt32, DataType::kInt64};
+  if (device.float16) cast_from.push_back(DataType::kFloat16);
+  registry.Register<CastKernel>(Def("Cast", "", 6, kLatestOnnxOpset, {{0, cast_from}}));
 }
 
 }  // namespace tessera::vulkan_ep

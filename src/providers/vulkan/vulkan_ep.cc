@@ -118,8 +118,10 @@ std::string VersionText(uint32_t version) {
 // Whether the node's attributes are ones the Vulkan kernels implement (kernel registrations cannot see attributes).
 bool AttributesSupported(const Node& node, const Graph& graph) {
   const std::string& op = node.op_type;
-  if (op == "Cast") {
+  if (op == "Cast") {  // float <-> float16, int32 / int64 -> float (CastKernel)
     const auto to = static_cast<DataType>(node.GetInt("to", 0));
+    const DataType from = graph.TypeOf(node.inputs[0]);
+    if (from == DataType::kInt32 || from == DataType::kInt64) return to == DataType::kFloat;
     return to == DataType::kFloat || to == DataType::kFloat16;
   }
   // Tensors only (Identity also passes sequences and optionals through on the CPU).

@@ -21,7 +21,7 @@ void main() {
     case 0u: r = x + y; break;
     case 1u: r = x - y; break;
     case 2u: r = x * y; break;
-    case 3u: r = x / y; break;
+    case 3u: r = Div(x, y); break;
     case 4u:
       if (y == 2.0) { r = x * x; break; }
       r = pow(abs(x), y);

@@ -21,6 +21,16 @@ uint FlatIndex() {
   return gl_GlobalInvocationID.x + gl_GlobalInvocationID.y * gl_NumWorkGroups.x * gl_WorkGroupSize.x;
 }
 
+// a / b correctly rounded: GPU drivers may implement '/' with a reciprocal (up to 2.5 ulp off, SPIR-V's allowance),
+// which moves values that the next op rounds (Round, a nearest Resize, a quantization) across a boundary. One
+// residual step with fma corrects the quotient.
+float Div(float a, float b) {
+  float q = a / b;
+  if (isinf(q) || isnan(q) || q == 0.0) return q;
+  precise float r = fma(-q, b, a);
+  return q + r / b;
+}
+
 // erf with |error| < 1.5e-7 (Abramowitz and Stegun 7.1.26).
 float Erf(float x) {
   float s = sign(x);

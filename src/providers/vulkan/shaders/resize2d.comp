@@ -14,12 +14,12 @@ layout(push_constant) uniform Params {
 float Source(uint o, float scale, uint in_size, float length) {
   float fo = float(o);
   switch (p.coord) {
-    case 0u: return (fo + 0.5) / scale - 0.5;
-    case 1u: return fo / scale;
-    case 2u: return length > 1.0 ? fo * float(in_size - 1u) / (length - 1.0) : 0.0;
-    case 3u: return length > 1.0 ? (fo + 0.5) / scale - 0.5 : 0.0;
-    case 4u: return (fo + 0.5) / scale;
-    default: return fo / scale;
+    case 0u: return Div(fo + 0.5, scale) - 0.5;
+    case 1u: return Div(fo, scale);
+    case 2u: return length > 1.0 ? Div(fo * float(in_size - 1u), length - 1.0) : 0.0;
+    case 3u: return length > 1.0 ? Div(fo + 0.5, scale) - 0.5 : 0.0;
+    case 4u: return Div(fo + 0.5, scale);
+    default: return Div(fo, scale);
   }
 }
 int Nearest(float s, uint size) {
