@@ -235,5 +235,36 @@ TEST_F(VulkanSessionTest, DefaultModelMatchesTheCpu) {
   EXPECT_EQ(CompareTensors(expected, actual, 1e-4, 1e-4), "");
 }
 
+TEST_F(VulkanSessionTest, SmallBertRecordedOnceMatchesTheCpu) {
+  // BERT's attention mask (Cast from int64), its shape subgraph (left on the CPU) and its position ids (computed on
+  // the host, uploaded by Gather) leave the whole run capturable into recorded command buffers.
+  const char* models_dir = std::getenv("TESSERA_MODELS_DIR");
+  if (models_dir == nullptr) GTEST_SKIP() << "TESSERA_MODELS_DIR is not set (scripts/test.sh exports the models)";
+  const std::filesystem::path model = std::filesystem::path(models_dir) / "bert_base" / "model.onnx";
+  if (!std::filesystem::exists(model)) GTEST_SKIP() << model << " does not exist";
+  Tensor ids = RandomTensor(DataType::kInt64, {2, 16}, 7, 0, 999);
+  Tensor mask = Tensor::Allocate(DataType::kInt64, {2, 16});
+  for (int64_t i = 0; i < 32; ++i) mask.Data<int64_t>()[i] = i < 28 ? 1 : 0;  // padding at the end of row 2
+  SessionOptions cpu_options, vulkan_options;
+  vulkan_options.AddProvider(kVulkanEpName, {{"enable_graph_capture", "1"}});
+  Session cpu(TestEnv(), model, cpu_options);
+  Session vulkan(TestEnv(), model, vulkan_options);
+  const std::vector<Value> expected = cpu.Run({{"input_ids", ids}, {"attention_mask", mask}});
+  Tensor device_ids = ToVulkan(ids), device_mask = ToVulkan(mask);
+  IoBinding binding = vulkan.CreateIoBinding();
+  binding.BindInput("input_ids", device_ids);
+  binding.BindInput("attention_mask", device_mask);
+  for (const ValueInfo& output : vulkan.outputs()) binding.BindOutput(output.name, VulkanDevice().device_memory);
+  for (int run = 0; run < 3; ++run) {  // warm-up, capture, replay
+    vulkan.Run(binding);
+    binding.SynchronizeOutputs();
+    ASSERT_EQ(binding.BoundOutputs().size(), expected.size());
+    for (size_t i = 0; i < expected.size(); ++i)
+      EXPECT_EQ(CompareTensors(expected[i].tensor(), ToHostTensor(binding.BoundOutputs()[i].tensor()), 1e-4, 1e-4), "")
+          << "run " << run << ", output " << i;
+  }
+  EXPECT_NE(vulkan.GraphStatus().find("explicit"), std::string::npos) << vulkan.GraphStatus();
+}
+
 }  // namespace
 }  // namespace tessera::test

@@ -8,6 +8,7 @@
 #include "providers/cuda/cuda_common.h"
 #include "providers/cuda/cuda_stream.h"
 #include "providers/cuda/kernels/cuda_kernels.h"
+#include "tessera/ep/shape_computations.h"
 
 namespace tessera::cuda {
 
@@ -18,33 +19,6 @@ int CheckedOrdinal(int ordinal, const CudaProviderOptions& options) {
     Fail(ErrorCode::kInvalidArgument, kEpName, ": provider option 'device_id' is ", options.device_id,
          " but this EP device is GPU ", ordinal, " (choose the GPU with ProviderRequest::device_index)");
   return ordinal;
-}
-
-// Nodes that compute shapes: every node other than Shape whose inputs are all outputs of Shape (or of such
-// nodes) or initializers, at least one of them not an initializer. Their values are small int64 tensors
-// the host reads (Reshape's shape, Slice's bounds, ...); on the GPU they would be copied to the device and
-// back, so they are left to the CPU. Shape itself runs here: it reads only its input's shape. (Shapes the
-// optimizer knows statically are folded before partitioning.) ConstantOfShape makes data, so it stays.
-std::set<size_t> ShapeComputations(const Graph& graph) {
-  std::set<std::string> shape_values;
-  std::set<size_t> nodes;
-  for (size_t i = 0; i < graph.nodes.size(); ++i) {
-    const Node& node = *graph.nodes[i];
-    bool derived = node.op_type == "Shape", from_shape = false;
-    if (!derived && node.op_type != "ConstantOfShape") {
-      derived = true;
-      for (const std::string& input : node.inputs) {
-        if (input.empty() || graph.IsInitializer(input)) continue;
-        const bool is_shape = shape_values.count(input) != 0;
-        derived = derived && is_shape;
-        from_shape = from_shape || is_shape;
-      }
-      derived = derived && from_shape;
-      if (derived) nodes.insert(i);
-    }
-    if (derived) shape_values.insert(node.outputs.begin(), node.outputs.end());
-  }
-  return nodes;
 }
 
 // Whether device memory is used on more than one stream: copy streams, or streams per concurrent run (every

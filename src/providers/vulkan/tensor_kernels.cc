@@ -1,6 +1,7 @@
 // Data movement: Reshape, Flatten, Squeeze, Unsqueeze, Identity and Dropout alias their input (no device work);
 // Transpose, Concat, Slice and Expand are strided copies (shaders/strided_copy.comp); Gather (shaders/gather.comp).
 #include <algorithm>
+#include <cstring>
 #include <numeric>
 
 #include "tessera/ep/broadcast.h"
@@ -374,6 +375,27 @@ class ExpandKernel : public Kernel {
   }
 };
 
+// ---- Shape ------------------------------------------------------------------------------------------------------
+
+// Shape of a tensor in the EP's memory, written on the host (a host output): no copy of the data, and capture works
+// (its output depends on shapes alone).
+class ShapeKernel : public Kernel {
+ public:
+  explicit ShapeKernel(const KernelInfo& info)
+      : start_(info.node().GetInt("start", 0)), end_(info.node().GetInt("end", INT64_MAX)) {}
+  void Compute(KernelContext& ctx) const override {
+    const std::vector<int64_t>& dims = ctx.Input(0).shape().dims();
+    const int64_t rank = static_cast<int64_t>(dims.size());
+    auto clamp = [rank](int64_t axis) { return std::clamp<int64_t>(axis < 0 ? axis + rank : axis, 0, rank); };
+    const int64_t start = clamp(start_), end = std::max(start, clamp(end_));
+    Tensor& out = ctx.Output(0, DataType::kInt64, Shape({end - start}));
+    std::copy(dims.begin() + start, dims.begin() + end, out.Data<int64_t>());
+  }
+
+ private:
+  int64_t start_, end_;
+};
+
 // ---- Gather ----------------------------------------------------------------------------------------------------
 
 struct GatherPush {
@@ -401,7 +423,26 @@ class GatherKernel : public Kernel {
     const size_t element = SizeOf(data.type());
     if (element != 4 && element != 2)
       Fail(ErrorCode::kNotImplemented, node, ": Gather of ", DataTypeName(data.type()), " on the Vulkan EP");
-    GatherPush push{Address(ctx, data, "data"), Address(ctx, indices, "indices"), Address(ctx, y, "output"),
+    // Indices computed on the host (from shapes, e.g. position ids) go up through a staging buffer; in a captured run
+    // the upload is recorded with them, which is right since such values depend on shapes alone.
+    uint64_t indices_address = 0;
+    if (indices.memory_info().IsHostReadable()) {
+      VulkanStream& stream = StreamOf(ctx);
+      VulkanDevice& device = stream.device();
+      const size_t bytes = indices.SizeInBytes();
+      Tensor uploaded = Tensor::Allocate(indices.type(), indices.shape(), ctx.allocator());
+      const AllocatorPtr& staging = device.Staging();
+      void* staged = staging->Allocate(bytes);
+      std::shared_ptr<void> holder(staged, [staging](void* p) { staging->Free(p); });
+      std::memcpy(staged, indices.raw_data(), bytes);
+      stream.CopyBuffer(device.Resolve(staged, bytes), device.Resolve(uploaded.raw_data(), bytes), bytes);
+      stream.KeepAlive(std::move(holder));
+      stream.KeepAlive(uploaded.buffer());
+      indices_address = Address(ctx, uploaded, "indices");
+    } else {
+      indices_address = Address(ctx, indices, "indices");
+    }
+    GatherPush push{Address(ctx, data, "data"), indices_address, Address(ctx, y, "output"),
                     U32(ctx, y.NumElements()), U32(ctx, d[axis]), U32(ctx, inner), U32(ctx, indices.NumElements()),
                     indices.type() == DataType::kInt64 ? 1u : 0u};
     DispatchLinear(StreamOf(ctx), element == 2 ? "gather_b16" : "gather_b32", &push, sizeof(push), y.NumElements());
@@ -415,8 +456,14 @@ class GatherKernel : public Kernel {
 
 void RegisterTensorKernels(KernelRegistry& registry, const PhysicalDeviceInfo& device) {
   const std::vector<DataType> floats = FloatTypes(device);
+  // Aliases do no device work: every numeric type (shape computations stay on the CPU all the same:
+  // VulkanExecutionProvider::GetCapability leaves them there).
+  const std::vector<DataType> numeric = {DataType::kFloat,  DataType::kFloat16, DataType::kBFloat16, DataType::kDouble,
+                                         DataType::kInt8,   DataType::kUInt8,   DataType::kInt16,    DataType::kUInt16,
+                                         DataType::kInt32,  DataType::kUInt32,  DataType::kInt64,    DataType::kUInt64,
+                                         DataType::kBool};
   auto alias = [&](const char* op, int since, std::vector<int> host_inputs) {
-    KernelDef def = Def(op, "", since, kLatestOnnxOpset, {{0, floats}});
+    KernelDef def = Def(op, "", since, kLatestOnnxOpset, {{0, numeric}});
     def.host_inputs = std::move(host_inputs);
     def.may_alias = true;
     registry.Register<AliasKernel>(def);
@@ -427,6 +474,10 @@ void RegisterTensorKernels(KernelRegistry& registry, const PhysicalDeviceInfo& d
   alias("Unsqueeze", 1, {1});
   alias("Identity", 1, {});
   alias("Dropout", 1, {1, 2});
+  KernelDef shape = Def("Shape", "", 1, kLatestOnnxOpset, {{0, numeric}});
+  shape.host_outputs = {0};
+  shape.host_or_device_inputs = {0};  // only the shape is read
+  registry.Register<ShapeKernel>(shape);
   registry.Register<TransposeKernel>(Def("Transpose", "", 1, kLatestOnnxOpset, {{0, floats}}));
   registry.Register<ConcatKernel>(Def("Concat", "", 4, kLatestOnnxOpset, {{0, floats}}));
   KernelDef slice = Def("Slice", "", 1, kLatestOnnxOpset, {{0, floats}});
@@ -435,7 +486,9 @@ void RegisterTensorKernels(KernelRegistry& registry, const PhysicalDeviceInfo& d
   KernelDef expand = Def("Expand", "", 8, kLatestOnnxOpset, {{0, floats}});
   expand.host_inputs = {1};
   registry.Register<ExpandKernel>(expand);
-  registry.Register<GatherKernel>(Def("Gather", "", 1, kLatestOnnxOpset, {{0, floats}, {1, {DataType::kInt32, DataType::kInt64}}}));
+  KernelDef gather = Def("Gather", "", 1, kLatestOnnxOpset, {{0, floats}, {1, {DataType::kInt32, DataType::kInt64}}});
+  gather.host_or_device_inputs = {1};  // indices computed on the host are uploaded by the kernel
+  registry.Register<GatherKernel>(gather);
 }
 
 }  // namespace tessera::vulkan_ep

@@ -14,6 +14,7 @@
 
 #include "tessera/arena.h"
 #include "tessera/ep/ep_factory.h"
+#include "tessera/ep/shape_computations.h"
 #include "tessera/status.h"
 #include "vulkan_devices.h"
 #include "vulkan_kernels.h"
@@ -180,9 +181,10 @@ class VulkanExecutionProvider : public ExecutionProvider {
   std::unique_ptr<Stream> CreateStream() override { return std::make_unique<VulkanStream>(*device_); }
 
   std::vector<size_t> GetCapability(const Graph& graph, const std::set<size_t>& unassigned) const override {
+    const std::set<size_t> shape_computations = ShapeComputations(graph);  // left to the CPU
     std::vector<size_t> taken;
     for (size_t i : ExecutionProvider::GetCapability(graph, unassigned))
-      if (AttributesSupported(*graph.nodes[i], graph)) taken.push_back(i);
+      if (AttributesSupported(*graph.nodes[i], graph) && shape_computations.count(i) == 0) taken.push_back(i);
     return taken;
   }
 
