@@ -4,6 +4,8 @@
 #   - tests/install/consumer (find_package(Tessera)) runs relu.onnx on the CPU,
 #   - tests/install/plugin builds the simulated testing device as an out-of-tree EP plugin from a copy of its
 #     sources (only the installed public headers visible), and the consumer runs the model on it,
+#   - the Vulkan EP plugin (src/providers/vulkan, its own CMake project) builds the same way, and the consumer runs
+#     the model on it (lavapipe on CI),
 #   - the same consumer compiled with `pkg-config --cflags --libs tessera`,
 #   - the installed CLI (PREFIX/bin/tessera) runs the model,
 #   - `pip wheel` of the Python package (from this build folder) installs into a fresh virtual environment and
@@ -38,6 +40,17 @@ check "consumer on the out-of-tree plugin" "provider TestingExecutionProvider" \
   "$WORK/consumer/consumer" "$MODEL" "$WORK/plugin/libtessera_testing_ep.so" TestingExecutionProvider
 check "its output" "$EXPECTED" \
   "$WORK/consumer/consumer" "$MODEL" "$WORK/plugin/libtessera_testing_ep.so" TestingExecutionProvider
+# The Vulkan EP plugin as its own CMake project against the installed package: only its sources and the installed
+# public headers are visible (where the build has the plugin, i.e. the Vulkan headers and glslc exist).
+if [[ -f $BUILD_DIR/libtessera_vulkan.so ]]; then
+  cp -r src/providers/vulkan "$WORK/vulkan_src"
+  cmake -S "$WORK/vulkan_src" -B "$WORK/vulkan" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+    -DCMAKE_PREFIX_PATH="$WORK/prefix" >>"$LOG" 2>&1 && cmake --build "$WORK/vulkan" >>"$LOG" 2>&1 ||
+    { echo "test_install: FAILED: building the Vulkan plugin outside the tree"; tail -30 "$LOG"; exit 1; }
+  check "consumer on the Vulkan plugin built outside the tree" "$EXPECTED" \
+    env TESSERA_VULKAN_SOFTWARE_DEVICES=1 "$WORK/consumer/consumer" "$MODEL" "$WORK/vulkan/libtessera_vulkan.so" \
+    VulkanExecutionProvider
+fi
 PC_DIR=$(dirname "$(find "$WORK/prefix" -name tessera.pc | head -1)")
 # shellcheck disable=SC2046
 g++ -O1 tests/install/consumer/consumer.cc -o "$WORK/consumer_pc" \
