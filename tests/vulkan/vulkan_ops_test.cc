@@ -141,6 +141,33 @@ TEST_F(VulkanOpsTest, ConvolutionsDirectGroupedDepthwiseAndOneD) {
   CompareOnVulkan(same);
 }
 
+TEST_F(VulkanOpsTest, SplitKProductsAndConvolutionsOfSmallGrids) {
+  // Few output tiles and a deep reduction: the depth is split into chunks whose partial sums are added afterwards.
+  OpTester mm("MatMul", 13);
+  mm.Input("A", RandomTensor(kF32, {8, 512}, 70)).Input("B", RandomTensor(kF32, {512, 40}, 71)).OutputName("Y");
+  mm.Tolerance(1e-4, 1e-4);
+  CompareOnVulkan(mm);
+  OpTester batched("MatMul", 13);
+  batched.Input("A", RandomTensor(kF32, {3, 2, 9, 300}, 72)).Input("B", RandomTensor(kF32, {3, 1, 300, 20}, 73));
+  batched.OutputName("Y").Tolerance(1e-4, 1e-4);
+  CompareOnVulkan(batched);
+  OpTester gemm("Gemm", 13);
+  gemm.Attr("transB", int64_t{1}).Attr("alpha", 0.5f).Attr("beta", 2.0f);
+  gemm.Input("A", RandomTensor(kF32, {4, 700}, 74)).Input("B", RandomTensor(kF32, {30, 700}, 75), true);
+  gemm.Input("C", RandomTensor(kF32, {30}, 76), true).OutputName("Y").Tolerance(1e-4, 1e-4);
+  CompareOnVulkan(gemm);
+  OpTester conv("Conv", 11);
+  conv.Attr("pads", std::vector<int64_t>{1, 1, 1, 1});
+  conv.Input("X", RandomTensor(kF32, {1, 64, 7, 7}, 77)).Input("W", RandomTensor(kF32, {32, 64, 3, 3}, 78), true);
+  conv.Input("B", RandomTensor(kF32, {32}, 79), true).OutputName("Y").Tolerance(1e-4, 1e-4);
+  CompareOnVulkan(conv);
+  OpTester grouped("Conv", 11);
+  grouped.Attr("group", int64_t{2});
+  grouped.Input("X", RandomTensor(kF32, {1, 128, 4, 4}, 80)).Input("W", RandomTensor(kF32, {16, 64, 3, 3}, 81), true);
+  grouped.OutputName("Y").Tolerance(1e-4, 1e-4);
+  CompareOnVulkan(grouped);
+}
+
 TEST_F(VulkanOpsTest, TransposedConvolutions) {
   struct Case {
     Shape x, w;
@@ -311,6 +338,10 @@ TEST_F(VulkanOpsTest, Float16KernelsAgreeWithFloat32OnTheCpu) {
   conv.Input("X", RandomTensor(kF16, {1, 4, 8, 8}, 50)).Input("W", RandomTensor(kF16, {6, 4, 3, 3}, 51), true);
   conv.OutputName("Y").Tolerance(2e-2, 2e-2);
   CompareOnVulkan(conv);
+  OpTester split("Conv", 11);  // split-K with float16 input and output, float partial sums
+  split.Input("X", RandomTensor(kF16, {1, 64, 5, 5}, 63)).Input("W", RandomTensor(kF16, {8, 64, 3, 3}, 64), true);
+  split.OutputName("Y").Tolerance(3e-2, 3e-2);
+  CompareOnVulkan(split);
   OpTester mm("MatMul", 13);
   mm.Input("A", RandomTensor(kF16, {5, 33}, 52)).Input("B", RandomTensor(kF16, {33, 9}, 53)).OutputName("Y").Tolerance(2e-2, 2e-2);
   CompareOnVulkan(mm);

@@ -22,8 +22,16 @@ struct ConvPush {
   uint32_t groups, act;
   float act_a, act_b;
   uint32_t flags;
+  uint32_t splits;
 };
 static_assert(sizeof(ConvPush) <= kPushConstantBytes);
+
+struct ConvReducePush {
+  uint64_t partial, bias, residual, y;
+  uint32_t N, K, pixels, splits, act;
+  float act_a, act_b;
+  uint32_t flags;
+};
 
 Activation ShaderActivation(const FusedActivation& a) {
   switch (a.kind) {
@@ -131,6 +139,7 @@ class ConvKernel : public Kernel {
     push.DW = win.DW;
     push.groups = U32(ctx, group_);
     push.flags = b != nullptr ? 1u : 0u;
+    push.splits = 1;
     // A residual of exactly Y's shape is added in the epilogue; one that broadcasts is added afterwards, and the
     // activation then runs after it.
     const bool residual_in_epilogue = z != nullptr && z->shape() == y.shape();
@@ -151,8 +160,22 @@ class ConvKernel : public Kernel {
       DispatchLinear(stream, std::string("depthwise_conv2d") + suffix, &push, sizeof(push), y.NumElements());
     } else {
       const uint64_t cols = static_cast<uint64_t>(N) * win.OH * win.OW;
-      stream.Dispatch(std::string("conv2d") + suffix, &push, sizeof(push), U32(ctx, (cols + 63) / 64),
-                      U32(ctx, (Kg + 63) / 64), push.groups);
+      const uint32_t gx = U32(ctx, (cols + 63) / 64), gy = U32(ctx, (Kg + 63) / 64);
+      const uint64_t depth = static_cast<uint64_t>(Cg) * win.KH * win.KW;
+      push.splits = SplitsFor(uint64_t{gx} * gy * push.groups, (depth + 15) / 16);
+      if (push.splits == 1) {
+        stream.Dispatch(std::string("conv2d") + suffix, &push, sizeof(push), gx, gy, push.groups);
+      } else {  // split-K: partial sums, then conv_reduce applies the epilogue
+        Tensor partial = Tensor::Allocate(DataType::kFloat, Shape({static_cast<int64_t>(push.splits * K * cols)}),
+                                          ctx.allocator());
+        ConvPush first = push;
+        first.y = Address(ctx, partial, "split-K partial sums");
+        stream.Dispatch(std::string("conv2d") + suffix, &first, sizeof(first), gx, gy, push.groups * push.splits);
+        ConvReducePush reduce{first.y, push.bias, push.residual, push.y,    push.N,     push.K,   win.OH * win.OW,
+                              push.splits, push.act, push.act_a,  push.act_b, push.flags};
+        DispatchLinear(stream, std::string("conv_reduce") + suffix, &reduce, sizeof(reduce), y.NumElements());
+        stream.KeepAlive(partial.buffer());
+      }
     }
     if (separate_residual) {
       BroadcastShapes(node, y.shape(), z->shape());

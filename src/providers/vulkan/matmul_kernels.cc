@@ -18,11 +18,40 @@ struct MatMulPush {
   uint32_t bias_row, bias_col, has_bias;
   uint32_t act;
   float act_a, act_b;
+  uint32_t splits;
 };
 
-void DispatchProduct(VulkanStream& stream, const std::string& shader, const MatMulPush& push, uint32_t batches) {
+struct MatMulReducePush {
+  uint64_t partial, bias, c;
+  uint32_t total, N, MN, splits;
+  float alpha, beta;
+  uint32_t bias_row, bias_col, has_bias, act;
+  float act_a, act_b;
+};
+
+// Records `batches` products of push.M x push.N (at push.c, batch stride push.c_batch == M * N), split along the depth
+// when the grid is too small to fill the GPU (SplitsFor): partial sums in a scratch buffer, then matmul_reduce.
+void DispatchProduct(const KernelContext& ctx, VulkanStream& stream, const char* suffix, MatMulPush push,
+                     uint32_t batches) {
   const uint32_t x = (push.N + 63) / 64, y = (push.M + 63) / 64;
-  stream.Dispatch(shader, &push, sizeof(push), x, y, batches);
+  const uint32_t splits = SplitsFor(uint64_t{x} * y * batches, (push.K + 15) / 16);
+  push.splits = splits;
+  const std::string shader = std::string("matmul") + suffix;
+  if (splits == 1) {
+    stream.Dispatch(shader, &push, sizeof(push), x, y, batches);
+    return;
+  }
+  const uint64_t total = uint64_t{push.M} * push.N * batches;
+  Tensor partial = Tensor::Allocate(DataType::kFloat, Shape({static_cast<int64_t>(total * splits)}), ctx.allocator());
+  MatMulPush first = push;
+  first.c = Address(ctx, partial, "split-K partial sums");
+  stream.Dispatch(shader, &first, sizeof(first), x, y, batches * splits);
+  MatMulReducePush reduce{first.c,       push.bias,  push.c,       U32(ctx, static_cast<int64_t>(total)),
+                          push.N,        push.M * push.N, splits, push.alpha,
+                          push.beta,     push.bias_row, push.bias_col, push.has_bias,
+                          push.act,      push.act_a,    push.act_b};
+  DispatchLinear(stream, std::string("matmul_reduce") + suffix, &reduce, sizeof(reduce), total);
+  stream.KeepAlive(partial.buffer());
 }
 
 class MatMulKernel : public Kernel {
@@ -74,7 +103,7 @@ class MatMulKernel : public Kernel {
     for (int64_t d : out_batch) batches *= d;
 
     VulkanStream& stream = StreamOf(ctx);
-    const std::string shader = std::string("matmul") + FloatSuffix(ctx, a.type());
+    const char* suffix = FloatSuffix(ctx, a.type());
     const size_t element = SizeOf(a.type());
     MatMulPush push{};
     push.a = Address(ctx, a, "A");
@@ -99,7 +128,7 @@ class MatMulKernel : public Kernel {
     }
     if (b_shared && a_contiguous) {
       push.M = U32(ctx, batches * M);
-      DispatchProduct(stream, shader, push, 1);
+      DispatchProduct(ctx, stream, suffix, push, 1);
       return;
     }
     push.M = U32(ctx, M);
@@ -120,7 +149,7 @@ class MatMulKernel : public Kernel {
       part.a += a_off * element;
       part.b += b_off * element;
       part.c += o * inner * M * N * element;
-      DispatchProduct(stream, shader, part, U32(ctx, inner));
+      DispatchProduct(ctx, stream, suffix, part, U32(ctx, inner));
     }
   }
 };
@@ -175,7 +204,7 @@ class GemmKernel : public Kernel {
       push.bias_col = cols == 1 ? 0 : 1;
       push.has_bias = 1;
     }
-    DispatchProduct(StreamOf(ctx), std::string("matmul") + FloatSuffix(ctx, a.type()), push, 1);
+    DispatchProduct(ctx, StreamOf(ctx), FloatSuffix(ctx, a.type()), push, 1);
   }
 
  private:

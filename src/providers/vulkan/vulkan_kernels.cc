@@ -41,6 +41,13 @@ void DispatchRows(VulkanStream& stream, const std::string& shader, const void* p
   stream.Dispatch(shader, push, push_bytes, x, y);
 }
 
+uint32_t SplitsFor(uint64_t workgroups, uint64_t k_tiles) {
+  if (workgroups == 0 || workgroups >= 128) return 1;
+  const uint64_t wanted = (256 + workgroups - 1) / workgroups;
+  const uint64_t deepest = std::max<uint64_t>(k_tiles / 4, 1);
+  return static_cast<uint32_t>(std::clamp<uint64_t>(std::min(wanted, deepest), 1, 32));
+}
+
 uint32_t U32(const KernelContext& ctx, int64_t value) {
   if (value < 0 || value > UINT32_MAX)
     Fail(ErrorCode::kNotImplemented, ctx.node(), ": a size of ", value, " does not fit the Vulkan kernels' 32-bit indices");

@@ -33,6 +33,11 @@ const char* FloatSuffix(const KernelContext& ctx, DataType type);
 void DispatchLinear(VulkanStream& stream, const std::string& shader, const void* push, size_t push_bytes, uint64_t n);
 // Dispatches a row shader (one workgroup per row) over `rows` rows.
 void DispatchRows(VulkanStream& stream, const std::string& shader, const void* push, size_t push_bytes, uint64_t rows);
+// Split-K: into how many depth chunks a matrix product or convolution of `workgroups` output tiles and `k_tiles`
+// 16-deep steps is split, so that small grids (batch 1, late layers) still fill the GPU: 1 when the grid has 128
+// tiles or more; otherwise enough chunks for about 256 workgroups, each at least 4 steps deep, at most 32.
+uint32_t SplitsFor(uint64_t workgroups, uint64_t k_tiles);
+
 // A uint32 push-constant value; throws kNotImplemented naming the node when `value` does not fit (tensors of 2^32
 // elements or more).
 uint32_t U32(const KernelContext& ctx, int64_t value);

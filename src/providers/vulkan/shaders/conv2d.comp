@@ -2,7 +2,9 @@
 // 2-D convolution (NCHW) as an implicit matrix product per group: rows are the group's output channels, columns the
 // output pixels of every image (n, oh, ow), depth the group's input channels times the window. 64 x 64 tiles, 16
 // deep, each of the 256 invocations computing 4 x 4 outputs; bias and activation in the epilogue; an optional
-// residual (same shape as Y) is added before the activation.
+// residual (same shape as Y) is added before the activation. With splits > 1 (split-K, for grids too small to fill
+// the GPU), workgroup z = group * splits + s covers depth chunk s and writes raw float sums to `partial`
+// ([splits][K][N * OH * OW]); conv_reduce.comp adds them up and applies the epilogue.
 #include "common.glsl"
 layout(local_size_x = 16, local_size_y = 16) in;
 layout(push_constant) uniform Params {
@@ -10,13 +12,15 @@ layout(push_constant) uniform Params {
   uint N; uint C; uint H; uint W; uint K; uint OH; uint OW;
   uint KH; uint KW; uint SH; uint SW; int PH; int PW; uint DH; uint DW;
   uint groups; uint act; float act_a; float act_b; uint flags;  // flags: 1 = bias, 2 = residual
+  uint splits;  // > 1: write raw sums of depth chunk z % splits to `y` as floats (partials)
 } p;
+layout(buffer_reference, std430, buffer_reference_align = 4) buffer Partials { float v[]; };
 
 shared float As[16][64];
 shared float Bs[16][64];
 
 void main() {
-  uint g = gl_WorkGroupID.z;
+  uint g = gl_WorkGroupID.z / p.splits, split = gl_WorkGroupID.z % p.splits;
   uint Kg = p.K / p.groups, Cg = p.C / p.groups;
   uint window = p.KH * p.KW;
   uint depth = Cg * window;
@@ -27,25 +31,33 @@ void main() {
   uint tid = ty * 16 + tx;
   float acc[4][4];
   for (int i = 0; i < 4; ++i) for (int j = 0; j < 4; ++j) acc[i][j] = 0.0;
-  for (uint k0 = 0; k0 < depth; k0 += 16) {
+  // This invocation's B column is the same in every tile: its image and window origin, computed once.
+  uint my_col = col0 + tid % 64;
+  bool col_ok = my_col < cols;
+  uint n = col_ok ? my_col / pixels : 0u, pix = col_ok ? my_col % pixels : 0u;
+  uint oh = pix / p.OW, ow = pix % p.OW;
+  int ih0 = int(oh * p.SH) - p.PH, iw0 = int(ow * p.SW) - p.PW;
+  uint x_base = (n * p.C + g * Cg) * p.H * p.W;
+  uint plane = p.H * p.W;
+  // Depth chunk of this split (a multiple of 16).
+  uint chunk = ((depth + p.splits * 16u - 1u) / (p.splits * 16u)) * 16u;
+  uint k_begin = split * chunk, k_end = min(depth, k_begin + chunk);
+  for (uint k0 = k_begin; k0 < k_end; k0 += 16) {
     for (uint e = tid; e < 1024; e += 256) {
       uint r = e / 16, kk = e % 16;
       uint gr = row0 + r, gk = k0 + kk;
-      As[kk][r] = (gr < Kg && gk < depth) ? LOAD(p.w, (g * Kg + gr) * depth + gk) : 0.0;
-      uint kb = e / 64, cc = e % 64;
-      uint gkb = k0 + kb, gc = col0 + cc;
+      As[kk][r] = (gr < Kg && gk < k_end) ? LOAD(p.w, (g * Kg + gr) * depth + gk) : 0.0;
+      uint kb = e / 64;
+      uint gkb = k0 + kb;
       float v = 0.0;
-      if (gkb < depth && gc < cols) {
-        uint c = gkb / window, rs = gkb % window;
-        uint kh = rs / p.KW, kw = rs % p.KW;
-        uint n = gc / pixels, pix = gc % pixels;
-        uint oh = pix / p.OW, ow = pix % p.OW;
-        int ih = int(oh * p.SH + kh * p.DH) - p.PH;
-        int iw = int(ow * p.SW + kw * p.DW) - p.PW;
+      if (gkb < k_end && col_ok) {
+        uint c = gkb / window, rs = gkb - c * window;
+        uint kh = rs / p.KW, kw = rs - kh * p.KW;
+        int ih = ih0 + int(kh * p.DH), iw = iw0 + int(kw * p.DW);
         if (ih >= 0 && ih < int(p.H) && iw >= 0 && iw < int(p.W))
-          v = LOAD(p.x, ((n * p.C + g * Cg + c) * p.H + uint(ih)) * p.W + uint(iw));
+          v = LOAD(p.x, x_base + c * plane + uint(ih) * p.W + uint(iw));
       }
-      Bs[kb][cc] = v;
+      Bs[kb][tid % 64] = v;
     }
     barrier();
     for (uint kk = 0; kk < 16; ++kk) {
@@ -55,6 +67,18 @@ void main() {
       for (int i = 0; i < 4; ++i) for (int j = 0; j < 4; ++j) acc[i][j] += av[i] * bv[j];
     }
     barrier();
+  }
+  if (p.splits > 1u) {  // raw sums of this depth chunk
+    Partials partial = Partials(p.y);
+    for (int i = 0; i < 4; ++i) {
+      uint r = row0 + ty + 16 * i;
+      if (r >= Kg) continue;
+      for (int j = 0; j < 4; ++j) {
+        uint col = col0 + tx + 16 * j;
+        if (col < cols) partial.v[(split * p.K + g * Kg + r) * cols + col] = acc[i][j];
+      }
+    }
+    return;
   }
   for (int i = 0; i < 4; ++i) {
     uint r = row0 + ty + 16 * i;

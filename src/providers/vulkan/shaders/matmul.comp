@@ -2,7 +2,9 @@
 // C[batch] = act(alpha * A[batch] x B[batch] + beta * bias), A: M x K, B: K x N, C: M x N (rows contiguous).
 // Element (i, k) of A is at a_batch_stride * batch + i * a_row + k * a_col (strides in elements: transposes are
 // strides); bias element (i, j) at i * bias_row + j * bias_col (0 strides broadcast). 64 x 64 tiles, 16 deep; each
-// of the 256 invocations computes a 4 x 4 block.
+// of the 256 invocations computes a 4 x 4 block. With splits > 1 (split-K, for grids too small to fill the GPU),
+// workgroup z = batch * splits + s sums depth chunk s and writes raw float sums to `c` as [splits][batches][M][N];
+// matmul_reduce.comp adds them up and applies alpha, beta * bias and the activation.
 #include "common.glsl"
 layout(local_size_x = 16, local_size_y = 16) in;
 layout(push_constant) uniform Params {
@@ -12,28 +14,33 @@ layout(push_constant) uniform Params {
   uint a_batch; uint b_batch; uint c_batch;
   float alpha; float beta; uint bias_row; uint bias_col; uint has_bias;
   uint act; float act_a; float act_b;
+  uint splits;
 } p;
+layout(buffer_reference, std430, buffer_reference_align = 4) buffer Partials { float v[]; };
 
 shared float As[16][64];
 shared float Bs[16][64];
 
 void main() {
-  uint batch = gl_WorkGroupID.z;
+  uint batch = gl_WorkGroupID.z / p.splits, split = gl_WorkGroupID.z % p.splits;
+  uint batches = gl_NumWorkGroups.z / p.splits;
+  uint chunk = ((p.K + p.splits * 16u - 1u) / (p.splits * 16u)) * 16u;
+  uint k_begin = split * chunk, k_end = min(p.K, k_begin + chunk);
   uint row0 = gl_WorkGroupID.y * 64, col0 = gl_WorkGroupID.x * 64;
   uint tx = gl_LocalInvocationID.x, ty = gl_LocalInvocationID.y;
   uint tid = ty * 16 + tx;
   uint a_base = batch * p.a_batch, b_base = batch * p.b_batch;
   float acc[4][4];
   for (int i = 0; i < 4; ++i) for (int j = 0; j < 4; ++j) acc[i][j] = 0.0;
-  for (uint k0 = 0; k0 < p.K; k0 += 16) {
+  for (uint k0 = k_begin; k0 < k_end; k0 += 16) {
     for (uint e = tid; e < 1024; e += 256) {
       // A tile: 64 rows x 16 deep; B tile: 16 deep x 64 columns.
       uint r = e / 16, kk = e % 16;
       uint gr = row0 + r, gk = k0 + kk;
-      As[kk][r] = (gr < p.M && gk < p.K) ? LOAD(p.a, a_base + gr * p.a_row + gk * p.a_col) : 0.0;
+      As[kk][r] = (gr < p.M && gk < k_end) ? LOAD(p.a, a_base + gr * p.a_row + gk * p.a_col) : 0.0;
       uint kb = e / 64, cc = e % 64;
       uint gkb = k0 + kb, gc = col0 + cc;
-      Bs[kb][cc] = (gkb < p.K && gc < p.N) ? LOAD(p.b, b_base + gkb * p.b_row + gc * p.b_col) : 0.0;
+      Bs[kb][cc] = (gkb < k_end && gc < p.N) ? LOAD(p.b, b_base + gkb * p.b_row + gc * p.b_col) : 0.0;
     }
     barrier();
     for (uint kk = 0; kk < 16; ++kk) {
@@ -43,6 +50,18 @@ void main() {
       for (int i = 0; i < 4; ++i) for (int j = 0; j < 4; ++j) acc[i][j] += av[i] * bv[j];
     }
     barrier();
+  }
+  if (p.splits > 1u) {
+    Partials partial = Partials(p.c);
+    for (int i = 0; i < 4; ++i) {
+      uint r = row0 + ty + 16 * i;
+      if (r >= p.M) continue;
+      for (int j = 0; j < 4; ++j) {
+        uint c = col0 + tx + 16 * j;
+        if (c < p.N) partial.v[((split * batches + batch) * p.M + r) * p.N + c] = acc[i][j];
+      }
+    }
+    return;
   }
   for (int i = 0; i < 4; ++i) {
     uint r = row0 + ty + 16 * i;
