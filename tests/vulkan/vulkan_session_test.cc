@@ -235,6 +235,24 @@ TEST_F(VulkanSessionTest, DefaultModelMatchesTheCpu) {
   EXPECT_EQ(CompareTensors(expected, actual, 1e-4, 1e-4), "");
 }
 
+TEST_F(VulkanSessionTest, LargeTensorsFreedWhenTheirCopiesComplete) {
+  // Outputs over the session's same-stream cache (16 MiB a block) are freed with a fence on the stream once their
+  // copy to the host has completed -- from inside the stream's own bookkeeping, which must not hold its lock then
+  // (the fence is an event recorded on that stream).
+  GraphBuilder b(17);
+  b.Input("x", {5, 1024, 1024}).Node("Relu", {"x"}, {"r"}).Node("Neg", {"r"}, {"y"}).Output("y");
+  const std::string model = b.Serialize();
+  SessionOptions options;
+  options.AddProvider(kVulkanEpName);
+  Session session = MakeSession(model, options, TestEnv());
+  const Tensor x = RandomTensor(DataType::kFloat, {5, 1024, 1024}, 8);
+  for (int run = 0; run < 4; ++run) {
+    const Tensor y = session.Run({{"x", x}})[0].tensor();
+    ASSERT_EQ(y.NumElements(), x.NumElements());
+    EXPECT_EQ(y.Data<float>()[12345], -std::max(x.Data<float>()[12345], 0.0f));
+  }
+}
+
 TEST_F(VulkanSessionTest, SmallBertRecordedOnceMatchesTheCpu) {
   // BERT's attention mask (Cast from int64), its shape subgraph (left on the CPU) and its position ids (computed on
   // the host, uploaded by Gather) leave the whole run capturable into recorded command buffers.

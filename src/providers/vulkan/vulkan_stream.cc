@@ -96,7 +96,7 @@ VulkanStream::~VulkanStream() {
     Synchronize();
   } catch (...) {  // a lost device: nothing more can be waited for
   }
-  std::lock_guard<std::mutex> lock(mutex_);
+  Guard lock(*this);
   if (current_.commands != VK_NULL_HANDLE) vkEndCommandBuffer(current_.commands);
   vkDestroyCommandPool(device_.handle(), pool_, nullptr);  // frees its command buffers
 }
@@ -125,9 +125,17 @@ void VulkanStream::RecycleLocked() {
     Batch& batch = in_flight_.front();
     vkResetCommandBuffer(batch.commands, 0);
     free_buffers_.push_back(batch.commands);
-    in_flight_.pop_front();  // releases what the batch kept alive
+    // Released once the lock is dropped (Guard): freeing a buffer may record an event on this stream.
+    for (auto& owner : batch.keep_alive) released_.push_back(std::move(owner));
+    in_flight_.pop_front();
   }
 }
+
+VulkanStream::Guard::~Guard() {
+  std::vector<std::shared_ptr<void>> drop;
+  drop.swap(stream_.released_);
+  lock_.unlock();
+}  // `drop` goes here, after the unlock
 
 void VulkanStream::BeginBatchLocked() {
   if (current_.commands != VK_NULL_HANDLE) return;
@@ -162,7 +170,7 @@ void VulkanStream::Dispatch(const std::string& shader, const void* push, size_t 
          kPushConstantBytes, ")");
   if (groups_x == 0 || groups_y == 0 || groups_z == 0) return;
   const VkPipeline pipeline = device_.Pipeline(shader);
-  std::lock_guard<std::mutex> lock(mutex_);
+  Guard lock(*this);
   BeginBatchLocked();
   vkCmdBindPipeline(current_.commands, VK_PIPELINE_BIND_POINT_COMPUTE, pipeline);
   alignas(8) unsigned char constants[kPushConstantBytes] = {};
@@ -176,7 +184,7 @@ void VulkanStream::Dispatch(const std::string& shader, const void* push, size_t 
 
 void VulkanStream::CopyBuffer(const BufferRange& src, const BufferRange& dst, size_t bytes) {
   if (bytes == 0) return;
-  std::lock_guard<std::mutex> lock(mutex_);
+  Guard lock(*this);
   BeginBatchLocked();
   VkBufferCopy region{src.offset, dst.offset, bytes};
   vkCmdCopyBuffer(current_.commands, src.buffer, dst.buffer, 1, &region);
@@ -185,7 +193,7 @@ void VulkanStream::CopyBuffer(const BufferRange& src, const BufferRange& dst, si
 }
 
 void VulkanStream::KeepAlive(std::shared_ptr<void> owner) {
-  std::lock_guard<std::mutex> lock(mutex_);
+  Guard lock(*this);
   BeginBatchLocked();
   current_.keep_alive.push_back(std::move(owner));
 }
@@ -236,7 +244,7 @@ void VulkanStream::FlushLocked() {
 }
 
 void VulkanStream::Flush() {
-  std::lock_guard<std::mutex> lock(mutex_);
+  Guard lock(*this);
   FlushLocked();
 }
 
@@ -246,7 +254,7 @@ uint64_t VulkanStream::last_value() const {
 }
 
 void VulkanStream::AddWait(VkSemaphore semaphore, uint64_t value) {
-  std::lock_guard<std::mutex> lock(mutex_);
+  Guard lock(*this);
   if (semaphore == timeline_->handle()) return;  // its own earlier work is ordered already
   wait_semaphores_.push_back(semaphore);
   wait_values_.push_back(value);
@@ -255,18 +263,18 @@ void VulkanStream::AddWait(VkSemaphore semaphore, uint64_t value) {
 void VulkanStream::Synchronize() {
   uint64_t value = 0;
   {
-    std::lock_guard<std::mutex> lock(mutex_);
+    Guard lock(*this);
     if (capturing_) Fail(ErrorCode::kRuntime, kEpName, ": a stream being captured cannot be synchronized");
     FlushLocked();
     value = last_value_;
   }
   timeline_->WaitFor(value);
-  std::lock_guard<std::mutex> lock(mutex_);
+  Guard lock(*this);
   RecycleLocked();
 }
 
 void VulkanStream::BeginCapture() {
-  std::lock_guard<std::mutex> lock(mutex_);
+  Guard lock(*this);
   if (capturing_) Fail(ErrorCode::kRuntime, kEpName, ": a capture is already open on this stream");
   FlushLocked();
   // The captured command buffer comes from a pool of its own, so that it outlives this stream.
@@ -286,7 +294,7 @@ void VulkanStream::BeginCapture() {
 }
 
 std::unique_ptr<CapturedWork> VulkanStream::EndCapture() {
-  std::lock_guard<std::mutex> lock(mutex_);
+  Guard lock(*this);
   if (!capturing_) Fail(ErrorCode::kRuntime, kEpName, ": EndCapture without BeginCapture");
   capturing_ = false;
   BarrierLocked(current_.commands, true);
@@ -298,7 +306,7 @@ std::unique_ptr<CapturedWork> VulkanStream::EndCapture() {
 }
 
 void VulkanStream::Replay(const CapturedWork& work) {
-  std::lock_guard<std::mutex> lock(mutex_);
+  Guard lock(*this);
   FlushLocked();
   SubmitLocked(work.commands);
 }

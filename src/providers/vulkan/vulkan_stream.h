@@ -90,6 +90,20 @@ class VulkanStream : public Stream {
     size_t num_commands = 0;
     std::vector<std::shared_ptr<void>> keep_alive;
   };
+  // Holds the stream's lock; what completed batches kept alive is released only after unlocking, since releasing
+  // a buffer may record an event on this stream (a stream-ordered free), which takes the lock.
+  class Guard {
+   public:
+    explicit Guard(VulkanStream& stream) : stream_(stream), lock_(stream.mutex_) {}
+    ~Guard();
+    Guard(const Guard&) = delete;
+    Guard& operator=(const Guard&) = delete;
+
+   private:
+    VulkanStream& stream_;
+    std::unique_lock<std::mutex> lock_;
+  };
+
   void BeginBatchLocked();
   void SubmitLocked(VkCommandBuffer commands);
   void FlushLocked();
@@ -102,6 +116,7 @@ class VulkanStream : public Stream {
   VkCommandPool pool_ = VK_NULL_HANDLE;
   Batch current_;
   std::deque<Batch> in_flight_;
+  std::vector<std::shared_ptr<void>> released_;  // kept-alive owners of completed batches, dropped by Guard
   std::vector<VkCommandBuffer> free_buffers_;
   std::vector<VkSemaphore> wait_semaphores_;
   std::vector<uint64_t> wait_values_;
