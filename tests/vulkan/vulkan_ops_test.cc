@@ -161,6 +161,10 @@ TEST_F(VulkanOpsTest, SplitKProductsAndConvolutionsOfSmallGrids) {
   conv.Input("X", RandomTensor(kF32, {1, 64, 7, 7}, 77)).Input("W", RandomTensor(kF32, {32, 64, 3, 3}, 78), true);
   conv.Input("B", RandomTensor(kF32, {32}, 79), true).OutputName("Y").Tolerance(1e-4, 1e-4);
   CompareOnVulkan(conv);
+  OpTester pointwise("Conv", 11);  // 1 x 1: the direct read of X, split four ways
+  pointwise.Input("X", RandomTensor(kF32, {1, 256, 7, 7}, 82)).Input("W", RandomTensor(kF32, {64, 256, 1, 1}, 83), true);
+  pointwise.Input("B", RandomTensor(kF32, {64}, 84), true).OutputName("Y").Tolerance(1e-4, 1e-4);
+  CompareOnVulkan(pointwise);
   OpTester grouped("Conv", 11);
   grouped.Attr("group", int64_t{2});
   grouped.Input("X", RandomTensor(kF32, {1, 128, 4, 4}, 80)).Input("W", RandomTensor(kF32, {16, 64, 3, 3}, 81), true);

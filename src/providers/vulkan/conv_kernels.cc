@@ -139,6 +139,10 @@ class ConvKernel : public Kernel {
     push.DW = win.DW;
     push.groups = U32(ctx, group_);
     push.flags = b != nullptr ? 1u : 0u;
+    // Pointwise (1 x 1, stride 1, no padding): the implicit product reads X directly (conv2d.comp, flags bit 4).
+    if (win.KH == 1 && win.KW == 1 && win.SH == 1 && win.SW == 1 && win.PH == 0 && win.PW == 0 &&
+        win.OH == static_cast<uint32_t>(H) && win.OW == static_cast<uint32_t>(W))
+      push.flags |= 4u;
     push.splits = 1;
     // A residual of exactly Y's shape is added in the epilogue; one that broadcasts is added afterwards, and the
     // activation then runs after it.

@@ -14,9 +14,10 @@ layout(push_constant) uniform Params {
   uint groups; uint act; float act_a; float act_b; uint flags;  // flags: 1 = bias, 2 = residual
   uint splits;  // > 1: write raw sums of depth chunk z % splits to `y` as floats (partials)
 } p;
+// flags bit 4: a pointwise convolution (1 x 1 window, stride 1, no padding): depth index = input channel.
 layout(buffer_reference, std430, buffer_reference_align = 4) buffer Partials { float v[]; };
 
-shared float As[16][64];
+shared float As[16][65];  // one column of padding: the transposing stores hit distinct banks
 shared float Bs[16][64];
 
 void main() {
@@ -50,7 +51,9 @@ void main() {
       uint kb = e / 64;
       uint gkb = k0 + kb;
       float v = 0.0;
-      if (gkb < k_end && col_ok) {
+      if (gkb < k_end && col_ok && (p.flags & 4u) != 0u) {
+        v = LOAD(p.x, x_base + gkb * plane + pix);
+      } else if (gkb < k_end && col_ok) {
         uint c = gkb / window, rs = gkb - c * window;
         uint kh = rs / p.KW, kw = rs - kh * p.KW;
         int ih = ih0 + int(kh * p.DH), iw = iw0 + int(kw * p.DW);

@@ -18,7 +18,7 @@ layout(push_constant) uniform Params {
 } p;
 layout(buffer_reference, std430, buffer_reference_align = 4) buffer Partials { float v[]; };
 
-shared float As[16][64];
+shared float As[16][65];  // one column of padding: the transposing stores hit distinct banks
 shared float Bs[16][64];
 
 void main() {
