@@ -3,6 +3,7 @@
 #include <dlfcn.h>
 
 #include <algorithm>
+#include <cctype>
 
 #include "core/logging.h"
 #include "providers/cpu/cpu_ep.h"
@@ -14,8 +15,15 @@ void Environment::Impl::Register(const std::string& name, void* library, std::un
   auto ep = std::make_unique<RegisteredEp>();
   ep->registration_name = name;
   ep->library = library;
-  for (const HardwareDevice& found : factory->DiscoverHardware())
+  for (const HardwareDevice& found : factory->DiscoverHardware()) {
+    // One processor found by two plugins (the CUDA and the Vulkan EP on one GPU) is one hardware device: same PCI
+    // bus id. The first description stays; the later one adds the metadata keys it lacks.
+    if (HardwareDevice* same = FindByPciBusId(found)) {
+      for (const auto& [key, value] : found.metadata) same->metadata.emplace(key, value);
+      continue;
+    }
     hardware.push_back(std::make_unique<HardwareDevice>(found));
+  }
   std::vector<const HardwareDevice*> all;
   for (const auto& h : hardware) all.push_back(h.get());
   for (EpDevice& d : factory->GetEpDevices(all)) {
@@ -27,6 +35,23 @@ void Environment::Impl::Register(const std::string& name, void* library, std::un
   Log(LogLevel::kInfo, "registered EP '", ep->factory->name(), "' as '", name, "' with ", ep->devices.size(),
       " device(s)");
   eps.push_back(std::move(ep));
+}
+
+HardwareDevice* Environment::Impl::FindByPciBusId(const HardwareDevice& device) const {
+  auto lower = [](std::string text) {
+    std::transform(text.begin(), text.end(), text.begin(), [](unsigned char c) { return std::tolower(c); });
+    return text;
+  };
+  auto it = device.metadata.find("pci_bus_id");
+  if (it == device.metadata.end() || it->second.empty()) return nullptr;
+  const std::string bus = lower(it->second);
+  for (const auto& h : hardware) {
+    auto other = h->metadata.find("pci_bus_id");
+    if (h->type == device.type && h->vendor_id == device.vendor_id && other != h->metadata.end() &&
+        lower(other->second) == bus)
+      return h.get();
+  }
+  return nullptr;
 }
 
 DataTransfer* Environment::Impl::FindTransfer(const MemoryInfo& src, const MemoryInfo& dst) const {

@@ -28,6 +28,8 @@ struct Environment::Impl {
   std::map<MemoryInfo, AllocatorPtr> shared_allocators;
 
   void Register(const std::string& name, void* library, std::unique_ptr<EpFactory> factory);
+  // The hardware device already listed with `device`'s PCI bus id (metadata "pci_bus_id"), or nullptr.
+  HardwareDevice* FindByPciBusId(const HardwareDevice& device) const;
   // A transfer that copies src -> dst, or nullptr.
   DataTransfer* FindTransfer(const MemoryInfo& src, const MemoryInfo& dst) const;
   AllocatorPtr SharedAllocator(const MemoryInfo& info) const;

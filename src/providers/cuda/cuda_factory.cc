@@ -61,6 +61,7 @@ HardwareDevice DescribeGpu(int ordinal, int count) {
       {"memory_bytes", std::to_string(props.totalGlobalMem)},
       {"compute_capability", std::to_string(props.major) + "." + std::to_string(props.minor)},
       {"pci_bus_id", bus_id},
+      {"cuda_ordinal", std::to_string(ordinal)},
       {"multiprocessors", std::to_string(props.multiProcessorCount)},
       {"peer_access", PeersOf(ordinal, count)},
   };
@@ -88,7 +89,11 @@ class CudaEpFactory : public EpFactory {
     std::vector<EpDevice> out;
     for (const HardwareDevice* device : devices) {
       if (device->type != DeviceType::kGpu || device->vendor_id != kNvidiaVendorId) continue;
-      const int ordinal = static_cast<int>(device->ordinal);
+      // The CUDA ordinal this factory discovered (the device may be one another plugin listed first, with its own
+      // ordinal); NVIDIA GPUs that CUDA does not see (only another plugin's) are not CUDA EP devices.
+      auto cuda = device->metadata.find("cuda_ordinal");
+      if (cuda == device->metadata.end()) continue;
+      const int ordinal = std::stoi(cuda->second);
       EpDevice ep;
       ep.ep_name = kEpName;
       ep.ep_vendor = "Tessera";
@@ -103,7 +108,7 @@ class CudaEpFactory : public EpFactory {
   }
 
   std::unique_ptr<ExecutionProvider> CreateEp(const EpDevice& device, const ProviderOptions& options) override {
-    return std::make_unique<CudaExecutionProvider>(static_cast<int>(device.device->ordinal),
+    return std::make_unique<CudaExecutionProvider>(std::stoi(device.ep_metadata.at("cuda_ordinal")),
                                                    ParseProviderOptions(options));
   }
 
