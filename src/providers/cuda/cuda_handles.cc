@@ -2,6 +2,10 @@
 
 #include "providers/cuda/cuda_common.h"
 
+#include <chrono>
+
+#include "core/logging.h"
+
 namespace tessera::cuda {
 
 LibraryHandles::~LibraryHandles() {
@@ -32,11 +36,23 @@ LibraryHandles::Lease LibraryHandles::Acquire(cudaStream_t stream) {
   return Lease(*this, *found);
 }
 
+namespace {
+// The first handle of a library in a process loads it (tens to hundreds of milliseconds): worth a line in a
+// verbose timeline of session creation.
+void LogCreated(const char* library, int ordinal, std::chrono::steady_clock::time_point start) {
+  if (!LogEnabled(LogLevel::kVerbose)) return;
+  const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  Log(LogLevel::kVerbose, library, " handle created on GPU ", ordinal, " in ", ms, " ms");
+}
+}  // namespace
+
 cudnnHandle_t LibraryHandles::Lease::cudnn() const {
   if (handles_->cudnn == nullptr) {
     DeviceGuard guard(owner_->ordinal_);
     cudnnHandle_t handle = nullptr;
+    const auto start = std::chrono::steady_clock::now();
     CheckCudnn(cudnnCreate(&handle), "cudnnCreate on GPU ", owner_->ordinal_);
+    LogCreated("cuDNN", owner_->ordinal_, start);
     const cudnnStatus_t bound = cudnnSetStream(handle, handles_->stream);
     if (bound != CUDNN_STATUS_SUCCESS) cudnnDestroy(handle);
     CheckCudnn(bound, "cudnnSetStream");
@@ -57,7 +73,9 @@ cublasHandle_t LibraryHandles::Lease::cublas() const {
     DeviceGuard guard(owner_->ordinal_);
     void* workspace = CublasWorkspace().raw_data();
     cublasHandle_t handle = nullptr;
+    const auto start = std::chrono::steady_clock::now();
     CheckCublas(cublasCreate(&handle), "cublasCreate on GPU ", owner_->ordinal_);
+    LogCreated("cuBLAS", owner_->ordinal_, start);
     // cublasSetStream resets the workspace to cuBLAS's own pool, so the workspace is set after it.
     cublasStatus_t status = cublasSetStream(handle, handles_->stream);
     if (status == CUBLAS_STATUS_SUCCESS) status = cublasSetWorkspace(handle, workspace, kCublasWorkspaceBytes);
@@ -72,7 +90,9 @@ cublasLtHandle_t LibraryHandles::Lease::cublas_lt() const {
   if (handles_->cublas_lt == nullptr) {
     DeviceGuard guard(owner_->ordinal_);
     cublasLtHandle_t handle = nullptr;
+    const auto start = std::chrono::steady_clock::now();
     CheckCublas(cublasLtCreate(&handle), "cublasLtCreate on GPU ", owner_->ordinal_);
+    LogCreated("cuBLASLt", owner_->ordinal_, start);
     handles_->cublas_lt = handle;
   }
   return handles_->cublas_lt;
