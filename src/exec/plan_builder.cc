@@ -28,6 +28,18 @@ class PlanKernelInfo : public KernelInfo {
     return i < node_.outputs.size() && !node_.outputs[i].empty() ? graph_.TypeOf(node_.outputs[i])
                                                                   : DataType::kUndefined;
   }
+  std::optional<Shape> InputShape(size_t i) const override {
+    if (!node_.HasInput(i)) return std::nullopt;
+    if (const Tensor* constant = ConstantInput(i); constant != nullptr) return constant->shape();
+    const ValueInfo* info = graph_.FindValueInfo(node_.inputs[i]);
+    if (info == nullptr || info->kind != ValueInfo::Kind::kTensor || !info->shape) return std::nullopt;
+    std::vector<int64_t> dims;
+    for (const Dim& d : *info->shape) {
+      if (!d.is_concrete()) return std::nullopt;
+      dims.push_back(d.value);
+    }
+    return Shape(std::move(dims));
+  }
   const SubgraphRunner& Subgraph(const std::string& attribute) const override {
     auto it = step_.subgraphs.find(attribute);
     if (it == step_.subgraphs.end())

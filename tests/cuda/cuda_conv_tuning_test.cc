@@ -17,8 +17,9 @@ namespace {
 using CudaConvTuningTest = CudaTest;
 
 // conv_a -> Relu -> conv_b -> Relu -> conv_c: a and b share their geometry (8 -> 8 channels, 3x3, pads 1) and
-// epilogue (Relu), c differs (1x1, 8 -> 16).
-std::string RepeatedConvModel() {
+// epilogue (Relu), c differs (1x1, 8 -> 16). `state_shapes`: the model states the shapes of a, ra, b and rb (as
+// exporters' shape inference does).
+std::string RepeatedConvModel(bool state_shapes = false) {
   GraphBuilder builder;
   auto init = [&](const std::string& name, const Shape& shape, uint32_t seed) {
     builder.FloatInitializer(name, shape.dims(), RandomTensor(DataType::kFloat, shape, seed, -0.3, 0.3).ToVector<float>());
@@ -42,6 +43,14 @@ std::string RepeatedConvModel() {
     pads->set_type(onnx::AttributeProto::INTS);
     for (int i = 0; i < 4; ++i) pads->add_ints(1);
   }
+  if (state_shapes)
+    for (const char* name : {"a", "ra", "b", "rb"}) {
+      auto* info = proto.mutable_graph()->add_value_info();
+      info->set_name(name);
+      auto* tensor = info->mutable_type()->mutable_tensor_type();
+      tensor->set_elem_type(onnx::TensorProto::FLOAT);
+      for (int64_t d : {1, 8, 16, 16}) tensor->mutable_shape()->add_dim()->set_dim_value(d);
+    }
   return proto.SerializeAsString();
 }
 
@@ -143,6 +152,59 @@ TEST_F(CudaConvTuningTest, DeterministicComputeRunsGiveTheSameBits) {
   EXPECT_EQ(CompareTensors(want, Tensor::FromVector<float>(want.shape(), first), 1e-4, 1e-4), "");
   for (int run = 1; run < 6; ++run)
     EXPECT_EQ(session.Run({{"x", Value(x)}})[0].tensor().ToVector<float>(), first) << "run " << run;
+}
+
+// Convolutions whose shapes the model states ask for their cuDNN plans when the session is created, and worker
+// threads build them (plan_build_threads); a node of the same convolution shares them. Results match the CPU EP
+// with and without the workers, in NCHW and NHWC, with both searches.
+TEST_F(CudaConvTuningTest, PlansAreBuiltAheadFromTheStatedShapes) {
+  const std::string model = RepeatedConvModel(/*state_shapes=*/true);
+  const Tensor x = RandomTensor(DataType::kFloat, {1, 8, 16, 16}, 11, -1.0, 1.0);
+  Session cpu = MakeSession(model, OptionsFor("cpu"), TestEnv());
+  const Tensor want = cpu.Run({{"x", Value(x)}})[0].tensor();
+  for (const char* nhwc : {"0", "1"}) {
+    for (const char* search : {"EXHAUSTIVE", "HEURISTIC"}) {
+      for (const char* threads : {"0", "1", "4"}) {
+        SessionOptions options;
+        options.log_level = LogLevel::kVerbose;
+        options.AddProvider(kCudaEpName, {{"use_tf32", "0"},
+                                          {"prefer_nhwc", nhwc},
+                                          {"cudnn_conv_algo_search", search},
+                                          {"plan_build_threads", threads},
+                                          {"tuning_cache_file", ""}});
+        ::testing::internal::CaptureStderr();
+        Tensor got;
+        {
+          Session session = MakeSession(model, options, TestEnv());
+          got = session.Run({{"x", Value(x)}})[0].tensor();
+        }  // workers and plans go with the session
+        const std::string log = ::testing::internal::GetCapturedStderr();
+        const std::string what = std::string("prefer_nhwc ") + nhwc + ", " + search + ", threads " + threads;
+        EXPECT_EQ(CompareTensors(want, got, 1e-4, 1e-4), "") << what;
+        const size_t ahead = CountLines(log, "asks for its cuDNN plans ahead");
+        EXPECT_EQ(ahead, std::string(threads) == "0" ? 0u : 3u) << what << "\n" << log.substr(0, 6000);
+      }
+    }
+  }
+}
+
+// Stated shapes are a hint: plans built ahead for them go unused when a run brings other shapes, which are planned
+// then.
+TEST_F(CudaConvTuningTest, StatedShapesThatDisagreeWithTheRunAreRePlanned) {
+  // The model states [1, 8, 16, 16] but the graph input is symbolic in its batch: a run with batch 2 plans for it.
+  std::string model = RepeatedConvModel(/*state_shapes=*/true);
+  onnx::ModelProto proto;
+  ASSERT_TRUE(proto.ParseFromString(model));
+  proto.mutable_graph()->mutable_input(0)->mutable_type()->mutable_tensor_type()->mutable_shape()->mutable_dim(0)
+      ->set_dim_param("N");
+  model = proto.SerializeAsString();
+  const Tensor x = RandomTensor(DataType::kFloat, {2, 8, 16, 16}, 12, -1.0, 1.0);
+  Session cpu = MakeSession(model, OptionsFor("cpu"), TestEnv());
+  const Tensor want = cpu.Run({{"x", Value(x)}})[0].tensor();
+  SessionOptions options;
+  options.AddProvider(kCudaEpName, {{"prefer_nhwc", "1"}, {"plan_build_threads", "2"}, {"tuning_cache_file", ""}});
+  Session session = MakeSession(model, options, TestEnv());
+  EXPECT_EQ(CompareTensors(want, session.Run({{"x", Value(x)}})[0].tensor(), 1e-4, 1e-4), "");
 }
 
 }  // namespace

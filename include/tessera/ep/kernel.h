@@ -14,6 +14,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -92,6 +93,10 @@ class KernelInfo {
   // Element types known before running (kUndefined when unknown).
   virtual DataType InputType(size_t i) const = 0;
   virtual DataType OutputType(size_t i) const = 0;
+  // Input i's shape as the session inferred it before running, when every dimension is known (constants: their
+  // shape); nullopt otherwise. For work a kernel can start while the session is created (plans for the shapes a
+  // model declares); the shapes a run brings still decide, so a kernel must not rely on this one.
+  virtual std::optional<Shape> InputShape(size_t) const { return std::nullopt; }
   // The compiled subgraph held in graph attribute `attribute`; throws when there is none.
   virtual const SubgraphRunner& Subgraph(const std::string& attribute) const = 0;
   // The session's settings for kernels (defaults where the creator has none).

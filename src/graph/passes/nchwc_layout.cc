@@ -193,12 +193,33 @@ class BlockedLayoutRewriter {
     return WriteBlocked(node, channels, first->block, first->type);
   }
 
+  // The blocked value's shape when the plain value's is known ([N, C, H, W] with C = channels): [N, C/B, H, W, B]
+  // (whole blocks, padded), or [N, 1, H, W, C] for block 0. Kernels that prepare work for the shapes a model
+  // declares read it (KernelInfo::InputShape).
+  std::optional<std::vector<Dim>> BlockedShape(const std::string& plain, int64_t channels, int64_t block) const {
+    const ValueInfo* info = graph_.FindValueInfo(plain);
+    if (info == nullptr || !info->shape || info->shape->size() != 4) return std::nullopt;
+    const std::vector<Dim>& d = *info->shape;
+    for (const Dim& dim : d)
+      if (!dim.is_concrete()) return std::nullopt;
+    if (d[1].value != channels) return std::nullopt;
+    const auto dim = [](int64_t value) {
+      Dim out;
+      out.value = value;
+      return out;
+    };
+    if (block == 0) return std::vector<Dim>{dim(d[0].value), dim(1), dim(d[2].value), dim(d[3].value), dim(channels)};
+    return std::vector<Dim>{dim(d[0].value), dim((channels + block - 1) / block), dim(d[2].value), dim(d[3].value),
+                            dim(block)};
+  }
+
   // Renames the node's output to a fresh blocked value; returns the original (now the plain twin's) name.
   std::string WriteBlocked(Node& node, int64_t channels, int64_t block, DataType type) {
     const std::string original = node.outputs[0];
     ValueInfo info;
     info.name = FreshValueName(graph_, original + "_blocked");
     info.type = type;
+    info.shape = BlockedShape(original, channels, block);
     node.outputs[0] = info.name;
     blocked_[original] = BlockedValue{info.name, channels, block, type, block > 0 && channels % block != 0};
     original_name_[info.name] = original;

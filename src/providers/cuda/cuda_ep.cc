@@ -64,6 +64,7 @@ CudaExecutionProvider::CudaExecutionProvider(int ordinal, const CudaProviderOpti
       pinned_allocator_(CreateCudaArena(ordinal, true, 0, options.arena_extend_strategy, false)),
       step_capture_(ordinal),
       handles_(ordinal, device_allocator_),
+      cudnn_plans_(ordinal_, options.plan_build_threads.value_or(CudnnPlanCache::DefaultThreads())),
       graphs_(ordinal) {
   RegisterCudaKernels(kernels_);
   AttachTuningCache(tuning_, ordinal_, options_);

@@ -6,6 +6,7 @@
 
 #include "providers/cuda/cuda_graph.h"
 #include "providers/cuda/cuda_handles.h"
+#include "providers/cuda/cudnn_plan_cache.h"
 #include "providers/cuda/cuda_profiling.h"
 #include "providers/cuda/cuda_provider_options.h"
 #include "providers/cuda/cuda_transfer.h"
@@ -65,6 +66,8 @@ class CudaExecutionProvider : public ExecutionProvider {
   StepCaptureStream& step_capture() const { return step_capture_; }
   // Search results shared by the EP's kernels (tuning_results.h).
   TuningResults& tuning() const { return tuning_; }
+  // cuDNN graph-API plans shared by the EP's kernels and built ahead (cudnn_plan_cache.h).
+  CudnnPlanCache& cudnn_plans() const { return cudnn_plans_; }
 
  private:
   const std::string type_;
@@ -78,6 +81,7 @@ class CudaExecutionProvider : public ExecutionProvider {
   mutable TuningResults tuning_;
   mutable StepCaptureStream step_capture_;  // destroyed after handles_, whose handles may be bound to it
   mutable LibraryHandles handles_;
+  mutable CudnnPlanCache cudnn_plans_;
   CudaGraphSet graphs_;
   CudaProfiling profiling_;
 };

@@ -93,6 +93,12 @@ const std::map<std::string, Setter>& Setters() {
        }},
       {"tuning_cache_file",
        [](CudaProviderOptions& o, const std::string&, const std::string& v) { o.tuning_cache_file = v; }},
+      {"plan_build_threads",
+       [](CudaProviderOptions& o, const std::string& k, const std::string& v) {
+         const uint64_t threads = ParseUnsigned(k, v, "a thread count");
+         if (threads > 256) BadValue(k, v, "a thread count from 0 to 256");
+         o.plan_build_threads = static_cast<size_t>(threads);
+       }},
       {"prefer_nhwc",
        [](CudaProviderOptions& o, const std::string& k, const std::string& v) { o.prefer_nhwc = ParseBool(k, v); }},
   };

@@ -45,6 +45,10 @@ struct CudaProviderOptions {
   // Tessera's own: the file that keeps search results (tuning_results.h) across sessions and processes. Unset: the
   // default file for the GPU and cuDNN (DefaultTuningCachePath); "" or "none": no file.
   std::optional<std::string> tuning_cache_file;
+  // Tessera's own: threads that build the cuDNN plans of convolutions whose shapes the model declares while the
+  // session is created, several at once (cudnn_plan_cache.h). 0: each plan is built on the running thread when a
+  // run first needs it. Unset: one per core but one, at most 8.
+  std::optional<size_t> plan_build_threads;
 };
 
 // Throws Error(kInvalidArgument) naming the key for an unknown key or a bad value.

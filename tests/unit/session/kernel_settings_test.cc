@@ -1,7 +1,9 @@
-// Session-wide settings reach every kernel at creation (KernelInfo::session_settings), at any subgraph depth:
-// SessionOptions::use_deterministic_compute is what EP kernels read to leave out nondeterministic algorithms.
+// What a kernel sees when it is created: session-wide settings (KernelInfo::session_settings) -- SessionOptions::
+// use_deterministic_compute is what EP kernels read to leave out nondeterministic algorithms -- and the input shapes
+// the session inferred (KernelInfo::InputShape), for work a kernel starts before the first run.
 #include <gtest/gtest.h>
 
+#include <optional>
 #include <vector>
 
 #include "providers/cpu/cpu_ep.h"
@@ -11,11 +13,17 @@
 namespace tessera::test {
 namespace {
 
-// Relu that records the settings it was created with.
+// What one kernel saw at creation.
+struct Seen {
+  bool deterministic = false;
+  std::optional<Shape> input_shape;
+};
+
+// Relu that records what it was created with.
 class RecordingRelu : public Kernel {
  public:
-  RecordingRelu(const KernelInfo& info, std::vector<bool>* seen) {
-    seen->push_back(info.session_settings().deterministic_compute);
+  RecordingRelu(const KernelInfo& info, std::vector<Seen>* seen) {
+    seen->push_back({info.session_settings().deterministic_compute, info.InputShape(0)});
   }
   void Compute(KernelContext& ctx) const override {
     const Tensor& x = ctx.Input(0);
@@ -27,7 +35,7 @@ class RecordingRelu : public Kernel {
 // The CPU EP under another name, with a Relu kernel of its own.
 class RecordingEp : public CpuExecutionProvider {
  public:
-  explicit RecordingEp(std::vector<bool>* seen)
+  explicit RecordingEp(std::vector<Seen>* seen)
       : CpuExecutionProvider(std::make_shared<Arena>(CreateHostAllocator(), ArenaOptions{})) {
     KernelDef relu;
     relu.op_type = "Relu";
@@ -43,7 +51,7 @@ class RecordingEp : public CpuExecutionProvider {
 
 class RecordingEpFactory : public EpFactory {
  public:
-  explicit RecordingEpFactory(std::vector<bool>* seen) : seen_(seen) {}
+  explicit RecordingEpFactory(std::vector<Seen>* seen) : seen_(seen) {}
   std::string name() const override { return "RecordingExecutionProvider"; }
   std::string vendor() const override { return "Tessera tests"; }
   std::string version() const override { return "1"; }
@@ -61,7 +69,7 @@ class RecordingEpFactory : public EpFactory {
   std::unique_ptr<Stream> CreateStream(const MemoryInfo&) override { return nullptr; }
 
  private:
-  std::vector<bool>* seen_;
+  std::vector<Seen>* seen_;
 };
 
 TEST(KernelSettingsTest, DeterministicComputeReachesEveryKernel) {
@@ -73,7 +81,7 @@ TEST(KernelSettingsTest, DeterministicComputeReachesEveryKernel) {
                                 .Output("y")
                                 .Serialize();
   for (const bool deterministic : {false, true}) {
-    std::vector<bool> seen;
+    std::vector<Seen> seen;
     Environment env;
     env.RegisterEpFactory("recording", std::make_unique<RecordingEpFactory>(&seen));
     SessionOptions options;
@@ -81,9 +89,40 @@ TEST(KernelSettingsTest, DeterministicComputeReachesEveryKernel) {
     options.optimization_level = OptimizationLevel::kNone;
     options.use_deterministic_compute = deterministic;
     Session session = MakeSession(model, options, env);
-    EXPECT_EQ(seen, std::vector<bool>(2, deterministic)) << "use_deterministic_compute " << deterministic;
+    ASSERT_EQ(seen.size(), 2u);
+    for (const Seen& kernel : seen) EXPECT_EQ(kernel.deterministic, deterministic);
     const std::vector<Value> out = session.Run({{"x", Value(Tensor::FromVector<float>({4}, {1, -2, 3, -4}))}});
     EXPECT_EQ(out[0].tensor().ToVector<float>(), (std::vector<float>{0, 2, 0, 4}));
+  }
+}
+
+// Inferred static shapes reach the kernels; a symbolic dimension leaves the shape unknown (nullopt), and the runs
+// still bring their own shapes.
+TEST(KernelSettingsTest, KernelsSeeTheInputShapesTheSessionInferred) {
+  for (const int64_t first : {int64_t{2}, int64_t{-1}}) {
+    const std::string model = GraphBuilder()
+                                  .Input("x", {first, 3})
+                                  .Node("Relu", {"x"}, {"y"})
+                                  .Output("y")
+                                  .Serialize();
+    std::vector<Seen> seen;
+    Environment env;
+    env.RegisterEpFactory("recording", std::make_unique<RecordingEpFactory>(&seen));
+    SessionOptions options;
+    options.AddProvider("RecordingExecutionProvider");
+    options.optimization_level = OptimizationLevel::kNone;
+    Session session = MakeSession(model, options, env);
+    ASSERT_EQ(seen.size(), 1u);
+    if (first == 2) {
+      ASSERT_TRUE(seen[0].input_shape.has_value());
+      EXPECT_EQ(*seen[0].input_shape, Shape({2, 3}));
+    } else {
+      EXPECT_FALSE(seen[0].input_shape.has_value()) << seen[0].input_shape->ToString();
+    }
+    const int64_t rows = first == 2 ? 2 : 1;
+    const std::vector<Value> out =
+        session.Run({{"x", Value(Tensor::FromVector<float>({rows, 3}, std::vector<float>(rows * 3, -1.0f)))}});
+    EXPECT_EQ(out[0].tensor().ToVector<float>(), std::vector<float>(rows * 3, 0.0f));
   }
 }
 

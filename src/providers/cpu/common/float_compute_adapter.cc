@@ -36,6 +36,7 @@ class WidenedInfo : public KernelInfo {
   }
   DataType InputType(size_t i) const override { return Widen(outer_.InputType(i)); }
   DataType OutputType(size_t i) const override { return Widen(outer_.OutputType(i)); }
+  std::optional<Shape> InputShape(size_t i) const override { return outer_.InputShape(i); }
   const SubgraphRunner& Subgraph(const std::string& attribute) const override { return outer_.Subgraph(attribute); }
   const KernelSessionSettings& session_settings() const override { return outer_.session_settings(); }
 

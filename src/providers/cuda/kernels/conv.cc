@@ -7,7 +7,9 @@
 // transposes they otherwise run around every float16 convolution.
 //
 // Per input shape (and pointer alignment) the kernel builds a plan once, behind a mutex, and reuses it for every
-// later run with that shape. Two APIs can run the convolution:
+// later run with that shape. Graph-API plans come from the EP's cache (cudnn_plan_cache.h), shared by the nodes
+// with the same convolution; for the shapes the session inferred, the kernel asks for them when it is created,
+// and worker threads build them while the session is being created. Two APIs can run the convolution:
 // - cuDNN's graph API (cudnn_graph.h): an execution plan for the convolution alone, finalized once; a step costs
 //   one cudnnBackendExecute (7-24 us of host time on the H100 host) plus one epilogue kernel when the node has a
 //   bias, residual or activation;
@@ -34,6 +36,7 @@
 #include <algorithm>
 #include <array>
 #include <climits>
+#include <functional>
 #include <limits>
 #include <map>
 #include <memory>
@@ -46,6 +49,7 @@
 #include "graph/fused_activation.h"
 #include "providers/cpu/common/window_geometry.h"
 #include "providers/cuda/cudnn_graph.h"
+#include "providers/cuda/cudnn_plan_cache.h"
 #include "providers/cuda/kernels/cuda_kernels.h"
 #include "providers/cuda/kernels/kernel_utils.h"
 #include "providers/cuda/step_graphs.h"
@@ -90,9 +94,13 @@ struct ConvPlan {
   // Set when Tessera's depthwise kernel can run the node (channels last, one filter per channel).
   bool depthwise_ok = false;
   launch::DepthwiseGeometry depthwise;
-  // Graph API (tensors X = 1, W = 2, Y = 3): its candidate plans and the descriptors they were built from.
-  std::vector<cudnn_graph::Descriptor> graph_parts;
-  std::vector<cudnn_graph::Plan> graph_plans;
+  // Graph API (tensors X = 1, W = 2, Y = 3): its candidate plans, shared with the EP's other nodes of the same
+  // convolution (cudnn_plan_cache.h); null when the choice is not a graph-API plan.
+  std::shared_ptr<const CudnnPlanSet> graph_set;
+  const std::vector<cudnn_graph::Plan>& graph_plans() const {
+    static const std::vector<cudnn_graph::Plan> none;
+    return graph_set != nullptr ? graph_set->plans : none;
+  }
   // Legacy API.
   TensorDescriptor x, y;
   FilterDescriptor w;
@@ -219,6 +227,7 @@ class ConvKernel : public Kernel {
     if (channels_last_ && info.node().GetInt("channel_block", 0) != 0)
       Fail(ErrorCode::kNotImplemented, info.node().Describe(), ": the CUDA EP runs NchwcConv in NHWC (channel_block 0) ",
            "only, not channel_block ", info.node().GetInt("channel_block", 0));
+    PrefetchPlans(info);
   }
 
   void Compute(KernelContext& ctx) const override {
@@ -231,7 +240,7 @@ class ConvKernel : public Kernel {
       Fail(ErrorCode::kInvalidArgument, ctx.node().Describe(), ": X, W, B and Z must have one element type");
     FloatElementType(ctx, x_in.type());
     const bool x_nhwc = channels_last_ && x_in.shape().rank() == 5;
-    const ConvGeometry geometry = Resolve(ctx, x_nhwc ? NchwOfNhwc(ctx, x_in.shape()) : x_in.shape(), w.shape());
+    const ConvGeometry geometry = Resolve(ctx.node(), x_nhwc ? NchwOfNhwc(ctx, x_in.shape()) : x_in.shape(), w.shape());
     if (channels_last_ && (geometry.y_shape.rank() != 4 || w.shape().rank() != 4))
       Fail(ErrorCode::kInvalidArgument, ctx.node().Describe(), ": NchwcConv takes 2-D convolutions, not X ",
            x_in.shape().ToString());
@@ -294,8 +303,7 @@ class ConvKernel : public Kernel {
     return krsc_filters_.emplace(w.raw_data(), std::move(krsc)).first->second;
   }
 
-  ConvGeometry Resolve(const KernelContext& ctx, const Shape& x, const Shape& w) const {
-    const Node& node = ctx.node();
+  ConvGeometry Resolve(const Node& node, const Shape& x, const Shape& w) const {
     if (x.rank() < 3 || x.rank() > 5 || w.rank() != x.rank())
       Fail(ErrorCode::kInvalidArgument, node.Describe(), ": X ", x.ToString(), " and W ", w.ToString(),
            " must both have rank 3, 4 or 5");
@@ -361,7 +369,10 @@ class ConvKernel : public Kernel {
     Describe(g, x.type(), *plan);
     PrepareFusion(ctx, g, x, y.shape(), extras, stream, *plan);
     // Another node of the EP with the same geometry may have searched already (ResNet's blocks repeat theirs).
-    const std::string tuning_key = TuningKey(g, x.type(), alignment, extras, plan->depthwise_ok);
+    const std::string tuning_key =
+        TuningKey(g, x.type(), alignment, extras.bias != nullptr,
+                  extras.residual != nullptr ? std::optional<Shape>(extras.residual->shape()) : std::nullopt,
+                  plan->depthwise_ok);
     const std::optional<std::string> tuned = ep_.tuning().Find(tuning_key);
     if (tuned && ApplyTuned(ctx, *tuned, g, x, w, y, extras, alignment, *plan)) {
       Log(LogLevel::kVerbose, ctx.node().Describe(), ": X ", x.shape().ToString(), " takes the stored choice for ",
@@ -371,7 +382,7 @@ class ConvKernel : public Kernel {
         LibraryHandles::Lease lease = ep_.handles().Acquire(stream);
         BuildGraphPlans(ctx, lease.cudnn(), g, x.type(), alignment, *plan);
       }
-      if (plan->graph_plans.empty() && !GraphSession())
+      if (plan->graph_plans().empty() && !GraphSession())
         Log(LogLevel::kInfo, ctx.node().Describe(), ": cuDNN's graph API has no engine for X ", x.shape().ToString(),
             " (", DataTypeName(x.type()), ", alignment ", alignment, "); the legacy convolution API runs it");
       Choose(ctx, x, w, y, extras, stream, *plan);
@@ -543,8 +554,8 @@ class ConvKernel : public Kernel {
 
   // Everything the search for plan.choice depended on beyond the node itself: geometry, element type, layout,
   // alignment, the epilogue it was timed with, and the options that shaped the candidates (TuningResults' key).
-  std::string TuningKey(const ConvGeometry& g, DataType type, int64_t alignment, const ConvExtras& extras,
-                        bool depthwise_ok) const {
+  std::string TuningKey(const ConvGeometry& g, DataType type, int64_t alignment, bool bias,
+                        const std::optional<Shape>& residual, bool depthwise_ok) const {
     std::ostringstream key;
     const auto list = [&](const char* name, const std::vector<int>& values) {
       key << name;
@@ -558,10 +569,8 @@ class ConvKernel : public Kernel {
     list("strides", g.strides);
     list("dilations", g.dilations);
     key << "group " << g.group << ";align " << alignment << ";depthwise " << depthwise_ok;
-    key << ";bias " << (extras.bias != nullptr) << ";residual "
-        << (extras.residual == nullptr ? "none" : extras.residual->shape().ToString());
-    key << ";activation " << static_cast<int>(extras.activation.kind) << ' ' << extras.activation.alpha << ' '
-        << extras.activation.beta;
+    key << ";bias " << bias << ";residual " << (residual ? residual->ToString() : "none");
+    key << ";activation " << static_cast<int>(activation_.kind) << ' ' << activation_.alpha << ' ' << activation_.beta;
     const CudaProviderOptions& o = ep_.options();
     key << ";graphs " << o.enable_cuda_graph << ";search " << static_cast<int>(o.cudnn_conv_algo_search) << ";tf32 "
         << o.use_tf32 << ";workspace " << WorkspaceLimit() << (deterministic_ ? ";deterministic" : "");
@@ -599,15 +608,25 @@ class ConvKernel : public Kernel {
       int list = -1;
       int64_t position = -1;
       if (!(in >> list >> position)) return false;
+      // A node of the same convolution searched this session: its candidates include the stored configuration.
+      const PlanRequest searched = GraphPlanRequest(ctx.node(), g, x.type(), alignment, -1, -1);
+      if (std::shared_ptr<const CudnnPlanSet> set = ep_.cudnn_plans().Find(searched.key); set != nullptr)
+        for (const cudnn_graph::Plan& candidate : set->plans)
+          if (candidate.heuristics_list == list && candidate.position == position) {
+            plan.graph_set = std::move(set);
+            plan.choice = ConvChoice{};
+            plan.choice.graph = &candidate;
+            plan.choice.workspace_bytes = static_cast<size_t>(candidate.workspace_bytes);
+            return true;
+          }
       BuildGraphPlans(ctx, lease.cudnn(), g, x.type(), alignment, plan, list, position);
-      if (plan.graph_plans.size() != 1) {
-        plan.graph_plans.clear();
-        plan.graph_parts.clear();
+      if (plan.graph_plans().size() != 1) {
+        plan.graph_set = nullptr;
         return false;
       }
       plan.choice = ConvChoice{};
-      plan.choice.graph = &plan.graph_plans[0];
-      plan.choice.workspace_bytes = static_cast<size_t>(plan.graph_plans[0].workspace_bytes);
+      plan.choice.graph = &plan.graph_plans()[0];
+      plan.choice.workspace_bytes = static_cast<size_t>(plan.graph_plans()[0].workspace_bytes);
       return true;
     }
     int algorithm = 0, math = 0;
@@ -631,37 +650,119 @@ class ConvKernel : public Kernel {
   // A session that replays CUDA graphs: no host cost per step, so the device time alone decides.
   bool GraphSession() const { return ep_.options().enable_cuda_graph; }
 
-  // The graph API's candidate plans for the convolution alone, best first (none when it has no engine).
+  // The graph API's candidate plans for the convolution alone, best first (none when it has no engine): from the
+  // EP's cache, built ahead (PrefetchPlans) or now on `cudnn`. only_list/only_position: one stored configuration.
   void BuildGraphPlans(const KernelContext& ctx, cudnnHandle_t cudnn, const ConvGeometry& g, DataType type,
                        int64_t alignment, ConvPlan& plan, int only_list = -1, int64_t only_position = -1) const {
-    namespace cg = cudnn_graph;
-    const cudnnDataType_t data = type == DataType::kFloat16 ? CUDNN_DATA_HALF : CUDNN_DATA_FLOAT;
-    auto tensor = [&](int64_t uid, const std::vector<int>& dims) {
-      return cg::MakeTensor({uid, data, ToInt64s(dims), LayoutStrides(dims, channels_last_), alignment, false});
+    const PlanRequest request = GraphPlanRequest(ctx.node(), g, type, alignment, only_list, only_position);
+    plan.graph_set = ep_.cudnn_plans().Get(request.key, cudnn, request.build);
+  }
+
+  struct PlanRequest {
+    std::string key;
+    CudnnPlanCache::Build build;
+  };
+
+  // What BuildGraphPlans asks the EP's cache for: the key names everything the plans depend on (the operation graph
+  // and the filter); the build runs on whichever thread and handle the cache gives it, so it copies what it needs.
+  PlanRequest GraphPlanRequest(const Node& node, const ConvGeometry& g, DataType type, int64_t alignment,
+                               int only_list, int64_t only_position) const {
+    cudnn_graph::PlanFilter filter;
+    filter.max_workspace_bytes = static_cast<int64_t>(WorkspaceLimit());
+    // float32 with use_tf32 = 0 must stay on FMA arithmetic; float16 always runs on tensor cores.
+    filter.allow_tensor_cores = type == DataType::kFloat16 || ep_.options().use_tf32;
+    // Engines that compile kernels when their plan is finalized took 0.2-1.4 s per shape on the H100 host.
+    filter.allow_runtime_compiled = false;
+    filter.allow_nondeterministic = !deterministic_;
+    filter.max_plans = ep_.options().cudnn_conv_algo_search == ConvAlgoSearch::kExhaustive ? 8 : 1;
+    filter.only_list = only_list;
+    filter.only_position = only_position;
+    std::ostringstream key;
+    const auto list = [&](const char* name, const std::vector<int>& values) {
+      key << name;
+      for (int v : values) key << ' ' << v;
+      key << ';';
     };
+    key << "conv;" << DataTypeName(type) << (channels_last_ ? ";nhwc;" : ";nchw;");
+    list("x", g.x_dims);
+    list("w", g.w_dims);
+    list("y", g.y_dims);
+    list("pads", g.pads);
+    list("strides", g.strides);
+    list("dilations", g.dilations);
+    key << "align " << alignment << ";workspace " << filter.max_workspace_bytes << ";tc " << filter.allow_tensor_cores
+        << ";nondeterministic " << filter.allow_nondeterministic << ";plans " << filter.max_plans << ";only "
+        << only_list << ' ' << only_position;
+    PlanRequest request;
+    request.key = key.str();
+    request.build = [g, type, alignment, filter, channels_last = channels_last_,
+                     where = node.Describe()](cudnnHandle_t cudnn) {
+      namespace cg = cudnn_graph;
+      const cudnnDataType_t data = type == DataType::kFloat16 ? CUDNN_DATA_HALF : CUDNN_DATA_FLOAT;
+      auto tensor = [&](int64_t uid, const std::vector<int>& dims) {
+        return cg::MakeTensor({uid, data, ToInt64s(dims), LayoutStrides(dims, channels_last), alignment, false});
+      };
+      CudnnPlanSet set;
+      try {
+        cg::Descriptor tx = tensor(1, g.x_dims), tw = tensor(2, g.w_dims), ty = tensor(3, g.y_dims);
+        cg::Descriptor conv =
+            cg::MakeConvolution({ToInt64s(g.pads), ToInt64s(g.strides), ToInt64s(g.dilations), CUDNN_DATA_FLOAT});
+        cg::Descriptor op = cg::TryMakeConvolutionForward(tx, tw, ty, conv);
+        if (!op.defined()) return set;
+        cg::Descriptor graph = cg::TryMakeOperationGraph(cudnn, {&op});
+        if (!graph.defined()) return set;
+        set.plans = cg::MakePlans(cudnn, graph, filter);
+        for (cg::Descriptor* part : {&tx, &tw, &ty, &conv, &op, &graph}) set.parts.push_back(std::move(*part));
+      } catch (const Error& e) {  // a descriptor cuDNN refuses: the legacy API runs the convolution
+        Log(LogLevel::kVerbose, where, ": cuDNN graph API: ", e.what());
+        set.plans.clear();
+      }
+      return set;
+    };
+    return request;
+  }
+
+  // At creation, for a node whose shapes the session inferred: asks the EP's cache to build the graph-API plans
+  // PlanFor will want for them (the stored configuration when the tuning cache has one), on its worker threads.
+  // Assumes 16-byte aligned buffers (the arena's); a run that brings other shapes or alignments plans for them.
+  void PrefetchPlans(const KernelInfo& info) const {
+    if (!ep_.cudnn_plans().builds_ahead()) return;
+    if (ep_.options().cudnn_conv_algo_search == ConvAlgoSearch::kDefault && GraphSession()) return;
+    const DataType type = info.InputType(0);
+    if (type != DataType::kFloat && type != DataType::kFloat16) return;
+    const std::optional<Shape> x_in = info.InputShape(0), w = info.InputShape(1);
+    if (!x_in || !w || info.ConstantInput(1) == nullptr) return;
+    const bool has_bias = info.node().HasInput(2);
+    std::optional<Shape> residual;
+    if (fused_node_ && info.node().HasInput(3)) {
+      residual = info.InputShape(3);
+      if (!residual) return;
+    }
     try {
-      cg::Descriptor tx = tensor(1, g.x_dims), tw = tensor(2, g.w_dims), ty = tensor(3, g.y_dims);
-      cg::Descriptor conv =
-          cg::MakeConvolution({ToInt64s(g.pads), ToInt64s(g.strides), ToInt64s(g.dilations), CUDNN_DATA_FLOAT});
-      cg::Descriptor op = cg::TryMakeConvolutionForward(tx, tw, ty, conv);
-      if (!op.defined()) return;
-      cg::Descriptor graph = cg::TryMakeOperationGraph(cudnn, {&op});
-      if (!graph.defined()) return;
-      cg::PlanFilter filter;
-      filter.max_workspace_bytes = static_cast<int64_t>(WorkspaceLimit());
-      // float32 with use_tf32 = 0 must stay on FMA arithmetic; float16 always runs on tensor cores.
-      filter.allow_tensor_cores = type == DataType::kFloat16 || ep_.options().use_tf32;
-      // Engines that compile kernels when their plan is finalized took 0.2-1.4 s per shape on the H100 host.
-      filter.allow_runtime_compiled = false;
-      filter.allow_nondeterministic = !deterministic_;
-      filter.max_plans = ep_.options().cudnn_conv_algo_search == ConvAlgoSearch::kExhaustive ? 8 : 1;
-      filter.only_list = only_list;
-      filter.only_position = only_position;
-      plan.graph_plans = cg::MakePlans(cudnn, graph, filter);
-      for (cg::Descriptor* part : {&tx, &tw, &ty, &conv, &op, &graph}) plan.graph_parts.push_back(std::move(*part));
-    } catch (const Error& e) {  // a descriptor cuDNN refuses: the legacy API runs the convolution
-      Log(LogLevel::kVerbose, ctx.node().Describe(), ": cuDNN graph API: ", e.what());
-      plan.graph_plans.clear();
+      Shape x = *x_in;
+      if (channels_last_ && x.rank() == 5) {
+        if (x[1] != 1) return;
+        x = Shape{x[0], x[4], x[2], x[3]};
+      }
+      ConvGeometry g = Resolve(info.node(), x, *w);
+      if (channels_last_ && (g.y_shape.rank() != 4 || w->rank() != 4)) return;
+      if (g.y_shape.NumElements() == 0) return;
+      const bool depthwise_ok = DepthwiseApplies(g);
+      if (depthwise_ok && !GraphSession()) return;  // Tessera's depthwise kernel, no cuDNN plan
+      constexpr int64_t kArenaAlignment = 16;
+      int only_list = -1;
+      int64_t only_position = -1;
+      if (const std::optional<std::string> tuned =
+              ep_.tuning().Find(TuningKey(g, type, kArenaAlignment, has_bias, residual, depthwise_ok))) {
+        std::istringstream in(*tuned);
+        std::string kind;
+        if (!(in >> kind) || kind != "graph" || !(in >> only_list >> only_position)) return;  // no graph-API plan
+      }
+      PlanRequest request = GraphPlanRequest(info.node(), g, type, kArenaAlignment, only_list, only_position);
+      Log(LogLevel::kVerbose, info.node().Describe(), ": X ", x_in->ToString(), " asks for its cuDNN plans ahead",
+          only_list >= 0 ? " (the tuning cache's configuration)" : "");
+      ep_.cudnn_plans().Prefetch(request.key, std::move(request.build));
+    } catch (const Error&) {  // shapes the node refuses: its first run reports them
     }
   }
 
@@ -681,7 +782,7 @@ class ConvKernel : public Kernel {
   std::vector<ConvChoice> Candidates(const KernelContext& ctx, const Tensor& x, const Tensor& w, Tensor& y,
                                      cudnnHandle_t cudnn, const ConvPlan& plan, Tensor& search_workspace) const {
     std::vector<ConvChoice> graph_choices;
-    for (const cudnn_graph::Plan& p : plan.graph_plans)
+    for (const cudnn_graph::Plan& p : plan.graph_plans())
       graph_choices.push_back({&p, CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM, CUDNN_DEFAULT_MATH,
                                static_cast<size_t>(p.workspace_bytes), false});
     if (!GraphSession() && !graph_choices.empty()) return graph_choices;  // eager: host cost first
@@ -777,14 +878,9 @@ class ConvKernel : public Kernel {
       }
     }
     if (plan.choice.graph == nullptr && !plan.choice.depthwise) Apply(ctx, plan, plan.choice);
-    // Only the chosen graph-API plan is kept (choice.graph points into graph_plans).
-    if (plan.choice.graph != nullptr && plan.graph_plans.size() > 1) {
-      const size_t chosen = static_cast<size_t>(plan.choice.graph - plan.graph_plans.data());
-      if (chosen != 0) std::swap(plan.graph_plans[0], plan.graph_plans[chosen]);
-      plan.graph_plans.resize(1);
-      plan.choice.graph = &plan.graph_plans[0];
-    } else if (plan.choice.graph == nullptr) {
-      plan.graph_plans.clear();
+    // The candidate set stays with the EP's cache (choice.graph points into it) while a graph-API plan is chosen.
+    if (plan.choice.graph == nullptr) {
+      plan.graph_set = nullptr;
     }
   }
 

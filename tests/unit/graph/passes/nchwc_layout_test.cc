@@ -196,6 +196,34 @@ TEST(NchwcLayoutTest, RewritesForTheGivenChannelBlock) {
   EXPECT_EQ(ConvertToBlockedLayout(*sixteen->graph, yes, 16), 0u);
 }
 
+// A blocked value takes its shape from the plain value's, when the model states that one ([N, C/B, H, W, B], or
+// [N, 1, H, W, C] for block 0); the CUDA EP's convolutions prepare their plans from it.
+TEST(NchwcLayoutTest, BlockedValuesTakeTheirShapesFromThePlainValues) {
+  const CanFuse yes = [](const Node&, const Graph&, const std::string&, const std::string&) { return true; };
+  const auto dims = [](const Graph& graph, const std::string& value) {
+    std::vector<int64_t> out;
+    const ValueInfo* info = graph.FindValueInfo(value);
+    if (info != nullptr && info->shape)
+      for (const Dim& d : *info->shape) out.push_back(d.value);
+    return out;
+  };
+  for (const int64_t block : {int64_t{8}, int64_t{0}}) {
+    std::unique_ptr<Model> model = Load(EightChannelChain());
+    Graph& graph = *model->graph;
+    ValueInfo c1;
+    c1.name = "c1";
+    c1.type = DataType::kFloat;
+    c1.shape = std::vector<Dim>(4);
+    for (size_t i = 0; i < 4; ++i) (*c1.shape)[i].value = std::vector<int64_t>{1, 8, 6, 6}[i];
+    graph.value_infos["c1"] = c1;
+    ASSERT_EQ(ConvertToBlockedLayout(graph, yes, block), 3u);
+    // c1 (stated) -> its blocked twin has a shape; r follows from c1 through the Relu (no shape stated): none.
+    // Eight channels: one block of 8, or NHWC; the same dims either way.
+    EXPECT_EQ(dims(graph, graph.nodes[0]->outputs[0]), (std::vector<int64_t>{1, 1, 6, 6, 8})) << "block " << block;
+    EXPECT_EQ(dims(graph, graph.nodes[1]->outputs[0]), std::vector<int64_t>{});
+  }
+}
+
 // x -> c1 -> a; a -> c2 -> b; c3(b) + a -> y, and with `late_reader` also a -> c4 -> z after c3.
 PassTestGraph ResidualGraph(bool late_reader) {
   PassTestGraph g;
