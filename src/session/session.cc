@@ -19,6 +19,7 @@
 #include "graph/passes/gradient_expansion.h"
 #include "graph/passes/constant_folding.h"
 #include "graph/passes/graph_optimizer.h"
+#include "graph/static_shapes.h"
 #include "graph/type_inference.h"
 #include "providers/cpu/cpu_ep.h"
 #include "session/automatic_graphs.h"
@@ -446,6 +447,7 @@ void Session::Impl::Initialize(const std::function<std::unique_ptr<Model>()>& lo
   ApplyInitializerOverrides(graph, options.initializers);
   InferElementTypes(graph);
   if (ExpandGradients(graph) > 0) InferElementTypes(graph);
+  PropagateStaticShapes(graph);  // after the overrides: they can make symbolic input dims concrete
   providers.get();
   phases.Mark("create_providers");
   Optimize();

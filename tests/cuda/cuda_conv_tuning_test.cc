@@ -202,7 +202,8 @@ TEST_F(CudaConvTuningTest, StatedShapesThatDisagreeWithTheRunAreRePlanned) {
   Session cpu = MakeSession(model, OptionsFor("cpu"), TestEnv());
   const Tensor want = cpu.Run({{"x", Value(x)}})[0].tensor();
   SessionOptions options;
-  options.AddProvider(kCudaEpName, {{"prefer_nhwc", "1"}, {"plan_build_threads", "2"}, {"tuning_cache_file", ""}});
+  options.AddProvider(kCudaEpName,
+                      {{"use_tf32", "0"}, {"prefer_nhwc", "1"}, {"plan_build_threads", "2"}, {"tuning_cache_file", ""}});
   Session session = MakeSession(model, options, TestEnv());
   EXPECT_EQ(CompareTensors(want, session.Run({{"x", Value(x)}})[0].tensor(), 1e-4, 1e-4), "");
 }
