@@ -72,6 +72,7 @@ void CudnnPlanCache::Work() {
       if (queue_.empty()) return;
       task = std::move(queue_.front());
       queue_.pop_front();
+      ++running_;
     }
     std::shared_ptr<const CudnnPlanSet> set;
     try {
@@ -87,7 +88,17 @@ void CudnnPlanCache::Work() {
       Log(LogLevel::kVerbose, "cuDNN plans for ", task.key, ": built ahead without success (", e.what(), ")");
     }
     task.done.set_value(std::move(set));
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      --running_;
+    }
+    idle_.notify_all();
   }
+}
+
+void CudnnPlanCache::WaitIdle() {
+  std::unique_lock<std::mutex> lock(mutex_);
+  idle_.wait(lock, [&] { return (queue_.empty() || stopping_) && running_ == 0; });
 }
 
 }  // namespace tessera::cuda

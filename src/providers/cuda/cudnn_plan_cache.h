@@ -59,6 +59,10 @@ class CudnnPlanCache {
   // The set for `key` if it is built, or being built or queued (waits for it); nullptr otherwise.
   std::shared_ptr<const CudnnPlanSet> Find(const std::string& key);
 
+  // Waits until no build is queued or running: a search that times candidates on the GPU calls it first, so
+  // that the workers' host work and cuDNN's kernel loading do not disturb its measurements.
+  void WaitIdle();
+
   // Whether Prefetch builds anything (threads > 0).
   bool builds_ahead() const { return threads_ > 0; }
 
@@ -80,6 +84,8 @@ class CudnnPlanCache {
   const size_t threads_;
   std::mutex mutex_;
   std::condition_variable wake_;
+  std::condition_variable idle_;
+  size_t running_ = 0;  // builds taken from the queue and not finished
   std::map<std::string, Entry> entries_;
   std::deque<Task> queue_;
   std::vector<std::thread> workers_;  // started on the first Prefetch
