@@ -2,6 +2,7 @@
 #pragma once
 
 #include <atomic>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -36,11 +37,24 @@ constexpr int kDefaultStreamSets = 8;
 // Device memory each compute stream of a session keeps for reuse when SessionOptions::stream_cache_bytes is -1.
 constexpr int64_t kDefaultStreamCacheBytes = int64_t{64} << 20;
 
+struct EpDevice;
+
+// Chooses a session's EP devices (ONNX Runtime's EP selection delegate): given every EP device of the environment
+// (the CPU EP's last), the model's metadata (its metadata_props, plus producer_name, producer_version, domain,
+// graph_name and model_version where the model sets them), runtime metadata (none yet) and the most it may pick, it
+// returns the devices to use in priority order. Each must be one of those given; at least one, at most
+// max_selections. An exception it throws fails session creation with its message.
+using EpSelectionDelegate = std::function<std::vector<const EpDevice*>(
+    const std::vector<const EpDevice*>& devices, const std::map<std::string, std::string>& model_metadata,
+    const std::map<std::string, std::string>& runtime_metadata, size_t max_selections)>;
+
 struct SessionOptions {
   // EPs in priority order; when empty, `policy` chooses. The CPU EP is always added last as the
   // fallback unless disable_cpu_fallback is set.
   std::vector<ProviderRequest> providers;
   EpSelectionPolicy policy = EpSelectionPolicy::kDefault;
+  // When set (and `providers` is empty): chooses the EP devices instead of `policy`, after the model is read.
+  EpSelectionDelegate selection_delegate;
   bool disable_cpu_fallback = false;
   int intra_op_threads = 0;  // 0 = one per core
   OptimizationLevel optimization_level = OptimizationLevel::kAll;

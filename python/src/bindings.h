@@ -56,6 +56,9 @@ MemoryInfo MemoryInfoForDevice(Runtime& runtime, const std::string& device_type,
 std::string DeviceNameOf(Runtime& runtime, const MemoryInfo& info);
 // The EP device whose device (or host-accessible) memory is `info`, or nullptr.
 const EpDevice* EpDeviceOwning(Runtime& runtime, const MemoryInfo& info);
+// SessionOptions.set_provider_selection_policy_delegate: a Python callable fn(ep_devices, model_metadata,
+// runtime_metadata, max_selections) -> [EpDevice] as the C++ EpSelectionDelegate (it takes the GIL to run).
+EpSelectionDelegate PythonSelectionDelegate(py::object fn);
 // The EP device of `ep_name` driving the hardware device with this ordinal, or nullptr.
 const EpDevice* FindEpDevice(Runtime& runtime, const std::string& ep_name, uint32_t ordinal);
 

@@ -114,6 +114,16 @@ void BindHardwareDevices(py::module_& m) {
       });
 }
 
+// The Python objects of `devices`, in their order; an EP's devices keep their index among that EP's devices.
+py::list SnapshotOf(const std::vector<const EpDevice*>& devices) {
+  py::list out;
+  std::map<std::string, int> per_ep;
+  for (const EpDevice* d : devices)
+    out.append(PyEpDevice{d->ep_name, d->ep_vendor, *d->device, d->ep_metadata, d->ep_options, d->device_memory,
+                          d->host_accessible_memory, per_ep[d->ep_name]++});
+  return out;
+}
+
 }  // namespace
 
 std::string ShortEpName(const std::string& ep_name) {
@@ -208,6 +218,40 @@ void BindDevices(py::module_& m) {
   m.def("unregister_execution_provider_library", [](const std::string& name) {
     GetRuntime()->UnregisterEpLibrary(name);
   }, py::arg("registration_name"), "Unloads a plugin; its sessions and values must be gone first.");
+}
+
+EpSelectionDelegate PythonSelectionDelegate(py::object fn) {
+  // Sessions copy their options (and this function) and may drop them without the GIL: the callable is released
+  // under it.
+  std::shared_ptr<py::object> callable(new py::object(std::move(fn)), [](py::object* o) {
+    py::gil_scoped_acquire gil;
+    delete o;
+  });
+  return [callable](const std::vector<const EpDevice*>& devices, const std::map<std::string, std::string>& model,
+                    const std::map<std::string, std::string>& runtime, size_t max_selections) {
+    py::gil_scoped_acquire gil;
+    std::vector<const EpDevice*> chosen;
+    try {
+      const py::object result = (*callable)(SnapshotOf(devices), model, runtime, max_selections);
+      std::map<std::string, int> per_ep;
+      std::vector<std::pair<std::string, int>> keys;  // (ep_name, index) of each offered device
+      for (const EpDevice* d : devices) keys.emplace_back(d->ep_name, per_ep[d->ep_name]++);
+      for (const py::handle item : result) {
+        if (!py::isinstance<PyEpDevice>(item))
+          throw std::runtime_error("the delegate must return OrtEpDevice objects, got " +
+                                   py::str(py::type::of(item)).cast<std::string>());
+        const PyEpDevice& d = item.cast<const PyEpDevice&>();
+        const auto it = std::find(keys.begin(), keys.end(), std::make_pair(d.ep_name, d.index));
+        if (it == keys.end())
+          throw std::runtime_error("the delegate returned EP device " + d.ep_name + " #" + std::to_string(d.index) +
+                                   ", which it was not given");
+        chosen.push_back(devices[static_cast<size_t>(it - keys.begin())]);
+      }
+    } catch (py::error_already_set& e) {
+      throw std::runtime_error(e.what());
+    }
+    return chosen;
+  };
 }
 
 }  // namespace tessera::python

@@ -78,6 +78,13 @@ DataType DataTypeFromDtype(const py::dtype& dtype) {
 }
 
 DataType DataTypeFromObject(const py::handle& obj) {
+  if (py::isinstance<py::int_>(obj) && !py::isinstance<py::bool_>(obj)) {  // an ONNX element type (TensorProto)
+    const long number = obj.cast<long>();
+    if (number < 1 || number > static_cast<long>(DataType::kBFloat16) ||
+        DataTypeName(static_cast<DataType>(number)) == std::string("undefined"))
+      Fail(ErrorCode::kInvalidArgument, "unknown ONNX element type ", number);
+    return static_cast<DataType>(number);
+  }
   if (py::isinstance<py::str>(obj)) {  // "tensor(float)" as onnxruntime's type strings
     std::string text = obj.cast<std::string>();
     if (text.starts_with("tensor(") && text.ends_with(")")) {

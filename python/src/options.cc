@@ -148,6 +148,21 @@ void BindSessionOptions(py::module_& m) {
           "in those files are read from here instead of the disk.")
       .def("set_provider_selection_policy", [](S& s, EpSelectionPolicy policy) { s.options.policy = policy; },
            py::arg("policy"), "How EP devices are chosen when the session is given no providers.")
+      .def(
+          "set_provider_selection_policy_delegate",
+          [](S& s, py::object fn) {
+            if (!PyCallable_Check(fn.ptr())) throw py::type_error("the EP selection delegate must be callable");
+            s.options.selection_delegate = PythonSelectionDelegate(std::move(fn));
+          },
+          py::arg("delegate"),
+          "fn(ep_devices, model_metadata, runtime_metadata, max_selections) -> [OrtEpDevice]: chooses the EP devices "
+          "of sessions given no providers, in priority order (the CPU EP's devices come last in ep_devices).")
+      .def("has_providers",
+           [](const S& s) {
+             return !s.options.providers.empty() || s.options.policy != EpSelectionPolicy::kDefault ||
+                    s.options.selection_delegate != nullptr;
+           },
+           "Whether providers, a selection policy or a selection delegate were set.")
       .def("add_provider",
            [](S& s, const std::string& name, const ProviderOptions& options) { s.options.AddProvider(name, options); },
            py::arg("provider_name"), py::arg("provider_options") = ProviderOptions{})

@@ -1,6 +1,7 @@
 // tessera.OrtValue: a tensor in any memory space (host, a device, host-accessible memory), created from
 // numpy without copies on the host, copied to a device otherwise.
 #include <sstream>
+#include <utility>
 
 #include "bindings.h"
 
@@ -49,10 +50,26 @@ py::object FromNumpy(const py::handle& array, const py::handle& device_type, int
   return py::cast(PyOrtValue{runtime, Value(placed), py::object()});
 }
 
+// `memory_info` (an EpDevice's memory_info(...)), when given, decides where; the device arguments are then ignored.
+// The memory an OrtValue's memory_info argument names: an EpDevice's MemoryInfo, or an OrtMemoryInfo (memory.py,
+// onnxruntime's description: device name, id, memory type).
+MemoryInfo MemoryInfoArgument(Runtime& runtime, const py::handle& info) {
+  if (py::isinstance<MemoryInfo>(info)) return info.cast<MemoryInfo>();
+  if (py::hasattr(info, "_device") && py::hasattr(info, "device_id")) {
+    const auto [name, host_accessible] = info.attr("_device")().cast<std::pair<std::string, bool>>();
+    return MemoryInfoForDevice(runtime, host_accessible && name != "cpu" ? name + "_pinned" : name,
+                               info.attr("device_id").cast<int>());
+  }
+  Fail(ErrorCode::kInvalidArgument, "memory_info must be a MemoryInfo (EpDevice.memory_info(...)) or an ",
+       "OrtMemoryInfo, got ", py::str(py::type::of(info)).cast<std::string>());
+}
+
 py::object FromShapeAndType(const py::handle& shape, const py::handle& element_type, const py::handle& device_type,
-                            int device_id) {
+                            int device_id, const py::handle& vendor_id, const py::handle& memory_info) {
+  (void)vendor_id;  // onnxruntime's: the device name and id already name the memory here
   std::shared_ptr<Runtime> runtime = GetRuntime();
-  const MemoryInfo where = DeviceArgument(*runtime, device_type, device_id);
+  const MemoryInfo where = !memory_info.is_none() ? MemoryInfoArgument(*runtime, memory_info)
+                                                  : DeviceArgument(*runtime, device_type, device_id);
   Tensor tensor = AllocateOn(*runtime, DataTypeFromObject(element_type), ShapeFromSequence(shape), where);
   return py::cast(PyOrtValue{runtime, Value(tensor), py::object()});
 }
@@ -142,8 +159,11 @@ void BindValue(py::module_& m) {
                   "A value holding the array: shares its memory on the CPU (when C-contiguous and aligned), "
                   "copies it to other devices.")
       .def_static("ortvalue_from_shape_and_type", &FromShapeAndType, py::arg("shape"), py::arg("element_type"),
-                  py::arg("device_type") = "cpu", py::arg("device_id") = 0,
-                  "An uninitialized tensor allocated on the device.")
+                  py::arg("device_type") = "cpu", py::arg("device_id") = 0, py::arg("vendor_id") = py::none(),
+                  py::arg("memory_info") = py::none(),
+                  "An uninitialized tensor allocated on the device, or in `memory_info` (an EpDevice's "
+                  "memory_info(OrtDeviceMemoryType...)) when given; element_type: a numpy type or an ONNX element "
+                  "type number.")
       .def("update_inplace", &UpdateInplace, py::arg("np_arr"),
            "Copies the array into this value's existing buffer (any device); type and size must match.")
       .def("numpy", &ToNumpy, "A numpy array: a view of host memory, a copy of device memory.")

@@ -23,6 +23,7 @@ void Environment::Impl::Register(const std::string& name, void* library, std::un
       continue;
     }
     hardware.push_back(std::make_unique<HardwareDevice>(found));
+    ep->added_hardware.push_back(hardware.back().get());
   }
   std::vector<const HardwareDevice*> all;
   for (const auto& h : hardware) all.push_back(h.get());
@@ -123,7 +124,17 @@ void Environment::UnregisterEpLibrary(const std::string& registration_name) {
     if (device->host_accessible_memory) impl_->shared_allocators.erase(*device->host_accessible_memory);
   }
   void* library = (*it)->library;
+  const std::vector<const HardwareDevice*> added = (*it)->added_hardware;
   eps.erase(it);
+  // Its hardware devices go too, unless another EP still drives them; registering the library again finds them
+  // anew (they are not listed twice).
+  auto& hardware = impl_->hardware;
+  for (const HardwareDevice* h : added) {
+    const bool in_use = std::any_of(eps.begin(), eps.end(), [&](const auto& ep) {
+      return std::any_of(ep->devices.begin(), ep->devices.end(), [&](const auto& d) { return d->device == h; });
+    });
+    if (!in_use) std::erase_if(hardware, [&](const auto& owned) { return owned.get() == h; });
+  }
   dlclose(library);
 }
 

@@ -18,6 +18,8 @@ struct RegisteredEp {
   std::unique_ptr<EpFactory> factory;
   std::vector<std::unique_ptr<EpDevice>> devices;
   std::unique_ptr<DataTransfer> transfer;
+  // The hardware devices its discovery added to the environment (not those it found already listed).
+  std::vector<const HardwareDevice*> added_hardware;
 };
 
 struct Environment::Impl {

@@ -211,6 +211,7 @@ struct Session::Impl {
   // Loads the model with `load` while the providers are created, then optimizes, partitions, plans, prepares.
   void Initialize(const std::function<std::unique_ptr<Model>()>& load);
   void CreateProviders();
+  std::vector<const EpDevice*> SelectWithDelegate(const std::vector<const EpDevice*>& all) const;
   void AddProvider(const EpDevice& device, const ProviderOptions& provider_options);
   void Optimize();
   void SetUpServices();
@@ -274,6 +275,8 @@ void Session::Impl::CreateProviders() {
              " device(s); device index ", request.device_index, " is out of range");
       AddProvider(*matching[request.device_index], request.options);
     }
+  } else if (options.selection_delegate != nullptr) {
+    for (const EpDevice* device : SelectWithDelegate(all)) AddProvider(*device, {});
   } else {
     std::vector<std::pair<int, const EpDevice*>> ranked;
     for (size_t i = 0; i < all.size(); ++i) {
@@ -291,6 +294,43 @@ void Session::Impl::CreateProviders() {
         break;
       }
   if (eps.empty()) Fail(ErrorCode::kInvalidArgument, "no execution provider selected");
+}
+
+// SessionOptions::selection_delegate's choice among `all` (the CPU EP's devices passed last), checked.
+std::vector<const EpDevice*> Session::Impl::SelectWithDelegate(const std::vector<const EpDevice*>& all) const {
+  std::vector<const EpDevice*> offered;
+  for (const EpDevice* d : all)
+    if (d->ep_name != kCpuEpName) offered.push_back(d);
+  for (const EpDevice* d : all)
+    if (d->ep_name == kCpuEpName) offered.push_back(d);
+  std::map<std::string, std::string> model_metadata = model->metadata;
+  const auto put = [&](const char* key, const std::string& value) {
+    if (!value.empty()) model_metadata.emplace(key, value);
+  };
+  put("producer_name", model->producer_name);
+  put("producer_version", model->producer_version);
+  put("domain", model->domain);
+  put("graph_name", model->graph_name);
+  if (model->model_version != 0) put("model_version", std::to_string(model->model_version));
+  std::vector<const EpDevice*> chosen;
+  try {
+    chosen = options.selection_delegate(offered, model_metadata, {}, offered.size());
+  } catch (const std::exception& e) {
+    Fail(ErrorCode::kInvalidArgument, "the EP selection delegate failed: ", e.what());
+  }
+  if (chosen.empty()) Fail(ErrorCode::kInvalidArgument, "the EP selection delegate selected no EP device");
+  if (chosen.size() > offered.size())
+    Fail(ErrorCode::kInvalidArgument, "the EP selection delegate selected ", chosen.size(), " EP devices; at most ",
+         offered.size(), " may be selected");
+  for (size_t i = 0; i < chosen.size(); ++i) {
+    if (std::find(offered.begin(), offered.end(), chosen[i]) == offered.end())
+      Fail(ErrorCode::kInvalidArgument, "the EP selection delegate returned an EP device it was not given");
+    if (std::find(chosen.begin(), chosen.begin() + static_cast<std::ptrdiff_t>(i), chosen[i]) !=
+        chosen.begin() + static_cast<std::ptrdiff_t>(i))
+      Fail(ErrorCode::kInvalidArgument, "the EP selection delegate selected EP device '", chosen[i]->ep_name,
+           "' twice");
+  }
+  return chosen;
 }
 
 std::vector<ExecutionProvider*> Session::Impl::ProviderList() const {
@@ -431,14 +471,16 @@ void Session::Impl::Optimize() {
 void Session::Impl::Initialize(const std::function<std::unique_ptr<Model>()>& load) {
   if (options.log_level < LogThreshold()) SetLogThreshold(options.log_level);
   ProfilePhases phases(profiler.get());
-  std::future<void> providers = std::async(std::launch::async, [this] {
+  // A selection delegate reads the model's metadata: the providers come after the model then.
+  const bool after_load = options.providers.empty() && options.selection_delegate != nullptr;
+  std::future<void> providers = std::async(after_load ? std::launch::deferred : std::launch::async, [this] {
     CreateProviders();
     SetUpServices();
   });
   try {
     model = load();
   } catch (...) {
-    providers.wait();  // the model's error is the one to report
+    if (!after_load) providers.wait();  // the model's error is the one to report
     throw;
   }
   phases.Mark("load");

@@ -43,8 +43,17 @@ TEST(EnvironmentTest, PluginLoadingErrorsAreClear) {
   env.RegisterEpLibrary("testing", TESSERA_TESTING_EP_PATH);
   EXPECT_THROW(env.RegisterEpLibrary("testing", TESSERA_TESTING_EP_PATH), Error);
   EXPECT_NE(env.FindFactory(kTestingEpName), nullptr);
+  const size_t hardware = env.GetHardwareDevices().size();
   env.UnregisterEpLibrary("testing");
   EXPECT_EQ(env.FindFactory(kTestingEpName), nullptr);
+  EXPECT_EQ(env.GetHardwareDevices().size(), hardware - 1);  // its simulated device went with it
+  // Registered again (under another name): its device is listed once, with one EP device.
+  env.RegisterEpLibrary("again", TESSERA_TESTING_EP_PATH);
+  EXPECT_EQ(env.GetHardwareDevices().size(), hardware);
+  size_t testing_devices = 0;
+  for (const EpDevice* d : env.GetEpDevices()) testing_devices += d->ep_name == kTestingEpName;
+  EXPECT_EQ(testing_devices, 1u);
+  env.UnregisterEpLibrary("again");
 }
 
 TEST(EnvironmentTest, SharedAllocatorsCanBeCreatedFetchedAndReleased) {

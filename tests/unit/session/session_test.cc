@@ -103,6 +103,58 @@ TEST(SessionTest, SelectionPolicyPicksTheSimulatedNpu) {
   EXPECT_EQ(efficient.providers().front(), kTestingEpName);
 }
 
+// SessionOptions::selection_delegate sees every EP device (the CPU EP's last) and the model's metadata, and its
+// choice decides the providers; bad choices and exceptions fail creation with clear messages.
+TEST(SessionTest, SelectionDelegateChoosesTheProviders) {
+  const std::string model = MixedModel();
+  SessionOptions options;
+  std::vector<std::string> offered;
+  std::map<std::string, std::string> metadata;
+  size_t most = 0;
+  options.selection_delegate = [&](const std::vector<const EpDevice*>& devices,
+                                   const std::map<std::string, std::string>& model_metadata,
+                                   const std::map<std::string, std::string>& runtime_metadata, size_t max_selections) {
+    offered.clear();
+    for (const EpDevice* d : devices) offered.push_back(d->ep_name);
+    metadata = model_metadata;
+    most = max_selections;
+    EXPECT_TRUE(runtime_metadata.empty());
+    std::vector<const EpDevice*> chosen;
+    for (const EpDevice* d : devices)
+      if (d->ep_name == kTestingEpName) chosen.push_back(d);
+    chosen.push_back(devices.back());
+    return chosen;
+  };
+  Session session = MakeSession(model, options, TestEnv());
+  ASSERT_GE(offered.size(), 2u);
+  EXPECT_EQ(offered.back(), "CPUExecutionProvider");
+  EXPECT_EQ(most, offered.size());
+  EXPECT_FALSE(metadata.empty());
+  EXPECT_EQ(session.providers().front(), kTestingEpName);
+  Tensor x = InputX(5);
+  ExpectNear(MixedReference(x.ToVector<float>(), 5), session.Run({{"x", x}})[0].tensor());
+
+  const auto fails_with = [&](EpSelectionDelegate delegate, const std::string& message) {
+    SessionOptions bad;
+    bad.selection_delegate = std::move(delegate);
+    try {
+      MakeSession(model, bad, TestEnv());
+      ADD_FAILURE() << "no error; expected: " << message;
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
+      EXPECT_NE(std::string(e.what()).find(message), std::string::npos) << e.what();
+    }
+  };
+  fails_with([](auto&, auto&, auto&, size_t) -> std::vector<const EpDevice*> { throw std::runtime_error("MY ERROR"); },
+             "MY ERROR");
+  fails_with([](auto&, auto&, auto&, size_t) { return std::vector<const EpDevice*>{}; }, "selected no EP device");
+  fails_with([](const std::vector<const EpDevice*>& d, auto&, auto&, size_t) { return std::vector{d[0], d[0]}; },
+             "twice");
+  EpDevice stranger;
+  fails_with([&](auto&, auto&, auto&, size_t) { return std::vector<const EpDevice*>{&stranger}; },
+             "not given");
+}
+
 TEST(SessionTest, DisabledCpuFallbackFailsNamingTheNode) {
   const std::string model = MixedModel();
   SessionOptions options = OptionsFor("testing");
