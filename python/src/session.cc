@@ -76,14 +76,23 @@ py::dict Metadata(const PySession& s) {
 
 // Feeds as Values; `keep` receives the Python objects their memory borrows from. A list or tuple fed to a
 // sequence input is a sequence of its elements (each an array), as onnxruntime takes it; to any other input, an
-// array.
+// array. None fed to an optional input is the absent value.
 Session::NamedValues CollectFeeds(const Session& session, const py::dict& feeds, std::vector<py::object>& keep) {
   Session::NamedValues named;
   for (const auto& [name, feed] : feeds) {
     const std::string input = name.cast<std::string>();
-    bool sequence = false;
+    bool sequence = false, optional = false;
     for (const ValueInfo& info : session.inputs())
-      if (info.name == input) sequence = info.kind == ValueInfo::Kind::kSequence;
+      if (info.name == input) {
+        sequence = info.kind == ValueInfo::Kind::kSequence;
+        optional = info.kind == ValueInfo::Kind::kOptional;
+      }
+    if (feed.is_none()) {  // an absent optional, as onnxruntime takes None
+      if (!optional)
+        Fail(ErrorCode::kInvalidArgument, "input '", input, "' is not optional: it cannot be fed None");
+      named.push_back({input, Value()});
+      continue;
+    }
     if (sequence && (py::isinstance<py::list>(feed) || py::isinstance<py::tuple>(feed))) {
       TensorSequence elements;
       for (const py::handle& element : feed) {

@@ -195,7 +195,7 @@ class InferenceSession:
         if isinstance(value, np.ndarray) and value.dtype.kind == "V" and self._input_types.get(name) == "tensor(string)":
             # numpy void arrays (raw bytes) fed to a string input: one bytes object per element, as onnxruntime reads them
             return np.array([bytes(v) for v in value.ravel()], dtype=object).reshape(value.shape)
-        if isinstance(value, (np.ndarray, _tessera.OrtValue)) or self._input_dtypes.get(name) is None:
+        if value is None or isinstance(value, (np.ndarray, _tessera.OrtValue)) or self._input_dtypes.get(name) is None:
             return value
         return np.asarray(value, dtype=self._input_dtypes[name])
 
