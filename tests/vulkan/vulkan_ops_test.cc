@@ -364,6 +364,17 @@ TEST_F(VulkanOpsTest, Float16KernelsAgreeWithFloat32OnTheCpu) {
   OpTester cast_back("Cast", 13);
   cast_back.Attr("to", int64_t{static_cast<int64_t>(DataType::kFloat16)}).Input("X", RandomTensor(kF32, {17}, 59)).OutputName("Y");
   CompareOnVulkan(cast_back);
+  // Attention masks of float16 models: int64 (and int32) -> float16 on the device.
+  OpTester mask64("Cast", 13);
+  mask64.Attr("to", int64_t{static_cast<int64_t>(DataType::kFloat16)})
+      .Input("X", Tensor::FromVector<int64_t>({2, 4}, {0, 1, 1, 0, -1, 2048, -2048, 65504}))
+      .OutputName("Y");
+  CompareOnVulkan(mask64);
+  OpTester mask32("Cast", 13);
+  mask32.Attr("to", int64_t{static_cast<int64_t>(DataType::kFloat16)})
+      .Input("X", Tensor::FromVector<int32_t>({5}, {0, 1, -3, 1000, 4097}))  // 4097 rounds to 4096 in float16
+      .OutputName("Y");
+  CompareOnVulkan(mask32);
 }
 
 }  // namespace

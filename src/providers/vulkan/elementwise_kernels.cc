@@ -251,7 +251,7 @@ class BatchNormKernel : public Kernel {
   float epsilon_;
 };
 
-// ---- Cast float32 <-> float16 ----------------------------------------------------------------------------------
+// ---- Cast float32 <-> float16, int32 / int64 -> float32 / float16 ----------------------------------------------
 
 struct CastPush {
   uint64_t x, y;
@@ -277,9 +277,11 @@ class CastKernel : public Kernel {
     if (x.type() == DataType::kFloat16 && to_ == DataType::kFloat) shader = "cast_f16_f32";
     if (x.type() == DataType::kInt32 && to_ == DataType::kFloat) shader = "cast_i32_f32";
     if (x.type() == DataType::kInt64 && to_ == DataType::kFloat) shader = "cast_i64_f32";
+    if (x.type() == DataType::kInt32 && to_ == DataType::kFloat16) shader = "cast_i32_f16";
+    if (x.type() == DataType::kInt64 && to_ == DataType::kFloat16) shader = "cast_i64_f16";
     if (shader == nullptr)
       Fail(ErrorCode::kNotImplemented, ctx.node(), ": the Vulkan EP casts between float and float16 and from int32 ",
-           "and int64 to float, not ", DataTypeName(x.type()), " to ", DataTypeName(to_));
+           "and int64 to float and float16, not ", DataTypeName(x.type()), " to ", DataTypeName(to_));
     CastPush push{Address(ctx, x, "input"), Address(ctx, y, "output"), U32(ctx, x.NumElements())};
     DispatchLinear(stream, shader, &push, sizeof(push), x.NumElements());
   }
@@ -328,7 +330,8 @@ void RegisterElementwiseKernels(KernelRegistry& registry, const PhysicalDeviceIn
     registry.Register(def, [binary_op](const KernelInfo& info) { return std::make_unique<BinaryKernel>(info, binary_op); });
   }
   registry.Register<BatchNormKernel>(Def("BatchNormalization", "", 9, kLatestOnnxOpset, {{0, floats}}));
-  // Cast: float <-> float16 where the device has float16, int32 / int64 -> float (attention masks, indices).
+  // Cast: float <-> float16 where the device has float16, int32 / int64 -> float (and float16 there): attention
+  // masks, indices.
   std::vector<DataType> cast_from = {DataType::kFloat, DataType::kInt32, DataType::kInt64};
   if (device.float16) cast_from.push_back(DataType::kFloat16);
   registry.Register<CastKernel>(Def("Cast", "", 6, kLatestOnnxOpset, {{0, cast_from}}));

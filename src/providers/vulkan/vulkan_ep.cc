@@ -117,13 +117,11 @@ std::string VersionText(uint32_t version) {
 }
 
 // Whether the node's attributes are ones the Vulkan kernels implement (kernel registrations cannot see attributes).
-bool AttributesSupported(const Node& node, const Graph& graph) {
+bool AttributesSupported(const Node& node, const Graph& graph, bool float16) {
   const std::string& op = node.op_type;
-  if (op == "Cast") {  // float <-> float16, int32 / int64 -> float (CastKernel)
+  if (op == "Cast") {  // float <-> float16, int32 / int64 -> float or float16 (CastKernel)
     const auto to = static_cast<DataType>(node.GetInt("to", 0));
-    const DataType from = graph.TypeOf(node.inputs[0]);
-    if (from == DataType::kInt32 || from == DataType::kInt64) return to == DataType::kFloat;
-    return to == DataType::kFloat || to == DataType::kFloat16;
+    return to == DataType::kFloat || (to == DataType::kFloat16 && float16);
   }
   // Tensors only (Identity also passes sequences and optionals through on the CPU).
   for (const std::string& input : node.inputs) {
@@ -184,7 +182,8 @@ class VulkanExecutionProvider : public ExecutionProvider {
     const std::set<size_t> shape_computations = ShapeComputations(graph);  // left to the CPU
     std::vector<size_t> taken;
     for (size_t i : ExecutionProvider::GetCapability(graph, unassigned))
-      if (AttributesSupported(*graph.nodes[i], graph) && shape_computations.count(i) == 0) taken.push_back(i);
+      if (AttributesSupported(*graph.nodes[i], graph, device_->info().float16) && shape_computations.count(i) == 0)
+        taken.push_back(i);
     return taken;
   }
 
