@@ -151,7 +151,7 @@ class Propagation {
       if (!in || in->size() != out->size()) return std::nullopt;
       for (int64_t d = 0; d < rank; ++d)
         if (d != axis && (*in)[d] != (*out)[d]) return std::nullopt;
-      (*out)[axis] += (*in)[axis];
+      if (__builtin_add_overflow((*out)[axis], (*in)[axis], &(*out)[axis])) return std::nullopt;
     }
     return out;
   }
@@ -164,7 +164,9 @@ class Propagation {
     if (axis < -rank || axis > rank) return std::nullopt;
     if (axis < 0) axis += rank;
     int64_t outer = 1, inner = 1;
-    for (int64_t d = 0; d < rank; ++d) (d < axis ? outer : inner) *= (*x)[d];
+    for (int64_t d = 0; d < rank; ++d)
+      if (__builtin_mul_overflow(d < axis ? outer : inner, (*x)[d], d < axis ? &outer : &inner))
+        return std::nullopt;  // dims no tensor can have
     return Dims{outer, inner};
   }
 

@@ -88,9 +88,12 @@ TEST(StaticShapesTest, MalformedNodesGetNoShape) {
   SetInts(g.Node("MaxPool", {"x"}, {"bad_pool"}), "kernel_shape", {9, 9});  // larger than the input
   g.Node("Add", {"x", "z"}, {"bad_add"});
   SetInt(g.Node("Concat", {"x", "z"}, {"bad_concat"}), "axis", 1);
+  // Dims whose product no int64 holds.
+  g.Input("huge", {int64_t{1} << 40, int64_t{1} << 40}).Output("bad_flatten");
+  SetInt(g.Node("Flatten", {"huge"}, {"bad_flatten"}), "axis", 2);
   std::unique_ptr<Model> model;
   ASSERT_NO_THROW(model = LoadAndPropagate(g));
-  for (const char* value : {"bad_rank", "bad_channels", "bad_pool", "bad_add", "bad_concat"})
+  for (const char* value : {"bad_rank", "bad_channels", "bad_pool", "bad_add", "bad_concat", "bad_flatten"})
     EXPECT_EQ(DimsOf(*model->graph, value), (std::vector<int64_t>{-2})) << value;
 }
 
