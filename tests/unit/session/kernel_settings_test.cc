@@ -72,6 +72,18 @@ class RecordingEpFactory : public EpFactory {
   std::vector<Seen>* seen_;
 };
 
+// An environment with the recording EP, and options that run a model on it unoptimized.
+struct Recording {
+  std::vector<Seen> seen;
+  Environment env;
+  SessionOptions options;
+  Recording() {
+    env.RegisterEpFactory("recording", std::make_unique<RecordingEpFactory>(&seen));
+    options.AddProvider("RecordingExecutionProvider");
+    options.optimization_level = OptimizationLevel::kNone;
+  }
+};
+
 TEST(KernelSettingsTest, DeterministicComputeReachesEveryKernel) {
   const std::string model = GraphBuilder()
                                 .Input("x", {4})
@@ -81,14 +93,10 @@ TEST(KernelSettingsTest, DeterministicComputeReachesEveryKernel) {
                                 .Output("y")
                                 .Serialize();
   for (const bool deterministic : {false, true}) {
-    std::vector<Seen> seen;
-    Environment env;
-    env.RegisterEpFactory("recording", std::make_unique<RecordingEpFactory>(&seen));
-    SessionOptions options;
-    options.AddProvider("RecordingExecutionProvider");
-    options.optimization_level = OptimizationLevel::kNone;
-    options.use_deterministic_compute = deterministic;
-    Session session = MakeSession(model, options, env);
+    Recording recording;
+    recording.options.use_deterministic_compute = deterministic;
+    Session session = MakeSession(model, recording.options, recording.env);
+    const std::vector<Seen>& seen = recording.seen;
     ASSERT_EQ(seen.size(), 2u);
     for (const Seen& kernel : seen) EXPECT_EQ(kernel.deterministic, deterministic);
     const std::vector<Value> out = session.Run({{"x", Value(Tensor::FromVector<float>({4}, {1, -2, 3, -4}))}});
@@ -105,13 +113,9 @@ TEST(KernelSettingsTest, KernelsSeeTheInputShapesTheSessionInferred) {
                                   .Node("Relu", {"x"}, {"y"})
                                   .Output("y")
                                   .Serialize();
-    std::vector<Seen> seen;
-    Environment env;
-    env.RegisterEpFactory("recording", std::make_unique<RecordingEpFactory>(&seen));
-    SessionOptions options;
-    options.AddProvider("RecordingExecutionProvider");
-    options.optimization_level = OptimizationLevel::kNone;
-    Session session = MakeSession(model, options, env);
+    Recording recording;
+    Session session = MakeSession(model, recording.options, recording.env);
+    const std::vector<Seen>& seen = recording.seen;
     ASSERT_EQ(seen.size(), 1u);
     if (first == 2) {
       ASSERT_TRUE(seen[0].input_shape.has_value());

@@ -552,11 +552,9 @@ class ConvKernel : public Kernel {
     return d;
   }
 
-  // Everything the search for plan.choice depended on beyond the node itself: geometry, element type, layout,
-  // alignment, the epilogue it was timed with, and the options that shaped the candidates (TuningResults' key).
-  std::string TuningKey(const ConvGeometry& g, DataType type, int64_t alignment, bool bias,
-                        const std::optional<Shape>& residual, bool depthwise_ok) const {
-    std::ostringstream key;
+  // "conv;<type>;<layout>;x ...;w ...;[y ...;]pads ...;strides ...;dilations ...;": the start of the tuning key (kept
+  // in tuning cache files: its form must not change) and of the plan cache's key.
+  void WriteGeometry(std::ostream& key, const ConvGeometry& g, DataType type, bool with_output) const {
     const auto list = [&](const char* name, const std::vector<int>& values) {
       key << name;
       for (int v : values) key << ' ' << v;
@@ -565,9 +563,18 @@ class ConvKernel : public Kernel {
     key << "conv;" << DataTypeName(type) << (channels_last_ ? ";nhwc;" : ";nchw;");
     list("x", g.x_dims);
     list("w", g.w_dims);
+    if (with_output) list("y", g.y_dims);
     list("pads", g.pads);
     list("strides", g.strides);
     list("dilations", g.dilations);
+  }
+
+  // Everything the search for plan.choice depended on beyond the node itself: geometry, element type, layout,
+  // alignment, the epilogue it was timed with, and the options that shaped the candidates (TuningResults' key).
+  std::string TuningKey(const ConvGeometry& g, DataType type, int64_t alignment, bool bias,
+                        const std::optional<Shape>& residual, bool depthwise_ok) const {
+    std::ostringstream key;
+    WriteGeometry(key, g, type, /*with_output=*/false);
     key << "group " << g.group << ";align " << alignment << ";depthwise " << depthwise_ok;
     key << ";bias " << bias << ";residual " << (residual ? residual->ToString() : "none");
     key << ";activation " << static_cast<int>(activation_.kind) << ' ' << activation_.alpha << ' ' << activation_.beta;
@@ -678,19 +685,8 @@ class ConvKernel : public Kernel {
     filter.only_list = only_list;
     filter.only_position = only_position;
     std::ostringstream key;
-    const auto list = [&](const char* name, const std::vector<int>& values) {
-      key << name;
-      for (int v : values) key << ' ' << v;
-      key << ';';
-    };
-    key << "conv;" << DataTypeName(type) << (channels_last_ ? ";nhwc;" : ";nchw;");
-    list("x", g.x_dims);
-    list("w", g.w_dims);
-    list("y", g.y_dims);
-    list("pads", g.pads);
-    list("strides", g.strides);
-    list("dilations", g.dilations);
-    key << "align " << alignment << ";workspace " << filter.max_workspace_bytes << ";tc " << filter.allow_tensor_cores
+    WriteGeometry(key, g, type, /*with_output=*/true);
+    key << "group " << g.group << ";align " << alignment << ";workspace " << filter.max_workspace_bytes << ";tc " << filter.allow_tensor_cores
         << ";nondeterministic " << filter.allow_nondeterministic << ";plans " << filter.max_plans << ";only "
         << only_list << ' ' << only_position;
     PlanRequest request;
