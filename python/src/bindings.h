@@ -121,6 +121,7 @@ struct PySessionOptions {
 struct PyRunOptions {
   RunOptions options;
   int log_verbosity_level = 0;
+  bool only_execute_path_to_fetches = false;  // accepted for onnxruntime's code: every planned node runs
   std::shared_ptr<PySyncStream> stream;  // keeps options.stream alive
 };
 

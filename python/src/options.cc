@@ -189,6 +189,9 @@ void BindRunOptions(py::module_& m) {
           "log_severity_level", [](const R& r) { return static_cast<int>(r.options.log_level); },
           [](R& r, int level) { r.options.log_level = LogLevelFromSeverity(level); })
       .def_readwrite("log_verbosity_level", &R::log_verbosity_level)
+      .def_readwrite("only_execute_path_to_fetches", &R::only_execute_path_to_fetches,
+                     "Accepted for onnxruntime's code. Tessera runs every node of the session's plan, which gives the "
+                     "same outputs as running only the nodes the requested outputs need.")
       .def_property(
           "terminate", [](const R& r) { return r.options.terminate.load(); },
           [](R& r, bool terminate) { r.options.terminate.store(terminate); })
