@@ -6,18 +6,26 @@
 // geometries from THREADS threads at once (each with its own handle), to show whether cuDNN's one-time work and
 // plan building scale across threads.
 //
-//   tessera_cudnn_first_use [fp32|fp16] [THREADS]       (default fp32, 4)
+//   tessera_cudnn_first_use [fp32|fp16] [THREADS] [preload]      (default fp32, 4)
 //
-// Prints one line per event: wall milliseconds since the process started and the event's own duration.
+// Prints one line per event: wall milliseconds since the process started and the event's own duration, and
+// the cuDNN libraries that each event mapped into the process (cuDNN 9 opens its sub-libraries on first use).
+// `preload` first opens every libcudnn*.so.9 beside libcudnn.so.9 (dlopen, each timed), so that the first plans
+// show what is left once the libraries are in.
 #include <cublasLt.h>
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 #include <cudnn.h>
+#include <dlfcn.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -42,6 +50,21 @@ const Clock::time_point g_start = Clock::now();
 
 double Ms(Clock::time_point a, Clock::time_point b) { return std::chrono::duration<double, std::milli>(b - a).count(); }
 
+// The CUDA libraries (cuDNN, cuBLAS) mapped into the process that were not mapped at the last call, printed.
+void PrintNewlyMappedLibraries() {
+  static std::set<std::string> seen;
+  std::ifstream maps("/proc/self/maps");
+  std::string line;
+  while (std::getline(maps, line)) {
+    const size_t slash = line.find('/');
+    if (slash == std::string::npos) continue;
+    const std::string path = line.substr(slash);
+    const std::string name = std::filesystem::path(path).filename().string();
+    if (name.rfind("libcudnn", 0) != 0 && name.rfind("libcublas", 0) != 0) continue;
+    if (seen.insert(name).second) std::printf("             mapped %s\n", name.c_str());
+  }
+}
+
 // Times `what`, printing "at <ms since start>  <duration> ms  <label>".
 template <typename F>
 auto Timed(const std::string& label, F&& what) {
@@ -49,11 +72,34 @@ auto Timed(const std::string& label, F&& what) {
   if constexpr (std::is_void_v<decltype(what())>) {
     what();
     std::printf("at %8.1f ms  %8.2f ms  %s\n", Ms(g_start, Clock::now()), Ms(t0, Clock::now()), label.c_str());
+    PrintNewlyMappedLibraries();
   } else {
     auto result = what();
     std::printf("at %8.1f ms  %8.2f ms  %s\n", Ms(g_start, Clock::now()), Ms(t0, Clock::now()), label.c_str());
+    PrintNewlyMappedLibraries();
     return result;
   }
+}
+
+// Opens every libcudnn*.so.9 in the folder of the libcudnn.so.9 this process linked, each timed.
+void PreloadCudnnLibraries() {
+  Dl_info info{};
+  if (dladdr(reinterpret_cast<void*>(&cudnnCreate), &info) == 0 || info.dli_fname == nullptr) {
+    std::printf("preload: cannot find libcudnn.so\n");
+    return;
+  }
+  const std::filesystem::path dir = std::filesystem::path(info.dli_fname).parent_path();
+  std::vector<std::filesystem::path> libraries;
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    const std::string name = entry.path().filename().string();
+    if (name.rfind("libcudnn_", 0) == 0 && name.size() > 5 && name.substr(name.size() - 5) == ".so.9")
+      libraries.push_back(entry.path());
+  }
+  std::sort(libraries.begin(), libraries.end());
+  for (const auto& library : libraries)
+    Timed("dlopen " + library.filename().string(), [&] {
+      if (dlopen(library.c_str(), RTLD_NOW | RTLD_GLOBAL) == nullptr) std::printf("  %s\n", dlerror());
+    });
 }
 
 struct Geometry {
@@ -108,9 +154,12 @@ Built Build(cudnnHandle_t cudnn, const Geometry& g, cudnnDataType_t dt, size_t m
 int main(int argc, char** argv) {
   const bool half = argc > 1 && std::strcmp(argv[1], "fp16") == 0;
   const int threads = argc > 2 ? std::atoi(argv[2]) : 4;
+  const bool preload = argc > 3 && std::strcmp(argv[3], "preload") == 0;
   const cudnnDataType_t dt = half ? CUDNN_DATA_HALF : CUDNN_DATA_FLOAT;
   std::printf("cuDNN %zu, %s, %d threads\n", cudnnGetVersion(), half ? "fp16" : "fp32", threads);
+  PrintNewlyMappedLibraries();
   Timed("cudaFree(0): CUDA context", [] { CK(cudaFree(nullptr)); });
+  if (preload) PreloadCudnnLibraries();
   cudaStream_t stream;
   CK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
   cudnnHandle_t cudnn;

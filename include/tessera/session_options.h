@@ -86,6 +86,9 @@ struct SessionOptions {
   //   exists for an EP's memory (instead of the EP's own allocator, which honours its provider options).
   //   "session.prepare_static_shapes" = "1" / "0": run the model on zeros at creation when every input shape
   //   is static, so that the first Run costs about a steady one (default "1"); see docs/ARCHITECTURE.md.
+  //   "session.float16_in_float32" = "1" / "0": run connected float16/bfloat16 regions that an EP computes by
+  //   widening per node (the CPU EP) in float32 end to end, with Casts only where values enter and leave them
+  //   (default "1", optimization level all); "0" keeps 16-bit values between nodes. docs/ARCHITECTURE.md.
   // Unknown keys are kept and ignored.
   std::map<std::string, std::string> config;
   // Profiling (docs/PROFILING.md): a Chrome-trace JSON file "<profile_file_prefix>_<date-time>.json" with

@@ -461,6 +461,13 @@ void Session::Impl::Optimize() {
     const ExecutionProvider* ep = runner(conv, g);
     return ep != nullptr ? ep->PreferredChannelBlock(conv, g) : std::nullopt;
   };
+  auto float32_regions = options.config.find("session.float16_in_float32");
+  if (float32_regions == options.config.end() || float32_regions->second != "0")
+    context.kernel_choice = [this](const Node& node, const Graph& g) -> std::optional<KernelChoice> {
+      for (const auto& ep : eps)
+        if (const KernelRegistration* r = ep->kernels().Find(node, g)) return KernelChoice{ep.get(), r->def.computes_in_float32};
+      return std::nullopt;
+    };
   for (const PassResult& r : OptimizeGraph(graph, options.optimization_level, context))
     Log(LogLevel::kInfo, "optimizer: ", r.pass, " changed ", r.changes, " node(s)");
 }

@@ -8,6 +8,7 @@
 #include <functional>
 #include <iomanip>
 #include <iostream>
+#include <map>
 #include <optional>
 #include <regex>
 #include <set>
@@ -21,7 +22,8 @@ namespace {
 
 constexpr const char* kUsage = R"(usage: tessera_conformance --data DIR [--ep NAME] [--expect FILE] [--filter TEXT]
                            [--list-failures] [--write-expect FILE] [--plugin NAME=PATH]... [--threads N]
-                           [--time-limit SECONDS] [--ep-option KEY=VALUE]... [--precision TYPE] [--verbose]
+                           [--time-limit SECONDS] [--ep-option KEY=VALUE]... [--config KEY=VALUE]...
+                           [--precision TYPE] [--verbose]
   --data DIR          ONNX backend test data (e.g. /usr/share/libonnx-testdata/data)
   --ep NAME           cpu (default), testing, or an EP type such as CUDAExecutionProvider
   --expect FILE       cases expected not to pass; any other case that does not pass is a regression
@@ -30,6 +32,7 @@ constexpr const char* kUsage = R"(usage: tessera_conformance --data DIR [--ep NA
   --write-expect FILE write the expectation file for the current results (reasons from --expect kept)
   --plugin NAME=PATH  register an EP plugin library
   --ep-option K=V     provider option for --ep (repeatable), e.g. use_tf32=0
+  --config K=V        session config entry (repeatable), e.g. session.float16_in_float32=0
   --time-limit S      per-case limit in seconds (default 30), checked between data sets
   --precision TYPE    float16 or bfloat16: run every case with float32 inputs or outputs lowered to TYPE
                       (cases without float32 are not applicable and not counted)
@@ -47,6 +50,7 @@ struct Options {
   bool verbose = false;
   std::vector<std::pair<std::string, std::string>> plugins;
   ProviderOptions ep_options;
+  std::map<std::string, std::string> config;
   int threads = 0;
   double time_limit_s = 30;
   DataType precision = DataType::kUndefined;
@@ -87,6 +91,7 @@ Options ParseOptions(int argc, char** argv) {
       {"--time-limit", [&](const std::string& v) { o.time_limit_s = ParseNumber("--time-limit", v); }},
       {"--plugin", [&](const std::string& v) { o.plugins.push_back(ParsePlugin(v)); }},
       {"--ep-option", [&](const std::string& v) { o.ep_options.insert(ParseAssignment("--ep-option", v)); }},
+      {"--config", [&](const std::string& v) { o.config.insert(ParseAssignment("--config", v)); }},
       {"--precision",
        [&](const std::string& v) {
          if (v == "float16") o.precision = DataType::kFloat16;
@@ -146,6 +151,7 @@ CaseSettings MakeSettings(const Options& o) {
   settings.lower_to = o.precision;
   settings.session_options.intra_op_threads = o.threads;
   settings.session_options.log_level = LogLevel::kError;
+  settings.session_options.config = o.config;
   if (o.ep != "cpu") settings.session_options.AddProvider(EpType(o.ep), o.ep_options);
   return settings;
 }

@@ -54,6 +54,11 @@ struct KernelDef {
   // only when an IoBinding binds the model output to the same tensor as the model input the node reads there, and no
   // other step reads that input; the kernel tells by comparing the two buffers.
   std::vector<int> in_place_inputs;
+  // Whether the kernel computes 16-bit float operands (float16, bfloat16) by widening them to float32 inside the
+  // node and rounding its results back (the CPU EP's float-compute adapters). The session then runs connected
+  // regions of such nodes in float32 end to end, converting only where values enter and leave the region
+  // (docs/ARCHITECTURE.md, "Float16 and bfloat16 on the CPU").
+  bool computes_in_float32 = false;
   int InPlaceInput(size_t output) const {
     return output < in_place_inputs.size() ? in_place_inputs[output] : -1;
   }

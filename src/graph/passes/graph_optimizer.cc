@@ -6,6 +6,7 @@
 #include "graph/passes/conv_activation_fusion.h"
 #include "graph/passes/conv_bn_folding.h"
 #include "graph/passes/dead_node_elimination.h"
+#include "graph/passes/float32_regions.h"
 #include "graph/passes/gelu_fusion.h"
 #include "graph/passes/gemm_to_matmul.h"
 #include "graph/passes/hard_swish_fusion.h"
@@ -44,6 +45,18 @@ void RunExtended(Graph& graph, const OptimizerContext& context, std::vector<Pass
 // channel-inner layout pass runs on the main graph only: it reorders values across node boundaries, and a
 // subgraph's values cross into its enclosing graph, which the pass does not see.
 void RunAll(Graph& graph, const OptimizerContext& context, bool is_subgraph, std::vector<PassResult>& results) {
+  // First, so that the fusions and the channel-inner layout below see float32 convolutions and products. The Casts
+  // it adds for weights fold into float32 initializers; the model's Casts from 16-bit values inside a region
+  // become no-ops.
+  if (context.kernel_choice) {
+    const size_t moved = ComputeHalfRegionsInFloat32(graph, context.kernel_choice);
+    results.push_back({"float32_regions", moved});
+    if (moved > 0) {
+      results.push_back({"constant_folding", FoldConstants(graph, context.evaluator)});
+      results.push_back({"cast_elimination", EliminateNoOpCasts(graph)});
+      results.push_back({"dead_node_elimination", EliminateDeadNodes(graph)});
+    }
+  }
   // Before matmul_epilogue_fusion, which would take the attention's scalar Mul/Div and mask Add as epilogues.
   results.push_back({"attention_fusion", FuseAttention(graph, context.can_fuse)});
   results.push_back({"cache_update_fusion", FuseCacheUpdates(graph, context.can_fuse)});

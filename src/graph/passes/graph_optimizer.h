@@ -5,7 +5,8 @@
 //   kBasic     constant folding, dead-node elimination (semantics-preserving, EP-independent)
 //   kExtended  + fusions into standard ONNX ops (Conv+BatchNormalization folding, LayerNormalization and
 //              Gelu pattern fusion, shape-subgraph elimination, transpose elimination)
-//   kAll       + fusions into Tessera's own ops (domain "ai.tessera"), which only EPs that register those
+//   kAll       + float16/bfloat16 regions computed in float32 where their EP widens per node, then fusions
+//              into Tessera's own ops (domain "ai.tessera"), which only EPs that register those
 //              kernels run: scaled dot-product attention (Attention), residual Add + LayerNormalization
 //              (SkipLayerNormalization), Conv/MatMul with bias,
 //              residual and activation, and the channel-inner convolution layout each conv's EP prefers
@@ -17,6 +18,7 @@
 #include <vector>
 
 #include "graph/passes/constant_folding.h"
+#include "graph/passes/float32_regions.h"
 #include "tessera/session_options.h"
 
 namespace tessera {
@@ -32,6 +34,9 @@ struct OptimizerContext {
   // The channel-inner layout the EP that will run the convolution `conv` prefers for it
   // (ExecutionProvider::PreferredChannelBlock); nullopt keeps it NCHW.
   std::function<std::optional<int64_t>(const Node& conv, const Graph& graph)> channel_block;
+  // The EP that will run a node and whether its kernel widens 16-bit floats inside (float32_regions.h); unset:
+  // 16-bit regions stay as they are (session config "session.float16_in_float32" = "0").
+  KernelChoiceFor kernel_choice;
 };
 
 struct PassResult {

@@ -157,6 +157,7 @@ void AddFloatComputeAdapters(KernelRegistry& registry) {
       // Inputs that accept float32 and already accept this type natively: the wrapped kernel sees float32.
       for (auto& [index, types] : def.input_types)
         if (Contains(types, DataType::kFloat) && Contains(types, half)) types = {half};
+      def.computes_in_float32 = true;
       KernelFactory create = native.create;
       registry.Register(std::move(def), [half, create](const KernelInfo& info) -> std::unique_ptr<Kernel> {
         return std::make_unique<FloatComputeKernel>(info, half, create);

@@ -7,6 +7,7 @@
 #include <onnx/onnx_pb.h>
 
 #include <cmath>
+#include <map>
 #include <random>
 #include <string>
 #include <vector>
@@ -24,27 +25,30 @@ class PassTestGraph {
     import->set_version(opset);
     model_.mutable_graph()->set_name("pass_test");
   }
-  // A float input; dims < 0 are symbolic ("N").
-  PassTestGraph& Input(const std::string& name, const std::vector<int64_t>& dims) {
+  // A float input (or of `type`, an onnx::TensorProto element type: Feeds() leaves those out); dims < 0 are
+  // symbolic ("N").
+  PassTestGraph& Input(const std::string& name, const std::vector<int64_t>& dims,
+                       int type = onnx::TensorProto::FLOAT) {
     auto* value = model_.mutable_graph()->add_input();
     value->set_name(name);
     auto* tensor_type = value->mutable_type()->mutable_tensor_type();
-    tensor_type->set_elem_type(onnx::TensorProto::FLOAT);
+    tensor_type->set_elem_type(type);
     for (int64_t d : dims) {
       if (d < 0)
         tensor_type->mutable_shape()->add_dim()->set_dim_param("N");
       else
         tensor_type->mutable_shape()->add_dim()->set_dim_value(d);
     }
-    inputs_.push_back({name, dims});
+    if (type == onnx::TensorProto::FLOAT) inputs_.push_back({name, dims});
     return *this;
   }
-  // A float output; with `dims`, its declared shape too.
-  PassTestGraph& Output(const std::string& name, const std::vector<int64_t>& dims = {}) {
+  // A float output (or of `type`); with `dims`, its declared shape too.
+  PassTestGraph& Output(const std::string& name, const std::vector<int64_t>& dims = {},
+                        int type = onnx::TensorProto::FLOAT) {
     auto* value = model_.mutable_graph()->add_output();
     value->set_name(name);
     auto* tensor_type = value->mutable_type()->mutable_tensor_type();
-    tensor_type->set_elem_type(onnx::TensorProto::FLOAT);
+    tensor_type->set_elem_type(type);
     for (int64_t d : dims) tensor_type->mutable_shape()->add_dim()->set_dim_value(d);
     return *this;
   }
@@ -131,18 +135,22 @@ inline void SetInts(onnx::NodeProto& node, const std::string& name, const std::v
   for (int64_t v : values) a->add_ints(v);
 }
 
-inline SessionOptions OptionsAt(OptimizationLevel level) {
+// Session config entries (SessionOptions::config), e.g. {{"session.float16_in_float32", "0"}}.
+using Config = std::map<std::string, std::string>;
+
+inline SessionOptions OptionsAt(OptimizationLevel level, const Config& config = {}) {
   SessionOptions options;
   options.optimization_level = level;
   options.intra_op_threads = 1;
+  options.config = config;
   return options;
 }
 
 // The op types the session runs (kernel steps in plan order).
-inline std::vector<std::string> OpsAt(const PassTestGraph& graph, OptimizationLevel level) {
+inline std::vector<std::string> OpsAt(const PassTestGraph& graph, OptimizationLevel level, const Config& config = {}) {
   Environment env;
   const std::string bytes = graph.Serialize();
-  Session session(env, bytes.data(), bytes.size(), OptionsAt(level));
+  Session session(env, bytes.data(), bytes.size(), OptionsAt(level, config));
   std::vector<std::string> ops;
   for (const PartitionEntry& entry : session.Partition())
     if (!entry.is_copy) ops.push_back(entry.op_type);
@@ -155,10 +163,10 @@ inline size_t Count(const std::vector<std::string>& ops, const std::string& op) 
 
 // Runs the model at `level` and at kNone on the same random feeds; expects outputs within `tolerance`.
 inline void ExpectSameOutputs(const PassTestGraph& graph, OptimizationLevel level, float tolerance = 1e-5f,
-                              int64_t symbolic_size = 2) {
+                              int64_t symbolic_size = 2, const Config& config = {}) {
   Environment env;
   const std::string bytes = graph.Serialize();
-  Session optimized(env, bytes.data(), bytes.size(), OptionsAt(level));
+  Session optimized(env, bytes.data(), bytes.size(), OptionsAt(level, config));
   Session reference(env, bytes.data(), bytes.size(), OptionsAt(OptimizationLevel::kNone));
   const Session::NamedValues feeds = graph.Feeds(symbolic_size);
   const std::vector<Value> got = optimized.Run(feeds);
