@@ -1,5 +1,5 @@
 // The CUDA kernels added for BERT-base and dynamo-exported ResNet-50 against the CPU EP: unary math and
-// Gelu, Pow, LayerNormalization, reductions, comparisons and logic, Where, Cast, Gather, Slice, Expand,
+// Gelu (and com.microsoft's Gelu family), Pow, LayerNormalization and the RMS normalizations, reductions, comparisons and logic, Where, Cast, Gather, Slice, Expand,
 // Shape, ConstantOfShape, and MatMul with batch broadcasting. Each case also checks that the node really
 // runs on the CUDA EP (a missing kernel would otherwise pass by falling back to the CPU).
 #include <cmath>
@@ -50,6 +50,89 @@ TEST_F(CudaOpsTest, GeluExactAndTanh) {
           o.Attr("approximate", std::string(approximate)).Input("X", in[0]);
         },
         4e-3, 4e-3);
+  }
+}
+
+TEST_F(CudaOpsTest, ContribGeluFamily) {
+  struct Case {
+    const char* op;
+    bool bias;
+    float alpha;  // QuickGelu's; 0: not set
+  };
+  for (const Case& c : std::vector<Case>{{"Gelu", false, 0},
+                                         {"BiasGelu", true, 0},
+                                         {"FastGelu", true, 0},
+                                         {"FastGelu", false, 0},
+                                         {"QuickGelu", false, 0},
+                                         {"QuickGelu", false, 1.25f}}) {
+    const auto build = [&](OpTester& o, const std::vector<Tensor>& in) {
+      o.Input("X", in[0]);
+      if (c.bias) o.Input("bias", in[1], true);
+      if (c.alpha != 0) o.Attr("alpha", c.alpha);
+    };
+    OpTester t(c.op, 1, "com.microsoft");
+    build(t, {RandomTensor(kF32, {3, 5, 96}, 12, -4, 4), RandomTensor(kF32, {96}, 13)});
+    t.OutputName("Y").Tolerance(1e-5, 1e-5);
+    CompareOnCuda(t);
+    CompareFloat16WithCpu(c.op, 1, {RandomTensor(kF16, {3, 5, 96}, 14, -4, 4), RandomTensor(kF16, {96}, 15)}, build,
+                          4e-3, 4e-3, "com.microsoft");
+  }
+  OpTester missing_bias("BiasGelu", 1, "com.microsoft");
+  missing_bias.Input("X", RandomTensor(kF32, {2, 8}, 16)).OutputName("Y").ExpectFailure("BiasGelu needs its bias");
+  missing_bias.Run({"cuda"});
+}
+
+TEST_F(CudaOpsTest, RmsNormalizations) {
+  struct Case {
+    Shape x;
+    int64_t axis;
+  };
+  for (const Case& c : std::vector<Case>{{{2, 5, 768}, -1}, {{3, 4, 5}, 1}, {{2, 3000}, -1}, {{7, 33}, -1}}) {
+    const Shape params(std::vector<int64_t>(c.x.dims().begin() + (c.axis < 0 ? c.x.rank() + c.axis : c.axis),
+                                            c.x.dims().end()));
+    OpTester t("RMSNormalization", 23);
+    t.Attr("axis", c.axis).Attr("epsilon", 1e-6f);
+    t.Input("X", RandomTensor(kF32, c.x, 17, -2, 3))
+        .Input("scale", RandomTensor(kF32, params, 18, 0.5, 1.5), true)
+        .OutputName("Y")
+        .Tolerance(1e-4, 1e-4);
+    CompareOnCuda(t);
+    CompareFloat16WithCpu(
+        "RMSNormalization", 23, {RandomTensor(kF16, c.x, 19, -2, 3), RandomTensor(kF16, params, 20, 0.5, 1.5)},
+        [&](OpTester& o, const std::vector<Tensor>& in) {
+          o.Attr("axis", c.axis).Input("X", in[0]).Input("scale", in[1], true);
+        },
+        2e-2, 1e-2);
+    // com.microsoft SimplifiedLayerNormalization, with its inv_std_var output.
+    OpTester simplified("SimplifiedLayerNormalization", 1, "com.microsoft");
+    simplified.Attr("axis", c.axis).Attr("epsilon", 1e-6f);
+    simplified.Input("X", RandomTensor(kF32, c.x, 21, -2, 3))
+        .Input("scale", RandomTensor(kF32, params, 22, 0.5, 1.5), true)
+        .OutputName("Y")
+        .OutputName("inv_std_var")
+        .Tolerance(1e-4, 1e-4);
+    CompareOnCuda(simplified);
+  }
+  // SkipSimplifiedLayerNormalization: with and without bias, every output but the mean.
+  for (bool bias : {true, false}) {
+    OpTester skip("SkipSimplifiedLayerNormalization", 1, "com.microsoft");
+    skip.Attr("epsilon", 1e-6f);
+    skip.Input("input", RandomTensor(kF32, {2, 7, 64}, 23, -2, 3))
+        .Input("skip", RandomTensor(kF32, {2, 7, 64}, 24, -2, 3))
+        .Input("gamma", RandomTensor(kF32, {64}, 25, 0.5, 1.5), true);
+    if (bias) skip.Input("bias", RandomTensor(kF32, {64}, 26), true);
+    skip.OutputName("output").OmittedOutput().OutputName("inv_std_var").OutputName("input_skip_bias_sum");
+    skip.Tolerance(1e-4, 1e-4);
+    CompareOnCuda(skip);
+    CompareFloat16WithCpu(
+        "SkipSimplifiedLayerNormalization", 1,
+        {RandomTensor(kF16, {2, 7, 64}, 27, -2, 3), RandomTensor(kF16, {2, 7, 64}, 28, -2, 3),
+         RandomTensor(kF16, {64}, 29, 0.5, 1.5), RandomTensor(kF16, {64}, 30)},
+        [&](OpTester& o, const std::vector<Tensor>& in) {
+          o.Input("input", in[0]).Input("skip", in[1]).Input("gamma", in[2], true);
+          if (bias) o.Input("bias", in[3], true);
+        },
+        2e-2, 1e-2, "com.microsoft");
   }
 }
 

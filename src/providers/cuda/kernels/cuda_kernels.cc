@@ -53,6 +53,7 @@ void RegisterCudaKernels(KernelRegistry& registry) {
   RegisterElementwiseKernels(registry);
   RegisterConvKernels(registry);
   RegisterNormalizationKernels(registry);
+  RegisterContribActivationKernels(registry);
   RegisterPoolKernels(registry);
   RegisterGemmKernels(registry);
   RegisterShapeKernels(registry);

@@ -8,7 +8,9 @@ namespace tessera::cuda {
 
 void RegisterElementwiseKernels(KernelRegistry& registry);  // Add Sub Mul Div Relu Sigmoid Tanh Clip
 void RegisterConvKernels(KernelRegistry& registry);         // Conv, ai.tessera FusedConv NchwcConv (cuDNN)
-void RegisterNormalizationKernels(KernelRegistry& registry);  // BatchNormalization (inference), LayerNormalization
+void RegisterNormalizationKernels(KernelRegistry& registry);  // BatchNormalization (inference), LayerNormalization,
+                                                              // RMSNormalization, (Skip)SimplifiedLayerNormalization
+void RegisterContribActivationKernels(KernelRegistry& registry);  // com.microsoft Gelu BiasGelu FastGelu QuickGelu
 void RegisterPoolKernels(KernelRegistry& registry);         // MaxPool AveragePool GlobalAveragePool, Nchwc* forms
 void RegisterGemmKernels(KernelRegistry& registry);         // Gemm MatMul (cuBLAS)
 void RegisterShapeKernels(KernelRegistry& registry);        // Reshape Flatten Identity Squeeze Unsqueeze

@@ -249,6 +249,22 @@ cudaError_t LayerNorm(ElementType type, ElementType scale_type, ElementType bias
                       const void* scale, const void* bias, float epsilon, void* y, int64_t rows, int64_t length,
                       cudaStream_t stream);
 
+// RMS normalization over rows (RMSNormalization, com.microsoft SimplifiedLayerNormalization and
+// SkipSimplifiedLayerNormalization): s = x (+ skip + bias, each sum rounded to the element type like the unfused
+// Adds), y = s / sqrt(mean(s^2) + epsilon) * scale for each of `rows` contiguous rows of `length` values. skip
+// (`rows` x `length`), bias (`length`), sum (s, written when not null) and inv_std (one float per row, when not
+// null) are optional; scale holds `length` values of `scale_type`.
+cudaError_t RmsNorm(ElementType type, ElementType scale_type, const void* x, const void* skip, const void* bias,
+                    const void* scale, float epsilon, void* y, void* sum, float* inv_std, int64_t rows, int64_t length,
+                    cudaStream_t stream);
+
+// ---- com.microsoft Gelu family (bias_activation.cu) ----------------------------------------------
+// y[i] = f(x[i] + bias[i % width]) (bias nullable) with f the exact (erf) Gelu, its tanh approximation, or
+// QuickGelu x * sigmoid(alpha * x); the sum is kept in float, as the CPU EP does.
+enum class BiasActivationKind { kGeluErf, kGeluTanh, kQuickGelu };
+cudaError_t BiasActivation(BiasActivationKind kind, ElementType type, const void* x, const void* bias, void* y,
+                           int64_t n, int64_t width, float alpha, cudaStream_t stream);
+
 // ---- pooling (pool.cu) --------------------------------------------------------------------------
 struct Pool2dGeometry {
   int64_t planes = 0;    // batch * channels (NCHW), or batch (channels last)

@@ -1,4 +1,4 @@
-// BatchNormalization (inference) device kernel.
+// BatchNormalization (inference), LayerNormalization and RMS normalization device kernels.
 #include "providers/cuda/kernels/device_common.cuh"
 
 namespace tessera::cuda::launch {
@@ -44,7 +44,46 @@ __global__ void LayerNormKernel(const T* x, const P* scale, const Q* bias, float
   }
 }
 
+// One block per row: the residual sum (rounded to T per addition), its mean square, then the output.
+template <typename T, typename P>
+__global__ void RmsNormKernel(const T* x, const T* skip, const T* bias, const P* scale, float epsilon, T* y, T* sum,
+                              float* inv_std, int64_t length) {
+  __shared__ float partial[kWarp];
+  const int64_t row = blockIdx.x * length;
+  const auto value = [&](int64_t j) {
+    float v = ToFloat(x[row + j]);
+    if (skip != nullptr) v = ToFloat(FromFloat<T>(v + ToFloat(skip[row + j])));
+    if (bias != nullptr) v = ToFloat(FromFloat<T>(v + ToFloat(bias[j])));
+    return v;
+  };
+  float squares = 0.0f;
+  for (int64_t j = threadIdx.x; j < length; j += blockDim.x) {
+    const float v = value(j);
+    if (sum != nullptr) sum[row + j] = FromFloat<T>(v);
+    squares += v * v;
+  }
+  const float inv = rsqrtf(BlockSum(squares, partial) / static_cast<float>(length) + epsilon);
+  if (inv_std != nullptr && threadIdx.x == 0) inv_std[blockIdx.x] = inv;
+  for (int64_t j = threadIdx.x; j < length; j += blockDim.x) y[row + j] = FromFloat<T>(value(j) * inv * ToFloat(scale[j]));
+}
+
 }  // namespace
+
+cudaError_t RmsNorm(ElementType type, ElementType scale_type, const void* x, const void* skip, const void* bias,
+                    const void* scale, float epsilon, void* y, void* sum, float* inv_std, int64_t rows, int64_t length,
+                    cudaStream_t stream) {
+  const unsigned threads = length <= 256 ? 64 : length <= 1024 ? 128 : 256;
+  return device::DispatchFloat(type, [&](auto x_tag) {
+    using T = decltype(x_tag);
+    return device::DispatchFloat(scale_type, [&](auto p_tag) {
+      using P = decltype(p_tag);
+      RmsNormKernel<T, P><<<static_cast<unsigned>(rows), threads, 0, stream>>>(
+          static_cast<const T*>(x), static_cast<const T*>(skip), static_cast<const T*>(bias),
+          static_cast<const P*>(scale), epsilon, static_cast<T*>(y), static_cast<T*>(sum), inv_std, length);
+      return device::LaunchStatus();
+    });
+  });
+}
 
 cudaError_t LayerNorm(ElementType type, ElementType scale_type, ElementType bias_type, const void* x,
                       const void* scale, const void* bias, float epsilon, void* y, int64_t rows, int64_t length,
