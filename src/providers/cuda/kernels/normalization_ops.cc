@@ -124,7 +124,7 @@ class RmsNormKernel : public Kernel {
     if (ctx.NumOutputs() > stats_output && !node.outputs[stats_output].empty()) {
       std::vector<int64_t> dims = x.shape().dims();
       for (size_t d = axis; d < dims.size(); ++d) dims[d] = 1;
-      inv_std = ctx.Output(stats_output, DataType::kFloat, Shape(dims)).Data<float>();
+      inv_std = static_cast<float*>(ctx.Output(stats_output, DataType::kFloat, Shape(dims)).raw_data());
     }
     void* sum = skip_ && ctx.NumOutputs() > 3 && !node.outputs[3].empty()
                     ? ctx.Output(3, x.type(), x.shape()).raw_data()
