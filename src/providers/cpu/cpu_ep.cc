@@ -34,6 +34,7 @@ const KernelRegistry& CpuKernelRegistry() {
     cpu::RegisterSkipLayerNormKernels(r);
     cpu::RegisterRmsNormalizationKernels(r);
     cpu::RegisterOnnxAttentionKernels(r);
+    cpu::RegisterMultiHeadAttentionKernels(r);
     cpu::RegisterRotaryEmbeddingKernels(r);
     cpu::RegisterSoftmaxKernels(r);
     cpu::RegisterReductionKernels(r);

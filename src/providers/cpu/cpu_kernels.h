@@ -17,6 +17,7 @@ void RegisterNchwcReorderKernels(KernelRegistry& registry);    // nn/nchwc_reord
 void RegisterNormalizationKernels(KernelRegistry& registry);   // nn/normalization.cc
 void RegisterAttentionKernels(KernelRegistry& registry);        // nn/attention.cc (ai.tessera)
 void RegisterOnnxAttentionKernels(KernelRegistry& registry);     // nn/onnx_attention.cc (ai.onnx opset 23)
+void RegisterMultiHeadAttentionKernels(KernelRegistry& registry);  // nn/multi_head_attention.cc (com.microsoft)
 void RegisterRmsNormalizationKernels(KernelRegistry& registry);  // nn/rms_normalization.cc (+ com.microsoft)
 void RegisterRotaryEmbeddingKernels(KernelRegistry& registry);   // nn/rotary_embedding.cc (+ com.microsoft)
 void RegisterSkipLayerNormKernels(KernelRegistry& registry);   // nn/skip_layer_norm.cc (ai.tessera, com.microsoft)

@@ -14,20 +14,14 @@
 #include <limits>
 
 #include "providers/cpu/common/elementwise_kernel.h"
+#include "providers/cpu/nn/attention_core.h"
 #include "providers/cpu/cpu_kernels.h"
 
 namespace tessera::cpu {
 namespace {
 
-// An operand viewed as [batch, heads, positions, features] through element strides.
-struct View {
-  int64_t batch = 0, heads = 0, positions = 0, features = 0;
-  int64_t sb = 0, sh = 0, sp = 0;  // strides; features are contiguous
-  int64_t Offset(int64_t b, int64_t h, int64_t p) const { return b * sb + h * sh + p * sp; }
-};
-
-View Describe(const Node& node, const Tensor& t, int64_t heads_attribute, const char* what) {
-  View v;
+HeadView Describe(const Node& node, const Tensor& t, int64_t heads_attribute, const char* what) {
+  HeadView v;
   const Shape& s = t.shape();
   if (s.rank() == 4) {
     v = {s[0], s[1], s[2], s[3], s[1] * s[2] * s[3], s[2] * s[3], s[3]};
@@ -79,7 +73,7 @@ class OnnxAttention : public Kernel {
         Fail(ErrorCode::kInvalidArgument, node.Describe(), ": ", *t, " must have Q's type ", DataTypeName(q.type()));
     if (q.shape().rank() != k.shape().rank() || q.shape().rank() != v.shape().rank())
       Fail(ErrorCode::kInvalidArgument, node.Describe(), ": Q ", q, ", K ", k, " and V ", v, " must have one rank");
-    const View vq = Describe(node, q, q_heads_, "Q"), vk = Describe(node, k, kv_heads_, "K"),
+    const HeadView vq = Describe(node, q, q_heads_, "Q"), vk = Describe(node, k, kv_heads_, "K"),
                vv = Describe(node, v, kv_heads_, "V");
     const int64_t batch = vq.batch, hq = vq.heads, hkv = vk.heads, s_len = vq.positions, d = vq.features,
                   dv = vv.features;
@@ -103,8 +97,8 @@ class OnnxAttention : public Kernel {
     Tensor present_v = ctx.NumOutputs() > 2 && !node.outputs[2].empty()
                            ? ctx.Output(2, q.type(), Shape{batch, hkv, total, dv})
                            : Tensor::Allocate(q.type(), Shape{batch, hkv, total, dv}, ctx.allocator());
-    Concatenate<T>(past_k, k, vk, present_k);
-    Concatenate<T>(past_v, v, vv, present_v);
+    ConcatenatePast<T>(past_k ? past_k->Data<T>() : nullptr, past, k.Data<T>(), vk, present_k.Data<T>());
+    ConcatenatePast<T>(past_v ? past_v->Data<T>() : nullptr, past, v.Data<T>(), vv, present_v.Data<T>());
 
     // The mask broadcast to [B, Hq, S, T] through strides; a last dim shorter than T masks the rest.
     const bool bool_mask = mask && mask->type() == DataType::kBool;
@@ -133,78 +127,25 @@ class OnnxAttention : public Kernel {
 
     Tensor& y = ctx.Output(0, q.type(), q.shape().rank() == 4 ? Shape{batch, hq, s_len, dv}
                                                                  : Shape{batch, s_len, hq * dv});
-    const View vy = q.shape().rank() == 4 ? View{batch, hq, s_len, dv, hq * s_len * dv, s_len * dv, dv}
-                                          : View{batch, hq, s_len, dv, s_len * hq * dv, dv, hq * dv};
+    const HeadView vy = q.shape().rank() == 4 ? HeadView::Bnsh(batch, hq, s_len, dv) : HeadView::Bshd(batch, hq, s_len, dv);
     T* scores_out = nullptr;
     if (ctx.NumOutputs() > 3 && !node.outputs[3].empty())
       scores_out = ctx.Output(3, q.type(), Shape{batch, hq, s_len, total}).template Data<T>();
 
     const float scale = has_scale_ ? scale_ : 1.0f / std::sqrt(static_cast<float>(d));
-    const T* qd = q.Data<T>();
-    const T* kd = present_k.Data<T>();
-    const T* vd = present_v.Data<T>();
-    T* yd = y.Data<T>();
     const uint8_t* mask_bool = bool_mask ? reinterpret_cast<const uint8_t*>(mask->raw_data()) : nullptr;
     const T* mask_add = mask && !bool_mask ? mask->Data<T>() : nullptr;
-    const int64_t group = hq / hkv;
-    constexpr float kMasked = -std::numeric_limits<float>::infinity();
-    ctx.thread_pool().ParallelFor(batch * hq * s_len, std::max<int64_t>(1, 4096 / std::max<int64_t>(total * d, 1)),
-                                  [&](int64_t begin, int64_t end) {
-      std::vector<float> row(static_cast<size_t>(total)), acc(static_cast<size_t>(dv));
-      for (int64_t unit = begin; unit < end; ++unit) {
-        const int64_t i = unit % s_len, h = (unit / s_len) % hq, b = unit / (s_len * hq), hk = h / group;
-        const T* q_row = qd + vq.Offset(b, h, i);
-        float max = kMasked;
-        for (int64_t j = 0; j < total; ++j) {
-          const T* k_row = kd + ((b * hkv + hk) * total + j) * d;
-          float dot = 0.0f;
-          for (int64_t f = 0; f < d; ++f) dot += Load(q_row[f]) * Load(k_row[f]);
-          float score = dot * scale;
-          if (softcap_ > 0.0f) score = softcap_ * std::tanh(score / softcap_);
-          if (scores_out && mode_ == 0) scores_out[unit * total + j] = Store<T>(score);
-          if (mask) {
-            if (j >= mask_dims[3]) {
-              score = kMasked;
-            } else {
-              const int64_t at = b * mask_strides[0] + h * mask_strides[1] + i * mask_strides[2] + j * mask_strides[3];
-              score = mask_bool ? (mask_bool[at] ? score : kMasked) : score + Load(mask_add[at]);
-            }
-          }
-          if (is_causal_ && j > i + past) score = kMasked;
-          row[static_cast<size_t>(j)] = score;
-          max = std::max(max, score);
-        }
-        float sum = 0.0f;
-        for (float& s : row) {
-          s = std::exp(s - max);
-          sum += s;
-        }
-        std::fill(acc.begin(), acc.end(), 0.0f);
-        for (int64_t j = 0; j < total; ++j) {
-          const float p = row[static_cast<size_t>(j)] / sum;
-          if (scores_out && mode_ == 3) scores_out[unit * total + j] = Store<T>(p);
-          const T* v_row = vd + ((b * hkv + hk) * total + j) * dv;
-          for (int64_t f = 0; f < dv; ++f) acc[static_cast<size_t>(f)] += p * Load(v_row[f]);
-        }
-        T* y_row = yd + vy.Offset(b, h, i);
-        for (int64_t f = 0; f < dv; ++f) y_row[f] = Store<T>(acc[static_cast<size_t>(f)]);
+    const auto bias = [&](int64_t b, int64_t h, int64_t i, int64_t j, float score) {
+      if (mask) {
+        if (j >= mask_dims[3]) return kMaskedScore;
+        const int64_t at = b * mask_strides[0] + h * mask_strides[1] + i * mask_strides[2] + j * mask_strides[3];
+        score = mask_bool ? (mask_bool[at] ? score : kMaskedScore) : score + Load(mask_add[at]);
       }
-    });
-  }
-
-  // dst [B, H, P + L, F] = past [B, H, P, F] then the operand `x` (viewed through `view`).
-  template <typename T>
-  static void Concatenate(const Tensor* past, const Tensor& x, const View& view, Tensor& dst) {
-    const int64_t batch = view.batch, heads = view.heads, f = view.features, l = view.positions;
-    const int64_t p = past ? past->shape()[2] : 0, total = p + l;
-    T* out = dst.Data<T>();
-    const T* in = x.Data<T>();
-    for (int64_t b = 0; b < batch; ++b)
-      for (int64_t h = 0; h < heads; ++h) {
-        T* rows = out + (b * heads + h) * total * f;
-        if (past) std::copy_n(past->Data<T>() + (b * heads + h) * p * f, p * f, rows);
-        for (int64_t j = 0; j < l; ++j) std::copy_n(in + view.Offset(b, h, j), f, rows + (p + j) * f);
-      }
+      return is_causal_ && j > i + past ? kMaskedScore : score;
+    };
+    AttentionRows<T>(ctx.thread_pool(), q.Data<T>(), vq, present_k.Data<T>(), HeadView::Bnsh(batch, hkv, total, d),
+                     present_v.Data<T>(), HeadView::Bnsh(batch, hkv, total, dv), y.Data<T>(), vy, scale, softcap_, bias,
+                     scores_out, mode_ == 3);
   }
 
   bool is_causal_;

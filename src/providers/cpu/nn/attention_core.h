@@ -1,0 +1,95 @@
+// The scaled dot-product attention the CPU EP's attention ops share (ai.onnx Attention, com.microsoft
+// MultiHeadAttention): for every (batch b, query head h, query i),
+//   scores[j] = scale * dot(Q[b, h, i], K[b, h / group, j]), mapped to softcap * tanh(scores / softcap) when softcap > 0,
+//   scores[j] = bias(b, h, i, j, scores[j])   (the op's masks: returns the masked or biased score)
+//   Y[b, h, i] = softmax(scores) V[b, h / group, :]
+// over the `total` keys of K and V, with group = query heads / key-value heads. Operands are seen as [batch, heads,
+// positions, features] through element strides (features contiguous). Arithmetic in float32 for every element type.
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <vector>
+
+#include "providers/cpu/common/elementwise_kernel.h"
+#include "tessera/ep/thread_pool.h"
+
+namespace tessera::cpu {
+
+struct HeadView {
+  int64_t batch = 0, heads = 0, positions = 0, features = 0;
+  int64_t sb = 0, sh = 0, sp = 0;  // element strides; features are contiguous
+  int64_t Offset(int64_t b, int64_t h, int64_t p) const { return b * sb + h * sh + p * sp; }
+
+  // A contiguous [batch, heads, positions, features] tensor.
+  static HeadView Bnsh(int64_t batch, int64_t heads, int64_t positions, int64_t features) {
+    return {batch, heads, positions, features, heads * positions * features, positions * features, features};
+  }
+  // A contiguous [batch, positions, heads * features] tensor (heads interleaved in the last dim).
+  static HeadView Bshd(int64_t batch, int64_t heads, int64_t positions, int64_t features) {
+    return {batch, heads, positions, features, positions * heads * features, features, heads * features};
+  }
+};
+
+inline constexpr float kMaskedScore = -std::numeric_limits<float>::infinity();
+
+// Y (through `vy`) from Q (`vq`, heads = query heads), K and V (`vk`, `vv`: key/value heads, `total` positions).
+// `scores_out` (nullable) receives, per (b, h, i) row of `total`, the scores before `bias` (`probabilities` false)
+// or the softmax probabilities (true).
+template <typename T, typename Bias>
+void AttentionRows(const ThreadPool& pool, const T* q, const HeadView& vq, const T* k, const HeadView& vk, const T* v,
+                   const HeadView& vv, T* y, const HeadView& vy, float scale, float softcap, const Bias& bias,
+                   T* scores_out = nullptr, bool probabilities = false) {
+  const int64_t batch = vq.batch, hq = vq.heads, s_len = vq.positions, d = vq.features, dv = vv.features;
+  const int64_t total = vk.positions, group = hq / vk.heads;
+  pool.ParallelFor(batch * hq * s_len, std::max<int64_t>(1, 4096 / std::max<int64_t>(total * d, 1)),
+                   [&](int64_t begin, int64_t end) {
+    std::vector<float> row(static_cast<size_t>(total)), acc(static_cast<size_t>(dv));
+    for (int64_t unit = begin; unit < end; ++unit) {
+      const int64_t i = unit % s_len, h = (unit / s_len) % hq, b = unit / (s_len * hq), hk = h / group;
+      const T* q_row = q + vq.Offset(b, h, i);
+      float max = kMaskedScore;
+      for (int64_t j = 0; j < total; ++j) {
+        const T* k_row = k + vk.Offset(b, hk, j);
+        float dot = 0.0f;
+        for (int64_t f = 0; f < d; ++f) dot += Load(q_row[f]) * Load(k_row[f]);
+        float score = dot * scale;
+        if (softcap > 0.0f) score = softcap * std::tanh(score / softcap);
+        if (scores_out && !probabilities) scores_out[unit * total + j] = Store<T>(score);
+        score = bias(b, h, i, j, score);
+        row[static_cast<size_t>(j)] = score;
+        max = std::max(max, score);
+      }
+      float sum = 0.0f;
+      for (float& s : row) {
+        s = std::exp(s - max);
+        sum += s;
+      }
+      std::fill(acc.begin(), acc.end(), 0.0f);
+      for (int64_t j = 0; j < total; ++j) {
+        const float p = row[static_cast<size_t>(j)] / sum;
+        if (scores_out && probabilities) scores_out[unit * total + j] = Store<T>(p);
+        const T* v_row = v + vv.Offset(b, hk, j);
+        for (int64_t f = 0; f < dv; ++f) acc[static_cast<size_t>(f)] += p * Load(v_row[f]);
+      }
+      T* y_row = y + vy.Offset(b, h, i);
+      for (int64_t f = 0; f < dv; ++f) y_row[f] = Store<T>(acc[static_cast<size_t>(f)]);
+    }
+  });
+}
+
+// dst [B, H, P + L, F] (contiguous) = past [B, H, P, F] (nullable) then `x` seen through `view` ([B, H, L, F]).
+template <typename T>
+void ConcatenatePast(const T* past, int64_t past_positions, const T* x, const HeadView& view, T* dst) {
+  const int64_t heads = view.heads, f = view.features, l = view.positions, total = past_positions + l;
+  for (int64_t b = 0; b < view.batch; ++b)
+    for (int64_t h = 0; h < heads; ++h) {
+      T* rows = dst + (b * heads + h) * total * f;
+      if (past) std::copy_n(past + (b * heads + h) * past_positions * f, past_positions * f, rows);
+      for (int64_t j = 0; j < l; ++j) std::copy_n(x + view.Offset(b, h, j), f, rows + (past_positions + j) * f);
+    }
+}
+
+}  // namespace tessera::cpu
