@@ -16,6 +16,7 @@
 #include "exec/plan_builder.h"
 #include "graph/model_loader.h"
 #include "graph/partitioner.h"
+#include "graph/passes/contrib_attention_expansion.h"
 #include "graph/passes/gradient_expansion.h"
 #include "graph/passes/constant_folding.h"
 #include "graph/passes/graph_optimizer.h"
@@ -495,7 +496,7 @@ void Session::Impl::Initialize(const std::function<std::unique_ptr<Model>()>& lo
   ApplyFreeDimensionOverrides(graph, options.free_dimension_overrides, options.free_dimension_overrides_by_denotation);
   ApplyInitializerOverrides(graph, options.initializers);
   InferElementTypes(graph);
-  if (ExpandGradients(graph) > 0) InferElementTypes(graph);
+  if (ExpandGradients(graph) + ExpandContribAttention(graph) > 0) InferElementTypes(graph);
   PropagateStaticShapes(graph);  // after the overrides: they can make symbolic input dims concrete
   providers.get();
   phases.Mark("create_providers");

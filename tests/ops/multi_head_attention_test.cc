@@ -1,4 +1,5 @@
-// com.microsoft MultiHeadAttention against a reference written from the op's description, computed in double: Q/K/V
+// com.microsoft MultiHeadAttention (and com.microsoft Attention, which the session expands into a projection and a
+// MultiHeadAttention) against a reference written from the ops' descriptions, computed in double: Q/K/V
 // given separately, packed Q/K/V, packed K/V and keys/values already in heads; the input-projection bias; the key
 // padding mask in its three supported forms; attention_bias; past/present keys and values; unidirectional; float16;
 // and the errors for forms that are refused.
@@ -251,6 +252,75 @@ TEST(MultiHeadAttentionTest, RefusedFormsAndBadShapesAreNamed) {
   qk.OutputName("output").OmittedOutput().OmittedOutput().OutputName("qk").ExpectFailure("output 3 (qk)").Run({"cpu"});
   OpTester no_key = Mha(d);
   no_key.Input("query", o.q).OutputName("output").ExpectFailure("key is required").Run({"cpu"});
+}
+
+// com.microsoft Attention: expanded at load into MatMul + Slice + MultiHeadAttention (+ Gather / Concat for the
+// combined past and present), checked against the same reference on the projected Q, K and V.
+Tensor Project(const Tensor& input, const Tensor& weights, int64_t first, int64_t width) {
+  const int64_t rows = input.shape()[0] * input.shape()[1], in = input.shape()[2], all = weights.shape()[1];
+  Tensor out = Tensor::Allocate(DataType::kFloat, {input.shape()[0], input.shape()[1], width});
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t c = 0; c < width; ++c) {
+      double acc = 0;
+      for (int64_t e = 0; e < in; ++e) acc += F(input, r * in + e) * F(weights, e * all + first + c);
+      out.Data<float>()[r * width + c] = static_cast<float>(acc);
+    }
+  return out;
+}
+
+TEST(ContribAttentionTest, ExpandsIntoTheProjectionAndMultiHeadAttention) {
+  for (bool with_past : {false, true}) {
+    Dims d;
+    d.s = d.l = 3;
+    d.past = with_past ? 2 : 0;
+    const int64_t in = 5, width = d.n * d.h;
+    const Tensor input = RandomTensor(DataType::kFloat, {d.b, d.s, in}, 80, -1, 1);
+    const Tensor weights = RandomTensor(DataType::kFloat, {in, 3 * width}, 81, -0.5, 0.5);
+    const Tensor bias = RandomTensor(DataType::kFloat, {3 * width}, 82, -0.5, 0.5);
+    const Tensor q = Project(input, weights, 0, width), k = Project(input, weights, width, width),
+                 v = Project(input, weights, 2 * width, width);
+    const Tensor past = RandomTensor(DataType::kFloat, {2, d.b, d.n, d.past, d.h}, 83);
+    Tensor past_k = Tensor::Allocate(DataType::kFloat, {d.b, d.n, d.past, d.h});
+    Tensor past_v = Tensor::Allocate(DataType::kFloat, {d.b, d.n, d.past, d.h});
+    std::copy_n(past.Data<float>(), past_k.NumElements(), past_k.Data<float>());
+    std::copy_n(past.Data<float>() + past_k.NumElements(), past_v.NumElements(), past_v.Data<float>());
+    const std::vector<int32_t> lengths = {2, 3 + static_cast<int32_t>(d.past)};
+    Reference ref(d, &q, &k, &v, &bias, with_past ? &past_k : nullptr, with_past ? &past_v : nullptr);
+    ref.unidirectional = with_past;
+    ref.added = [&](int64_t b, int64_t, int64_t, int64_t j) { return j >= lengths[static_cast<size_t>(b)] ? -10000.0 : 0.0; };
+
+    OpTester t("Attention", 1, "com.microsoft");
+    t.Attr("num_heads", d.n).Attr("unidirectional", int64_t{with_past ? 1 : 0}).Tolerance(2e-5, 2e-5);
+    t.Input("input", input).Input("weights", weights, true).Input("bias", bias, true);
+    t.Input("mask_index", Tensor::FromVector<int32_t>({d.b}, lengths));
+    t.Output("output", ref.Output());
+    if (with_past) {
+      t.Input("past", past);
+      const Tensor present_k = ref.Present(false), present_v = ref.Present(true);
+      Tensor present = Tensor::Allocate(DataType::kFloat, {2, d.b, d.n, d.total(), d.h});
+      std::copy_n(present_k.Data<float>(), present_k.NumElements(), present.Data<float>());
+      std::copy_n(present_v.Data<float>(), present_v.NumElements(), present.Data<float>() + present_k.NumElements());
+      t.Output("present", present);
+    }
+    t.Run({"cpu"});
+  }
+}
+
+TEST(ContribAttentionTest, UnsupportedFormsAreRefusedNamingTheNode) {
+  OpTester rotary("Attention", 1, "com.microsoft");
+  rotary.Attr("num_heads", int64_t{2}).Attr("do_rotary", int64_t{1});
+  rotary.Input("input", RandomTensor(DataType::kFloat, {1, 2, 4}, 90))
+      .Input("weights", RandomTensor(DataType::kFloat, {4, 24}, 91), true)
+      .OutputName("output")
+      .ExpectFailure("do_rotary is not supported")
+      .Run({"cpu"});
+  OpTester uneven("Attention", 1, "com.microsoft");
+  uneven.Attr("num_heads", int64_t{2}).Attr("qkv_hidden_sizes", std::vector<int64_t>{8, 4, 8});
+  uneven.Input("input", RandomTensor(DataType::kFloat, {1, 2, 4}, 92))
+      .Input("weights", RandomTensor(DataType::kFloat, {4, 20}, 93), true)
+      .OutputName("output")
+      .ExpectFailure("equal query and key widths")
+      .Run({"cpu"});
 }
 
 }  // namespace
