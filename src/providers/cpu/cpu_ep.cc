@@ -32,6 +32,7 @@ const KernelRegistry& CpuKernelRegistry() {
     cpu::RegisterNormalizationKernels(r);
     cpu::RegisterAttentionKernels(r);
     cpu::RegisterSkipLayerNormKernels(r);
+    cpu::RegisterEmbedLayerNormKernels(r);
     cpu::RegisterRmsNormalizationKernels(r);
     cpu::RegisterOnnxAttentionKernels(r);
     cpu::RegisterMultiHeadAttentionKernels(r);

@@ -20,6 +20,7 @@ void RegisterOnnxAttentionKernels(KernelRegistry& registry);     // nn/onnx_atte
 void RegisterMultiHeadAttentionKernels(KernelRegistry& registry);  // nn/multi_head_attention.cc (com.microsoft)
 void RegisterRmsNormalizationKernels(KernelRegistry& registry);  // nn/rms_normalization.cc (+ com.microsoft)
 void RegisterRotaryEmbeddingKernels(KernelRegistry& registry);   // nn/rotary_embedding.cc (+ com.microsoft)
+void RegisterEmbedLayerNormKernels(KernelRegistry& registry);  // nn/embed_layer_norm.cc (com.microsoft)
 void RegisterSkipLayerNormKernels(KernelRegistry& registry);   // nn/skip_layer_norm.cc (ai.tessera, com.microsoft)
 void RegisterSoftmaxKernels(KernelRegistry& registry);         // nn/softmax.cc
 void RegisterReductionKernels(KernelRegistry& registry);       // reduction/reduce.cc
