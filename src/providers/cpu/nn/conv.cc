@@ -29,6 +29,7 @@
 #include <string>
 
 #include "providers/cpu/common/dnnl_utils.h"
+#include "providers/cpu/common/target_clones.h"
 #include "providers/cpu/common/window_geometry.h"
 #include "providers/cpu/cpu_ep.h"
 #include "providers/cpu/cpu_kernels.h"
@@ -127,6 +128,56 @@ bool IsSmallConv1d(const ConvShapes& s) {
   return macs <= kSmallConv1dMacs;
 }
 
+// What the output tasks of one SmallConv1d call read.
+struct SmallConv1dWork {
+  const ConvShapes* s;
+  const float *x, *w, *bias;
+  float* y;
+  int64_t in, out, kernel, stride, dilation, pad, ic_per_group, oc_per_group, depth;
+  const int64_t *first, *last;  // per tap: the output range that reads inside the input
+  const float* columns;         // gathered inputs [batch * group][out][depth], or null
+};
+
+// Output rows [begin, end) of (image, output channel) tasks; built per instruction set (the dot products and
+// the scaled runs vectorize to the widest registers the processor has).
+TESSERA_TARGET_CLONES("arch=x86-64-v4", "arch=x86-64-v3", "default")
+void SmallConv1dTasks(const SmallConv1dWork& c, int64_t begin, int64_t end) {
+  const ConvShapes& s = *c.s;
+  for (int64_t task = begin; task < end; ++task) {
+    const int64_t n = task / s.out_channels, oc = task % s.out_channels, grp = oc / c.oc_per_group;
+    const float* w_oc = c.w + oc * c.depth;
+    float* row = c.y + task * c.out;
+    if (c.columns != nullptr) {
+      const float* block = c.columns + (n * s.group + grp) * c.out * c.depth;
+      for (int64_t o = 0; o < c.out; ++o) {
+        const float* col = block + o * c.depth;
+        float acc[16] = {};  // independent partial sums the compiler can keep in vector registers
+        int64_t i = 0;
+        for (; i + 16 <= c.depth; i += 16)
+          for (int j = 0; j < 16; ++j) acc[j] += w_oc[i + j] * col[i + j];
+        float sum = c.bias ? c.bias[oc] : 0.0f;
+        for (int j = 0; j < 16; ++j) sum += acc[j];
+        for (; i < c.depth; ++i) sum += w_oc[i] * col[i];
+        row[o] = sum;
+      }
+      continue;
+    }
+    const float* x_group = c.x + (n * s.in_channels + grp * c.ic_per_group) * c.in;
+    std::fill(row, row + c.out, c.bias ? c.bias[oc] : 0.0f);
+    for (int64_t ic = 0; ic < c.ic_per_group; ++ic)
+      for (int64_t k = 0; k < c.kernel; ++k) {
+        const float weight = w_oc[ic * c.kernel + k];
+        const float* channel = x_group + ic * c.in;
+        const int64_t shift = k * c.dilation - c.pad, lo = c.first[k], hi = c.last[k];
+        if (c.stride == 1) {
+          for (int64_t o = lo; o < hi; ++o) row[o] += weight * channel[o + shift];
+        } else {
+          for (int64_t o = lo; o < hi; ++o) row[o] += weight * channel[o * c.stride + shift];
+        }
+      }
+  }
+}
+
 void SmallConv1d(const ConvShapes& s, const float* x, const float* w, const float* bias, float* y,
                  const ThreadPool& pool) {
   const WindowGeometry& g = s.window;
@@ -163,45 +214,14 @@ void SmallConv1d(const ConvShapes& s, const float* x, const float* w, const floa
           }
       }
   }
-  auto run = [&](int64_t begin, int64_t end) {
-    for (int64_t task = begin; task < end; ++task) {
-      const int64_t n = task / s.out_channels, oc = task % s.out_channels, grp = oc / oc_per_group;
-      const float* w_oc = w + oc * depth;
-      float* row = y + task * out;
-      if (by_columns) {
-        const float* block = columns.data() + (n * s.group + grp) * out * depth;
-        for (int64_t o = 0; o < out; ++o) {
-          const float* col = block + o * depth;
-          float acc[8] = {};  // independent partial sums the compiler can keep in one vector register
-          int64_t i = 0;
-          for (; i + 8 <= depth; i += 8)
-            for (int j = 0; j < 8; ++j) acc[j] += w_oc[i + j] * col[i + j];
-          float sum = bias ? bias[oc] : 0.0f;
-          for (int j = 0; j < 8; ++j) sum += acc[j];
-          for (; i < depth; ++i) sum += w_oc[i] * col[i];
-          row[o] = sum;
-        }
-        continue;
-      }
-      const float* x_group = x + (n * s.in_channels + grp * ic_per_group) * in;
-      std::fill(row, row + out, bias ? bias[oc] : 0.0f);
-      for (int64_t ic = 0; ic < ic_per_group; ++ic)
-        for (int64_t k = 0; k < kernel; ++k) {
-          const float weight = w_oc[ic * kernel + k];
-          const float* channel = x_group + ic * in;
-          const int64_t shift = k * dilation - pad, lo = first[static_cast<size_t>(k)], hi = last[static_cast<size_t>(k)];
-          if (stride == 1) {
-            for (int64_t o = lo; o < hi; ++o) row[o] += weight * channel[o + shift];
-          } else {
-            for (int64_t o = lo; o < hi; ++o) row[o] += weight * channel[o * stride + shift];
-          }
-        }
-    }
-  };
+  const SmallConv1dWork work{&s,       x,          w,      bias,         y,           in,           out,
+                             kernel,   stride,     dilation, pad,        ic_per_group, oc_per_group, depth,
+                             first.data(), last.data(), by_columns ? columns.data() : nullptr};
   if (tasks * macs_per_task < (1 << 15) || tasks < 2) {
-    run(0, tasks);
+    SmallConv1dTasks(work, 0, tasks);
   } else {
-    pool.ParallelFor(tasks, std::max<int64_t>(1, (1 << 14) / std::max<int64_t>(macs_per_task, 1)), run);
+    pool.ParallelFor(tasks, std::max<int64_t>(1, (1 << 14) / std::max<int64_t>(macs_per_task, 1)),
+                     [&](int64_t begin, int64_t end) { SmallConv1dTasks(work, begin, end); });
   }
 }
 
