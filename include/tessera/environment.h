@@ -8,6 +8,8 @@
 // Thread safety: all methods may be called concurrently.
 #pragma once
 
+#include "tessera/ep/thread_pool.h"
+
 #include <filesystem>
 #include <map>
 #include <memory>
@@ -57,6 +59,17 @@ class Environment {
   void CopyTensors(std::span<const Tensor> src, std::span<Tensor> dst, Stream* stream);
   // A stream for an EP device's memory (nullptr for the CPU).
   std::unique_ptr<Stream> CreateStream(const EpDevice& device);
+
+  // ONNX Runtime's global thread pools: sessions created with SessionOptions::use_per_session_threads = false share
+  // one intra-op pool of `intra_op_threads` threads (<= 0: one per core; ThreadPool::Shared: one parallel loop on
+  // its threads at a time, a loop that finds them busy runs on its caller's thread), whatever their
+  // intra_op_threads. `inter_op_threads` is kept for compatibility (a session runs its nodes one after another).
+  // Once set, every session of this Environment must use them. Throws kInvalidArgument when a session has already
+  // been created on this Environment, or when the pools are already set.
+  void SetGlobalThreadPools(int intra_op_threads, int inter_op_threads = 0);
+  // The shared intra-op pool, or nullptr when SetGlobalThreadPools was not called.
+  const ThreadPool* global_intra_op_pool() const;
+  int global_inter_op_threads() const;
 
   LogLevel log_level() const;
   // Internal state shared with sessions.

@@ -57,6 +57,9 @@ struct SessionOptions {
   EpSelectionDelegate selection_delegate;
   bool disable_cpu_fallback = false;
   int intra_op_threads = 0;  // 0 = one per core
+  // false: run on the Environment's global thread pools (Environment::SetGlobalThreadPools; intra_op_threads is
+  // then ignored). An Environment with global pools accepts only such sessions, as ONNX Runtime does.
+  bool use_per_session_threads = true;
   OptimizationLevel optimization_level = OptimizationLevel::kAll;
   LogLevel log_level = LogLevel::kWarning;
   std::string log_id;

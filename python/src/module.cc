@@ -83,5 +83,14 @@ PYBIND11_MODULE(_tessera, m) {
   m.def("_core_library_dir", &tp::CoreLibraryDir, "The folder holding libtessera.so.");
   m.def("set_default_logger_severity", &tp::SetDefaultLoggerSeverity, py::arg("severity"),
         "Sets the process-wide log threshold: 0 verbose, 1 info, 2 warning, 3 error, 4 fatal.");
+  m.def(
+      "set_global_thread_pool_sizes",
+      [](int intra_op_num_threads, int inter_op_num_threads) {
+        tp::GetRuntime()->env().SetGlobalThreadPools(intra_op_num_threads, inter_op_num_threads);
+      },
+      py::arg("intra_op_num_threads") = 0, py::arg("inter_op_num_threads") = 0,
+      "onnxruntime.set_global_thread_pool_sizes: global thread pools for the sessions created with "
+      "SessionOptions.use_per_session_threads = False (then every session must set it). Call before the first "
+      "InferenceSession; 0 = one thread per core.");
   m.attr("__version__") = "0.1.0";
 }

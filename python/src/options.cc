@@ -46,6 +46,9 @@ void BindSessionOptions(py::module_& m) {
           "intra_op_num_threads", [](const S& s) { return s.options.intra_op_threads; },
           [](S& s, int n) { s.options.intra_op_threads = n; })
       .def_readwrite("inter_op_num_threads", &S::inter_op_threads)
+      .def_property(
+          "use_per_session_threads", [](const S& s) { return s.options.use_per_session_threads; },
+          [](S& s, bool own) { s.options.use_per_session_threads = own; })
       .def_readwrite("execution_mode", &S::execution_mode)
       .def_property(
           "graph_optimization_level", [](const S& s) { return s.options.optimization_level; },

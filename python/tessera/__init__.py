@@ -35,6 +35,7 @@ from ._tessera import (  # noqa: F401
     get_ep_devices,
     get_hardware_devices,
     set_default_logger_severity,
+    set_global_thread_pool_sizes,
 )
 from .providers import (  # noqa: F401
     get_all_providers,

@@ -18,6 +18,12 @@ constexpr int64_t kChunksPerThread = 4;
 
 ThreadPool::ThreadPool(int num_threads) : num_threads_(num_threads > 0 ? num_threads : omp_get_num_procs()) {}
 
+ThreadPool ThreadPool::Shared(int num_threads) {
+  ThreadPool pool(num_threads);
+  pool.busy_ = std::make_shared<std::atomic<bool>>(false);
+  return pool;
+}
+
 ThreadPool::Partition ThreadPool::PartitionOf(int64_t n, int64_t grain, int num_threads) {
   if (n <= 0) return {0, 0};
   grain = std::max<int64_t>(grain, 1);
@@ -33,6 +39,20 @@ void ThreadPool::ParallelFor(int64_t n, int64_t grain, const std::function<void(
   if (p.chunks == 1 || num_threads_ <= 1 || omp_in_parallel()) {
     fn(0, n);
     return;
+  }
+  // A shared pool's threads serve one loop at a time; a caller that finds them taken does its loop itself.
+  struct Release {
+    std::atomic<bool>* busy = nullptr;
+    ~Release() {
+      if (busy != nullptr) busy->store(false, std::memory_order_release);
+    }
+  } release;
+  if (busy_ != nullptr) {
+    if (busy_->exchange(true, std::memory_order_acquire)) {
+      fn(0, n);
+      return;
+    }
+    release.busy = busy_.get();
   }
   // Always the full team, however few the chunks: libgomp ends the surplus threads of its pool whenever a
   // parallel region asks for fewer threads than the previous one, and creates them again for the next larger

@@ -215,6 +215,28 @@ std::unique_ptr<Stream> Environment::CreateStream(const EpDevice& device) {
   return device.factory->CreateStream(device.device_memory);
 }
 
+void Environment::SetGlobalThreadPools(int intra_op_threads, int inter_op_threads) {
+  std::lock_guard<std::mutex> lock(impl_->mutex);
+  if (impl_->global_intra_op_pool)
+    Fail(ErrorCode::kInvalidArgument, "SetGlobalThreadPools: the global thread pools are already set (",
+         impl_->global_intra_op_pool->num_threads(), " intra-op threads)");
+  if (impl_->sessions_created.load() > 0)
+    Fail(ErrorCode::kInvalidArgument, "SetGlobalThreadPools: ", impl_->sessions_created.load(),
+         " session(s) were already created on this Environment; set the global thread pools before the first one");
+  impl_->global_intra_op_pool = ThreadPool::Shared(intra_op_threads);
+  impl_->global_inter_op_threads = inter_op_threads;
+}
+
+const ThreadPool* Environment::global_intra_op_pool() const {
+  std::lock_guard<std::mutex> lock(impl_->mutex);
+  return impl_->global_intra_op_pool ? &*impl_->global_intra_op_pool : nullptr;
+}
+
+int Environment::global_inter_op_threads() const {
+  std::lock_guard<std::mutex> lock(impl_->mutex);
+  return impl_->global_inter_op_threads;
+}
+
 LogLevel Environment::log_level() const { return impl_->log_level; }
 
 }  // namespace tessera

@@ -1,6 +1,9 @@
 // Environment internals shared with sessions.
 #pragma once
 
+#include <atomic>
+#include <optional>
+
 #include <map>
 #include <memory>
 #include <mutex>
@@ -28,6 +31,9 @@ struct Environment::Impl {
   std::vector<std::unique_ptr<HardwareDevice>> hardware;  // stable addresses
   std::vector<std::unique_ptr<RegisteredEp>> eps;         // the CPU EP first
   std::map<MemoryInfo, AllocatorPtr> shared_allocators;
+  std::atomic<int64_t> sessions_created{0};
+  std::optional<ThreadPool> global_intra_op_pool;  // SetGlobalThreadPools
+  int global_inter_op_threads = 0;
 
   void Register(const std::string& name, void* library, std::unique_ptr<EpFactory> factory);
   // The hardware device already listed with `device`'s PCI bus id (metadata "pci_bus_id"), or nullptr.

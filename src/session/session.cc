@@ -36,6 +36,23 @@ namespace tessera {
 namespace {
 
 // A subgraph (If/Loop/Scan body) compiled with the session's EPs.
+// The session's intra-op pool: its own, or the Environment's global one (SessionOptions::use_per_session_threads).
+// Counts the session as created on the Environment (SetGlobalThreadPools is refused after that).
+ThreadPool ThreadsFor(Environment& env, const SessionOptions& options) {
+  ++env.impl().sessions_created;
+  const ThreadPool* global = env.global_intra_op_pool();
+  if (!options.use_per_session_threads) {
+    if (global == nullptr)
+      Fail(ErrorCode::kInvalidArgument, "SessionOptions::use_per_session_threads = false needs the Environment's "
+           "global thread pools (Environment::SetGlobalThreadPools; Python: tessera.set_global_thread_pool_sizes)");
+    return *global;
+  }
+  if (global != nullptr)
+    Fail(ErrorCode::kInvalidArgument, "this Environment has global thread pools (", global->num_threads(),
+         " intra-op threads): sessions must set use_per_session_threads = false, as with ONNX Runtime");
+  return ThreadPool(options.intra_op_threads);
+}
+
 class CompiledSubgraph : public SubgraphRunner {
  public:
   CompiledSubgraph(const Graph& graph, ExecutionPlan plan, std::vector<std::string> outer, const PlanServices& services)
@@ -206,7 +223,7 @@ struct Session::Impl {
   Impl(Environment& e, const SessionOptions& o)
       : env(e),
         options(o),
-        threads(o.intra_op_threads),
+        threads(ThreadsFor(e, o)),
         profiler(o.enable_profiling ? std::make_unique<Profiler>(o.profile_file_prefix) : nullptr) {}
 
   // Loads the model with `load` while the providers are created, then optimizes, partitions, plans, prepares.

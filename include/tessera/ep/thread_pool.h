@@ -2,8 +2,10 @@
 // the two never oversubscribe the cores; num_threads() honours SessionOptions::intra_op_threads.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
+#include <memory>
 
 namespace tessera {
 
@@ -24,8 +26,16 @@ class ThreadPool {
   };
   static Partition PartitionOf(int64_t n, int64_t grain, int num_threads);
 
+  // A pool several sessions share (Environment::SetGlobalThreadPools): its copies are the same pool, and one
+  // ParallelFor runs on its threads at a time; a call made while another holds them runs its ranges on the
+  // calling thread, so concurrent callers do not multiply the threads. (oneDNN primitives the kernels run take the
+  // pool's thread count but are not serialized with it.)
+  static ThreadPool Shared(int num_threads);
+  bool shared() const { return busy_ != nullptr; }
+
  private:
   int num_threads_;
+  std::shared_ptr<std::atomic<bool>> busy_;  // shared pools: whether a ParallelFor holds the threads
 };
 
 }  // namespace tessera

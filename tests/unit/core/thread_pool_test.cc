@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <atomic>
 #include <barrier>
+#include <chrono>
 #include <mutex>
 #include <set>
 #include <stdexcept>
@@ -134,6 +135,44 @@ TEST(ThreadPoolTest, ExceptionsPropagate) {
     });
     EXPECT_EQ(sum.load(), 999 * 1000 / 2);
   }
+}
+
+// A shared pool's threads serve one loop at a time: a loop started while another holds them runs on its caller's
+// thread, as one range; copies of the pool are the same pool.
+TEST(ThreadPoolTest, ASharedPoolRunsOneLoopOnItsThreadsAtATime) {
+  const ThreadPool pool = ThreadPool::Shared(2);
+  const ThreadPool copy = pool;  // what each session holds
+  EXPECT_TRUE(pool.shared());
+  EXPECT_FALSE(ThreadPool(2).shared());
+  std::atomic<bool> holding{false}, release{false};
+  std::thread holder([&] {
+    pool.ParallelFor(2, 1, [&](int64_t, int64_t) {
+      holding = true;
+      const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+      while (!release && std::chrono::steady_clock::now() < deadline) std::this_thread::yield();
+    });
+  });
+  while (!holding) std::this_thread::yield();
+  std::mutex mutex;
+  std::vector<std::pair<int64_t, int64_t>> ranges;
+  std::set<std::thread::id> threads;
+  copy.ParallelFor(64, 1, [&](int64_t begin, int64_t end) {
+    std::lock_guard<std::mutex> lock(mutex);
+    ranges.emplace_back(begin, end);
+    threads.insert(std::this_thread::get_id());
+  });
+  release = true;
+  holder.join();
+  ASSERT_EQ(ranges.size(), 1u);
+  EXPECT_EQ(ranges[0], (std::pair<int64_t, int64_t>{0, 64}));
+  EXPECT_EQ(threads, (std::set<std::thread::id>{std::this_thread::get_id()}));
+  // Free again: the loop takes the pool's threads (several ranges).
+  ranges.clear();
+  copy.ParallelFor(64, 1, [&](int64_t begin, int64_t end) {
+    std::lock_guard<std::mutex> lock(mutex);
+    ranges.emplace_back(begin, end);
+  });
+  EXPECT_GT(ranges.size(), 1u);
 }
 
 }  // namespace

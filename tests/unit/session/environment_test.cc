@@ -99,5 +99,50 @@ TEST(EnvironmentTest, SessionsUseTheSharedAllocator) {
   EXPECT_GT(shared->Stats().num_allocs, before);  // the input copy and Relu's output came from it
 }
 
+// ONNX Runtime's global thread pools: sessions that ask for them share the Environment's pool; once it exists every
+// session must ask; it can only be set before the first session and once.
+TEST(EnvironmentTest, GlobalThreadPoolsServeTheSessionsThatAskForThem) {
+  const std::string model = GraphBuilder().Input("x", {4}).Node("Relu", {"x"}, {"y"}).Output("y").Serialize();
+  SessionOptions shared;
+  shared.use_per_session_threads = false;
+  {
+    Environment env;
+    try {
+      MakeSession(model, shared, env);
+      ADD_FAILURE() << "a session asked for global pools the Environment does not have";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
+      EXPECT_NE(std::string(e.what()).find("SetGlobalThreadPools"), std::string::npos) << e.what();
+    }
+    try {
+      env.SetGlobalThreadPools(2, 1);
+      ADD_FAILURE() << "the pools were set after a session had been created";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("before the first one"), std::string::npos) << e.what();
+    }
+  }
+  Environment env;
+  EXPECT_EQ(env.global_intra_op_pool(), nullptr);
+  env.SetGlobalThreadPools(2, 1);
+  ASSERT_NE(env.global_intra_op_pool(), nullptr);
+  EXPECT_EQ(env.global_intra_op_pool()->num_threads(), 2);
+  EXPECT_TRUE(env.global_intra_op_pool()->shared());
+  EXPECT_EQ(env.global_inter_op_threads(), 1);
+  EXPECT_THROW(env.SetGlobalThreadPools(4, 1), Error);  // set once
+  shared.intra_op_threads = 7;                          // ignored: the global pool serves the session
+  Session a = MakeSession(model, shared, env);
+  Session b = MakeSession(model, shared, env);
+  for (Session* s : {&a, &b}) {
+    auto out = s->Run({{"x", Tensor::FromVector<float>({4}, {-1, 2, -3, 4})}});
+    EXPECT_EQ(out[0].tensor().ToVector<float>(), (std::vector<float>{0, 2, 0, 4}));
+  }
+  try {
+    MakeSession(model, SessionOptions{}, env);
+    ADD_FAILURE() << "a per-session-threads session was accepted by an Environment with global pools";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("use_per_session_threads = false"), std::string::npos) << e.what();
+  }
+}
+
 }  // namespace
 }  // namespace tessera::test
