@@ -12,6 +12,7 @@
 #include "graph/passes/hard_swish_fusion.h"
 #include "graph/passes/layer_norm_fusion.h"
 #include "graph/passes/matmul_epilogue_fusion.h"
+#include "graph/passes/mha_lowering.h"
 #include "graph/passes/nchwc_layout.h"
 #include "graph/passes/shape_subgraph_elimination.h"
 #include "graph/passes/skip_layer_norm_fusion.h"
@@ -57,6 +58,7 @@ void RunAll(Graph& graph, const OptimizerContext& context, bool is_subgraph, std
       results.push_back({"dead_node_elimination", EliminateDeadNodes(graph)});
     }
   }
+  results.push_back({"mha_lowering", LowerMultiHeadAttention(graph, context.can_fuse)});
   // Before matmul_epilogue_fusion, which would take the attention's scalar Mul/Div and mask Add as epilogues.
   results.push_back({"attention_fusion", FuseAttention(graph, context.can_fuse)});
   results.push_back({"cache_update_fusion", FuseCacheUpdates(graph, context.can_fuse)});

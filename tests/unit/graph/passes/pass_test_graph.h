@@ -52,6 +52,13 @@ class PassTestGraph {
     for (int64_t d : dims) tensor_type->mutable_shape()->add_dim()->set_dim_value(d);
     return *this;
   }
+  // Imports an operator set (e.g. "com.microsoft", 1) for nodes of that domain.
+  PassTestGraph& Import(const std::string& domain, int version) {
+    auto* import = model_.add_opset_import();
+    import->set_domain(domain);
+    import->set_version(version);
+    return *this;
+  }
   // Adds a node; its attributes are set on the returned proto (see Int/Float/Ints/String below).
   onnx::NodeProto& Node(const std::string& op, const std::vector<std::string>& inputs,
                         const std::vector<std::string>& outputs) {

@@ -1,0 +1,23 @@
+// Lowers com.microsoft MultiHeadAttention onto ai.tessera::Attention where the EP that runs it has that kernel
+// (level all): the CUDA EP's tensor-core attention and the CPU EP's fused kernel then serve models ONNX Runtime's
+// transformer optimizer wrote, instead of the CPU EP's reference MultiHeadAttention.
+//
+//   MultiHeadAttention(query [B, S, D], key [B, L, D], value [B, L, Dv], bias?, -, attention_bias?)
+//   -> q = Reshape(query (+ bias_q), [0, 0, N, D / N]), k and v likewise (bias slices folded into initializers)
+//      o = ai.tessera::Attention(q, k, v, attention_bias?)   axes (batch, heads, sequence, head) = (0, 2, 1, 3)
+//      output = Reshape(o, [0, 0, Dv])
+//
+// Only that form is lowered: 3-D query, key and value of known last dims, a constant bias (or none), no key
+// padding mask, no past inputs or present outputs, unidirectional 0, float32 or float16. Everything else keeps
+// the MultiHeadAttention node (the CPU EP's kernel runs it). The scale is the node's, or 1/sqrt(D / N); an
+// attention_bias [B or 1, N or 1, S, T] is the fused op's additive mask.
+#pragma once
+
+#include "graph/passes/graph_rewrite.h"
+
+namespace tessera {
+
+// Returns the number of MultiHeadAttention nodes lowered.
+size_t LowerMultiHeadAttention(Graph& graph, const CanFuse& can_fuse);
+
+}  // namespace tessera
