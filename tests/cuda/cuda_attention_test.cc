@@ -161,5 +161,24 @@ TEST_F(CudaAttentionTest, CacheUpdateFormMatchesTheUnfusedGraph) {
     }
 }
 
+// com.microsoft MultiHeadAttention in its encoder form runs on the CUDA EP through the fused Attention
+// (graph/passes/mha_lowering.h): every node on the GPU, results as the CPU EP's MultiHeadAttention kernel gives.
+TEST_F(CudaAttentionTest, MultiHeadAttentionRunsOnTheFusedKernel) {
+  for (DataType type : {kF32, kF16})
+    for (bool with_bias : {false, true}) {
+      OpTester t("MultiHeadAttention", 1, "com.microsoft");
+      t.Attr("num_heads", int64_t{4});
+      t.Input("query", RandomTensor(type, {2, 7, 64}, 1, -1, 1))
+          .Input("key", RandomTensor(type, {2, 9, 64}, 2, -1, 1))
+          .Input("value", RandomTensor(type, {2, 9, 32}, 3, -1, 1));
+      if (with_bias) t.Input("bias", RandomTensor(type, {160}, 4, -0.5, 0.5), true);
+      else t.OmittedInput();
+      t.OmittedInput().Input("attention_bias", RandomTensor(type, {1, 4, 7, 9}, 5, -1, 1));
+      t.OutputName("output");
+      t.Tolerance(type == kF16 ? 5e-3 : 1e-3, type == kF16 ? 5e-3 : 1e-3);
+      CompareOnCuda(t);
+    }
+}
+
 }  // namespace
 }  // namespace tessera::test
