@@ -155,7 +155,8 @@ def test_arena_with_cuda_graph():
     helper_.update_inputs(inputs)
     session.run_with_iobinding(helper_.io_binding)  # replay
     np.testing.assert_allclose(expected, helper_.get_output("softmaxout_1"), rtol=1e-2, atol=1e-2)
-    # Beyond onnxruntime's check: the replayed result is the CPU EP's.
+    # Beyond onnxruntime's check: the replayed result is the CPU EP's (within TF32's rounding: the CUDA EP's
+    # convolutions use TF32 by default, use_tf32).
     reference = onnxrt.InferenceSession(conv_classifier(), providers=["CPUExecutionProvider"])
-    np.testing.assert_allclose(reference.run(None, inputs)[0], helper_.get_output("softmaxout_1"), rtol=1e-3,
+    np.testing.assert_allclose(reference.run(None, inputs)[0], helper_.get_output("softmaxout_1"), rtol=5e-3,
                                atol=1e-5)

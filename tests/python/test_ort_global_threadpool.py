@@ -47,7 +47,9 @@ def test_global_threadpool():
         reference = onnxrt.InferenceSession(model, session_opts, providers=["CPUExecutionProvider"])
         x = np.random.default_rng(0).standard_normal((1, 3, 32, 32)).astype(np.float32)
         name = session.get_inputs()[0].name
-        np.testing.assert_allclose(session.run(None, {name: x})[0], reference.run(None, {name: x})[0], rtol=1e-5)
+        # every available provider: on a GPU host the CUDA EP's TF32 convolutions
+        np.testing.assert_allclose(session.run(None, {name: x})[0], reference.run(None, {name: x})[0], rtol=5e-3,
+                                   atol=1e-4)
         print("ok")
     """)
 
