@@ -118,31 +118,15 @@ class Expansion {
     return out;
   }
 
-  // int64 initializers: a vector, or a scalar.
-  std::string Ints(const std::string& base, const std::vector<int64_t>& values) {
-    const std::string name = Fresh(base);
-    graph_.initializers.emplace(name, Tensor::FromVector<int64_t>(Shape{static_cast<int64_t>(values.size())}, values));
-    return name;
-  }
-  std::string Scalar(const std::string& base, int64_t value) {
-    const std::string name = Fresh(base);
-    graph_.initializers.emplace(name, Tensor::FromVector<int64_t>(Shape{}, {value}));
-    return name;
-  }
-
-  // A name no value of the graph (nor one made here) has.
-  std::string Fresh(const std::string& base) {
-    std::string name = FreshValueName(graph_, base);
-    for (int suffix = 1; made_.count(name); ++suffix) name = FreshValueName(graph_, base + "_" + std::to_string(suffix));
-    made_.insert(name);
-    return name;
-  }
+  std::string Fresh(const std::string& base) { return values_.Fresh(base); }
+  std::string Ints(const std::string& base, const std::vector<int64_t>& values) { return values_.Int64s(base, values); }
+  std::string Scalar(const std::string& base, int64_t value) { return values_.Int64Scalar(base, value); }
 
   Graph& graph_;
   const Node& attention_;
   int opset_ = 0;
   std::vector<std::unique_ptr<Node>> nodes_;
-  std::set<std::string> made_;
+  NewValues values_{graph_};
 };
 
 size_t ExpandIn(Graph& graph) {

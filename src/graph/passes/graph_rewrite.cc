@@ -104,6 +104,25 @@ std::string FreshValueName(const Graph& graph, const std::string& base) {
   }
 }
 
+std::string NewValues::Fresh(const std::string& base) {
+  std::string name = FreshValueName(graph_, base);
+  for (int suffix = 1; given_.count(name); ++suffix) name = FreshValueName(graph_, base + "_" + std::to_string(suffix));
+  given_.insert(name);
+  return name;
+}
+
+std::string NewValues::Int64s(const std::string& base, const std::vector<int64_t>& values) {
+  const std::string name = Fresh(base);
+  graph_.initializers.emplace(name, Tensor::FromVector<int64_t>(Shape{static_cast<int64_t>(values.size())}, values));
+  return name;
+}
+
+std::string NewValues::Int64Scalar(const std::string& base, int64_t value) {
+  const std::string name = Fresh(base);
+  graph_.initializers.emplace(name, Tensor::FromVector<int64_t>(Shape{}, {value}));
+  return name;
+}
+
 void RenameReads(Graph& graph, const std::string& from, const std::string& to) {
   for (auto& node : graph.nodes)
     for (std::string& in : node->inputs)

@@ -58,6 +58,19 @@ std::optional<size_t> OtherThanScalar(const Graph& graph, const Node& node, doub
 
 // A name not yet used by any initializer, value info or node output of `graph`, built from `base`.
 std::string FreshValueName(const Graph& graph, const std::string& base);
+// The names and int64 constants of the nodes a rewrite builds before they join the graph: a fresh name is one
+// that neither the graph nor an earlier call of this object gave out.
+class NewValues {
+ public:
+  explicit NewValues(Graph& graph) : graph_(graph) {}
+  std::string Fresh(const std::string& base);
+  std::string Int64s(const std::string& base, const std::vector<int64_t>& values);  // a 1-D initializer
+  std::string Int64Scalar(const std::string& base, int64_t value);                  // a scalar initializer
+
+ private:
+  Graph& graph_;
+  std::set<std::string> given_;
+};
 // Replaces every read of `from` by `to` in the nodes of `graph` (not in subgraphs; check ReadBySubgraph).
 void RenameReads(Graph& graph, const std::string& from, const std::string& to);
 // Removes the given nodes, keeping the order of the others.

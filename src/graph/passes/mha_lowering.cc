@@ -114,9 +114,7 @@ class Lowering {
   }
 
   std::string Ints(const std::string& base, const std::vector<int64_t>& values) {
-    const std::string name = Fresh(base + "_shape");
-    graph_.initializers.emplace(name, Tensor::FromVector<int64_t>(Shape{static_cast<int64_t>(values.size())}, values));
-    return name;
+    return values_.Int64s(base + "_shape", values);
   }
 
   // Elements [start, start + width) of the constant bias, as a new initializer.
@@ -129,18 +127,13 @@ class Lowering {
     return name;
   }
 
-  std::string Fresh(const std::string& base) {
-    std::string name = FreshValueName(graph_, base);
-    for (int suffix = 1; made_.count(name); ++suffix) name = FreshValueName(graph_, base + "_" + std::to_string(suffix));
-    made_.insert(name);
-    return name;
-  }
+  std::string Fresh(const std::string& base) { return values_.Fresh(base); }
 
   Graph& graph_;
   const CanFuse& can_fuse_;
   DataType type_ = DataType::kUndefined;
   std::vector<std::unique_ptr<Node>> nodes_;
-  std::set<std::string> made_;
+  NewValues values_{graph_};
 };
 
 }  // namespace
