@@ -31,8 +31,8 @@ class Lowering {
     nodes_.clear();
     if (mha.op_type != "MultiHeadAttention" || mha.domain != "com.microsoft") return none;
     if (!can_fuse_(mha, graph_, "Attention", "ai.tessera")) return none;
-    for (size_t i : {size_t{4}, size_t{6}, size_t{7}, size_t{8}, size_t{9}})
-      if (mha.HasInput(i)) return none;  // key padding mask, past, shared buffers, beam search
+    for (size_t i : {size_t{6}, size_t{7}, size_t{8}, size_t{9}})
+      if (mha.HasInput(i)) return none;  // past, shared buffers, beam search
     for (size_t o = 1; o < mha.outputs.size(); ++o)
       if (!mha.outputs[o].empty()) return none;  // present key/value, qk
     if (mha.GetInt("unidirectional", 0) != 0 || !mha.HasInput(1) || !mha.HasInput(2)) return none;
@@ -52,6 +52,13 @@ class Lowering {
       const ValueInfo* info = graph_.FindValueInfo(mha.inputs[5]);
       if (info == nullptr || !info->shape || info->shape->size() != 4) return none;
     }
+    size_t mask_rank = 0;  // key_padding_mask: [B, T] or [B, S, T] (not the [B] lengths)
+    if (mha.HasInput(4)) {
+      const ValueInfo* info = graph_.FindValueInfo(mha.inputs[4]);
+      const Tensor* constant = ConstantTensor(graph_, mha.inputs[4]);
+      mask_rank = constant ? constant->shape().rank() : info && info->shape ? info->shape->size() : 0;
+      if (graph_.TypeOf(mha.inputs[4]) != DataType::kInt32 || (mask_rank != 2 && mask_rank != 3)) return none;
+    }
 
     const std::string base = mha.name.empty() ? "MultiHeadAttention" : mha.name;
     const int64_t head = *d / heads, v_head = *dv / heads;
@@ -65,13 +72,14 @@ class Lowering {
       operands.push_back(Emit("Reshape", {x, Ints(base + "/" + suffix + "_heads", {0, 0, heads, sizes[part]})},
                               base + "/" + suffix + "_heads"));
     }
+    const std::string mask = Mask(mha, mask_rank, base);  // its nodes come before the attention's
     auto& attention = nodes_.emplace_back(std::make_unique<Node>());
     attention->name = Fresh(base + "/attention");
     attention->op_type = "Attention";
     attention->domain = "ai.tessera";
     attention->opset = 1;
     attention->inputs = operands;
-    if (mha.HasInput(5)) attention->inputs.push_back(mha.inputs[5]);
+    if (!mask.empty()) attention->inputs.push_back(mask);
     const std::string heads_out = Typed(Fresh(base + "/attention_out"));
     attention->outputs = {heads_out};
     const std::vector<int64_t> axes = {0, 2, 1, 3};  // where (batch, heads, sequence, head) sit in [B, S, N, H]
@@ -115,6 +123,41 @@ class Lowering {
 
   std::string Ints(const std::string& base, const std::vector<int64_t>& values) {
     return values_.Int64s(base + "_shape", values);
+  }
+
+  // The fused op's additive mask: the attention_bias, plus mask_filter_value where the key padding mask is 0 (what
+  // the MultiHeadAttention kernel adds), broadcast as [B, 1, 1, T] or [B, 1, S, T]. Empty when there is neither.
+  std::string Mask(const Node& mha, size_t mask_rank, const std::string& base) {
+    std::string padding;
+    if (mask_rank != 0) {
+      const std::string zero = values_.Fresh(base + "/mask_zero");
+      graph_.initializers.emplace(zero, Tensor::FromVector<int32_t>(Shape{}, {0}));
+      const std::string padded = Emit("Equal", {mha.inputs[4], zero}, base + "/padded");
+      graph_.value_infos[padded].type = DataType::kBool;
+      const std::string as_type = Emit("Cast", {padded}, base + "/padded_as_type");
+      nodes_.back()->attributes["to"] = IntAttribute("to", static_cast<int64_t>(type_));
+      const std::string filtered =
+          Emit("Mul", {as_type, Scalar(base + "/mask_filter", mha.GetFloat("mask_filter_value", -10000.0f))},
+               base + "/padding_bias");
+      padding = Emit("Unsqueeze", {filtered, Ints(base + "/mask_axes", mask_rank == 2 ? std::vector<int64_t>{1, 2}
+                                                                                      : std::vector<int64_t>{1})},
+                     base + "/padding_bias_4d");
+    }
+    if (!mha.HasInput(5)) return padding;
+    if (padding.empty()) return mha.inputs[5];
+    return Emit("Add", {mha.inputs[5], padding}, base + "/mask");
+  }
+
+  // A scalar initializer of the lowered node's element type.
+  std::string Scalar(const std::string& base, float value) {
+    const std::string name = values_.Fresh(base);
+    Tensor t = Tensor::Allocate(type_, Shape{});
+    if (type_ == DataType::kFloat16)
+      t.Data<Float16>()[0] = ToFloat16(value);
+    else
+      t.Data<float>()[0] = value;
+    graph_.initializers.emplace(name, std::move(t));
+    return name;
   }
 
   // Elements [start, start + width) of the constant bias, as a new initializer.

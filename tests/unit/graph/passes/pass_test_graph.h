@@ -87,6 +87,14 @@ class PassTestGraph {
     for (float v : values) tensor->add_int32_data(ToFloat16(v).bits);
     return *this;
   }
+  PassTestGraph& Int32s(const std::string& name, const std::vector<int64_t>& dims, const std::vector<int32_t>& values) {
+    auto* tensor = model_.mutable_graph()->add_initializer();
+    tensor->set_name(name);
+    tensor->set_data_type(onnx::TensorProto::INT32);
+    for (int64_t d : dims) tensor->add_dims(d);
+    for (int32_t v : values) tensor->add_int32_data(v);
+    return *this;
+  }
   PassTestGraph& Int64s(const std::string& name, const std::vector<int64_t>& dims, const std::vector<int64_t>& values) {
     auto* tensor = model_.mutable_graph()->add_initializer();
     tensor->set_name(name);
