@@ -162,8 +162,11 @@ TEST_F(CudaAttentionTest, CacheUpdateFormMatchesTheUnfusedGraph) {
 }
 
 // com.microsoft MultiHeadAttention in its encoder form runs on the CUDA EP through the fused Attention
-// (graph/passes/mha_lowering.h): every node on the GPU, results as the CPU EP's MultiHeadAttention kernel gives.
+// (graph/passes/mha_lowering.h), with a [B, T] key padding mask in the biased cases: every node on the GPU, results as
+// the CPU EP gives.
 TEST_F(CudaAttentionTest, MultiHeadAttentionRunsOnTheFusedKernel) {
+  std::vector<int32_t> keep(2 * 9, 1);
+  for (int j = 6; j < 9; ++j) keep[9 + j] = 0;  // the second sequence padded after 6 keys
   for (DataType type : {kF32, kF16})
     for (bool with_bias : {false, true}) {
       OpTester t("MultiHeadAttention", 1, "com.microsoft");
@@ -173,7 +176,9 @@ TEST_F(CudaAttentionTest, MultiHeadAttentionRunsOnTheFusedKernel) {
           .Input("value", RandomTensor(type, {2, 9, 32}, 3, -1, 1));
       if (with_bias) t.Input("bias", RandomTensor(type, {160}, 4, -0.5, 0.5), true);
       else t.OmittedInput();
-      t.OmittedInput().Input("attention_bias", RandomTensor(type, {1, 4, 7, 9}, 5, -1, 1));
+      if (with_bias) t.Input("key_padding_mask", Tensor::FromVector<int32_t>({2, 9}, keep));  // [B, T]
+      else t.OmittedInput();
+      t.Input("attention_bias", RandomTensor(type, {1, 4, 7, 9}, 5, -1, 1));
       t.OutputName("output");
       t.Tolerance(type == kF16 ? 5e-3 : 1e-3, type == kF16 ? 5e-3 : 1e-3);
       CompareOnCuda(t);
