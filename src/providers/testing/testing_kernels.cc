@@ -7,6 +7,7 @@
 
 #include "providers/testing/testing_memory.h"
 #include "providers/testing/testing_stream.h"
+#include "tessera/ep/shape_kernel.h"
 
 namespace tessera::testing_ep {
 
@@ -229,27 +230,7 @@ class MatMulKernel : public Kernel {
   }
 };
 
-// ---- Shape, Reshape ---------------------------------------------------------------------------------
-
-// Shape: the input's dimensions [start, end) as int64, written in host memory at enqueue time from the
-// shape alone (a host output: no device work, nothing to wait for).
-class ShapeKernel : public Kernel {
- public:
-  explicit ShapeKernel(const KernelInfo& info)
-      : start_(info.node().GetInt("start", 0)), end_(info.node().GetInt("end", INT64_MAX)) {}
-
-  void Compute(KernelContext& ctx) const override {
-    const std::vector<int64_t>& dims = ctx.Input(0).shape().dims();
-    const int64_t rank = static_cast<int64_t>(dims.size());
-    const auto clamp = [rank](int64_t axis) { return std::clamp(axis < 0 ? axis + rank : axis, int64_t{0}, rank); };
-    const int64_t begin = clamp(start_), end = std::max(begin, clamp(end_));
-    Tensor& out = ctx.Output(0, DataType::kInt64, Shape{end - begin});
-    std::copy(dims.begin() + begin, dims.begin() + end, out.Data<int64_t>());
-  }
-
- private:
-  int64_t start_, end_;
-};
+// ---- Reshape (Shape: tessera/ep/shape_kernel.h) ----------------------------------------------------------
 
 // Reshape: the new shape is read on the host (a host input); the data is copied on the device stream.
 class ReshapeKernel : public Kernel {
@@ -306,7 +287,8 @@ void RegisterTestingKernels(KernelRegistry& registry) {
   shape.op_type = "Shape";
   shape.host_outputs = {0};
   shape.host_or_device_inputs = {0};  // only the shape is read
-  registry.Register<ShapeKernel>(std::move(shape));
+  // Written in host memory at enqueue time from the shape alone: no device work, nothing to wait for.
+  registry.Register<ShapeOfInputKernel>(std::move(shape));
   KernelDef reshape = FloatDef("Reshape", 5, 1);
   reshape.host_inputs = {1};
   registry.Register<ReshapeKernel>(std::move(reshape));

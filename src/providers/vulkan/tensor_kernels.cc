@@ -5,6 +5,7 @@
 #include <numeric>
 
 #include "tessera/ep/broadcast.h"
+#include "tessera/ep/shape_kernel.h"
 #include "tessera/status.h"
 #include "vulkan_kernels.h"
 
@@ -375,27 +376,6 @@ class ExpandKernel : public Kernel {
   }
 };
 
-// ---- Shape ------------------------------------------------------------------------------------------------------
-
-// Shape of a tensor in the EP's memory, written on the host (a host output): no copy of the data, and capture works
-// (its output depends on shapes alone).
-class ShapeKernel : public Kernel {
- public:
-  explicit ShapeKernel(const KernelInfo& info)
-      : start_(info.node().GetInt("start", 0)), end_(info.node().GetInt("end", INT64_MAX)) {}
-  void Compute(KernelContext& ctx) const override {
-    const std::vector<int64_t>& dims = ctx.Input(0).shape().dims();
-    const int64_t rank = static_cast<int64_t>(dims.size());
-    auto clamp = [rank](int64_t axis) { return std::clamp<int64_t>(axis < 0 ? axis + rank : axis, 0, rank); };
-    const int64_t start = clamp(start_), end = std::max(start, clamp(end_));
-    Tensor& out = ctx.Output(0, DataType::kInt64, Shape({end - start}));
-    std::copy(dims.begin() + start, dims.begin() + end, out.Data<int64_t>());
-  }
-
- private:
-  int64_t start_, end_;
-};
-
 // ---- Gather ----------------------------------------------------------------------------------------------------
 
 struct GatherPush {
@@ -477,7 +457,9 @@ void RegisterTensorKernels(KernelRegistry& registry, const PhysicalDeviceInfo& d
   KernelDef shape = Def("Shape", "", 1, kLatestOnnxOpset, {{0, numeric}});
   shape.host_outputs = {0};
   shape.host_or_device_inputs = {0};  // only the shape is read
-  registry.Register<ShapeKernel>(shape);
+  // Shape of a tensor in the EP's memory, written on the host (a host output): no copy of the data, and capture works
+  // (its output depends on shapes alone).
+  registry.Register<ShapeOfInputKernel>(shape);
   registry.Register<TransposeKernel>(Def("Transpose", "", 1, kLatestOnnxOpset, {{0, floats}}));
   registry.Register<ConcatKernel>(Def("Concat", "", 4, kLatestOnnxOpset, {{0, floats}}));
   KernelDef slice = Def("Slice", "", 1, kLatestOnnxOpset, {{0, floats}});

@@ -14,6 +14,7 @@
 #include "providers/cpu/cpu_kernels.h"
 #include "providers/cpu/tensor/numeric_dispatch.h"
 #include "providers/cpu/tensor/strided_copy.h"
+#include "tessera/ep/shape_kernel.h"
 
 namespace tessera::cpu {
 namespace {
@@ -37,34 +38,6 @@ std::vector<int64_t> AxesFromAttributeOrInput(const KernelContext& ctx, bool& gi
 void SetAliasOutput(KernelContext& ctx, std::vector<int64_t> dims) {
   ctx.SetOutput(0, Value(ctx.Input(0).Reshaped(Shape(std::move(dims)))));
 }
-
-class ShapeKernel : public Kernel {
- public:
-  explicit ShapeKernel(const KernelInfo& info) {
-    const Node& node = info.node();
-    if (node.opset >= 15) {
-      start_ = node.GetInt("start", 0);
-      if (node.HasAttribute("end")) end_ = node.GetInt("end");
-    }
-  }
-  void Compute(KernelContext& ctx) const override {
-    const std::vector<int64_t>& dims = ctx.Input(0).shape().dims();
-    const int64_t rank = static_cast<int64_t>(dims.size());
-    const int64_t start = ClampBound(start_, rank), end = ClampBound(end_.value_or(rank), rank);
-    const int64_t count = std::max<int64_t>(0, end - start);
-    Tensor& out = ctx.Output(0, DataType::kInt64, Shape{count});
-    std::copy_n(dims.begin() + start, count, out.Data<int64_t>());
-  }
-
- private:
-  // Negative bounds count from the back; out-of-range bounds clamp to [0, rank].
-  static int64_t ClampBound(int64_t bound, int64_t rank) {
-    if (bound < 0) bound += rank;
-    return std::clamp<int64_t>(bound, 0, rank);
-  }
-  int64_t start_ = 0;
-  std::optional<int64_t> end_;
-};
 
 class SizeKernel : public Kernel {
  public:
@@ -406,7 +379,7 @@ KernelDef HostDef(const char* op, int since, std::vector<int> host_inputs, std::
 }  // namespace
 
 void RegisterShapeKernels(KernelRegistry& registry) {
-  registry.Register<ShapeKernel>(HostDef("Shape", 1, {}, {0}));
+  registry.Register<ShapeOfInputKernel>(HostDef("Shape", 1, {}, {0}));
   registry.Register<SizeKernel>(HostDef("Size", 1, {}, {0}));
   registry.Register<ReshapeKernel>(AliasDef("Reshape", 1, {1}));
   registry.Register<FlattenKernel>(AliasDef("Flatten", 1));

@@ -7,6 +7,7 @@
 #include "providers/cuda/cuda_graph.h"
 #include "providers/cuda/kernels/cuda_kernels.h"
 #include "providers/cuda/kernels/kernel_utils.h"
+#include "tessera/ep/shape_kernel.h"
 
 namespace tessera::cuda {
 
@@ -184,25 +185,6 @@ class ExpandKernel : public Kernel {
   const CudaExecutionProvider& ep_;
 };
 
-// Shape: the input's dims (opset 15: sliced by start/end) as an int64 host tensor; no device work.
-class ShapeKernel : public Kernel {
- public:
-  explicit ShapeKernel(const KernelInfo& info)
-      : start_(info.node().GetInt("start", 0)), end_(info.node().GetInt("end", INT64_MAX)) {}
-
-  void Compute(KernelContext& ctx) const override {
-    const std::vector<int64_t>& dims = ctx.Input(0).shape().dims();
-    const int64_t rank = static_cast<int64_t>(dims.size());
-    auto clamp = [rank](int64_t axis) { return std::clamp<int64_t>(axis < 0 ? axis + rank : axis, 0, rank); };
-    const int64_t start = clamp(start_), end = std::max(start, clamp(end_));
-    Tensor& out = ctx.Output(0, DataType::kInt64, Shape{end - start});  // a host output: host memory
-    std::copy(dims.begin() + start, dims.begin() + end, out.Data<int64_t>());
-  }
-
- private:
-  int64_t start_, end_;
-};
-
 class ConstantOfShapeKernel : public Kernel {
  public:
   explicit ConstantOfShapeKernel(const KernelInfo& info) : ep_(CudaEpOf(info)) {
@@ -243,7 +225,7 @@ void RegisterIndexingKernels(KernelRegistry& registry) {
   KernelDef shape = MakeDef("Shape", 1, INT_MAX, AllDeviceTypes());
   shape.host_outputs = {0};
   shape.host_or_device_inputs = {0};  // only the shape is read
-  registry.Register<ShapeKernel>(std::move(shape));
+  registry.Register<ShapeOfInputKernel>(std::move(shape));  // tessera/ep/shape_kernel.h: no device work
   KernelDef constant_of_shape = MakeDef("ConstantOfShape", 9, INT_MAX, {DataType::kInt64});
   constant_of_shape.host_inputs = {0};
   registry.Register<ConstantOfShapeKernel>(std::move(constant_of_shape));
