@@ -473,7 +473,7 @@ void Session::Impl::Optimize() {
   context.can_fuse = [runner](const Node& anchor, const Graph& g, const std::string& op_type,
                               const std::string& domain) {
     const ExecutionProvider* ep = runner(anchor, g);
-    return ep != nullptr && ep->kernels().HasOp(op_type, domain);
+    return ep != nullptr && ep->kernels().HasOp(op_type, domain) && ep->PrefersFusion(op_type, domain);
   };
   context.channel_block = [runner](const Node& conv, const Graph& g) -> std::optional<int64_t> {
     const ExecutionProvider* ep = runner(conv, g);

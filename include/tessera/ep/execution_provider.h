@@ -95,6 +95,11 @@ class ExecutionProvider {
     return std::nullopt;
   }
 
+  // Whether rewriting standard ops into this EP's fused op `op_type` (domain) pays: the fusion passes ask it before
+  // they fuse for this EP. An EP may keep a fused kernel for graphs that contain the op while its unfused kernels
+  // run the pattern faster (the CPU EP's ai.tessera::Attention). Default: yes.
+  virtual bool PrefersFusion(const std::string& /*op_type*/, const std::string& /*domain*/) const { return true; }
+
   virtual uint32_t capability_flags() const { return 0; }
   // kEpRunHooks: called on the thread of each run, before its first step and after its last (also when
   // the run fails); `stream` is the session's stream for this EP (nullptr if none), `run_tag` is

@@ -85,15 +85,20 @@ const KernelRegistry& CpuKernelRegistry() {
 CpuProviderOptions ParseCpuProviderOptions(const ProviderOptions& options) {
   CpuProviderOptions parsed;
   for (const auto& [key, value] : options) {
-    if (key != "conv_winograd")
+    if (key != "conv_winograd" && key != "fused_attention")
       Fail(ErrorCode::kInvalidArgument, "CPUExecutionProvider: unknown provider option '", key,
-           "' (known: conv_winograd)");
+           "' (known: conv_winograd, fused_attention)");
     if (value != "0" && value != "1")
-      Fail(ErrorCode::kInvalidArgument, "CPUExecutionProvider: provider option 'conv_winograd' must be 0 or 1, got '",
+      Fail(ErrorCode::kInvalidArgument, "CPUExecutionProvider: provider option '", key, "' must be 0 or 1, got '",
            value, "'");
-    parsed.conv_winograd = value == "1";
+    (key == "conv_winograd" ? parsed.conv_winograd : parsed.fused_attention) = value == "1";
   }
   return parsed;
+}
+
+bool CpuExecutionProvider::PrefersFusion(const std::string& op_type, const std::string& domain) const {
+  if (op_type == "Attention" && domain == "ai.tessera") return options_.fused_attention;
+  return true;
 }
 
 CpuExecutionProvider::CpuExecutionProvider(AllocatorPtr allocator, CpuProviderOptions options)

@@ -10,11 +10,32 @@
 #include <vector>
 
 #include "providers/cpu/common/float_width.h"
+#include "providers/cpu/common/target_clones.h"
 #include "providers/cpu/cpu_kernels.h"
 #include "providers/cpu/nn/attention_geometry.h"
 
 namespace tessera::cpu {
 namespace {
+
+// The float32 inner loops over contiguous rows (keys and values whose head dim has stride 1, the layout exporters
+// give), built per instruction set: a dot product with 16 independent partial sums (a strict-IEEE reduction does not
+// vectorize otherwise) and y += alpha * x.
+TESSERA_TARGET_CLONES("arch=x86-64-v4", "arch=x86-64-v3", "default")
+float DotContiguous(const float* a, const float* b, int64_t n) {
+  float partial[16] = {};
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16)
+    for (int j = 0; j < 16; ++j) partial[j] += a[i + j] * b[i + j];
+  float sum = 0.0f;
+  for (int j = 0; j < 16; ++j) sum += partial[j];
+  for (; i < n; ++i) sum += a[i] * b[i];
+  return sum;
+}
+
+TESSERA_TARGET_CLONES("arch=x86-64-v4", "arch=x86-64-v3", "default")
+void AxpyContiguous(float alpha, const float* x, float* y, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) y[i] += alpha * x[i];
+}
 
 template <typename T>
 void RunAttention(const ThreadPool& pool, const AttentionGeometry& g, const AttentionAttributes& a, const T* q,
@@ -32,7 +53,12 @@ void RunAttention(const ThreadPool& pool, const AttentionGeometry& g, const Atte
       for (int64_t j = 0; j < g.k_len; ++j) {
         const T* k_row = k + b * g.k[0] + h * g.k[1] + j * g.k[2];
         float dot = 0;
-        for (int64_t d = 0; d < g.head_size; ++d) dot += query[d] * Widen(k_row[d * g.k[3]]);
+        if constexpr (std::is_same_v<T, float>) {
+          if (g.k[3] == 1) dot = DotContiguous(query.data(), k_row, g.head_size);
+          else for (int64_t d = 0; d < g.head_size; ++d) dot += query[d] * k_row[d * g.k[3]];
+        } else {
+          for (int64_t d = 0; d < g.head_size; ++d) dot += query[d] * Widen(k_row[d * g.k[3]]);
+        }
         float s = a.scale * dot;
         if (g.has_mask) {
           const int64_t at = b * g.mask[0] + h * g.mask[1] + i * g.mask[2] + j * g.mask[3];
@@ -56,6 +82,12 @@ void RunAttention(const ThreadPool& pool, const AttentionGeometry& g, const Atte
       for (int64_t j = 0; j < g.k_len; ++j) {
         const float p = scores[j] / sum;
         const T* v_row = v + b * g.v[0] + h * g.v[1] + j * g.v[2];
+        if constexpr (std::is_same_v<T, float>) {
+          if (g.v[3] == 1) {
+            AxpyContiguous(p, v_row, acc.data(), g.v_head_size);
+            continue;
+          }
+        }
         for (int64_t d = 0; d < g.v_head_size; ++d) acc[d] += p * Widen(v_row[d * g.v[3]]);
       }
       for (int64_t d = 0; d < g.v_head_size; ++d) out_row[d * g.out[3]] = Narrow<T>(acc[d]);

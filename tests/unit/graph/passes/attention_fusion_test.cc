@@ -27,8 +27,8 @@ PassTestGraph SdpaAttention() {
 TEST(AttentionFusionTest, FusesEagerBertAttentionWithItsTransposes) {
   const PassTestGraph g = EagerAttention();
   EXPECT_EQ(Count(OpsAt(g, OptimizationLevel::kExtended), "Softmax"), 1u);
-  EXPECT_EQ(OpsAt(g, OptimizationLevel::kAll), std::vector<std::string>{"Attention"});
-  ExpectSameOutputs(g, OptimizationLevel::kAll, 1e-5f, 2);
+  EXPECT_EQ(OpsFused(g), std::vector<std::string>{"Attention"});
+  ExpectFusedOutputs(g, 1e-5f, 2);
 }
 
 // GPT-2's eager attention in float16: a Cast of the probabilities to the type they have (cast_elimination removes
@@ -39,22 +39,22 @@ TEST(AttentionFusionTest, FusesAcrossANoOpCastOfTheProbabilities) {
     spec.cast_probabilities = true;
     spec.half = half;
     const PassTestGraph g = AttentionGraph(spec);
-    EXPECT_EQ(Count(OpsAt(g, OptimizationLevel::kAll), "Attention"), 1u) << (half ? "float16" : "float32");
-    EXPECT_EQ(Count(OpsAt(g, OptimizationLevel::kAll), "Softmax"), 0u);
-    ExpectSameOutputs(g, OptimizationLevel::kAll, half ? 2e-3f : 1e-5f, 2);
+    EXPECT_EQ(Count(OpsFused(g), "Attention"), 1u) << (half ? "float16" : "float32");
+    EXPECT_EQ(Count(OpsFused(g), "Softmax"), 0u);
+    ExpectFusedOutputs(g, half ? 2e-3f : 1e-5f, 2);
   }
 }
 
 TEST(AttentionFusionTest, FusesWithoutAMask) {
   const PassTestGraph g = EagerAttention(false);
-  EXPECT_EQ(OpsAt(g, OptimizationLevel::kAll), std::vector<std::string>{"Attention"});
-  ExpectSameOutputs(g, OptimizationLevel::kAll, 1e-5f, 3);
+  EXPECT_EQ(OpsFused(g), std::vector<std::string>{"Attention"});
+  ExpectFusedOutputs(g, 1e-5f, 3);
 }
 
 TEST(AttentionFusionTest, FusesTorchSdpaExportWithBooleanMaskAndNanGuard) {
   const PassTestGraph g = SdpaAttention();
-  EXPECT_EQ(OpsAt(g, OptimizationLevel::kAll), (std::vector<std::string>{"Greater", "Attention"}));
-  ExpectSameOutputs(g, OptimizationLevel::kAll, 1e-5f, 2);
+  EXPECT_EQ(OpsFused(g), (std::vector<std::string>{"Greater", "Attention"}));
+  ExpectFusedOutputs(g, 1e-5f, 2);
 }
 
 // Queries whose every key is masked: softmax of -inf everywhere is NaN; the IsNaN/Where guard makes them 0.
@@ -75,10 +75,10 @@ TEST(AttentionFusionTest, FullyMaskedQueriesGiveZerosBehindTheNanGuardAndNanWith
       g.Node("Where", {"nan", "zero", "p"}, {"p0"});
     }
     g.Node("MatMul", {guard ? "p0" : "p", "v"}, {"o"});
-    EXPECT_EQ(OpsAt(g, OptimizationLevel::kAll), std::vector<std::string>{"Attention"}) << "guard " << guard;
+    EXPECT_EQ(OpsFused(g), std::vector<std::string>{"Attention"}) << "guard " << guard;
     Environment env;
     const std::string bytes = g.Serialize();
-    Session session(env, bytes.data(), bytes.size(), OptionsAt(OptimizationLevel::kAll));
+    Session session(env, bytes.data(), bytes.size(), OptionsAt(OptimizationLevel::kAll, {}, kFusedAttentionOnCpu));
     const Tensor y = session.Run(g.Feeds(1))[0].tensor();
     for (int64_t h = 0; h < kHeads; ++h)
       for (int64_t d = 0; d < kHead; ++d) {
@@ -86,7 +86,7 @@ TEST(AttentionFusionTest, FullyMaskedQueriesGiveZerosBehindTheNanGuardAndNanWith
         if (guard) EXPECT_EQ(value, 0.0f) << "head " << h;
         else EXPECT_TRUE(std::isnan(value)) << "head " << h;
       }
-    if (guard) ExpectSameOutputs(g, OptimizationLevel::kAll, 1e-5f, 1);
+    if (guard) ExpectFusedOutputs(g, 1e-5f, 1);
   }
 }
 
@@ -99,24 +99,24 @@ TEST(AttentionFusionTest, BroadcastsSingleKeyValueHead) {
   g.Node("Mul", {"scale", "s"}, {"scaled"});
   SetInt(g.Node("Softmax", {"scaled"}, {"p"}), "axis", -1);
   g.Node("MatMul", {"p", "v"}, {"o"});
-  EXPECT_EQ(OpsAt(g, OptimizationLevel::kAll), std::vector<std::string>{"Attention"});
-  ExpectSameOutputs(g, OptimizationLevel::kAll, 1e-5f, 2);
+  EXPECT_EQ(OpsFused(g), std::vector<std::string>{"Attention"});
+  ExpectFusedOutputs(g, 1e-5f, 2);
 }
 
 TEST(AttentionFusionTest, LeavesTheGraphAloneWhenTheProbabilitiesAreAlsoAnOutput) {
   PassTestGraph g = EagerAttention();
   g.Output("p");
-  EXPECT_EQ(Count(OpsAt(g, OptimizationLevel::kAll), "Attention"), 0u);
-  ExpectSameOutputs(g, OptimizationLevel::kAll, 1e-5f, 2);
+  EXPECT_EQ(Count(OpsFused(g), "Attention"), 0u);
+  ExpectFusedOutputs(g, 1e-5f, 2);
 }
 
 TEST(AttentionFusionTest, KeepsATransposeThatHasOtherReaders) {
   PassTestGraph g = EagerAttention();
   g.Output("v");  // the value heads are also an output (as GPT-2's present key/values are)
-  const std::vector<std::string> ops = OpsAt(g, OptimizationLevel::kAll);
+  const std::vector<std::string> ops = OpsFused(g);
   EXPECT_EQ(Count(ops, "Attention"), 1u);
   EXPECT_EQ(Count(ops, "Transpose"), 1u);
-  ExpectSameOutputs(g, OptimizationLevel::kAll, 1e-5f, 2);
+  ExpectFusedOutputs(g, 1e-5f, 2);
 }
 
 TEST(AttentionFusionTest, LeavesSoftmaxOverAnotherAxisAlone) {
@@ -126,7 +126,7 @@ TEST(AttentionFusionTest, LeavesSoftmaxOverAnotherAxisAlone) {
   g.Node("MatMul", {"q", "kt"}, {"s"});
   SetInt(g.Node("Softmax", {"s"}, {"p"}), "axis", 2);
   g.Node("MatMul", {"p", "v"}, {"o"});
-  EXPECT_EQ(Count(OpsAt(g, OptimizationLevel::kAll), "Attention"), 0u);
+  EXPECT_EQ(Count(OpsFused(g), "Attention"), 0u);
 }
 
 TEST(AttentionFusionTest, LeavesHeadsWiderThanTheKernelsTakeAlone) {
@@ -135,7 +135,7 @@ TEST(AttentionFusionTest, LeavesHeadsWiderThanTheKernelsTakeAlone) {
   g.Node("MatMul", {"q", "kt"}, {"s"});
   SetInt(g.Node("Softmax", {"s"}, {"p"}), "axis", -1);
   g.Node("MatMul", {"p", "v"}, {"o"});
-  EXPECT_EQ(Count(OpsAt(g, OptimizationLevel::kAll), "Attention"), 0u);
+  EXPECT_EQ(Count(OpsFused(g), "Attention"), 0u);
 }
 
 TEST(AttentionFusionTest, RejectsMismatchedOperandsWithAnErrorNamingTheNode) {
@@ -146,8 +146,8 @@ TEST(AttentionFusionTest, RejectsMismatchedOperandsWithAnErrorNamingTheNode) {
   g.Node("MatMul", {"p", "v"}, {"o"});
   Environment env;
   const std::string bytes = g.Serialize();
-  Session session(env, bytes.data(), bytes.size(), OptionsAt(OptimizationLevel::kAll));
-  ASSERT_EQ(Count(OpsAt(g, OptimizationLevel::kAll), "Attention"), 1u);
+  Session session(env, bytes.data(), bytes.size(), OptionsAt(OptimizationLevel::kAll, {}, kFusedAttentionOnCpu));
+  ASSERT_EQ(Count(OpsFused(g), "Attention"), 1u);
   Session::NamedValues feeds = g.Feeds(4);
   feeds[1].second = Value(Tensor::FromVector<float>(Shape{1, 2, 8, 3}, std::vector<float>(48, 1.0f)));  // 3 keys, V has 4
   try {

@@ -13,30 +13,30 @@ namespace {
 TEST(CacheUpdateFusionTest, BothCacheWritesGoIntoTheAttention) {
   const PassTestGraph g = DecodingStepGraph({});
   EXPECT_EQ(Count(OpsAt(g, OptimizationLevel::kExtended), "ScatterElements"), 2u);
-  EXPECT_EQ(OpsAt(g, OptimizationLevel::kAll), std::vector<std::string>{"Attention"});
-  ExpectSameOutputs(g, OptimizationLevel::kAll, 1e-5f);
+  EXPECT_EQ(OpsFused(g), std::vector<std::string>{"Attention"});
+  ExpectFusedOutputs(g, 1e-5f, 2);
 }
 
 TEST(CacheUpdateFusionTest, NegativePositionsCountFromTheEnd) {
   const PassTestGraph g = DecodingStepGraph({-2});
-  EXPECT_EQ(OpsAt(g, OptimizationLevel::kAll), std::vector<std::string>{"Attention"});
-  ExpectSameOutputs(g, OptimizationLevel::kAll, 1e-5f);
+  EXPECT_EQ(OpsFused(g), std::vector<std::string>{"Attention"});
+  ExpectFusedOutputs(g, 1e-5f, 2);
 }
 
 TEST(CacheUpdateFusionTest, AWriteAcrossTheFeaturesStaysAScatter) {
   const PassTestGraph g = DecodingStepGraph({3, 3});
-  const std::vector<std::string> ops = OpsAt(g, OptimizationLevel::kAll);
+  const std::vector<std::string> ops = OpsFused(g);
   EXPECT_EQ(Count(ops, "ScatterElements"), 1u);  // the key's; the value's write is fused
   EXPECT_EQ(Count(ops, "Attention"), 1u);
-  ExpectSameOutputs(g, OptimizationLevel::kAll, 1e-5f);
+  ExpectFusedOutputs(g, 1e-5f, 2);
 }
 
 TEST(CacheUpdateFusionTest, UpdatedKeysReadElsewhereStayAScatter) {
   const PassTestGraph g = DecodingStepGraph({3, 2, true});
-  const std::vector<std::string> ops = OpsAt(g, OptimizationLevel::kAll);
+  const std::vector<std::string> ops = OpsFused(g);
   EXPECT_EQ(Count(ops, "ScatterElements"), 1u);
   EXPECT_EQ(Count(ops, "Attention"), 1u);
-  ExpectSameOutputs(g, OptimizationLevel::kAll, 1e-5f);
+  ExpectFusedOutputs(g, 1e-5f, 2);
 }
 
 // The fused node updates the caches in place when an IoBinding binds each updated cache to its past tensor (the
@@ -45,7 +45,7 @@ TEST(CacheUpdateFusionTest, UpdatesTheBoundCachesInPlace) {
   const PassTestGraph g = DecodingStepGraph({});
   Environment env;
   const std::string bytes = g.Serialize();
-  Session fused(env, bytes.data(), bytes.size(), OptionsAt(OptimizationLevel::kAll));
+  Session fused(env, bytes.data(), bytes.size(), OptionsAt(OptimizationLevel::kAll, {}, kFusedAttentionOnCpu));
   Session reference(env, bytes.data(), bytes.size(), OptionsAt(OptimizationLevel::kNone));
   const Session::NamedValues feeds = g.Feeds();
   const std::vector<Value> want = reference.Run(feeds);

@@ -42,11 +42,11 @@ TEST(MhaLoweringTest, TheEncoderFormRunsOnTheFusedAttention) {
   for (bool bias : {false, true})
     for (bool attention_bias : {false, true}) {
       const PassTestGraph g = Mha(bias, attention_bias);
-      const std::vector<std::string> ops = OpsAt(g, OptimizationLevel::kAll);
+      const std::vector<std::string> ops = OpsFused(g);
       EXPECT_EQ(Count(ops, "MultiHeadAttention"), 0u) << ::testing::PrintToString(ops);
       EXPECT_EQ(Count(ops, "Attention"), 1u) << ::testing::PrintToString(ops);
       EXPECT_EQ(Count(ops, "Add"), bias ? 3u : 0u) << ::testing::PrintToString(ops);
-      ExpectSameOutputs(g, OptimizationLevel::kAll, 1e-5f);  // against the MultiHeadAttention kernel (kNone)
+      ExpectFusedOutputs(g, 1e-5f, 2);  // against the MultiHeadAttention kernel (kNone)
     }
 }
 
@@ -56,17 +56,17 @@ TEST(MhaLoweringTest, PaddingMasksBecomeTheAdditiveMask) {
   for (Padding padding : {Padding::kPerKey, Padding::kPerQuery})
     for (bool attention_bias : {false, true}) {
       const PassTestGraph g = Mha(true, attention_bias, padding);
-      const std::vector<std::string> ops = OpsAt(g, OptimizationLevel::kAll);
+      const std::vector<std::string> ops = OpsFused(g);
       EXPECT_EQ(Count(ops, "MultiHeadAttention"), 0u) << ::testing::PrintToString(ops);
       EXPECT_EQ(Count(ops, "Attention"), 1u) << ::testing::PrintToString(ops);
       EXPECT_EQ(Count(ops, "Add"), attention_bias ? 4u : 3u) << ::testing::PrintToString(ops);
-      ExpectSameOutputs(g, OptimizationLevel::kAll, 1e-5f);
+      ExpectFusedOutputs(g, 1e-5f, 2);
     }
 }
 
 TEST(MhaLoweringTest, FormsTheFusedOpCannotExpressKeepTheNode) {
-  EXPECT_EQ(Count(OpsAt(Mha(true, false, Padding::kLengths), OptimizationLevel::kAll), "MultiHeadAttention"), 1u);
-  EXPECT_EQ(Count(OpsAt(Mha(true, false, Padding::kNone, /*unidirectional=*/true), OptimizationLevel::kAll),
+  EXPECT_EQ(Count(OpsFused(Mha(true, false, Padding::kLengths)), "MultiHeadAttention"), 1u);
+  EXPECT_EQ(Count(OpsFused(Mha(true, false, Padding::kNone, /*unidirectional=*/true)),
                   "MultiHeadAttention"),
             1u);
   EXPECT_EQ(Count(OpsAt(Mha(true, true), OptimizationLevel::kExtended), "MultiHeadAttention"), 1u);  // level all only

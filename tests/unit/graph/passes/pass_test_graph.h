@@ -153,19 +153,24 @@ inline void SetInts(onnx::NodeProto& node, const std::string& name, const std::v
 // Session config entries (SessionOptions::config), e.g. {{"session.float16_in_float32", "0"}}.
 using Config = std::map<std::string, std::string>;
 
-inline SessionOptions OptionsAt(OptimizationLevel level, const Config& config = {}) {
+// Provider options of the CPU EP the pass tests run on, e.g. kFusedAttentionOnCpu.
+inline const ProviderOptions kFusedAttentionOnCpu = {{"fused_attention", "1"}};
+
+inline SessionOptions OptionsAt(OptimizationLevel level, const Config& config = {}, const ProviderOptions& cpu = {}) {
   SessionOptions options;
   options.optimization_level = level;
   options.intra_op_threads = 1;
   options.config = config;
+  if (!cpu.empty()) options.AddProvider("CPUExecutionProvider", cpu);
   return options;
 }
 
 // The op types the session runs (kernel steps in plan order).
-inline std::vector<std::string> OpsAt(const PassTestGraph& graph, OptimizationLevel level, const Config& config = {}) {
+inline std::vector<std::string> OpsAt(const PassTestGraph& graph, OptimizationLevel level, const Config& config = {},
+                                      const ProviderOptions& cpu = {}) {
   Environment env;
   const std::string bytes = graph.Serialize();
-  Session session(env, bytes.data(), bytes.size(), OptionsAt(level, config));
+  Session session(env, bytes.data(), bytes.size(), OptionsAt(level, config, cpu));
   std::vector<std::string> ops;
   for (const PartitionEntry& entry : session.Partition())
     if (!entry.is_copy) ops.push_back(entry.op_type);
@@ -178,10 +183,10 @@ inline size_t Count(const std::vector<std::string>& ops, const std::string& op) 
 
 // Runs the model at `level` and at kNone on the same random feeds; expects outputs within `tolerance`.
 inline void ExpectSameOutputs(const PassTestGraph& graph, OptimizationLevel level, float tolerance = 1e-5f,
-                              int64_t symbolic_size = 2, const Config& config = {}) {
+                              int64_t symbolic_size = 2, const Config& config = {}, const ProviderOptions& cpu = {}) {
   Environment env;
   const std::string bytes = graph.Serialize();
-  Session optimized(env, bytes.data(), bytes.size(), OptionsAt(level, config));
+  Session optimized(env, bytes.data(), bytes.size(), OptionsAt(level, config, cpu));
   Session reference(env, bytes.data(), bytes.size(), OptionsAt(OptimizationLevel::kNone));
   const Session::NamedValues feeds = graph.Feeds(symbolic_size);
   const std::vector<Value> got = optimized.Run(feeds);
@@ -196,6 +201,14 @@ inline void ExpectSameOutputs(const PassTestGraph& graph, OptimizationLevel leve
       worst = std::max(worst, std::abs(a.Data<float>()[k] - b.Data<float>()[k]));
     EXPECT_LE(worst, tolerance) << "output " << i << " differs from the unoptimized session";
   }
+}
+
+// The attention fusions' tests: level all with the CPU EP's fused attention on (kFusedAttentionOnCpu).
+inline std::vector<std::string> OpsFused(const PassTestGraph& graph) {
+  return OpsAt(graph, OptimizationLevel::kAll, {}, kFusedAttentionOnCpu);
+}
+inline void ExpectFusedOutputs(const PassTestGraph& graph, float tolerance, int64_t symbolic_size = 2) {
+  ExpectSameOutputs(graph, OptimizationLevel::kAll, tolerance, symbolic_size, {}, kFusedAttentionOnCpu);
 }
 
 }  // namespace tessera::test
