@@ -475,6 +475,11 @@ void Session::Impl::Optimize() {
     const ExecutionProvider* ep = runner(anchor, g);
     return ep != nullptr && ep->kernels().HasOp(op_type, domain) && ep->PrefersFusion(op_type, domain);
   };
+  context.fused_op_preferred = [this](const std::string& op_type, const std::string& domain) {
+    for (const auto& ep : eps)
+      if (ep->kernels().HasOp(op_type, domain)) return ep->PrefersFusion(op_type, domain);
+    return false;
+  };
   context.channel_block = [runner](const Node& conv, const Graph& g) -> std::optional<int64_t> {
     const ExecutionProvider* ep = runner(conv, g);
     return ep != nullptr ? ep->PreferredChannelBlock(conv, g) : std::nullopt;

@@ -58,7 +58,7 @@ void RunAll(Graph& graph, const OptimizerContext& context, bool is_subgraph, std
       results.push_back({"dead_node_elimination", EliminateDeadNodes(graph)});
     }
   }
-  results.push_back({"mha_lowering", LowerMultiHeadAttention(graph, context.can_fuse)});
+  results.push_back({"mha_lowering", LowerMultiHeadAttention(graph, context.fused_op_preferred)});
   // Before matmul_epilogue_fusion, which would take the attention's scalar Mul/Div and mask Add as epilogues.
   results.push_back({"attention_fusion", FuseAttention(graph, context.can_fuse)});
   results.push_back({"cache_update_fusion", FuseCacheUpdates(graph, context.can_fuse)});

@@ -34,6 +34,9 @@ struct OptimizerContext {
   // The channel-inner layout the EP that will run the convolution `conv` prefers for it
   // (ExecutionProvider::PreferredChannelBlock); nullopt keeps it NCHW.
   std::function<std::optional<int64_t>(const Node& conv, const Graph& graph)> channel_block;
+  // Whether the first EP in priority order with a kernel for op_type (domain) prefers that fused op
+  // (ExecutionProvider::PrefersFusion), for rewrites whose new node an EP other than the old node's may run.
+  std::function<bool(const std::string& op_type, const std::string& domain)> fused_op_preferred;
   // The EP that will run a node and whether its kernel widens 16-bit floats inside (float32_regions.h); unset:
   // 16-bit regions stay as they are (session config "session.float16_in_float32" = "0").
   KernelChoiceFor kernel_choice;

@@ -23,14 +23,14 @@ std::optional<int64_t> LastDimOfRank3(const Graph& graph, const std::string& val
 
 class Lowering {
  public:
-  Lowering(Graph& graph, const CanFuse& can_fuse) : graph_(graph), can_fuse_(can_fuse) {}
+  Lowering(Graph& graph, const FusedOpPreferred& preferred) : graph_(graph), preferred_(preferred) {}
 
   // The replacement nodes for `mha`, or nothing when it keeps its form.
   std::vector<std::unique_ptr<Node>> Lower(const Node& mha) {
     std::vector<std::unique_ptr<Node>> none;
     nodes_.clear();
     if (mha.op_type != "MultiHeadAttention" || mha.domain != "com.microsoft") return none;
-    if (!can_fuse_(mha, graph_, "Attention", "ai.tessera")) return none;
+    if (!preferred_ || !preferred_("Attention", "ai.tessera")) return none;
     for (size_t i : {size_t{6}, size_t{7}, size_t{8}, size_t{9}})
       if (mha.HasInput(i)) return none;  // past, shared buffers, beam search
     for (size_t o = 1; o < mha.outputs.size(); ++o)
@@ -173,7 +173,7 @@ class Lowering {
   std::string Fresh(const std::string& base) { return values_.Fresh(base); }
 
   Graph& graph_;
-  const CanFuse& can_fuse_;
+  const FusedOpPreferred& preferred_;
   DataType type_ = DataType::kUndefined;
   std::vector<std::unique_ptr<Node>> nodes_;
   NewValues values_{graph_};
@@ -181,9 +181,9 @@ class Lowering {
 
 }  // namespace
 
-size_t LowerMultiHeadAttention(Graph& graph, const CanFuse& can_fuse) {
+size_t LowerMultiHeadAttention(Graph& graph, const FusedOpPreferred& fused_op_preferred) {
   // Every replacement is built while the node list is intact (fresh names look at it), then the list is rebuilt.
-  Lowering lowering(graph, can_fuse);
+  Lowering lowering(graph, fused_op_preferred);
   std::map<size_t, std::vector<std::unique_ptr<Node>>> replacements;
   for (size_t i = 0; i < graph.nodes.size(); ++i) {
     std::vector<std::unique_ptr<Node>> replacement = lowering.Lower(*graph.nodes[i]);

@@ -1,4 +1,4 @@
-// Lowers com.microsoft MultiHeadAttention onto ai.tessera::Attention where the EP that runs it has that kernel
+// Lowers com.microsoft MultiHeadAttention onto ai.tessera::Attention where an EP has that kernel and prefers it
 // (level all): the CUDA EP's tensor-core attention and the CPU EP's fused kernel then serve models ONNX Runtime's
 // transformer optimizer wrote, instead of the CPU EP's reference MultiHeadAttention.
 //
@@ -19,7 +19,10 @@
 
 namespace tessera {
 
-// Returns the number of MultiHeadAttention nodes lowered.
-size_t LowerMultiHeadAttention(Graph& graph, const CanFuse& can_fuse);
+// `fused_op_preferred(op_type, domain)`: whether the EP that would run the new ai.tessera::Attention (the first in
+// priority order with that kernel, whichever EP runs the MultiHeadAttention now) prefers it
+// (OptimizerContext::fused_op_preferred). Returns the number of MultiHeadAttention nodes lowered.
+using FusedOpPreferred = std::function<bool(const std::string& op_type, const std::string& domain)>;
+size_t LowerMultiHeadAttention(Graph& graph, const FusedOpPreferred& fused_op_preferred);
 
 }  // namespace tessera
