@@ -1,7 +1,8 @@
 // Tokens per second of tessera::GenerationLoop: greedy decoding of NEW tokens after a prompt, batch 1, on any EP.
 //
 //   tessera_generation_bench MODEL.onnx [--ep cuda|cpu|testing] [--graphs 0|1] [--prompt FILE] [--reference FILE]
-//                            [--new 128] [--runs 10] [--ep-option KEY=VALUE]... [--profile PREFIX]
+//                            [--new 128] [--runs 10] [--ep-option KEY=VALUE]... [--config KEY=VALUE]...
+//                            [--profile PREFIX]
 //
 // MODEL is a decoding step over a static cache (scripts/gpu_host/export_generation.py writes GPT-2's). --prompt and
 // --reference are files of space-separated token ids (the export's tokens_prompt.txt, tokens_fp32_cuda.txt): without
@@ -17,6 +18,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -46,7 +48,7 @@ int main(int argc, char** argv) {
   if (argc < 2) {
     std::fprintf(stderr,
                  "usage: %s MODEL.onnx [--ep cuda] [--graphs 0|1] [--prompt FILE] [--reference FILE] [--new N] "
-                 "[--runs N] [--ep-option KEY=VALUE]...\n",
+                 "[--runs N] [--ep-option KEY=VALUE]... [--config KEY=VALUE]...\n",
                  argv[0]);
     return 2;
   }
@@ -55,6 +57,7 @@ int main(int argc, char** argv) {
   size_t new_tokens = 128;
   int runs = 10;
   tessera::ProviderOptions ep_options;
+  std::map<std::string, std::string> config;
   for (int i = 2; i + 1 < argc; i += 2) {
     const std::string flag = argv[i], value = argv[i + 1];
     if (flag == "--ep") ep = value;
@@ -66,6 +69,8 @@ int main(int argc, char** argv) {
     else if (flag == "--profile") profile = value;
     else if (flag == "--ep-option" && value.find('=') != std::string::npos)
       ep_options[value.substr(0, value.find('='))] = value.substr(value.find('=') + 1);
+    else if (flag == "--config" && value.find('=') != std::string::npos)
+      config[value.substr(0, value.find('='))] = value.substr(value.find('=') + 1);
     else {
       std::fprintf(stderr, "unknown flag %s\n", flag.c_str());
       return 2;
@@ -86,6 +91,7 @@ int main(int argc, char** argv) {
                                                   : ep;
     if (ep_name == "CUDAExecutionProvider" && graphs) ep_options.emplace("enable_cuda_graph", "1");
     if (ep_name != "CPUExecutionProvider") so.AddProvider(ep_name, ep_options);
+    for (const auto& [key, value] : config) so.config[key] = value;
     if (!profile.empty()) {  // every step's kernels with their device time (tessera profile-summary reads it)
       so.enable_profiling = true;
       so.profile_file_prefix = profile;

@@ -484,6 +484,23 @@ void Session::Impl::Optimize() {
     const ExecutionProvider* ep = runner(conv, g);
     return ep != nullptr ? ep->PreferredChannelBlock(conv, g) : std::nullopt;
   };
+  // Session config "session.disabled_optimizers": pass names, comma-separated (ONNX Runtime's disabled_optimizers).
+  if (auto disabled = options.config.find("session.disabled_optimizers"); disabled != options.config.end()) {
+    const std::vector<std::string>& known = OptimizerPassNames();
+    std::stringstream list(disabled->second);
+    for (std::string name; std::getline(list, name, ',');) {
+      name.erase(0, name.find_first_not_of(" \t"));
+      name.erase(name.find_last_not_of(" \t") + 1);
+      if (name.empty()) continue;
+      if (std::find(known.begin(), known.end(), name) == known.end()) {
+        std::string names;
+        for (const std::string& k : known) names += (names.empty() ? "" : ", ") + k;
+        Fail(ErrorCode::kInvalidArgument, "session config session.disabled_optimizers: unknown pass '", name,
+             "' (known: ", names, ")");
+      }
+      context.disabled_passes.insert(name);
+    }
+  }
   auto float32_regions = options.config.find("session.float16_in_float32");
   if (float32_regions == options.config.end() || float32_regions->second != "0")
     context.kernel_choice = [this](const Node& node, const Graph& g) -> std::optional<KernelChoice> {

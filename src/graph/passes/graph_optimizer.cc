@@ -1,5 +1,7 @@
 #include "graph/passes/graph_optimizer.h"
 
+#include <algorithm>
+
 #include "graph/passes/attention_fusion.h"
 #include "graph/passes/cache_update_fusion.h"
 #include "graph/passes/cast_elimination.h"
@@ -21,54 +23,75 @@
 namespace tessera {
 namespace {
 
-void RunBasic(Graph& graph, const OptimizerContext& context, std::vector<PassResult>& results) {
-  results.push_back({"constant_folding", FoldConstants(graph, context.evaluator)});
-  results.push_back({"dead_node_elimination", EliminateDeadNodes(graph)});
+// Runs one pass unless the session disabled it (OptimizerContext::disabled_passes), recording its changes.
+class PassRunner {
+ public:
+  PassRunner(const OptimizerContext& context, std::vector<PassResult>& results)
+      : context_(context), results_(results) {}
+  template <typename Pass>
+  size_t operator()(const char* name, const Pass& pass) {
+    const std::vector<std::string>& known = OptimizerPassNames();
+    if (std::find(known.begin(), known.end(), name) == known.end())
+      Fail(ErrorCode::kRuntime, "graph optimizer: pass '", name, "' is missing from OptimizerPassNames");
+    if (context_.disabled_passes.count(name)) return 0;
+    const size_t changes = pass();
+    results_.push_back({name, changes});
+    return changes;
+  }
+  const OptimizerContext& context() const { return context_; }
+
+ private:
+  const OptimizerContext& context_;
+  std::vector<PassResult>& results_;
+};
+
+void RunBasic(Graph& graph, PassRunner& run) {
+  const OptimizerContext& context = run.context();
+  run("constant_folding", [&] { return FoldConstants(graph, context.evaluator); });
+  run("dead_node_elimination", [&] { return EliminateDeadNodes(graph); });
 }
 
 // Shape constants first, so that folding removes the shape chains before the fusions look at the graph;
 // dead-node elimination last drops what the fusions left unread (e.g. the unfolded Conv weights).
-void RunExtended(Graph& graph, const OptimizerContext& context, std::vector<PassResult>& results) {
-  const size_t shapes = EliminateShapeSubgraphs(graph);
-  results.push_back({"shape_subgraph_elimination", shapes});
-  if (shapes > 0) RunBasic(graph, context, results);
+void RunExtended(Graph& graph, PassRunner& run) {
+  const OptimizerContext& context = run.context();
+  if (run("shape_subgraph_elimination", [&] { return EliminateShapeSubgraphs(graph); }) > 0) RunBasic(graph, run);
   // Before the fusions: a Cast to the type a value already has would hide their patterns.
-  results.push_back({"cast_elimination", EliminateNoOpCasts(graph)});
-  results.push_back({"conv_bn_folding", FoldConvBatchNorm(graph)});
-  results.push_back({"layer_norm_fusion", FuseLayerNorm(graph, context.can_fuse)});
-  results.push_back({"gelu_fusion", FuseGelu(graph, context.can_fuse)});
-  results.push_back({"hard_swish_fusion", FuseHardSwish(graph, context.can_fuse)});
-  results.push_back({"transpose_elimination", EliminateTransposes(graph)});
-  results.push_back({"dead_node_elimination", EliminateDeadNodes(graph)});
+  run("cast_elimination", [&] { return EliminateNoOpCasts(graph); });
+  run("conv_bn_folding", [&] { return FoldConvBatchNorm(graph); });
+  run("layer_norm_fusion", [&] { return FuseLayerNorm(graph, context.can_fuse); });
+  run("gelu_fusion", [&] { return FuseGelu(graph, context.can_fuse); });
+  run("hard_swish_fusion", [&] { return FuseHardSwish(graph, context.can_fuse); });
+  run("transpose_elimination", [&] { return EliminateTransposes(graph); });
+  run("dead_node_elimination", [&] { return EliminateDeadNodes(graph); });
 }
 
 // Fusions into ai.tessera ops, after the standard ones (a folded BatchNorm leaves a Conv to fuse). The
 // channel-inner layout pass runs on the main graph only: it reorders values across node boundaries, and a
 // subgraph's values cross into its enclosing graph, which the pass does not see.
-void RunAll(Graph& graph, const OptimizerContext& context, bool is_subgraph, std::vector<PassResult>& results) {
+void RunAll(Graph& graph, bool is_subgraph, PassRunner& run) {
+  const OptimizerContext& context = run.context();
   // First, so that the fusions and the channel-inner layout below see float32 convolutions and products. The Casts
   // it adds for weights fold into float32 initializers; the model's Casts from 16-bit values inside a region
   // become no-ops.
   if (context.kernel_choice) {
-    const size_t moved = ComputeHalfRegionsInFloat32(graph, context.kernel_choice);
-    results.push_back({"float32_regions", moved});
-    if (moved > 0) {
-      results.push_back({"constant_folding", FoldConstants(graph, context.evaluator)});
-      results.push_back({"cast_elimination", EliminateNoOpCasts(graph)});
-      results.push_back({"dead_node_elimination", EliminateDeadNodes(graph)});
+    if (run("float32_regions", [&] { return ComputeHalfRegionsInFloat32(graph, context.kernel_choice); }) > 0) {
+      run("constant_folding", [&] { return FoldConstants(graph, context.evaluator); });
+      run("cast_elimination", [&] { return EliminateNoOpCasts(graph); });
+      run("dead_node_elimination", [&] { return EliminateDeadNodes(graph); });
     }
   }
-  results.push_back({"mha_lowering", LowerMultiHeadAttention(graph, context.fused_op_preferred)});
+  run("mha_lowering", [&] { return LowerMultiHeadAttention(graph, context.fused_op_preferred); });
   // Before matmul_epilogue_fusion, which would take the attention's scalar Mul/Div and mask Add as epilogues.
-  results.push_back({"attention_fusion", FuseAttention(graph, context.can_fuse)});
-  results.push_back({"cache_update_fusion", FuseCacheUpdates(graph, context.can_fuse)});
+  run("attention_fusion", [&] { return FuseAttention(graph, context.can_fuse); });
+  run("cache_update_fusion", [&] { return FuseCacheUpdates(graph, context.can_fuse); });
   // Before matmul_epilogue_fusion: the residual Add (and a bias Add before it) go with the LayerNormalization.
-  results.push_back({"skip_layer_norm_fusion", FuseSkipLayerNorm(graph, context.can_fuse)});
-  results.push_back({"conv_activation_fusion", FuseConvActivation(graph, context.can_fuse)});
-  results.push_back({"gemm_to_matmul", RewriteReshapedGemm(graph)});
-  results.push_back({"matmul_epilogue_fusion", FuseMatMulEpilogue(graph, context.can_fuse)});
+  run("skip_layer_norm_fusion", [&] { return FuseSkipLayerNorm(graph, context.can_fuse); });
+  run("conv_activation_fusion", [&] { return FuseConvActivation(graph, context.can_fuse); });
+  run("gemm_to_matmul", [&] { return RewriteReshapedGemm(graph); });
+  run("matmul_epilogue_fusion", [&] { return FuseMatMulEpilogue(graph, context.can_fuse); });
   if (!is_subgraph)
-    results.push_back({"nchwc_layout", ConvertToBlockedLayout(graph, context.can_fuse, context.channel_block)});
+    run("nchwc_layout", [&] { return ConvertToBlockedLayout(graph, context.can_fuse, context.channel_block); });
 }
 
 }  // namespace
@@ -76,9 +99,10 @@ void RunAll(Graph& graph, const OptimizerContext& context, bool is_subgraph, std
 std::vector<PassResult> OptimizeGraph(Graph& graph, OptimizationLevel level, const OptimizerContext& context) {
   std::vector<PassResult> results;
   if (level == OptimizationLevel::kNone) return results;
-  RunBasic(graph, context, results);
-  if (level >= OptimizationLevel::kExtended) RunExtended(graph, context, results);
-  if (level >= OptimizationLevel::kAll) RunAll(graph, context, graph.parent != nullptr, results);
+  PassRunner run(context, results);
+  RunBasic(graph, run);
+  if (level >= OptimizationLevel::kExtended) RunExtended(graph, run);
+  if (level >= OptimizationLevel::kAll) RunAll(graph, graph.parent != nullptr, run);
   // Then every subgraph (If branches, Loop and Scan bodies, at any depth): exporters fill them with Constant
   // nodes and shape arithmetic that would otherwise run on every call. A value an enclosing graph defines
   // is not a constant there, and the passes keep whatever a nested subgraph reads.
@@ -93,6 +117,16 @@ std::vector<PassResult> OptimizeGraph(Graph& graph, OptimizationLevel level, con
           if (r.changes > 0) results.push_back({"subgraph " + r.pass, r.changes});
     }
   return results;
+}
+
+const std::vector<std::string>& OptimizerPassNames() {
+  static const std::vector<std::string> names = {
+      "constant_folding",      "dead_node_elimination",   "shape_subgraph_elimination", "cast_elimination",
+      "conv_bn_folding",       "layer_norm_fusion",       "gelu_fusion",                "hard_swish_fusion",
+      "transpose_elimination", "float32_regions",         "mha_lowering",               "attention_fusion",
+      "cache_update_fusion",   "skip_layer_norm_fusion",  "conv_activation_fusion",     "gemm_to_matmul",
+      "matmul_epilogue_fusion", "nchwc_layout"};
+  return names;
 }
 
 }  // namespace tessera

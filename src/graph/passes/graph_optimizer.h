@@ -14,6 +14,7 @@
 
 #include <functional>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -40,6 +41,8 @@ struct OptimizerContext {
   // The EP that will run a node and whether its kernel widens 16-bit floats inside (float32_regions.h); unset:
   // 16-bit regions stay as they are (session config "session.float16_in_float32" = "0").
   KernelChoiceFor kernel_choice;
+  // Passes not to run, by name (session config "session.disabled_optimizers"; OptimizerPassNames lists them).
+  std::set<std::string> disabled_passes;
 };
 
 struct PassResult {
@@ -48,5 +51,8 @@ struct PassResult {
 };
 
 std::vector<PassResult> OptimizeGraph(Graph& graph, OptimizationLevel level, const OptimizerContext& context);
+
+// The name of every pass OptimizeGraph may run (as PassResult::pass and OptimizerContext::disabled_passes name them).
+const std::vector<std::string>& OptimizerPassNames();
 
 }  // namespace tessera
