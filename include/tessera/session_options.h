@@ -80,6 +80,11 @@ struct SessionOptions {
   // the file's bytes. The files need not exist, and models loaded from memory may use them too.
   std::map<std::string, Tensor> external_initializers;
   std::map<std::string, std::shared_ptr<const std::string>> external_initializer_files;
+  // Folders besides the model's own from which its external data files may be read. A model file's data must
+  // otherwise resolve (symbolic links followed) inside the folder of the path it was loaded from or of the file that
+  // path links to (a Hugging Face hub cache's snapshot links); a location leading elsewhere ("../data/w.bin", a link
+  // out of the folder) fails with "external data path validation failed" (ONNX Runtime's whitelisted_data_folders).
+  std::vector<std::string> external_data_folders;
   // Only algorithms whose results are the same bit for bit run after run (ONNX Runtime's
   // use_deterministic_compute): EPs leave out the candidates their libraries mark nondeterministic (the CUDA EP:
   // cuDNN convolution engines and algorithms so marked). Kernels see it as KernelInfo::session_settings().

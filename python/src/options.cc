@@ -1,6 +1,9 @@
 // SessionOptions, RunOptions and their enums, with onnxruntime's names.
 #include "bindings.h"
 
+#include <algorithm>
+#include <string>
+
 namespace tessera::python {
 
 namespace {
@@ -65,6 +68,24 @@ void BindSessionOptions(py::module_& m) {
       .def_property(
           "profile_file_prefix", [](const S& s) { return s.options.profile_file_prefix; },
           [](S& s, std::string prefix) { s.options.profile_file_prefix = std::move(prefix); })
+      // onnxruntime's name: folders besides the model's from which external data may be read, ';'-separated.
+      .def_property(
+          "whitelisted_data_folders",
+          [](const S& s) {
+            std::string joined;
+            for (const std::string& folder : s.options.external_data_folders)
+              joined += (joined.empty() ? "" : ";") + folder;
+            return joined;
+          },
+          [](S& s, const std::string& folders) {
+            s.options.external_data_folders.clear();
+            size_t start = 0;
+            while (start <= folders.size()) {
+              const size_t end = std::min(folders.find(';', start), folders.size());
+              if (end > start) s.options.external_data_folders.push_back(folders.substr(start, end - start));
+              start = end + 1;
+            }
+          })
       .def_property(
           "stream_sets", [](const S& s) { return s.options.stream_sets; },
           [](S& s, int n) { s.options.stream_sets = n; },

@@ -191,7 +191,8 @@ bool IsInside(const std::filesystem::path& path, const std::filesystem::path& fo
   return true;
 }
 
-// The external data file for `location`, which must stay inside the model's folder.
+// The external data file for `location` (relative to the model's folder), which must resolve, symbolic links
+// followed, inside the model's folder or one of the allowed folders (ExternalData::folders).
 std::filesystem::path ResolveExternalPath(const std::string& location, const LoadContext& ctx,
                                           const std::string& what) {
   if (ctx.base_dir.empty())
@@ -201,15 +202,18 @@ std::filesystem::path ResolveExternalPath(const std::string& location, const Loa
   const std::filesystem::path relative(location);
   if (relative.is_absolute() || relative.has_root_name() || relative.has_root_directory())
     FailModel(ctx, what, ": external data path '", location, "' is absolute; it must be relative to the model");
-  for (const auto& part : relative)
-    if (part == "..") FailModel(ctx, what, ": external data path '", location, "' contains '..'");
   std::error_code ec;
-  const auto folder = std::filesystem::weakly_canonical(ctx.base_dir, ec);
-  const auto file = ec ? std::filesystem::path() : std::filesystem::weakly_canonical(ctx.base_dir / relative, ec);
+  const auto file = std::filesystem::weakly_canonical(ctx.base_dir / relative, ec);
   if (ec) FailModel(ctx, what, ": cannot resolve external data path '", location, "': ", ec.message());
-  if (!IsInside(file, folder))
-    FailModel(ctx, what, ": external data path '", location, "' resolves outside the model's folder");
-  return file;
+  std::vector<std::filesystem::path> allowed = {ctx.base_dir};
+  if (ctx.external != nullptr) allowed.insert(allowed.end(), ctx.external->folders.begin(), ctx.external->folders.end());
+  for (const auto& folder : allowed) {
+    const auto canonical = std::filesystem::weakly_canonical(folder, ec);
+    if (!ec && IsInside(file, canonical)) return file;
+  }
+  FailModel(ctx, what, ": external data path validation failed: '", location, "' resolves to '", file.string(),
+            "', outside the model's folder", allowed.size() > 1 ? " and the allowed folders" : "",
+            " (SessionOptions::external_data_folders, Python's SessionOptions.whitelisted_data_folders, allow others)");
 }
 
 Tensor ReadExternalTensor(const onnx::TensorProto& proto, DataType type, Shape shape, size_t bytes,
@@ -653,7 +657,12 @@ std::unique_ptr<Model> LoadModel(const std::filesystem::path& path, const Extern
          ec ? ec.message() : (std::filesystem::exists(path, ec) ? "not a regular file" : "No such file or directory"));
   const MappedFile file(path);
   const std::filesystem::path folder = path.has_parent_path() ? path.parent_path() : std::filesystem::path(".");
-  auto model = LoadModelFromBytes(file.data(), file.size(), folder, path.string(), external);
+  // A model reached through a symbolic link (Hugging Face's hub cache links snapshots/<version>/model.onnx to
+  // blobs/<hash>) may keep its data beside the file it links to.
+  ExternalData with_real_folder = external;
+  const std::filesystem::path real = std::filesystem::weakly_canonical(path, ec);
+  if (!ec) with_real_folder.folders.push_back(real.parent_path());
+  auto model = LoadModelFromBytes(file.data(), file.size(), folder, path.string(), with_real_folder);
   model->path = path;
   return model;
 }

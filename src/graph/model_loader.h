@@ -13,6 +13,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "tessera/ep/graph.h"
 
@@ -25,8 +26,12 @@ namespace tessera {
 struct ExternalData {
   std::map<std::string, Tensor> initializers;                        // initializer name -> host tensor
   std::map<std::string, std::shared_ptr<const std::string>> files;  // external data location -> the file's bytes
+  // Folders besides the model's own from which external data files may be read (symbolic links resolved).
+  std::vector<std::filesystem::path> folders;
 };
 
+// External data files must resolve (symbolic links followed) inside the folder of `path`, the folder of the file it
+// links to, or one of external.folders.
 std::unique_ptr<Model> LoadModel(const std::filesystem::path& path, const ExternalData& external = {});
 // `base_dir` resolves external data; empty means external data is rejected (unless `external` supplies it).
 // `label` names the model in error messages.

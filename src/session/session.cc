@@ -108,7 +108,9 @@ MemoryInfo StagingPlace(const Value& output, const PlanServices& services) {
 // SessionOptions::free_dimension_overrides: symbolic input dims named in the map take its value.
 // SessionOptions::external_initializers / external_initializer_files, as the model loader takes them.
 ExternalData ExternalDataOf(const SessionOptions& options) {
-  return ExternalData{options.external_initializers, options.external_initializer_files};
+  ExternalData data{options.external_initializers, options.external_initializer_files, {}};
+  data.folders.assign(options.external_data_folders.begin(), options.external_data_folders.end());
+  return data;
 }
 
 // SessionOptions::initializers: each replaces the initializer of its name, same type and shape, host memory.

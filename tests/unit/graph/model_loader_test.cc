@@ -426,7 +426,56 @@ TEST_F(ExternalDataTest, ParentDirectoryEscapeIsRejected) {
   WriteFile(dir_ / "secret.bin", RawBytes<float>({1}));
   onnx::ModelProto proto = ReluModel();
   SetExternal(*AddInitializer(proto, "w", DataType::kFloat, {1}), "../secret.bin");
-  ExpectLoadError(proto, {"initializer 'w'", "'..'"}, ModelDir());
+  ExpectLoadError(proto, {"initializer 'w'", "external data path validation failed", "outside the model's folder"},
+                  ModelDir());
+}
+
+TEST_F(ExternalDataTest, ParentDirectoriesInsideTheFolderAreRead) {
+  fs::create_directories(ModelDir() / "sub");
+  WriteFile(ModelDir() / "w.bin", RawBytes<float>({5}));
+  onnx::ModelProto proto = ReluModel();
+  SetExternal(*AddInitializer(proto, "w", DataType::kFloat, {1}), "sub/../w.bin");
+  EXPECT_EQ(Load(proto, ModelDir())->graph->initializers.at("w").ToVector<float>(), std::vector<float>{5});
+}
+
+// ONNX Runtime's whitelisted_data_folders: a model in model/ reading ../data/w.bin.
+TEST_F(ExternalDataTest, AllowedFoldersAreRead) {
+  fs::create_directories(dir_ / "data");
+  WriteFile(dir_ / "data" / "w.bin", RawBytes<float>({7, 8}));
+  onnx::ModelProto proto = ReluModel();
+  SetExternal(*AddInitializer(proto, "w", DataType::kFloat, {2}), "../data/w.bin");
+  ExpectLoadError(proto, {"initializer 'w'", "external data path validation failed"}, ModelDir());
+  ExternalData allowed;
+  allowed.folders = {dir_ / "data"};
+  const std::string bytes = Bytes(proto);
+  auto model = LoadModelFromBytes(bytes.data(), bytes.size(), ModelDir(), "m", allowed);
+  EXPECT_EQ(model->graph->initializers.at("w").ToVector<float>(), (std::vector<float>{7, 8}));
+}
+
+// Hugging Face's hub cache: snapshots/v/model.onnx and snapshots/v/w.bin link to blobs/<hash>; the data resolves
+// beside the file the model's path links to.
+TEST_F(ExternalDataTest, ALinkedModelReadsDataBesideTheFileItLinksTo) {
+  fs::create_directories(dir_ / "blobs");
+  fs::create_directories(dir_ / "snapshots" / "v");
+  WriteFile(dir_ / "blobs" / "data_hash", RawBytes<float>({1, 2, 3}));
+  onnx::ModelProto proto = ReluModel();
+  SetExternal(*AddInitializer(proto, "w", DataType::kFloat, {3}), "w.bin");
+  WriteFile(dir_ / "blobs" / "model_hash", Bytes(proto));
+  fs::create_symlink(dir_ / "blobs" / "model_hash", dir_ / "snapshots" / "v" / "model.onnx");
+  fs::create_symlink(dir_ / "blobs" / "data_hash", dir_ / "snapshots" / "v" / "w.bin");
+  auto model = LoadModel(dir_ / "snapshots" / "v" / "model.onnx");
+  EXPECT_EQ(model->graph->initializers.at("w").ToVector<float>(), (std::vector<float>{1, 2, 3}));
+  // Data that is neither in the model's folder nor beside the linked file stays refused.
+  fs::create_directories(dir_ / "elsewhere");
+  fs::rename(dir_ / "blobs" / "data_hash", dir_ / "elsewhere" / "data_hash");
+  fs::remove(dir_ / "snapshots" / "v" / "w.bin");
+  fs::create_symlink(dir_ / "elsewhere" / "data_hash", dir_ / "snapshots" / "v" / "w.bin");
+  try {
+    LoadModel(dir_ / "snapshots" / "v" / "model.onnx");
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("external data path validation failed"), std::string::npos) << e.what();
+  }
 }
 
 TEST_F(ExternalDataTest, SymlinkLeavingTheFolderIsRejected) {
