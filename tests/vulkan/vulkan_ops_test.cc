@@ -1,4 +1,5 @@
 // Every Vulkan kernel against the CPU EP on random inputs (float32; float16 where the device has it).
+#include <array>
 #include <cmath>
 
 #include "vulkan/vulkan_test_util.h"
@@ -332,6 +333,83 @@ TEST_F(VulkanOpsTest, CastFromIntegersToFloat) {
       .Input("X", Tensor::FromVector<int32_t>({4}, {0, 7, -9, 1 << 24}))
       .OutputName("Y");
   CompareOnVulkan(from32);
+}
+
+// Bool tensors (one byte per element) where the device has 8-bit storage: logic with broadcasting, Where, Casts to
+// and from bool, and the data movement ops on bytes.
+TEST_F(VulkanOpsTest, BoolLogicWhereCastsAndDataMovement) {
+  if (VulkanDevice().device->metadata.at("8bit_storage") != "1") GTEST_SKIP() << "the device has no 8-bit storage";
+  constexpr DataType kBool = DataType::kBool;
+  const std::vector<std::pair<Shape, Shape>> shapes = {
+      {{2, 3, 5}, {2, 3, 5}}, {{2, 3, 5}, {5}}, {{4, 1, 7}, {3, 1}}, {{}, {6}},
+      {{2, 1, 3, 1, 2, 2, 3}, {3, 1, 2, 1, 1}},  // rank 7
+  };
+  for (const char* op : {"And", "Or", "Xor"})
+    for (const auto& [a, b] : shapes) {
+      SCOPED_TRACE(std::string(op) + " " + a.ToString() + " " + b.ToString());
+      OpTester t(op, 7);
+      t.Input("A", RandomTensor(kBool, a, 60)).Input("B", RandomTensor(kBool, b, 61)).OutputName("C");
+      CompareOnVulkan(t);
+    }
+  OpTester not_op("Not", 1);
+  not_op.Input("X", RandomTensor(kBool, {3, 37}, 62)).OutputName("Y");
+  CompareOnVulkan(not_op);
+  const std::vector<std::array<Shape, 3>> where_shapes = {
+      {Shape{2, 3, 4}, Shape{2, 3, 4}, Shape{2, 3, 4}}, {Shape{1, 1, 4, 4}, Shape{}, Shape{}},
+      {Shape{3, 1}, Shape{4}, Shape{3, 4}}, {Shape{2, 1, 2, 1, 3, 1, 2}, Shape{3, 1, 1}, Shape{1}}};
+  for (DataType type : {kF32, kF16}) {
+    if (type == kF16 && VulkanDevice().device->metadata.at("float16") != "1") continue;
+    for (const auto& s : where_shapes) {
+      SCOPED_TRACE(std::string("Where ") + DataTypeName(type) + " " + s[0].ToString() + s[1].ToString() + s[2].ToString());
+      OpTester t("Where", 16);
+      t.Input("C", RandomTensor(kBool, s[0], 63)).Input("X", RandomTensor(type, s[1], 64)).Input("Y",
+                                                                                               RandomTensor(type, s[2], 65));
+      t.OutputName("Z");
+      CompareOnVulkan(t);
+    }
+  }
+  // Casts: to bool from every source the EP takes (zero, nonzero, NaN for floats; an int64 whose low word is 0), and
+  // back. (int64 -> float reads the low word: exact below 2^31, docs/VULKAN.md.)
+  OpTester wide("Cast", 13);
+  wide.Attr("to", int64_t{static_cast<int64_t>(kBool)})
+      .Input("X", Tensor::FromVector<int64_t>({6}, {0, 1, -1, int64_t{1} << 33, 7, 0}))
+      .OutputName("Y");
+  CompareOnVulkan(wide);
+  const std::vector<Tensor> sources = {
+      Tensor::FromVector<int64_t>({6}, {0, 1, -1, 1 << 30, 7, 0}),
+      Tensor::FromVector<int32_t>({4}, {0, 3, -9, 0}),
+      Tensor::FromVector<float>({5}, {0.0f, -0.0f, 0.5f, std::nanf(""), -3.0f}),
+      RandomTensor(kBool, {3, 5}, 66)};
+  for (const Tensor& x : sources)
+    for (DataType to : {kBool, kF32}) {
+      SCOPED_TRACE(std::string("Cast ") + DataTypeName(x.type()) + " to " + DataTypeName(to));
+      OpTester t("Cast", 13);
+      t.Attr("to", int64_t{static_cast<int64_t>(to)}).Input("X", x).OutputName("Y");
+      CompareOnVulkan(t);
+    }
+  // Data movement of bytes.
+  const Tensor bytes = RandomTensor(kBool, {3, 1, 5}, 67);
+  OpTester expand("Expand", 13);
+  expand.Input("X", bytes).Input("shape", Ints({2, 3, 4, 5}), true).OutputName("Y");
+  CompareOnVulkan(expand);
+  OpTester transpose("Transpose", 13);
+  transpose.Attr("perm", std::vector<int64_t>{2, 0, 1}).Input("X", bytes).OutputName("Y");
+  CompareOnVulkan(transpose);
+  OpTester gather("Gather", 13);
+  gather.Attr("axis", int64_t{2}).Input("data", bytes).Input("indices", Tensor::FromVector<int64_t>({3}, {4, 0, -2}));
+  gather.OutputName("Y");
+  CompareOnVulkan(gather);
+  OpTester concat("Concat", 13);
+  concat.Attr("axis", int64_t{1}).Input("a", bytes).Input("b", RandomTensor(kBool, {3, 2, 5}, 68)).OutputName("y");
+  CompareOnVulkan(concat);
+  OpTester slice("Slice", 13);
+  slice.Input("X", RandomTensor(DataType::kUInt8, {7, 9}, 69))
+      .Input("starts", Ints({1, 8}), true)
+      .Input("ends", Ints({6, 0}), true)
+      .Input("axes", Ints({0, 1}), true)
+      .Input("steps", Ints({2, -3}), true)
+      .OutputName("Y");
+  CompareOnVulkan(slice);
 }
 
 TEST_F(VulkanOpsTest, Float16KernelsAgreeWithFloat32OnTheCpu) {

@@ -133,6 +133,58 @@ TEST_F(VulkanSessionTest, IoBindingWithDeviceOutputsAndRecordedCommandBuffers) {
   }
 }
 
+// An attention mask as transformer exports compute it, in bool: the padding mask cast to bool and reshaped, And-ed
+// with a causal mask, negated, expanded over the heads, and applied with Where to the scores.
+std::string BoolAttentionMaskModel() {
+  constexpr int kBool = static_cast<int>(DataType::kBool), kInt64 = static_cast<int>(DataType::kInt64);
+  std::vector<int64_t> causal(64);
+  for (int i = 0; i < 8; ++i)
+    for (int j = 0; j < 8; ++j) causal[i * 8 + j] = j <= i ? 1 : 0;
+  GraphBuilder b;
+  b.Input("attention_mask", {1, 8}, kInt64).Input("scores", {1, 2, 8, 8});
+  b.Node("Cast", {"attention_mask"}, {"padding"}).IntAttribute("to", kBool);
+  b.Node("Reshape", {"padding", "row_shape"}, {"padding_rows"});
+  b.Node("Cast", {"causal_i64"}, {"causal"}).IntAttribute("to", kBool);
+  b.Node("And", {"padding_rows", "causal"}, {"visible"});
+  b.Node("Not", {"visible"}, {"hidden"});
+  b.Node("Expand", {"hidden", "heads_shape"}, {"hidden_heads"});
+  b.Node("Where", {"hidden_heads", "minus_big", "scores"}, {"masked"});
+  b.Output("masked");
+  b.Int64Initializer("row_shape", {4}, {1, 1, 1, 8})
+      .Int64Initializer("causal_i64", {1, 1, 8, 8}, causal)
+      .Int64Initializer("heads_shape", {4}, {1, 2, 8, 8})
+      .FloatInitializer("minus_big", {}, {-1e9f});
+  return b.Serialize();
+}
+
+TEST_F(VulkanSessionTest, BoolAttentionMasksRunOnTheDeviceAndRecord) {
+  if (VulkanDevice().device->metadata.at("8bit_storage") != "1") GTEST_SKIP() << "the device has no 8-bit storage";
+  const std::string model = BoolAttentionMaskModel();
+  ExpectAllOnVulkan(model);
+  SessionOptions options;
+  options.AddProvider(kVulkanEpName, {{"enable_graph_capture", "1"}});
+  Session session = MakeSession(model, options, TestEnv());
+  Tensor mask = ToVulkan(Tensor::FromVector<int64_t>({1, 8}, std::vector<int64_t>(8, 1)));
+  Tensor scores = ToVulkan(RandomTensor(DataType::kFloat, {1, 2, 8, 8}, 30));
+  Tensor out = Tensor::Allocate(DataType::kFloat, {1, 2, 8, 8}, VulkanDeviceAllocator());
+  IoBinding binding = session.CreateIoBinding();
+  binding.BindInput("attention_mask", mask);
+  binding.BindInput("scores", scores);
+  binding.BindOutput("masked", out);
+  for (int padded = 0; padded < 4; ++padded) {  // the mask changes in place between runs (replays included)
+    std::vector<int64_t> values(8, 1);
+    for (int k = 0; k < padded; ++k) values[7 - k] = 0;
+    const Tensor host_mask = Tensor::FromVector<int64_t>({1, 8}, values);
+    TestEnv().CopyTensors({&host_mask, 1}, {&mask, 1}, nullptr);
+    session.Run(binding);
+    binding.SynchronizeOutputs();
+    const std::vector<Tensor> cpu =
+        RunModel(model, "cpu", {{"attention_mask", host_mask}, {"scores", ToHostTensor(scores)}});
+    EXPECT_EQ(CompareTensors(cpu[0], ToHostTensor(out), 0, 0), "") << padded << " padded positions";
+  }
+  EXPECT_NE(session.GraphStatus().find("explicit"), std::string::npos) << session.GraphStatus();
+}
+
 TEST_F(VulkanSessionTest, ConcurrentRunsOnOneSession) {
   const std::string model = SmallResidualNet();
   SessionOptions options;

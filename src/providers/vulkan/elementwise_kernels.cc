@@ -4,6 +4,8 @@
 #include <array>
 #include <cmath>
 #include <limits>
+#include <set>
+#include <string>
 
 #include "tessera/ep/broadcast.h"
 #include "tessera/status.h"
@@ -129,8 +131,10 @@ Collapsed Collapse(const Shape& out, const Shape& a, const Shape& b) {
   return c;
 }
 
-// Records c = a op b over tensors already allocated (c has the broadcast shape).
-void RecordBinary(const KernelContext& ctx, BinaryOp op, const Tensor& a, const Tensor& b, Tensor& c) {
+}  // namespace
+
+void RecordBroadcastBinary(const KernelContext& ctx, const std::string& shader, uint32_t op, const Tensor& a,
+                           const Tensor& b, Tensor& c) {
   if (c.NumElements() == 0) return;
   const Collapsed k = Collapse(c.shape(), a.shape(), b.shape());
   const size_t rank = k.dims.size();
@@ -139,7 +143,7 @@ void RecordBinary(const KernelContext& ctx, BinaryOp op, const Tensor& a, const 
   for (size_t d = 0; d < outer_rank; ++d) outer *= k.dims[d];
   int64_t inner = 1;
   BinaryPush push{};
-  push.op = static_cast<uint32_t>(op);
+  push.op = op;
   push.rank = static_cast<uint32_t>(rank - outer_rank);
   for (size_t d = outer_rank; d < rank; ++d) {
     push.dims[d - outer_rank] = U32(ctx, k.dims[d]);
@@ -149,7 +153,6 @@ void RecordBinary(const KernelContext& ctx, BinaryOp op, const Tensor& a, const 
   }
   push.n = U32(ctx, inner);
   const size_t element = SizeOf(c.type());
-  const std::string shader = std::string("binary") + FloatSuffix(ctx, c.type());
   VulkanStream& stream = StreamOf(ctx);
   const uint64_t a0 = Address(ctx, a, "input 0"), b0 = Address(ctx, b, "input 1"), c0 = Address(ctx, c, "output 0");
   for (int64_t o = 0; o < outer; ++o) {  // dimensions beyond the shader's five: one dispatch per outer index
@@ -165,6 +168,13 @@ void RecordBinary(const KernelContext& ctx, BinaryOp op, const Tensor& a, const 
     push.c = c0 + o * inner * element;
     DispatchLinear(stream, shader, &push, sizeof(push), inner);
   }
+}
+
+namespace {
+
+// Records c = a op b over tensors already allocated (c has the broadcast shape).
+void RecordBinary(const KernelContext& ctx, BinaryOp op, const Tensor& a, const Tensor& b, Tensor& c) {
+  RecordBroadcastBinary(ctx, std::string("binary") + FloatSuffix(ctx, c.type()), static_cast<uint32_t>(op), a, b, c);
 }
 
 class BinaryKernel : public Kernel {
@@ -258,6 +268,18 @@ struct CastPush {
   uint32_t n;
 };
 
+// The shader-name code of a type: f32, f16, i32, i64, b8 (bool); "?" for others.
+const char* TypeCode(DataType type) {
+  switch (type) {
+    case DataType::kFloat: return "f32";
+    case DataType::kFloat16: return "f16";
+    case DataType::kInt32: return "i32";
+    case DataType::kInt64: return "i64";
+    case DataType::kBool: return "b8";
+    default: return "?";
+  }
+}
+
 class CastKernel : public Kernel {
  public:
   explicit CastKernel(const KernelInfo& info) : to_(static_cast<DataType>(info.node().GetInt("to"))) {}
@@ -272,16 +294,14 @@ class CastKernel : public Kernel {
                           bytes);
       return;
     }
-    const char* shader = nullptr;
-    if (x.type() == DataType::kFloat && to_ == DataType::kFloat16) shader = "cast_f32_f16";
-    if (x.type() == DataType::kFloat16 && to_ == DataType::kFloat) shader = "cast_f16_f32";
-    if (x.type() == DataType::kInt32 && to_ == DataType::kFloat) shader = "cast_i32_f32";
-    if (x.type() == DataType::kInt64 && to_ == DataType::kFloat) shader = "cast_i64_f32";
-    if (x.type() == DataType::kInt32 && to_ == DataType::kFloat16) shader = "cast_i32_f16";
-    if (x.type() == DataType::kInt64 && to_ == DataType::kFloat16) shader = "cast_i64_f16";
-    if (shader == nullptr)
-      Fail(ErrorCode::kNotImplemented, ctx.node(), ": the Vulkan EP casts between float and float16 and from int32 ",
-           "and int64 to float and float16, not ", DataTypeName(x.type()), " to ", DataTypeName(to_));
+    // The compiled variants (CMakeLists.txt): cast_<from>_<to>.
+    static const std::set<std::string> kVariants = {"cast_f32_f16", "cast_f16_f32", "cast_i32_f32", "cast_i64_f32",
+                                                     "cast_i32_f16", "cast_i64_f16", "cast_b8_f32",  "cast_b8_f16",
+                                                     "cast_f32_b8",  "cast_f16_b8",  "cast_i32_b8",  "cast_i64_b8"};
+    const std::string shader = std::string("cast_") + TypeCode(x.type()) + "_" + TypeCode(to_);
+    if (!kVariants.count(shader))
+      Fail(ErrorCode::kNotImplemented, ctx.node(), ": the Vulkan EP casts between float and float16, from int32 ",
+           "and int64 to those, and between bool and those, not ", DataTypeName(x.type()), " to ", DataTypeName(to_));
     CastPush push{Address(ctx, x, "input"), Address(ctx, y, "output"), U32(ctx, x.NumElements())};
     DispatchLinear(stream, shader, &push, sizeof(push), x.NumElements());
   }
@@ -331,9 +351,10 @@ void RegisterElementwiseKernels(KernelRegistry& registry, const PhysicalDeviceIn
   }
   registry.Register<BatchNormKernel>(Def("BatchNormalization", "", 9, kLatestOnnxOpset, {{0, floats}}));
   // Cast: float <-> float16 where the device has float16, int32 / int64 -> float (and float16 there): attention
-  // masks, indices.
+  // masks, indices; bool <-> those where the device has 8-bit storage (the targets: AttributesSupported, vulkan_ep.cc).
   std::vector<DataType> cast_from = {DataType::kFloat, DataType::kInt32, DataType::kInt64};
   if (device.float16) cast_from.push_back(DataType::kFloat16);
+  if (device.storage8) cast_from.push_back(DataType::kBool);
   registry.Register<CastKernel>(Def("Cast", "", 6, kLatestOnnxOpset, {{0, cast_from}}));
 }
 

@@ -180,8 +180,8 @@ void RecordStridedCopy(const KernelContext& ctx, uint64_t src, uint64_t dst, siz
   }
   if (cd.empty()) cd = {1}, ci = {0}, co = {0};
   std::string shader = "strided_copy_b32";
-  if (element == 2) {
-    shader = "strided_copy_b16";
+  if (element == 2 || element == 1) {
+    shader = element == 2 ? "strided_copy_b16" : "strided_copy_b8";
   } else if (element == 8) {  // pairs of 32-bit words
     for (auto* v : {&ci, &co})
       for (int64_t& s : *v) s *= 2;
@@ -401,7 +401,7 @@ class GatherKernel : public Kernel {
     int64_t inner = 1;
     for (size_t i = axis + 1; i < d.size(); ++i) inner *= d[i];
     const size_t element = SizeOf(data.type());
-    if (element != 4 && element != 2)
+    if (element != 4 && element != 2 && element != 1)
       Fail(ErrorCode::kNotImplemented, node, ": Gather of ", DataTypeName(data.type()), " on the Vulkan EP");
     // Indices computed on the host (from shapes, e.g. position ids) go up through a staging buffer; in a captured run
     // the upload is recorded with them, which is right since such values depend on shapes alone.
@@ -425,7 +425,8 @@ class GatherKernel : public Kernel {
     GatherPush push{Address(ctx, data, "data"), indices_address, Address(ctx, y, "output"),
                     U32(ctx, y.NumElements()), U32(ctx, d[axis]), U32(ctx, inner), U32(ctx, indices.NumElements()),
                     indices.type() == DataType::kInt64 ? 1u : 0u};
-    DispatchLinear(StreamOf(ctx), element == 2 ? "gather_b16" : "gather_b32", &push, sizeof(push), y.NumElements());
+    DispatchLinear(StreamOf(ctx), element == 1 ? "gather_b8" : element == 2 ? "gather_b16" : "gather_b32", &push,
+                   sizeof(push), y.NumElements());
   }
 
  private:
@@ -460,15 +461,19 @@ void RegisterTensorKernels(KernelRegistry& registry, const PhysicalDeviceInfo& d
   // Shape of a tensor in the EP's memory, written on the host (a host output): no copy of the data, and capture works
   // (its output depends on shapes alone).
   registry.Register<ShapeOfInputKernel>(shape);
-  registry.Register<TransposeKernel>(Def("Transpose", "", 1, kLatestOnnxOpset, {{0, floats}}));
-  registry.Register<ConcatKernel>(Def("Concat", "", 4, kLatestOnnxOpset, {{0, floats}}));
-  KernelDef slice = Def("Slice", "", 1, kLatestOnnxOpset, {{0, floats}});
+  // Data movement copies raw elements: the float types, and bool / int8 / uint8 (byte elements) where the device has
+  // 8-bit storage (attention masks computed in bool).
+  std::vector<DataType> moved = floats;
+  if (device.storage8) moved.insert(moved.end(), {DataType::kBool, DataType::kInt8, DataType::kUInt8});
+  registry.Register<TransposeKernel>(Def("Transpose", "", 1, kLatestOnnxOpset, {{0, moved}}));
+  registry.Register<ConcatKernel>(Def("Concat", "", 4, kLatestOnnxOpset, {{0, moved}}));
+  KernelDef slice = Def("Slice", "", 1, kLatestOnnxOpset, {{0, moved}});
   slice.host_inputs = {1, 2, 3, 4};
   registry.Register<SliceKernel>(slice);
-  KernelDef expand = Def("Expand", "", 8, kLatestOnnxOpset, {{0, floats}});
+  KernelDef expand = Def("Expand", "", 8, kLatestOnnxOpset, {{0, moved}});
   expand.host_inputs = {1};
   registry.Register<ExpandKernel>(expand);
-  KernelDef gather = Def("Gather", "", 1, kLatestOnnxOpset, {{0, floats}, {1, {DataType::kInt32, DataType::kInt64}}});
+  KernelDef gather = Def("Gather", "", 1, kLatestOnnxOpset, {{0, moved}, {1, {DataType::kInt32, DataType::kInt64}}});
   gather.host_or_device_inputs = {1};  // indices computed on the host are uploaded by the kernel
   registry.Register<GatherKernel>(gather);
 }

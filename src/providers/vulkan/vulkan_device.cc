@@ -109,6 +109,7 @@ std::optional<PhysicalDeviceInfo> Describe(VkPhysicalDevice device) {
   vkGetPhysicalDeviceFeatures2(device, &features);
   if (!features12.bufferDeviceAddress || !features12.timelineSemaphore) return std::nullopt;
   info.float16 = features12.shaderFloat16 && features11.storageBuffer16BitAccess;
+  info.storage8 = features12.storageBuffer8BitAccess;
 
   uint32_t family_count = 0;
   vkGetPhysicalDeviceQueueFamilyProperties(device, &family_count, nullptr);
@@ -223,6 +224,7 @@ VulkanDevice::VulkanDevice(std::shared_ptr<const VulkanInstance> instance, uint3
     queue_ = external->queue;
     info_.compute_queue_family = external->queue_family;
     info_.float16 = info_.float16 && external->float16;
+    info_.storage8 = info_.storage8 && external->storage8;
   } else {
     CreateOwnDevice();
   }
@@ -243,6 +245,7 @@ void VulkanDevice::CreateOwnDevice() {
   features12.bufferDeviceAddress = VK_TRUE;
   features12.timelineSemaphore = VK_TRUE;
   features12.shaderFloat16 = info_.float16;
+  features12.storageBuffer8BitAccess = info_.storage8;
   VkPhysicalDeviceFeatures2 features{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
   features.pNext = &features12;
   VkPhysicalDeviceFeatures supported{};

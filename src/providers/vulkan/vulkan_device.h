@@ -41,7 +41,8 @@ struct PhysicalDeviceInfo {
   VkPhysicalDevice handle = VK_NULL_HANDLE;
   VkPhysicalDeviceProperties properties{};
   uint32_t compute_queue_family = 0;
-  bool float16 = false;  // shaderFloat16 and 16-bit storage buffers: the float16 kernels
+  bool float16 = false;   // shaderFloat16 and 16-bit storage buffers: the float16 kernels
+  bool storage8 = false;  // 8-bit storage buffers: the kernels of bool (and int8 / uint8) tensors
   bool cooperative_matrix = false;
   uint32_t subgroup_size = 0;
   VkDeviceSize device_local_bytes = 0;
@@ -50,15 +51,17 @@ struct PhysicalDeviceInfo {
 };
 
 // The Vulkan objects of an application that the EP runs on instead of creating its own (provider options vk_device,
-// vk_physical_device, vk_queue, queue_family_index, vk_float16; docs/VULKAN.md). The device must have been created
-// with the Vulkan 1.2 features bufferDeviceAddress and timelineSemaphore (and shaderFloat16 with
-// storageBuffer16BitAccess when vk_float16 = 1); the application keeps them alive while the EP uses them.
+// vk_physical_device, vk_queue, queue_family_index, vk_float16, vk_8bit_storage; docs/VULKAN.md). The device must
+// have been created with the Vulkan 1.2 features bufferDeviceAddress and timelineSemaphore (and shaderFloat16 with
+// storageBuffer16BitAccess when vk_float16 = 1, storageBuffer8BitAccess when vk_8bit_storage = 1); the application
+// keeps them alive while the EP uses them.
 struct ExternalDevice {
   VkPhysicalDevice physical_device = VK_NULL_HANDLE;
   VkDevice device = VK_NULL_HANDLE;
   VkQueue queue = VK_NULL_HANDLE;
   uint32_t queue_family = 0;
   bool float16 = false;
+  bool storage8 = false;
 };
 
 // The deviceUUID of a physical device of any instance, as 32 hex digits.

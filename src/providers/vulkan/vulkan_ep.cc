@@ -64,7 +64,8 @@ EpConfig ParseOptions(const ProviderOptions& options) {
     } else if (key == "memory_limit_bytes") {
       config.memory_limit_bytes = static_cast<size_t>(ParseInteger(key, value));
     } else if (key == "vk_physical_device" || key == "vk_device" || key == "vk_queue" ||
-               key == "queue_family_index" || key == "vk_float16" || key == "vk_instance") {
+               key == "queue_family_index" || key == "vk_float16" || key == "vk_8bit_storage" ||
+               key == "vk_instance") {
       if (!config.external) config.external.emplace();
       ExternalDevice& e = *config.external;
       if (key == "vk_physical_device") e.physical_device = ParseHandle<VkPhysicalDevice>(key, value);
@@ -72,13 +73,14 @@ EpConfig ParseOptions(const ProviderOptions& options) {
       if (key == "vk_queue") e.queue = ParseHandle<VkQueue>(key, value);
       if (key == "queue_family_index") e.queue_family = static_cast<uint32_t>(ParseInteger(key, value));
       if (key == "vk_float16") e.float16 = ParseInteger(key, value) != 0;
+      if (key == "vk_8bit_storage") e.storage8 = ParseInteger(key, value) != 0;
       // vk_instance: accepted for symmetry with the application's objects; device-level calls do not need it.
     } else if (key == "device_id") {
       // Consumed by device selection (the EP device's ordinal); accepted for onnxruntime-style option lists.
     } else {
       Fail(ErrorCode::kInvalidArgument, kEpName, ": unknown provider option '", key,
            "' (known: enable_graph_capture, memory_limit_bytes, run_streams, device_id, vk_instance, ",
-           "vk_physical_device, vk_device, vk_queue, queue_family_index, vk_float16)");
+           "vk_physical_device, vk_device, vk_queue, queue_family_index, vk_float16, vk_8bit_storage)");
     }
   }
   return config;
@@ -117,11 +119,12 @@ std::string VersionText(uint32_t version) {
 }
 
 // Whether the node's attributes are ones the Vulkan kernels implement (kernel registrations cannot see attributes).
-bool AttributesSupported(const Node& node, const Graph& graph, bool float16) {
+bool AttributesSupported(const Node& node, const Graph& graph, const PhysicalDeviceInfo& device) {
   const std::string& op = node.op_type;
-  if (op == "Cast") {  // float <-> float16, int32 / int64 -> float or float16 (CastKernel)
+  if (op == "Cast") {  // float <-> float16, int32 / int64 -> float or float16, bool <-> those (CastKernel)
     const auto to = static_cast<DataType>(node.GetInt("to", 0));
-    return to == DataType::kFloat || (to == DataType::kFloat16 && float16);
+    return to == DataType::kFloat || (to == DataType::kFloat16 && device.float16) ||
+           (to == DataType::kBool && device.storage8);
   }
   // Tensors only (Identity also passes sequences and optionals through on the CPU).
   for (const std::string& input : node.inputs) {
@@ -182,7 +185,7 @@ class VulkanExecutionProvider : public ExecutionProvider {
     const std::set<size_t> shape_computations = ShapeComputations(graph);  // left to the CPU
     std::vector<size_t> taken;
     for (size_t i : ExecutionProvider::GetCapability(graph, unassigned))
-      if (AttributesSupported(*graph.nodes[i], graph, device_->info().float16) && shape_computations.count(i) == 0)
+      if (AttributesSupported(*graph.nodes[i], graph, device_->info()) && shape_computations.count(i) == 0)
         taken.push_back(i);
     return taken;
   }
@@ -254,6 +257,7 @@ class VulkanEpFactory : public EpFactory {
           {"driver_version", std::to_string(p.driverVersion)},
           {"subgroup_size", std::to_string(info.subgroup_size)},
           {"float16", info.float16 ? "1" : "0"},
+          {"8bit_storage", info.storage8 ? "1" : "0"},
           {"cooperative_matrix", info.cooperative_matrix ? "1" : "0"},
           {"memory_bytes", std::to_string(info.device_local_bytes)},
           {"device_uuid", info.device_uuid},

@@ -42,6 +42,12 @@ uint32_t SplitsFor(uint64_t workgroups, uint64_t k_tiles);
 // elements or more).
 uint32_t U32(const KernelContext& ctx, int64_t value);
 
+// Records c = a op b with numpy broadcasting through `shader`, a shader taking binary.comp's push constants (the
+// operands' addresses, n, op, rank, dims and strides over at most 5 collapsed dimensions; more run as one dispatch
+// per outer index). c is allocated with the broadcast shape; all three have elements of c's size.
+void RecordBroadcastBinary(const KernelContext& ctx, const std::string& shader, uint32_t op, const Tensor& a,
+                           const Tensor& b, Tensor& c);
+
 // A kernel definition: op, domain, opsets (inclusive) and accepted element types per input.
 KernelDef Def(const std::string& op, const std::string& domain, int since, int until,
               std::map<int, std::vector<DataType>> input_types);
@@ -54,6 +60,7 @@ void RegisterMatMulKernels(KernelRegistry& registry, const PhysicalDeviceInfo& d
 void RegisterConvKernels(KernelRegistry& registry, const PhysicalDeviceInfo& device);
 void RegisterNormalizationKernels(KernelRegistry& registry, const PhysicalDeviceInfo& device);
 void RegisterTensorKernels(KernelRegistry& registry, const PhysicalDeviceInfo& device);
+void RegisterLogicKernels(KernelRegistry& registry, const PhysicalDeviceInfo& device);
 
 inline void RegisterVulkanKernels(KernelRegistry& registry, const PhysicalDeviceInfo& device) {
   RegisterElementwiseKernels(registry, device);
@@ -61,6 +68,7 @@ inline void RegisterVulkanKernels(KernelRegistry& registry, const PhysicalDevice
   RegisterConvKernels(registry, device);
   RegisterNormalizationKernels(registry, device);
   RegisterTensorKernels(registry, device);
+  RegisterLogicKernels(registry, device);
 }
 
 }  // namespace tessera::vulkan_ep

@@ -1,11 +1,14 @@
 #version 450
 // Gather along an axis: out[o, j, i] = data[o, idx[j], i] with data [outer, axis, inner] and idx [count]; indices
-// are int32 or int64 (the low word; negative ones count from the end). Raw 32-bit elements (ELEM32) or 16-bit.
+// are int32 or int64 (the low word; negative ones count from the end). Raw 32-bit elements (ELEM32), 16-bit (ELEM16) or 8-bit (ELEM8: bool, int8, uint8).
 #extension GL_EXT_buffer_reference : require
-#ifdef ELEM16
+#if defined(ELEM16)
 #extension GL_EXT_shader_explicit_arithmetic_types_int16 : require
 #extension GL_EXT_shader_16bit_storage : require
 layout(buffer_reference, std430, buffer_reference_align = 2) buffer EBuf { uint16_t v[]; };
+#elif defined(ELEM8)
+#extension GL_EXT_shader_8bit_storage : require
+layout(buffer_reference, std430, buffer_reference_align = 1) buffer EBuf { uint8_t v[]; };
 #else
 layout(buffer_reference, std430, buffer_reference_align = 4) buffer EBuf { uint v[]; };
 #endif

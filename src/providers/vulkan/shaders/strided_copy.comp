@@ -1,12 +1,15 @@
 #version 450
 // out[obase + sum(i_d * ostr_d)] = in[ibase + sum(i_d * istr_d)] over an index space of at most 6 dimensions
 // (strides in elements, negative for reversed slices): Transpose, Slice, Concat, Split, Expand, Tile's pieces.
-// Elements are moved as raw bits: 32-bit (ELEM32) or 16-bit (ELEM16); 64-bit elements are pairs of 32-bit ones.
+// Elements are moved as raw bits: 32-bit (ELEM32), 16-bit (ELEM16) or 8-bit (ELEM8: bool, int8, uint8); 64-bit elements are pairs of 32-bit ones.
 #extension GL_EXT_buffer_reference : require
-#ifdef ELEM16
+#if defined(ELEM16)
 #extension GL_EXT_shader_explicit_arithmetic_types_int16 : require
 #extension GL_EXT_shader_16bit_storage : require
 layout(buffer_reference, std430, buffer_reference_align = 2) buffer EBuf { uint16_t v[]; };
+#elif defined(ELEM8)
+#extension GL_EXT_shader_8bit_storage : require
+layout(buffer_reference, std430, buffer_reference_align = 1) buffer EBuf { uint8_t v[]; };
 #else
 layout(buffer_reference, std430, buffer_reference_align = 4) buffer EBuf { uint v[]; };
 #endif
