@@ -302,6 +302,11 @@ VulkanDevice::~VulkanDevice() {
   if (owns_device_) vkDestroyDevice(device_, nullptr);
 }
 
+void VulkanDevice::WaitQueueIdle() {
+  std::lock_guard<std::mutex> lock(queue_mutex_);
+  vkQueueWaitIdle(queue_);
+}
+
 void VulkanDevice::Submit(const VkSubmitInfo& submit, VkFence fence) {
   std::lock_guard<std::mutex> lock(queue_mutex_);
   Check(vkQueueSubmit(queue_, 1, &submit, fence), "vkQueueSubmit");

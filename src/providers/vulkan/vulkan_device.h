@@ -110,6 +110,10 @@ class VulkanDevice {
 
   // vkQueueSubmit under the queue's lock (a VkQueue is externally synchronized).
   void Submit(const VkSubmitInfo& submit, VkFence fence = VK_NULL_HANDLE);
+  // Waits until the queue has finished everything submitted to it (vkQueueWaitIdle). Before a stream's semaphore or
+  // command pool is destroyed: a driver's queue thread may still touch a batch's objects after its semaphore signaled
+  // (lavapipe did, crashing one run in a few hundred at process exit).
+  void WaitQueueIdle();
   // The compute pipeline of the embedded shader `name` (e.g. "binary_f32"); created on first use, thread-safe.
   VkPipeline Pipeline(const std::string& name);
   VkPipelineLayout pipeline_layout() const { return layout_; }

@@ -18,7 +18,10 @@ Timeline::Timeline(VulkanDevice& device) : device_(device) {
   Check(vkCreateSemaphore(device_.handle(), &create, nullptr, &semaphore_), "vkCreateSemaphore (timeline)");
 }
 
-Timeline::~Timeline() { vkDestroySemaphore(device_.handle(), semaphore_, nullptr); }
+Timeline::~Timeline() {
+  device_.WaitQueueIdle();  // no batch that waits on or signals the semaphore is still being processed
+  vkDestroySemaphore(device_.handle(), semaphore_, nullptr);
+}
 
 uint64_t Timeline::Completed() const {
   uint64_t value = 0;
@@ -96,6 +99,7 @@ VulkanStream::~VulkanStream() {
     Synchronize();
   } catch (...) {  // a lost device: nothing more can be waited for
   }
+  device_.WaitQueueIdle();  // the driver is done with this stream's command buffers
   Guard lock(*this);
   if (current_.commands != VK_NULL_HANDLE) vkEndCommandBuffer(current_.commands);
   vkDestroyCommandPool(device_.handle(), pool_, nullptr);  // frees its command buffers
