@@ -351,6 +351,9 @@ TEST_F(VulkanOpsTest, BoolLogicWhereCastsAndDataMovement) {
       t.Input("A", RandomTensor(kBool, a, 60)).Input("B", RandomTensor(kBool, b, 61)).OutputName("C");
       CompareOnVulkan(t);
     }
+  OpTester isnan("IsNaN", 13);
+  isnan.Input("X", Tensor::FromVector<float>({5}, {0.0f, std::nanf(""), -1.0f, INFINITY, -std::nanf("")})).OutputName("Y");
+  CompareOnVulkan(isnan);
   OpTester not_op("Not", 1);
   not_op.Input("X", RandomTensor(kBool, {3, 37}, 62)).OutputName("Y");
   CompareOnVulkan(not_op);

@@ -1,5 +1,5 @@
 // Kernels of bool tensors (one byte per element, 0 or 1; registered where the device has 8-bit storage): And, Or,
-// Xor and Not (shaders/logic.comp), and Where over a bool condition (shaders/where.comp). Transformer exports compute
+// Xor and Not (shaders/logic.comp), Where over a bool condition (shaders/where.comp), IsNaN (shaders/cast.comp). Transformer exports compute
 // their attention masks this way (Cast to bool, And of the padding and causal masks, Where(mask, 0, -inf)); with these
 // the whole mask stays on the device and the run can be recorded.
 #include <string>
@@ -39,6 +39,25 @@ class LogicKernel : public Kernel {
 
  private:
   LogicOp op_;
+};
+
+struct IsNanPush {
+  uint64_t x, y;
+  uint32_t n;
+};
+
+// IsNaN of float32 / float16 (cast.comp's IS_NAN variants): the NaN guards exporters put after a Softmax.
+class IsNanKernel : public Kernel {
+ public:
+  explicit IsNanKernel(const KernelInfo& /*info*/) {}
+  void Compute(KernelContext& ctx) const override {
+    const Tensor& x = ctx.Input(0);
+    Tensor& y = ctx.Output(0, DataType::kBool, x.shape());
+    if (y.NumElements() == 0) return;
+    IsNanPush push{Address(ctx, x, "X"), Address(ctx, y, "Y"), U32(ctx, x.NumElements())};
+    DispatchLinear(StreamOf(ctx), std::string("isnan") + FloatSuffix(ctx, x.type()), &push, sizeof(push),
+                   x.NumElements());
+  }
 };
 
 constexpr size_t kMaxWhereRank = 5;
@@ -139,6 +158,7 @@ void RegisterLogicKernels(KernelRegistry& registry, const PhysicalDeviceInfo& de
   registry.Register(Def("Not", "", 1, kLatestOnnxOpset, {{0, bools}}),
                     [](const KernelInfo& info) { return std::make_unique<LogicKernel>(info, LogicOp::kNot); });
   registry.Register<WhereKernel>(Def("Where", "", 9, kLatestOnnxOpset, {{0, bools}, {1, FloatTypes(device)}}));
+  registry.Register<IsNanKernel>(Def("IsNaN", "", 9, kLatestOnnxOpset, {{0, FloatTypes(device)}}));
 }
 
 }  // namespace tessera::vulkan_ep

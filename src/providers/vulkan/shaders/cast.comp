@@ -1,7 +1,7 @@
 #version 450
 // y = Cast(x): the source type by SRC_F32, SRC_F16, SRC_I32, SRC_I64 (the low word, exact for |v| < 2^31: attention
 // masks and indices) or SRC_B8 (bool), the destination by DST_F32, DST_F16 or DST_B8 (bool: nonzero -> 1; NaN is
-// nonzero). To float16 the value is rounded from float32.
+// nonzero). To float16 the value is rounded from float32. With IS_NAN (a float source, DST_B8): y = isnan(x).
 #extension GL_EXT_buffer_reference : require
 #if defined(SRC_F16) || defined(DST_F16)
 #extension GL_EXT_shader_explicit_arithmetic_types_float16 : require
@@ -45,7 +45,9 @@ void main() {
   float value = float(p.x.v[i]);
   bool nonzero = value != 0.0;  // NaN too
 #endif
-#if defined(DST_B8)
+#if defined(IS_NAN)
+  p.y.v[i] = uint8_t(isnan(value) ? 1u : 0u);
+#elif defined(DST_B8)
   p.y.v[i] = uint8_t(nonzero ? 1u : 0u);
 #elif defined(DST_F16)
   p.y.v[i] = float16_t(value);
