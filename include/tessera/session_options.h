@@ -61,6 +61,13 @@ struct SessionOptions {
   // then ignored). An Environment with global pools accepts only such sessions, as ONNX Runtime does.
   bool use_per_session_threads = true;
   OptimizationLevel optimization_level = OptimizationLevel::kAll;
+  // When set, session creation writes the optimized graph there as an ONNX model (ONNX Runtime's
+  // optimized_model_filepath). At optimization level kAll it holds Tessera's own fused ops (domain ai.tessera) chosen
+  // for this session's EPs: load it with the same providers, or save at kExtended for a file any runtime reads.
+  // Config "session.optimized_model_external_initializers_file_name" (a file name beside the model) puts the
+  // initializers of at least "session.optimized_model_external_initializers_min_size_in_bytes" bytes (default 1024)
+  // there.
+  std::string optimized_model_filepath;
   LogLevel log_level = LogLevel::kWarning;
   std::string log_id;
   // Values for symbolic dims of the graph inputs, by symbol name (e.g. {"batch", 1}): each input dim named so

@@ -114,7 +114,6 @@ struct PySessionOptions {
   ExecutionMode execution_mode = ExecutionMode::kSequential;
   int log_verbosity_level = 0;
   bool enable_mem_pattern = true, enable_cpu_mem_arena = true;
-  std::string optimized_model_filepath;
   std::vector<py::object> initializer_values;  // the OrtValues of add_initializer, whose memory the sessions share
 };
 

@@ -101,7 +101,9 @@ void BindSessionOptions(py::module_& m) {
           "nondeterministic convolution engines).")
       .def_readwrite("enable_mem_pattern", &S::enable_mem_pattern)
       .def_readwrite("enable_cpu_mem_arena", &S::enable_cpu_mem_arena)
-      .def_readwrite("optimized_model_filepath", &S::optimized_model_filepath)
+      .def_property(
+          "optimized_model_filepath", [](const S& s) { return s.options.optimized_model_filepath; },
+          [](S& s, const py::object& path) { s.options.optimized_model_filepath = py::str(path); })
       .def(
           "add_free_dimension_override_by_name",
           [](S& s, const std::string& name, int64_t value) { s.options.free_dimension_overrides[name] = value; },

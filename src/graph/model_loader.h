@@ -1,8 +1,9 @@
 // ONNX protobuf -> Graph IR.
 //
 // Accepts IR versions 3..10 and default-domain opsets 1..21 (kernels decide which versions they
-// run); initializers from raw_data or typed fields; external data files resolved relative to the model's folder (absolute paths and paths that
-// leave the folder are rejected); nodes in any order (sorted topologically); subgraph attributes of
+// run); initializers from raw_data or typed fields; external data files resolved relative to the model's folder (absolute
+// paths and paths that resolve outside the allowed folders are rejected: LoadModel); nodes in any order (sorted
+// topologically); subgraph attributes of
 // If/Loop/Scan, recursively. Everything is validated before use: a malformed or hostile file throws
 // Error(kInvalidModel) whose message names the file, the node (or initializer) and the reason. It never
 // crashes, reads out of bounds or allocates without a bound derived from the file size.

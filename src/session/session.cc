@@ -15,6 +15,7 @@
 #include "exec/executor.h"
 #include "exec/plan_builder.h"
 #include "graph/model_loader.h"
+#include "graph/model_writer.h"
 #include "graph/partitioner.h"
 #include "graph/passes/contrib_attention_expansion.h"
 #include "graph/passes/gradient_expansion.h"
@@ -234,6 +235,7 @@ struct Session::Impl {
   std::vector<const EpDevice*> SelectWithDelegate(const std::vector<const EpDevice*>& all) const;
   void AddProvider(const EpDevice& device, const ProviderOptions& provider_options);
   void Optimize();
+  void SaveOptimizedModel() const;
   void SetUpServices();
   std::unique_ptr<SubgraphRunner> CompileSubgraph(const Graph& subgraph);
   std::vector<ExecutionProvider*> ProviderList() const;
@@ -514,6 +516,23 @@ void Session::Impl::Optimize() {
     Log(LogLevel::kInfo, "optimizer: ", r.pass, " changed ", r.changes, " node(s)");
 }
 
+void Session::Impl::SaveOptimizedModel() const {
+  ModelWriteOptions write;
+  if (auto it = options.config.find("session.optimized_model_external_initializers_file_name"); it != options.config.end())
+    write.external_data_file = it->second;
+  if (auto it = options.config.find("session.optimized_model_external_initializers_min_size_in_bytes");
+      it != options.config.end()) {
+    char* end = nullptr;
+    const long long bytes = std::strtoll(it->second.c_str(), &end, 10);
+    if (it->second.empty() || *end != '\0' || bytes < 0)
+      Fail(ErrorCode::kInvalidArgument, "session config session.optimized_model_external_initializers_min_size_in_bytes: '",
+           it->second, "' is not a non-negative integer");
+    write.external_min_bytes = static_cast<size_t>(bytes);
+  }
+  SaveModel(*model, *model->graph, options.optimized_model_filepath, write);
+  Log(LogLevel::kInfo, "optimized model written to ", options.optimized_model_filepath);
+}
+
 // The providers (device contexts, streams, library handles: ~100 ms for a GPU) do not depend on the model, so
 // they are created on another thread while this one parses the model. The profile's "load" phase ends when the
 // model is read, "create_providers" when the providers are ready too.
@@ -542,6 +561,7 @@ void Session::Impl::Initialize(const std::function<std::unique_ptr<Model>()>& lo
   providers.get();
   phases.Mark("create_providers");
   Optimize();
+  if (!options.optimized_model_filepath.empty()) SaveOptimizedModel();
   phases.Mark("optimize");
   std::vector<ExecutionProvider*> assignment = PartitionGraph(graph, ProviderList());
   phases.Mark("partition");

@@ -19,8 +19,7 @@ their CUDA half only where CUDA is). Not here, with the reason:
   AdapterFormat / LoraAdapter is not implemented (and the lora testdata model is not described in the file).
 - test_tree_ensemble_logistic: the ai.onnx.ml TreeEnsembleClassifier op has no kernel.
 - test_tvm_imported: the TVM EP only.
-- test_model_serialization and its four external-initializer variants: writing the optimized model
-  (SessionOptions.optimized_model_filepath) is accepted but not implemented.
+- test_model_serialization and its four external-initializer variants: in tests/python/test_ort_model_serialization.py.
 - test_set_default_logger_callback: routing the runtime's log lines to a Python callback is not implemented.
 - test_set_providers_with_options: a round trip of TensorRT and CUDA provider options through
   get_provider_options (Tessera returns the options given, not every option with its default).
