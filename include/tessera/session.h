@@ -32,6 +32,11 @@ struct ModelMetadata {
   std::map<std::string, std::string> custom;
 };
 
+// A model's metadata without creating a session: the file (or bytes) is read and checked as a session reads it
+// (throws what loading throws: kIo for a missing file, kInvalidModel naming the problem).
+ModelMetadata ReadModelMetadata(const std::filesystem::path& model_path);
+ModelMetadata ReadModelMetadata(const void* model_bytes, size_t size);
+
 // Where each node runs, for logging, `tessera partition` and tests.
 struct PartitionEntry {
   std::string node_name, op_type, ep;  // ep "" for copy steps

@@ -61,8 +61,7 @@ py::list NodeArgs(const std::vector<ValueInfo>& infos) {
   return out;
 }
 
-py::dict Metadata(const PySession& s) {
-  const ModelMetadata md = s.session->metadata();
+py::dict MetadataDict(const ModelMetadata& md) {
   py::dict d;
   d["producer_name"] = md.producer_name;
   d["producer_version"] = md.producer_version;
@@ -73,6 +72,8 @@ py::dict Metadata(const PySession& s) {
   d["custom_metadata_map"] = md.custom;
   return d;
 }
+
+py::dict Metadata(const PySession& s) { return MetadataDict(s.session->metadata()); }
 
 // Feeds as Values; `keep` receives the Python objects their memory borrows from. A list or tuple fed to a
 // sequence input is a sequence of its elements (each an array), as onnxruntime takes it; to any other input, an
@@ -160,6 +161,16 @@ py::list ArraysFromValues(Runtime& runtime, const std::vector<Value>& values, bo
 }
 
 void BindSession(py::module_& m) {
+  m.def(
+      "_read_model_metadata",
+      [](const py::object& model) {
+        if (py::isinstance<py::bytes>(model)) {
+          const std::string bytes = model.cast<std::string>();
+          return MetadataDict(ReadModelMetadata(bytes.data(), bytes.size()));
+        }
+        return MetadataDict(ReadModelMetadata(std::filesystem::path(py::str(model).cast<std::string>())));
+      },
+      py::arg("model"), "The model's metadata (a path or the model's bytes) without creating a session.");
   py::class_<PySession, std::shared_ptr<PySession>>(m, "_Session")
       .def(py::init(&MakeSession), py::arg("model"), py::arg("options"), py::arg("providers"))
       .def("inputs", [](const PySession& s) { return NodeArgs(s.session->inputs()); })

@@ -1086,8 +1086,9 @@ std::vector<Value> Session::Impl::DeliverOutputs(const IoBinding& binding, const
 const std::vector<ValueInfo>& Session::inputs() const { return impl_->model->graph->inputs; }
 const std::vector<ValueInfo>& Session::outputs() const { return impl_->model->graph->outputs; }
 
-ModelMetadata Session::metadata() const {
-  const Model& m = *impl_->model;
+namespace {
+
+ModelMetadata MetadataOf(const Model& m) {
   ModelMetadata md;
   md.producer_name = m.producer_name;
   md.producer_version = m.producer_version;
@@ -1099,6 +1100,16 @@ ModelMetadata Session::metadata() const {
   md.opsets = m.opsets;
   md.custom = m.metadata;
   return md;
+}
+
+}  // namespace
+
+ModelMetadata Session::metadata() const { return MetadataOf(*impl_->model); }
+
+ModelMetadata ReadModelMetadata(const std::filesystem::path& model_path) { return MetadataOf(*LoadModel(model_path)); }
+
+ModelMetadata ReadModelMetadata(const void* model_bytes, size_t size) {
+  return MetadataOf(*LoadModelFromBytes(model_bytes, size, {}, "<memory>"));
 }
 
 std::vector<std::string> Session::providers() const {

@@ -2,6 +2,8 @@
 
 from .._tessera import (  # noqa: F401
     Fail,
+    get_ep_devices,
+    get_hardware_devices,
     InvalidArgument,
     InvalidGraph,
     InvalidProtobuf,
@@ -11,4 +13,12 @@ from .._tessera import (  # noqa: F401
     RunOptions,
     RuntimeException,
     SessionOptions,
+)
+from ..compatibility import (  # noqa: F401
+    OrtCompiledModelCompatibility,
+    OrtDeviceEpIncompatibilityReason,
+    get_compatibility_info_from_model,
+    get_compatibility_info_from_model_bytes,
+    get_hardware_device_ep_incompatibility_details,
+    get_model_compatibility_for_ep_devices,
 )

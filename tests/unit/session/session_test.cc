@@ -281,6 +281,28 @@ TEST(SessionTest, MalformedModelBytesFailWithInvalidModel) {
   }
 }
 
+// Metadata without a session (onnxruntime's get_compatibility_info_from_model reads it so): the model is still checked.
+TEST(SessionTest, ReadModelMetadataWithoutASession) {
+  onnx::ModelProto proto;
+  ASSERT_TRUE(proto.ParseFromString(GraphBuilder().Input("x", {2}).Node("NoSuchOp", {"x"}, {"y"}).Output("y").Serialize()));
+  proto.set_producer_name("meta-test");
+  auto* entry = proto.add_metadata_props();
+  entry->set_key("ep_compatibility_info.SomeEP");
+  entry->set_value("v1");
+  const std::string bytes = proto.SerializeAsString();
+  const ModelMetadata md = ReadModelMetadata(bytes.data(), bytes.size());  // an op no EP has: no session could run it
+  EXPECT_EQ(md.producer_name, "meta-test");
+  EXPECT_EQ(md.custom.at("ep_compatibility_info.SomeEP"), "v1");
+  const std::string garbage = "this is not an onnx model";
+  try {
+    ReadModelMetadata(garbage.data(), garbage.size());
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kInvalidModel);
+  }
+  EXPECT_THROW(ReadModelMetadata(std::filesystem::path("/nonexistent/model.onnx")), Error);
+}
+
 TEST(SessionTest, MissingOpIsNamedWithDomainOpsetAndNode) {
   GraphBuilder b;
   b.Input("x", {2}).Node("NoSuchOp", {"x"}, {"y"}, "mystery").Output("y");
