@@ -98,17 +98,7 @@ struct Collapsed {
 
 Collapsed Collapse(const Shape& out, const Shape& a, const Shape& b) {
   const size_t rank = out.rank();
-  auto strides_of = [&](const Shape& s) {
-    std::vector<int64_t> strides(rank, 0);
-    int64_t stride = 1;
-    for (size_t i = 0; i < s.rank(); ++i) {
-      const size_t d = s.rank() - 1 - i, o = rank - 1 - i;
-      strides[o] = s[d] == 1 ? 0 : stride;
-      stride *= s[d];
-    }
-    return strides;
-  };
-  const std::vector<int64_t> as = strides_of(a), bs = strides_of(b);
+  const std::vector<int64_t> as = BroadcastStrides(a, out), bs = BroadcastStrides(b, out);
   Collapsed c;
   for (size_t d = 0; d < rank; ++d) {
     if (out[d] == 1) continue;
@@ -132,6 +122,17 @@ Collapsed Collapse(const Shape& out, const Shape& a, const Shape& b) {
 }
 
 }  // namespace
+
+std::vector<int64_t> BroadcastStrides(const Shape& s, const Shape& out) {
+  std::vector<int64_t> strides(out.rank(), 0);
+  int64_t stride = 1;
+  for (size_t i = 0; i < s.rank(); ++i) {
+    const size_t d = s.rank() - 1 - i, o = out.rank() - 1 - i;
+    strides[o] = s[d] == 1 ? 0 : stride;
+    stride *= s[d];
+  }
+  return strides;
+}
 
 void RecordBroadcastBinary(const KernelContext& ctx, const std::string& shader, uint32_t op, const Tensor& a,
                            const Tensor& b, Tensor& c) {

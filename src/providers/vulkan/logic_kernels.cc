@@ -72,18 +72,6 @@ struct WherePush {
 };
 static_assert(sizeof(WherePush) <= kPushConstantBytes);
 
-// Element strides of an operand of shape `s` read over `out` (numpy broadcasting: 0 along broadcast dimensions).
-std::vector<int64_t> BroadcastStrides(const Shape& s, const Shape& out) {
-  std::vector<int64_t> strides(out.rank(), 0);
-  int64_t stride = 1;
-  for (size_t i = 0; i < s.rank(); ++i) {
-    const size_t d = s.rank() - 1 - i, o = out.rank() - 1 - i;
-    strides[o] = s[d] == 1 ? 0 : stride;
-    stride *= s[d];
-  }
-  return strides;
-}
-
 class WhereKernel : public Kernel {
  public:
   explicit WhereKernel(const KernelInfo& /*info*/) {}

@@ -42,6 +42,8 @@ uint32_t SplitsFor(uint64_t workgroups, uint64_t k_tiles);
 // elements or more).
 uint32_t U32(const KernelContext& ctx, int64_t value);
 
+// Element strides of an operand of shape `s` read over the broadcast shape `out` (0 along broadcast dimensions).
+std::vector<int64_t> BroadcastStrides(const Shape& s, const Shape& out);
 // Records c = a op b with numpy broadcasting through `shader`, a shader taking binary.comp's push constants (the
 // operands' addresses, n, op, rank, dims and strides over at most 5 collapsed dimensions; more run as one dispatch
 // per outer index). c is allocated with the broadcast shape; all three have elements of c's size.
