@@ -76,9 +76,11 @@ function concreteShape(meta, args) {
 }
 
 // Floats uniform in [-1, 1); integer inputs named *mask* are all ones, other integers uniform in [0, 100);
-// an input named in --fill holds that value everywhere (e.g. a sample rate).
+// bools are true; an input named in --fill holds that value everywhere (e.g. a sample rate, or 0 for a
+// false flag such as a merged decoder's use_cache_branch).
 function makeInput(ort, meta, shape, random, fill) {
   const count = shape.reduce((a, b) => a * b, 1);
+  if (meta.type === 'bool') return new ort.Tensor('bool', new Uint8Array(count).fill(fill === undefined || fill ? 1 : 0), shape);
   if (fill !== undefined) {
     if (meta.type === 'float32') return new ort.Tensor('float32', new Float32Array(count).fill(fill), shape);
     if (meta.type === 'int64') return new ort.Tensor('int64', new BigInt64Array(count).fill(BigInt(fill)), shape);
@@ -100,7 +102,7 @@ function makeInput(ort, meta, shape, random, fill) {
 // ---- .npy ----------------------------------------------------------------------------------------------
 
 const npyDtypes = { float32: ['<f4', Float32Array], int64: ['<i8', BigInt64Array], float64: ['<f8', Float64Array],
-                    int32: ['<i4', Int32Array] };
+                    int32: ['<i4', Int32Array], bool: ['|b1', Uint8Array] };
 
 function writeNpy(file, tensor) {
   const [descr] = npyDtypes[tensor.type];
@@ -231,6 +233,8 @@ async function main() {
       relDiffs[name] = maxRelDiff(actual, reference[name].data);
     }
 
+    const noiseFloor = await ortNoiseFloor(ort, ortSession, feeds, reference);
+
     const warmOrt = await timeOrt(ortSession, feeds, args.warmup);
     const warmTessera = (await tessera.request(`run ${args.warmup}`)).ms;
     args.runs ||= runsForBudget(args, Math.min(...warmOrt) + Math.min(...warmTessera));
@@ -243,7 +247,7 @@ async function main() {
     const result = {
       model: args.label, path: args.model, shapes, threads: args.threads, opt_level: args.optLevel,
       rounds: args.rounds, runs_per_round: args.runs, tessera: summarize(tesseraMs), ort: summarize(ortMs),
-      max_abs_diff: diffs, max_rel_diff: relDiffs, load_before: loadBefore, load_after: os.loadavg()[0], tessera_load_ms: ready.load_ms,
+      max_abs_diff: diffs, max_rel_diff: relDiffs, ort_noise_rel_diff: noiseFloor, load_before: loadBefore, load_after: os.loadavg()[0], tessera_load_ms: ready.load_ms,
       ort_version: ort.env.versions.node,
     };
     result.ratio = result.tessera.median / result.ort.median;
@@ -256,6 +260,27 @@ async function main() {
   }
 }
 
+// ONNX Runtime against itself with every float input moved by a few ulp (1e-6 relative, alternating
+// signs): how far the outputs of this model move under rounding-level changes. Deep quantized models
+// amplify such changes (a value crossing a rounding boundary of DynamicQuantizeLinear changes a whole
+// row of the next product), so two correct runtimes differ by about this much; it is reported beside
+// the Tessera / ONNX Runtime difference. Null when the model has no float input.
+async function ortNoiseFloor(ort, session, feeds, reference) {
+  const perturbed = {};
+  let any = false;
+  for (const [name, tensor] of Object.entries(feeds)) {
+    if (tensor.type !== 'float32') { perturbed[name] = tensor; continue; }
+    any = true;
+    const data = Float32Array.from(tensor.data, (v, i) => v * (1 + 1e-6 * ((i % 3) - 1)));
+    perturbed[name] = new ort.Tensor('float32', data, tensor.dims);
+  }
+  if (!any) return null;
+  const moved = await session.run(perturbed);
+  const result = {};
+  for (const name of session.outputNames) result[name] = maxRelDiff(moved[name].data, reference[name].data);
+  return result;
+}
+
 function report(r) {
   const f = (x) => x.toFixed(2);
   const shapeText = Object.entries(r.shapes).map(([n, s]) => `${n}[${s.join('x')}]`).join(' ');
@@ -265,7 +290,10 @@ function report(r) {
               `  tessera median ${f(r.tessera.median)} ms (p10 ${f(r.tessera.p10)}, p90 ${f(r.tessera.p90)})\n` +
               `  ort     median ${f(r.ort.median)} ms (p10 ${f(r.ort.p10)}, p90 ${f(r.ort.p90)})\n` +
               `  ratio tessera/ort ${r.ratio.toFixed(3)} (of the minimums ${r.min_ratio.toFixed(3)}); ` +
-              `max abs diff: ${diffText}; load ${r.load_before.toFixed(2)} -> ${r.load_after.toFixed(2)}`);
+              `max abs diff: ${diffText}; ` +
+              (r.ort_noise_rel_diff ? `ORT vs ORT with inputs moved 1e-6: max relative ` +
+                                      `${Math.max(...Object.values(r.ort_noise_rel_diff)).toExponential(2)}; ` : '') +
+              `load ${r.load_before.toFixed(2)} -> ${r.load_after.toFixed(2)}`);
 }
 
 main().catch((error) => {

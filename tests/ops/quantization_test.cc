@@ -223,6 +223,42 @@ TEST(MatMulIntegerTest, SymmetricInt8WeightsMatchNaive) {
   }
 }
 
+// Dynamically quantized transformers (onnx.quantize's MatMulInteger after DynamicQuantizeLinear) carry
+// constant uint8 weights with a zero point: on CPUs with VNNI they run on oneDNN with the weights shifted
+// to int8 and a rank-1 correction, elsewhere on the int16 GEMM. Extreme operands (A = 255 against
+// B = 0 / 255) are where a saturating 16-bit pair sum would show.
+TEST(MatMulIntegerTest, WeightsWithZeroPointsOfEitherTypeMatchNaive) {
+  const int64_t batches = 2, m = 11, k = 97, n = 45;
+  uint32_t seed = 300;
+  for (DataType a_type : {DataType::kUInt8, DataType::kInt8}) {
+    for (DataType b_type : {DataType::kUInt8, DataType::kInt8}) {
+      for (bool per_column : {false, true}) {
+        for (bool constant_b : {true, false}) {
+          Tensor a = RandomQ(a_type, {batches, m, k}, ++seed), b = RandomQ(b_type, {k, n}, ++seed);
+          // Row 0 of A and column 0 of B at their extremes.
+          for (int64_t kk = 0; kk < k; ++kk) {
+            if (a_type == DataType::kUInt8)
+              a.Data<uint8_t>()[kk] = 255;
+            else
+              a.Data<int8_t>()[kk] = -128;
+            if (b_type == DataType::kUInt8)
+              b.Data<uint8_t>()[kk * n] = kk % 2 ? 255 : 0;
+            else
+              b.Data<int8_t>()[kk * n] = -128;
+          }
+          const Tensor a_zp = RandomQ(a_type, {}, ++seed);
+          const Tensor b_zp = RandomQ(b_type, per_column ? Shape{n} : Shape{}, ++seed);
+          const std::vector<int32_t> expected =
+              NaiveIntMatMul(a, b, Ints(a_zp), Ints(b_zp), batches, m, k, n, false);
+          OpTester t("MatMulInteger", 10);
+          t.Input("A", a).Input("B", b, constant_b).Input("a_zero_point", a_zp).Input("b_zero_point", b_zp);
+          t.Output("Y", Make<int32_t>({batches, m, n}, expected)).Run();
+        }
+      }
+    }
+  }
+}
+
 TEST(MatMulIntegerTest, VectorOperandsAndOmittedZeroPoints) {
   OpTester t("MatMulInteger", 10);
   t.Input("A", Make<int8_t>({3}, {1, -2, 3})).Input("B", Make<int8_t>({3}, {4, 5, -6}));

@@ -6,6 +6,7 @@
 
 #include "providers/cpu/common/broadcast.h"
 #include "providers/cpu/common/elementwise_kernel.h"
+#include "providers/cpu/common/target_clones.h"
 #include "providers/cpu/common/vector_math.h"
 #include "providers/cpu/cpu_kernels.h"
 
@@ -123,6 +124,29 @@ struct GeluTanhOp {
   }
 };
 
+// Float Gelu over a span, built per instruction set: the generic element loop compiles for the baseline
+// ISA, where erf's polynomial and exp run four lanes wide at best (Gelu is a transformer's widest activation).
+TESSERA_TARGET_CLONES("arch=x86-64-v4", "arch=x86-64-v3", "default")
+void GeluErfSpan(const float* x, float* y, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) y[i] = GeluErfOp{}(x[i]);
+}
+TESSERA_TARGET_CLONES("arch=x86-64-v4", "arch=x86-64-v3", "default")
+void GeluTanhSpan(const float* x, float* y, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) y[i] = GeluTanhOp{}(x[i]);
+}
+
+// y = Gelu(x) elementwise: the per-ISA span functions for float, the generic loop for 16-bit types.
+template <typename T, typename Op>
+void GeluMap(const ThreadPool& pool, const T* in, T* out, int64_t n, Op op) {
+  if constexpr (std::is_same_v<T, float>) {
+    auto span = std::is_same_v<Op, GeluTanhOp> ? GeluTanhSpan : GeluErfSpan;
+    if (n <= kElementwiseParallelThreshold) return span(in, out, n);
+    pool.ParallelFor(n, kElementwiseGrain, [&](int64_t begin, int64_t end) { span(in + begin, out + begin, end - begin); });
+  } else {
+    UnaryMap(pool, in, out, n, LiftUnary<T>(op));
+  }
+}
+
 // Gelu picks its formula once per kernel: a branch on `approximate` inside the element loop would keep the
 // loop scalar.
 class GeluKernel : public Kernel {
@@ -134,8 +158,8 @@ class GeluKernel : public Kernel {
     DispatchType(x.type(), FloatTypes{}, ctx.node(), [&](auto tag) {
       using T = typename decltype(tag)::type;
       Tensor& y = ctx.Output(0, x.type(), x.shape());
-      if (tanh_) UnaryMap(ctx.thread_pool(), x.Data<T>(), y.Data<T>(), x.NumElements(), LiftUnary<T>(GeluTanhOp{}));
-      else UnaryMap(ctx.thread_pool(), x.Data<T>(), y.Data<T>(), x.NumElements(), LiftUnary<T>(GeluErfOp{}));
+      if (tanh_) GeluMap(ctx.thread_pool(), x.Data<T>(), y.Data<T>(), x.NumElements(), GeluTanhOp{});
+      else GeluMap(ctx.thread_pool(), x.Data<T>(), y.Data<T>(), x.NumElements(), GeluErfOp{});
     });
   }
 
@@ -182,10 +206,7 @@ class ContribGeluKernel : public Kernel {
   static void Run(KernelContext& ctx, const Tensor& x, const Tensor* bias, Tensor& y, int64_t width, Op op) {
     const T* in = x.Data<T>();
     T* out = y.Data<T>();
-    if (bias == nullptr) {
-      UnaryMap(ctx.thread_pool(), in, out, x.NumElements(), LiftUnary<T>(op));
-      return;
-    }
+    if (bias == nullptr) return GeluMap(ctx.thread_pool(), in, out, x.NumElements(), op);
     const T* b = bias->Data<T>();
     const int64_t rows = width == 0 ? 0 : x.NumElements() / width;
     ctx.thread_pool().ParallelFor(rows, std::max<int64_t>(1, 16384 / std::max<int64_t>(width, 1)),

@@ -2,8 +2,9 @@
 // int32 accumulation. Zero points (and, for QLinearMatMul, scales) are per tensor, per row of A / per
 // column of B ([M] / [N]), or per batch and row / column ([..., M, 1] / [..., 1, N]). QLinearMatMul
 // requantizes each sum as saturate(round_half_even(sum * a_scale * b_scale / y_scale) + y_zero_point).
-// A 2-D int8 B without zero points (symmetric weight quantization) with a per-tensor A zero point runs
-// on oneDNN's int8 matmul; everything else on an exact int16 GEMM of the zero-point-corrected operands.
+// A 2-D B (int8, or a constant uint8 B) with per-tensor or per-column zero points and a per-tensor A
+// zero point runs on oneDNN's int8 matmul where the CPU makes its products exact (VNNI); everything
+// else on an exact int16 GEMM of the zero-point-corrected operands.
 #include <algorithm>
 #include <tuple>
 
@@ -159,16 +160,34 @@ void IntegerMatMul(const ThreadPool& pool, const MatMulGeometry& g, const TA* a,
   });
 }
 
-// oneDNN's int8 matmul for A [rows x K] (u8/s8, one runtime zero point) times a 2-D B [K x N] (s8
-// without zero points) into s32 sums. `primitive` is empty when oneDNN rejects the problem.
+// Whether oneDNN's 8-bit products are exact on this CPU. With VNNI (vpdpbusd) every 4-term u8 x s8 dot
+// product accumulates in 32 bits; without it oneDNN adds pairs of products in saturating 16-bit lanes
+// (vpmaddubsw), which can clip when both operands are near their extremes (oneDNN's "Nuances of int8
+// computations"), so those CPUs take the exact int16 GEMM instead.
+bool DnnlInt8IsExact() {
+#if defined(__x86_64__) || defined(__i386__)
+  static const bool vnni = __builtin_cpu_supports("avx512vnni");
+  return vnni;
+#else
+  return false;
+#endif
+}
+
+// oneDNN's int8 matmul for A [rows x K] (u8/s8, one runtime zero point) times a 2-D B [K x N] held as s8
+// into s32 sums. A uint8 B is stored shifted, B - 128, so that it fits s8: the kernel then adds
+// (weight_shift - b_zero[j]) * (sum_k A[i, k] - K * a_zero) to every sum, which restores
+// sum_k (A - a_zero)(B - b_zero) exactly (the same correction serves an int8 B with zero points).
+// `primitive` is empty when oneDNN rejects the problem.
 struct DnnlIntMatMul {
   dnnl::matmul::primitive_desc pd;
   dnnl::matmul primitive;
   dnnl::memory::desc src_plain, weights_plain, dst_plain;
   dnnl::memory packed_weights;  // set when B is a constant
+  int32_t weight_shift = 0;     // 128 for a uint8 B, else 0
 };
 
-DnnlIntMatMul BuildDnnlIntMatMul(int64_t rows, int64_t k, int64_t n, DataType a_type, const Tensor& constant_b) {
+DnnlIntMatMul BuildDnnlIntMatMul(int64_t rows, int64_t k, int64_t n, DataType a_type, DataType b_type,
+                                 const Tensor& constant_b) {
   using dnnl::memory;
   const memory::data_type src_type = a_type == DataType::kUInt8 ? memory::data_type::u8 : memory::data_type::s8;
   DnnlIntMatMul mm;
@@ -186,7 +205,16 @@ DnnlIntMatMul BuildDnnlIntMatMul(int64_t rows, int64_t k, int64_t n, DataType a_
   }
   mm.primitive = dnnl::matmul(mm.pd);
   if (constant_b.defined()) {
-    dnnl::memory plain(mm.weights_plain, DnnlEngine(), const_cast<void*>(constant_b.raw_data()));
+    std::vector<int8_t> shifted;
+    const void* weights = constant_b.raw_data();
+    if (b_type == DataType::kUInt8) {
+      mm.weight_shift = 128;
+      const uint8_t* b = constant_b.Data<uint8_t>();
+      shifted.resize(static_cast<size_t>(k * n));
+      for (size_t i = 0; i < shifted.size(); ++i) shifted[i] = static_cast<int8_t>(static_cast<int32_t>(b[i]) - 128);
+      weights = shifted.data();
+    }
+    dnnl::memory plain(mm.weights_plain, DnnlEngine(), const_cast<void*>(weights));
     mm.packed_weights = ReorderInto(plain, mm.pd.weights_desc());
   }
   return mm;
@@ -243,14 +271,20 @@ class IntegerMatMulBase : public Kernel {
   void Sums(KernelContext& ctx, const MatMulGeometry& g, const Tensor& a, const Tensor& b,
             const LineParameter<int32_t>& a_zero, const LineParameter<int32_t>& b_zero, int32_t* direct,
             Sink&& sink) const {
-    const bool symmetric_b = b.type() == DataType::kInt8 && b.shape().rank() == 2 &&
-                             std::all_of(b_zero.values.begin(), b_zero.values.end(), [](int32_t z) { return z == 0; });
-    if (symmetric_b && a.shape().rank() >= 2 && g.k > 0 && a_zero.stride == 0 && a_zero.batch_stride == 0) {
+    // oneDNN holds B as s8: an int8 B as it is, a uint8 B shifted at creation (so it must be constant).
+    const bool b_fits = b.type() == DataType::kInt8 || (b.type() == DataType::kUInt8 && constant_b_.defined());
+    if (b_fits && b.shape().rank() == 2 && a.shape().rank() >= 2 && g.k > 0 && a_zero.stride == 0 &&
+        a_zero.batch_stride == 0 && DnnlInt8IsExact()) {
       const int64_t rows = static_cast<int64_t>(g.a_batch.size()) * g.m;
-      const std::vector<int64_t> key{static_cast<int64_t>(a.type()), rows, g.k, g.n};
-      std::shared_ptr<const DnnlIntMatMul> mm =
-          primitives_.Get(ctx, key, [&] { return BuildDnnlIntMatMul(rows, g.k, g.n, a.type(), constant_b_); });
-      if (mm->primitive) return DnnlSums(ctx, *mm, g, a, a_zero.values[0], b, direct, sink);
+      const std::vector<int64_t> key{static_cast<int64_t>(a.type()), static_cast<int64_t>(b.type()), rows, g.k, g.n};
+      std::shared_ptr<const DnnlIntMatMul> mm = primitives_.Get(
+          ctx, key, [&] { return BuildDnnlIntMatMul(rows, g.k, g.n, a.type(), b.type(), constant_b_); });
+      if (mm->primitive) {
+        Visit8Bit(ctx.node(), a.type(), "A", [&]<typename TA>() {
+          DnnlSums<TA>(ctx, *mm, g, a, a_zero.values[0], b, b_zero, direct, sink);
+        });
+        return;
+      }
     }
     Visit8Bit(ctx.node(), a.type(), "A", [&]<typename TA>() {
       Visit8Bit(ctx.node(), b.type(), "B", [&]<typename TB>() {
@@ -260,15 +294,24 @@ class IntegerMatMulBase : public Kernel {
   }
 
  private:
-  template <typename Sink>
-  static void DnnlSums(KernelContext& ctx, const DnnlIntMatMul& mm, const MatMulGeometry& g, const Tensor& a,
-                       int32_t a_zero, const Tensor& b, int32_t* direct, Sink&& sink) {
+  template <typename TA, typename Sink>
+  static void DnnlSums(KernelContext& ctx, const DnnlIntMatMul& mm, const MatMulGeometry& g, const Tensor& a_tensor,
+                       int32_t a_zero, const Tensor& b, const LineParameter<int32_t>& b_zero, int32_t* direct,
+                       Sink&& sink) {
     const auto batches = static_cast<int64_t>(g.a_batch.size());
     Tensor storage;
     if (!direct) storage = Tensor::Allocate(DataType::kInt32, Shape{batches, g.m, g.n}, ctx.allocator());
     int32_t* sums = direct ? direct : storage.Data<int32_t>();
-    RunDnnlIntMatMul(ctx, mm, a, a_zero, b, sums);
-    if (direct) return;
+    RunDnnlIntMatMul(ctx, mm, a_tensor, a_zero, b, sums);
+    const TA* a = a_tensor.Data<TA>();
+    // Column coefficients of the rank-1 correction (see DnnlIntMatMul); all zero for a symmetric int8 B.
+    std::vector<int32_t> column_coefficient(static_cast<size_t>(g.n));
+    bool corrected = false;
+    for (int64_t j = 0; j < g.n; ++j) {
+      column_coefficient[static_cast<size_t>(j)] = mm.weight_shift - b_zero.at(0, j);
+      corrected |= column_coefficient[static_cast<size_t>(j)] != 0;
+    }
+    if (direct && !corrected) return;
     constexpr int64_t kRowBlock = 16;
     const int64_t blocks = (g.m + kRowBlock - 1) / kRowBlock;
     ctx.thread_pool().ParallelFor(
@@ -276,7 +319,21 @@ class IntegerMatMulBase : public Kernel {
         [&](int64_t begin, int64_t end) {
           for (int64_t task = begin; task < end; ++task) {
             const int64_t batch = task / blocks, first = (task % blocks) * kRowBlock;
-            sink(batch, first, std::min(kRowBlock, g.m - first), sums + (batch * g.m + first) * g.n);
+            const int64_t rows = std::min(kRowBlock, g.m - first);
+            int32_t* block = sums + (batch * g.m + first) * g.n;
+            if (corrected) {
+              for (int64_t r = 0; r < rows; ++r) {
+                const TA* row = a + (batch * g.m + first + r) * g.k;
+                int32_t row_sum = -static_cast<int32_t>(g.k) * a_zero;
+                for (int64_t kk = 0; kk < g.k; ++kk) row_sum += row[kk];
+                // Unsigned arithmetic: the sums wrap modulo 2^32 as the int16 path's do.
+                auto* out = reinterpret_cast<uint32_t*>(block + r * g.n);
+                for (int64_t j = 0; j < g.n; ++j)
+                  out[j] += static_cast<uint32_t>(column_coefficient[static_cast<size_t>(j)]) *
+                            static_cast<uint32_t>(row_sum);
+              }
+            }
+            if (!direct) sink(batch, first, rows, block);
           }
         });
   }
