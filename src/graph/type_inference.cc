@@ -99,6 +99,12 @@ void InferCast(Graph& graph, const Node& node) { SetAllOutputs(graph, node, Cast
 void InferCastLike(Graph& graph, const Node& node) { SetAllOutputs(graph, node, InputType(graph, node, 1)); }
 void InferInt64(Graph& graph, const Node& node) { SetAllOutputs(graph, node, DataType::kInt64); }
 void InferInt32(Graph& graph, const Node& node) { SetAllOutputs(graph, node, DataType::kInt32); }
+// An output typed like input `index` (e.g. a contrib op's float output after its 8-bit operands).
+template <size_t index>
+void InferLikeInput(Graph& graph, const Node& node) {
+  if (node.inputs.size() > index && !node.inputs[index].empty())
+    SetAllOutputs(graph, node, graph.TypeOf(node.inputs[index]));
+}
 void InferBool(Graph& graph, const Node& node) { SetAllOutputs(graph, node, DataType::kBool); }
 void InferString(Graph& graph, const Node& node) { SetAllOutputs(graph, node, DataType::kString); }
 
@@ -282,6 +288,8 @@ void InferElementTypes(Graph& graph) {
     auto rule = node->domain.empty() ? rules.find(node->op_type) : rules.end();
     if (rule != rules.end())
       rule->second(graph, *node);
+    else if (node->domain == "com.microsoft" && node->op_type == "MatMulIntegerToFloat")
+      InferLikeInput<2>(graph, *node);  // typed like a_scale
     else
       FirstTypedInput(graph, *node);
   }

@@ -259,6 +259,36 @@ TEST(MatMulIntegerTest, WeightsWithZeroPointsOfEitherTypeMatchNaive) {
   }
 }
 
+// com.microsoft MatMulIntegerToFloat (what integer_matmul_fusion writes, and what onnxruntime's optimizer
+// leaves in saved models): float(sums) * (a_scale * b_scale[j]) + bias[j], constant and runtime B.
+TEST(MatMulIntegerToFloatTest, MatchesNaiveSumsTimesScalesPlusBias) {
+  const int64_t m = 6, k = 29, n = 13;
+  uint32_t seed = 400;
+  for (bool constant_b : {true, false}) {
+    const Tensor a = RandomQ(DataType::kUInt8, {m, k}, ++seed), b = RandomQ(DataType::kUInt8, {k, n}, ++seed);
+    const Tensor a_zp = Make<uint8_t>({}, {117}), b_zp = RandomQ(DataType::kUInt8, {n}, ++seed);
+    const Tensor b_scale = RandomTensor(DataType::kFloat, {n}, ++seed, 0.001, 0.01);
+    const Tensor bias = RandomTensor(DataType::kFloat, {n}, ++seed, -1, 1);
+    const float a_scale = 0.0173f;
+    const std::vector<int32_t> sums = NaiveIntMatMul(a, b, Ints(a_zp), Ints(b_zp), 1, m, k, n, false);
+    std::vector<float> expected(sums.size());
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < n; ++j) {
+        const float multiplier = a_scale * b_scale.Data<float>()[j];
+        expected[static_cast<size_t>(i * n + j)] =
+            static_cast<float>(sums[static_cast<size_t>(i * n + j)]) * multiplier + bias.Data<float>()[j];
+      }
+    OpTester t("MatMulIntegerToFloat", 1, "com.microsoft");
+    t.Input("A", a).Input("B", b, constant_b).Input("a_scale", Make<float>({}, {a_scale})).Input("b_scale", b_scale);
+    t.Input("a_zero_point", a_zp).Input("b_zero_point", b_zp).Input("bias", bias);
+    t.Output("Y", Make<float>({m, n}, expected)).Run();
+  }
+  OpTester bad("MatMulIntegerToFloat", 1, "com.microsoft");
+  bad.Input("A", RandomQ(DataType::kUInt8, {2, 4}, 1)).Input("B", RandomQ(DataType::kUInt8, {4, 3}, 2));
+  bad.Input("a_scale", Make<float>({}, {0.1f})).Input("b_scale", Make<float>({2}, {0.1f, 0.2f}));
+  bad.Output("Y", Make<float>({2, 3}, std::vector<float>(6))).ExpectFailure("b_scale").Run();
+}
+
 TEST(MatMulIntegerTest, VectorOperandsAndOmittedZeroPoints) {
   OpTester t("MatMulInteger", 10);
   t.Input("A", Make<int8_t>({3}, {1, -2, 3})).Input("B", Make<int8_t>({3}, {4, 5, -6}));

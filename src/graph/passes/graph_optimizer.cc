@@ -10,6 +10,7 @@
 #include "graph/passes/dead_node_elimination.h"
 #include "graph/passes/float32_regions.h"
 #include "graph/passes/gelu_fusion.h"
+#include "graph/passes/integer_matmul_fusion.h"
 #include "graph/passes/gemm_to_matmul.h"
 #include "graph/passes/hard_swish_fusion.h"
 #include "graph/passes/layer_norm_fusion.h"
@@ -85,6 +86,8 @@ void RunAll(Graph& graph, bool is_subgraph, PassRunner& run) {
   // Before matmul_epilogue_fusion, which would take the attention's scalar Mul/Div and mask Add as epilogues.
   run("attention_fusion", [&] { return FuseAttention(graph, context.can_fuse); });
   run("cache_update_fusion", [&] { return FuseCacheUpdates(graph, context.can_fuse); });
+  // Before skip_layer_norm_fusion: a quantized projection's bias Add goes with its product, in the graph's order.
+  run("integer_matmul_fusion", [&] { return FuseIntegerMatMulToFloat(graph, context.can_fuse); });
   // Before matmul_epilogue_fusion: the residual Add (and a bias Add before it) go with the LayerNormalization.
   run("skip_layer_norm_fusion", [&] { return FuseSkipLayerNorm(graph, context.can_fuse); });
   run("conv_activation_fusion", [&] { return FuseConvActivation(graph, context.can_fuse); });
@@ -124,8 +127,8 @@ const std::vector<std::string>& OptimizerPassNames() {
       "constant_folding",      "dead_node_elimination",   "shape_subgraph_elimination", "cast_elimination",
       "conv_bn_folding",       "layer_norm_fusion",       "gelu_fusion",                "hard_swish_fusion",
       "transpose_elimination", "float32_regions",         "mha_lowering",               "attention_fusion",
-      "cache_update_fusion",   "skip_layer_norm_fusion",  "conv_activation_fusion",     "gemm_to_matmul",
-      "matmul_epilogue_fusion", "nchwc_layout"};
+      "cache_update_fusion",   "integer_matmul_fusion",   "skip_layer_norm_fusion",     "conv_activation_fusion",
+      "gemm_to_matmul",        "matmul_epilogue_fusion",  "nchwc_layout"};
   return names;
 }
 

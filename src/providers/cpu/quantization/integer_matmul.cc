@@ -411,6 +411,57 @@ class QLinearMatMul : public IntegerMatMulBase {
   }
 };
 
+// com.microsoft MatMulIntegerToFloat (onnxruntime's contrib op, also what integer_matmul_fusion writes):
+// Y = float(sum_k (A - a_zero)(B - b_zero)) * (a_scale * b_scale[j]) [+ bias[j]], float output. a_scale is a
+// scalar; b_scale and b_zero_point are scalars or per output column ([N]); bias is [N].
+class MatMulIntegerToFloat : public IntegerMatMulBase {
+ public:
+  explicit MatMulIntegerToFloat(const KernelInfo& info) : IntegerMatMulBase(info, 1) {}
+
+  void Compute(KernelContext& ctx) const override {
+    const Node& node = ctx.node();
+    const Tensor& a = ctx.Input(0);
+    const Tensor& b = ctx.Input(1);
+    const Tensor* a_zp = ctx.OptionalInput(4);
+    const Tensor* b_zp = ctx.OptionalInput(5);
+    const Tensor* bias = ctx.OptionalInput(6);
+    CheckZeroPointType(node, a_zp, a, "a_zero_point");
+    CheckZeroPointType(node, b_zp, b, "b_zero_point");
+    const MatMulGeometry g = ResolveMatMul(node, a.shape(), b.shape());
+    const auto a_zero = ZeroPointParameter(node, a_zp, a.shape(), g.m, 2, "a_zero_point");
+    const auto b_zero = ZeroPointParameter(node, b_zp, b.shape(), g.n, 1, "b_zero_point");
+    if (ctx.Input(2).NumElements() != 1)
+      Fail(ErrorCode::kInvalidArgument, node.Describe(), ": a_scale ", ctx.Input(2).shape().ToString(),
+           " must hold one value");
+    const float a_scale = ReadScales(node, ctx.Input(2), "a_scale")[0];
+    const std::vector<float> b_scale = ReadScales(node, ctx.Input(3), "b_scale");
+    if (b_scale.size() != 1 && !(ctx.Input(3).shape().rank() == 1 && static_cast<int64_t>(b_scale.size()) == g.n))
+      Fail(ErrorCode::kInvalidArgument, node.Describe(), ": b_scale ", ctx.Input(3).shape().ToString(),
+           " must be a scalar or hold one value per output column (", g.n, ")");
+    if (bias && (bias->type() != DataType::kFloat || bias->shape().rank() != 1 || bias->shape()[0] != g.n))
+      Fail(ErrorCode::kInvalidArgument, node.Describe(), ": bias is ", *bias, ", expected float [", g.n, "]");
+    // The multiplier per column, rounded as the unfused Mul(a_scale, b_scale) rounds it.
+    std::vector<float> multiplier(static_cast<size_t>(g.n));
+    for (int64_t j = 0; j < g.n; ++j)
+      multiplier[static_cast<size_t>(j)] = a_scale * b_scale[b_scale.size() == 1 ? 0 : static_cast<size_t>(j)];
+    const float* bias_data = bias ? bias->Data<float>() : nullptr;
+    Tensor& y = ctx.Output(0, DataType::kFloat, g.output);
+    if (y.NumElements() == 0) return;
+    float* out = y.Data<float>();
+    auto dequantize = [&](int64_t batch, int64_t first, int64_t rows, const int32_t* sums) {
+      for (int64_t r = 0; r < rows; ++r) {
+        const int32_t* sum = sums + r * g.n;
+        float* row = out + (batch * g.m + first + r) * g.n;
+        if (bias_data)
+          for (int64_t j = 0; j < g.n; ++j) row[j] = static_cast<float>(sum[j]) * multiplier[j] + bias_data[j];
+        else
+          for (int64_t j = 0; j < g.n; ++j) row[j] = static_cast<float>(sum[j]) * multiplier[j];
+      }
+    };
+    Sums(ctx, g, a, b, a_zero, b_zero, nullptr, dequantize);
+  }
+};
+
 }  // namespace
 
 void RegisterIntegerMatMulKernels(KernelRegistry& registry) {
@@ -420,6 +471,14 @@ void RegisterIntegerMatMulKernels(KernelRegistry& registry) {
   integer.since_version = 10;
   integer.input_types = {{0, q8}, {1, q8}, {2, q8}, {3, q8}};
   registry.Register<MatMulInteger>(std::move(integer));
+
+  KernelDef to_float;
+  to_float.op_type = "MatMulIntegerToFloat";
+  to_float.domain = "com.microsoft";
+  to_float.since_version = 1;
+  to_float.input_types = {{0, q8}, {1, q8}, {2, {DataType::kFloat}}, {3, {DataType::kFloat}}, {4, q8}, {5, q8},
+                          {6, {DataType::kFloat}}};
+  registry.Register<MatMulIntegerToFloat>(std::move(to_float));
 
   // Opset 21 adds float16/bfloat16 scales (and float8 operands, which Tessera has no type for).
   const std::vector<DataType> f32{DataType::kFloat}, reals{DataType::kFloat, DataType::kFloat16, DataType::kBFloat16};

@@ -92,7 +92,9 @@ class ConcatKernel : public Kernel {
 
  private:
   // Output row o (of the dims before `axis`) is input 0's row o, then input 1's row o, ...; each
-  // (row, input) piece is one contiguous copy, and pieces are spread over the pool.
+  // (row, input) piece is one contiguous copy. Long rows spread their pieces over the pool; short rows
+  // (an interleaving Concat on the last axis, as rotary embeddings' rotate-every-two writes, has
+  // one-element pieces) go row by row, so no piece pays an index division or a copy call.
   template <typename S>
   static void CopyPieces(const std::vector<const Tensor*>& inputs, size_t axis, S* out, const ThreadPool& pool) {
     const Shape& first = inputs[0]->shape();
@@ -105,6 +107,22 @@ class ConcatKernel : public Kernel {
       row += piece[i];
     }
     const int64_t num_inputs = static_cast<int64_t>(inputs.size());
+    if (row < 4096) {
+      std::vector<const S*> in(inputs.size());
+      for (size_t i = 0; i < inputs.size(); ++i) in[i] = StorageData<S>(*inputs[i]);
+      pool.ParallelFor(outer, std::max<int64_t>(1, (1 << 15) / std::max<int64_t>(1, row)), [&](int64_t begin, int64_t end) {
+        for (int64_t o = begin; o < end; ++o) {
+          S* dst = out + o * row;
+          for (size_t i = 0; i < in.size(); ++i) {
+            const S* src = in[i] + o * piece[i];
+            if (piece[i] == 1) *dst = *src;
+            else std::copy_n(src, piece[i], dst);
+            dst += piece[i];
+          }
+        }
+      });
+      return;
+    }
     const int64_t grain = std::max<int64_t>(1, (1 << 15) / std::max<int64_t>(1, row / num_inputs));
     pool.ParallelFor(outer * num_inputs, grain, [&](int64_t begin, int64_t end) {
       for (int64_t p = begin; p < end; ++p) {

@@ -103,6 +103,16 @@ class PassTestGraph {
     for (int64_t v : values) tensor->add_int64_data(v);
     return *this;
   }
+  // An 8-bit initializer (onnx::TensorProto::UINT8 or INT8), e.g. quantized weights and zero points.
+  PassTestGraph& Bytes(const std::string& name, const std::vector<int64_t>& dims, const std::vector<int32_t>& values,
+                       int type = onnx::TensorProto::UINT8) {
+    auto* tensor = model_.mutable_graph()->add_initializer();
+    tensor->set_name(name);
+    tensor->set_data_type(type);
+    for (int64_t d : dims) tensor->add_dims(d);
+    for (int32_t v : values) tensor->add_int32_data(v);
+    return *this;
+  }
   // Random values in [lo, hi) from a fixed seed, for weights.
   static std::vector<float> Random(size_t count, float lo, float hi, unsigned seed) {
     std::mt19937 engine(seed);
