@@ -76,10 +76,17 @@ function concreteShape(meta, args) {
 }
 
 // Floats uniform in [-1, 1); integer inputs named *mask* are all ones, other integers uniform in [0, 100);
-// bools are true; an input named in --fill holds that value everywhere (e.g. a sample rate, or 0 for a
+// bools are true; uint8 inputs (images) uniform in [0, 256), those named *mask* 0 or 255 at random; an input
+// named in --fill holds that value everywhere (e.g. a sample rate, or 0 for a
 // false flag such as a merged decoder's use_cache_branch).
 function makeInput(ort, meta, shape, random, fill) {
   const count = shape.reduce((a, b) => a * b, 1);
+  if (meta.type === 'uint8') {
+    const data = new Uint8Array(count);
+    const isMask = /mask/i.test(meta.name);
+    for (let i = 0; i < count; ++i) data[i] = fill !== undefined ? fill : isMask ? (random() < 0.5 ? 0 : 255) : Math.floor(random() * 256);
+    return new ort.Tensor('uint8', data, shape);
+  }
   if (meta.type === 'bool') return new ort.Tensor('bool', new Uint8Array(count).fill(fill === undefined || fill ? 1 : 0), shape);
   if (fill !== undefined) {
     if (meta.type === 'float32') return new ort.Tensor('float32', new Float32Array(count).fill(fill), shape);
@@ -102,7 +109,7 @@ function makeInput(ort, meta, shape, random, fill) {
 // ---- .npy ----------------------------------------------------------------------------------------------
 
 const npyDtypes = { float32: ['<f4', Float32Array], int64: ['<i8', BigInt64Array], float64: ['<f8', Float64Array],
-                    int32: ['<i4', Int32Array], bool: ['|b1', Uint8Array] };
+                    int32: ['<i4', Int32Array], bool: ['|b1', Uint8Array], uint8: ['|u1', Uint8Array] };
 
 function writeNpy(file, tensor) {
   const [descr] = npyDtypes[tensor.type];

@@ -22,6 +22,7 @@ constexpr ActivationSpec kActivations[] = {
     {"Tanh", FusedActivation::Kind::kTanh, 0, 0, 0},
     {"Gelu", FusedActivation::Kind::kGelu, 0, 0, 0},
     {"GeluTanh", FusedActivation::Kind::kGeluTanh, 0, 0, 0},
+    {"Swish", FusedActivation::Kind::kSwish, 1, 1.0f, 0},
 };
 
 }  // namespace

@@ -175,7 +175,7 @@ std::vector<FusedConvCase> FusedConvCases() {
       {"", {}, true, same},                   {"", {}, false, same},          {"LeakyRelu", {0.2f}, true, same},
       {"Relu", {}, true, Shape{1, 8, 1, 1}},  {"Clip", {0.0f, 6.0f}, true, std::nullopt},
       {"Sigmoid", {}, false, std::nullopt},   {"HardSigmoid", {0.3f, 0.4f}, true, same},
-      {"HardSwish", {}, true, std::nullopt},  {"Tanh", {}, true, same},
+      {"HardSwish", {}, true, std::nullopt},  {"Tanh", {}, true, same},       {"Swish", {1.0f}, true, same},
   };
 }
 

@@ -27,6 +27,7 @@ double Activate(const std::string& name, const std::vector<float>& p, double x) 
   if (name == "HardSigmoid") return std::min(1.0, std::max(0.0, p[0] * x + p[1]));
   if (name == "HardSwish") return x * std::min(1.0, std::max(0.0, x / 6.0 + 0.5));
   if (name == "Tanh") return std::tanh(x);
+  if (name == "Swish") return x / (1.0 + std::exp(-(p.empty() ? 1.0 : p[0]) * x));
   return x;
 }
 
@@ -80,7 +81,8 @@ TEST(FusedConvTest, BroadcastResidualWithLeakyRelu) {
 
 TEST(FusedConvTest, EveryActivationOnSpatialKernel) {
   for (const auto& [name, params] : std::vector<std::pair<std::string, std::vector<float>>>{
-           {"Sigmoid", {}}, {"HardSigmoid", {0.3f, 0.4f}}, {"HardSwish", {}}, {"Tanh", {}}, {"Clip", {-0.5f, 0.5f}}}) {
+           {"Sigmoid", {}}, {"HardSigmoid", {0.3f, 0.4f}}, {"HardSwish", {}}, {"Tanh", {}}, {"Clip", {-0.5f, 0.5f}},
+           {"Swish", {1.0f}}, {"Swish", {1.7f}}}) {
     SCOPED_TRACE(name);
     Check({Shape{1, 4, 6, 6}, Shape{8, 4, 3, 3}, {1, 1, 1, 1}, name, params, std::nullopt});
   }

@@ -110,6 +110,30 @@ TEST_F(VulkanSessionTest, ResidualConvNetMatchesTheCpuWithFusedConvolutions) {
   EXPECT_EQ(CompareTensors(cpu[0], vulkan[0], 1e-5, 1e-4), "");
 }
 
+// SiLU after a Conv (YOLO-style detectors) becomes FusedConv with the Swish activation on the Vulkan EP too.
+TEST_F(VulkanSessionTest, ConvSiluFusesIntoTheConvolution) {
+  GraphBuilder b(17);
+  b.FloatInitializer("w", {8, 3, 3, 3}, RandomTensor(DataType::kFloat, {8, 3, 3, 3}, 31, -0.5, 0.5).ToVector<float>());
+  b.FloatInitializer("b", {8}, RandomTensor(DataType::kFloat, {8}, 32, -0.5, 0.5).ToVector<float>());
+  b.Input("x", {1, 3, 12, 12})
+      .Node("Conv", {"x", "w", "b"}, {"c"}).IntsAttribute("pads", {1, 1, 1, 1})
+      .Node("Sigmoid", {"c"}, {"gate"})
+      .Node("Mul", {"c", "gate"}, {"y"})
+      .Output("y");
+  const std::string model = b.Serialize();
+  ExpectAllOnVulkan(model);
+  SessionOptions options;
+  options.AddProvider(kVulkanEpName);
+  Session session = MakeSession(model, options, TestEnv());
+  std::vector<std::string> ops;
+  for (const PartitionEntry& e : session.Partition())
+    if (!e.is_copy) ops.push_back(e.op_type);
+  EXPECT_EQ(ops, std::vector<std::string>{"FusedConv"});
+  const Tensor x = RandomTensor(DataType::kFloat, {1, 3, 12, 12}, 33);
+  EXPECT_EQ(CompareTensors(RunModel(model, "cpu", {{"x", x}})[0], RunModel(model, "vulkan", {{"x", x}})[0], 1e-5, 1e-4),
+            "");
+}
+
 TEST_F(VulkanSessionTest, IoBindingWithDeviceOutputsAndRecordedCommandBuffers) {
   const std::string model = SmallResidualNet();
   for (const char* capture : {"0", "1"}) {

@@ -1,7 +1,7 @@
 // EP SDK: the activation a fused node (ai.tessera::FusedConv, written by the conv_activation_fusion pass) applies
 // after its main computation: attribute `activation` names an ONNX activation op and `activation_params`
-// holds its parameters (LeakyRelu [alpha], Clip [min, max], HardSigmoid [alpha, beta]; empty = the op's
-// defaults). Vendor neutral: every EP's fused kernels read it through ReadFusedActivation.
+// holds its parameters (LeakyRelu [alpha], Clip [min, max], HardSigmoid [alpha, beta], Swish [alpha]; empty = the
+// op's defaults). Swish is x * sigmoid(alpha * x) (alpha 1: SiLU, written by exporters as Sigmoid and Mul). Vendor neutral: every EP's fused kernels read it through ReadFusedActivation.
 #pragma once
 
 #include "tessera/ep/graph.h"
@@ -9,9 +9,10 @@
 namespace tessera {
 
 struct FusedActivation {
-  enum class Kind { kNone, kRelu, kLeakyRelu, kClip, kSigmoid, kHardSigmoid, kHardSwish, kTanh, kGelu, kGeluTanh };
+  enum class Kind { kNone, kRelu, kLeakyRelu, kClip, kSigmoid, kHardSigmoid, kHardSwish, kTanh, kGelu, kGeluTanh, kSwish };
   Kind kind = Kind::kNone;
-  float alpha = 0.0f, beta = 0.0f;  // LeakyRelu: alpha; Clip: [alpha, beta]; HardSigmoid: alpha * x + beta
+  // LeakyRelu: alpha; Clip: [alpha, beta]; HardSigmoid: alpha * x + beta; Swish: x * sigmoid(alpha * x)
+  float alpha = 0.0f, beta = 0.0f;
 };
 
 // The node's activation (kNone without the attribute). Throws kInvalidArgument naming the node for an

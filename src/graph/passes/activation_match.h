@@ -11,8 +11,8 @@
 namespace tessera {
 
 struct MatchedActivation {
-  std::string name;           // Relu, LeakyRelu, Clip, Sigmoid, HardSigmoid, HardSwish, Tanh, Gelu, GeluTanh
-  std::vector<float> params;  // LeakyRelu [alpha], Clip [min, max], HardSigmoid [alpha, beta]
+  std::string name;           // Relu, LeakyRelu, Clip, Sigmoid, HardSigmoid, HardSwish, Tanh, Gelu, GeluTanh, Swish
+  std::vector<float> params;  // LeakyRelu [alpha], Clip [min, max], HardSigmoid [alpha, beta], Swish [alpha]
 };
 
 // The activation `node` computes from its first input, or nullopt when it is not one a fused node can take:

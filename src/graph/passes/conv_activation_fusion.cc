@@ -2,11 +2,31 @@
 
 #include "graph/passes/activation_match.h"
 
+#include <utility>
+
 namespace tessera {
 namespace {
 
 bool IsDefaultDomain(const Node* node, const char* op_type) {
   return node != nullptr && node->op_type == op_type && node->domain.empty() && node->outputs.size() == 1;
+}
+
+// SiLU as exporters write it: s = Sigmoid(v), y = Mul(v, s) (either order), v read by exactly those two and s
+// by the Mul alone. Returns (Sigmoid, Mul).
+std::optional<std::pair<Node*, Node*>> MatchSilu(const Graph& graph, const GraphIndex& index,
+                                                 const std::string& value) {
+  const std::vector<Node*>& readers = index.Consumers(value);
+  if (readers.size() != 2 || graph.IsGraphOutput(value) || index.ReadBySubgraph(value)) return std::nullopt;
+  for (int first = 0; first < 2; ++first) {
+    Node* sigmoid = readers[static_cast<size_t>(first)];
+    Node* mul = readers[static_cast<size_t>(1 - first)];
+    if (!IsDefaultDomain(sigmoid, "Sigmoid") || !IsDefaultDomain(mul, "Mul") || mul->inputs.size() != 2) continue;
+    const std::string& gate = sigmoid->outputs[0];
+    const bool reads_both = (mul->inputs[0] == value && mul->inputs[1] == gate) ||
+                            (mul->inputs[1] == value && mul->inputs[0] == gate);
+    if (reads_both && index.OnlyReadBy(gate, *mul)) return std::pair{sigmoid, mul};
+  }
+  return std::nullopt;
 }
 
 struct ConvMatch {
@@ -28,7 +48,13 @@ std::optional<ConvMatch> Match(const Graph& graph, const GraphIndex& index, Node
     value = next->outputs[0];
     next = index.SoleReader(value);
   }
-  if ((match.activation = MatchActivation(graph, next, false))) match.followers.push_back(next);
+  if ((match.activation = MatchActivation(graph, next, false))) {
+    match.followers.push_back(next);
+  } else if (std::optional<std::pair<Node*, Node*>> silu = MatchSilu(graph, index, value)) {
+    match.followers.push_back(silu->first);
+    match.followers.push_back(silu->second);
+    match.activation = MatchedActivation{"Swish", {1.0f}};
+  }
   if (match.followers.empty()) return std::nullopt;
   return match;
 }

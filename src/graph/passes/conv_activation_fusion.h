@@ -4,8 +4,9 @@
 //   Conv -> Add(other) [-> Act] ->  FusedConv(X, W, B, Z=other, activation=Act)
 //
 // Act is one of Relu, LeakyRelu, Clip (limits from attributes before opset 11, from constant inputs since),
-// Sigmoid, HardSigmoid, HardSwish, Tanh; its parameters go to `activation_params` (LeakyRelu [alpha],
-// Clip [min, max], HardSigmoid [alpha, beta]). Every intermediate must be read only inside the pattern, and
+// Sigmoid, HardSigmoid, HardSwish, Tanh, or SiLU written as v * Sigmoid(v) (YOLO-style detectors; fused as
+// Swish with alpha 1); its parameters go to `activation_params` (LeakyRelu [alpha], Clip [min, max],
+// HardSigmoid [alpha, beta], Swish [alpha]). Every intermediate must be read only inside the pattern, and
 // the EP that would run the Conv must have a FusedConv kernel (`can_fuse`). Z is added before the activation;
 // the kernel requires Z to broadcast to the Conv output's shape (always true for residual connections).
 // The fused node replaces the pattern's last node, in its position, so everything it reads is produced before.

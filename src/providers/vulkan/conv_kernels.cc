@@ -45,6 +45,7 @@ Activation ShaderActivation(const FusedActivation& a) {
     case FusedActivation::Kind::kTanh: return Activation::kTanh;
     case FusedActivation::Kind::kGelu: return Activation::kGelu;
     case FusedActivation::Kind::kGeluTanh: return Activation::kGeluTanh;
+    case FusedActivation::Kind::kSwish: return Activation::kSwish;
   }
   return Activation::kNone;
 }

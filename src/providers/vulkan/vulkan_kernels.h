@@ -18,7 +18,7 @@ enum class Activation : uint32_t {
   kNone = 0, kRelu = 1, kSigmoid = 2, kTanh = 3, kLeakyRelu = 4, kClip = 5, kHardSigmoid = 6, kHardSwish = 7,
   kGelu = 8, kGeluTanh = 9, kExp = 10, kLog = 11, kSqrt = 12, kNeg = 13, kAbs = 14, kErf = 15, kReciprocal = 16,
   kFloor = 17, kCeil = 18, kElu = 19, kSoftplus = 20, kSoftsign = 21, kSin = 22, kCos = 23, kRound = 24, kSign = 25,
-  kSelu = 26,
+  kSelu = 26, kSwish = 27,
 };
 
 // The run's stream; throws kRuntime naming the node when the kernel was not given a Vulkan stream.

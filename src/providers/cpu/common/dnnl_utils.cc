@@ -93,6 +93,7 @@ inline T Activate(const FusedActivation& a, T x) {
     case K::kGelu: return T(0.5) * x * (T(1) + std::erf(x / std::sqrt(T(2))));
     case K::kGeluTanh:
       return T(0.5) * x * (T(1) + std::tanh(std::sqrt(T(2) / T(M_PI)) * (x + T(0.044715) * x * x * x)));
+    case K::kSwish: return x / (T(1) + std::exp(-alpha * x));
   }
   return x;
 }
@@ -117,6 +118,7 @@ void ApplyActivationTo(const FusedActivation& a, T* data, int64_t count) {
     case K::kTanh: return ApplyKind<T, K::kTanh>(a, data, count);
     case K::kGelu: return ApplyKind<T, K::kGelu>(a, data, count);
     case K::kGeluTanh: return ApplyKind<T, K::kGeluTanh>(a, data, count);
+    case K::kSwish: return ApplyKind<T, K::kSwish>(a, data, count);
   }
 }
 
@@ -139,6 +141,7 @@ void AppendActivation(dnnl::post_ops& ops, const FusedActivation& a) {
     case K::kTanh: return ops.append_eltwise(1.0f, algorithm::eltwise_tanh, 0.0f, 0.0f);
     case K::kGelu: return ops.append_eltwise(1.0f, algorithm::eltwise_gelu_erf, 0.0f, 0.0f);
     case K::kGeluTanh: return ops.append_eltwise(1.0f, algorithm::eltwise_gelu_tanh, 0.0f, 0.0f);
+    case K::kSwish: return ops.append_eltwise(1.0f, algorithm::eltwise_swish, a.alpha, 0.0f);
   }
 }
 

@@ -51,6 +51,7 @@ __device__ __forceinline__ float Activate(const launch::EpilogueActivation& a, f
     case launch::EpilogueActivation::Kind::kGelu: return 0.5f * x * (1.0f + erff(x * 0.70710678118654752f));
     case launch::EpilogueActivation::Kind::kGeluTanh:
       return 0.5f * x * (1.0f + tanhf(0.79788456080286536f * (x + 0.044715f * x * x * x)));
+    case launch::EpilogueActivation::Kind::kSwish: return x / (1.0f + __expf(-a.alpha * x));
   }
   return x;
 }

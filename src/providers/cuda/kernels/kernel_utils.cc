@@ -117,8 +117,8 @@ std::vector<int64_t> HostInt64s(const KernelContext& ctx, const Tensor& t, const
 }
 
 launch::EpilogueActivation ToLaunchActivation(const FusedActivation& activation) {
-  static_assert(static_cast<int>(FusedActivation::Kind::kGeluTanh) ==
-                static_cast<int>(launch::EpilogueActivation::Kind::kGeluTanh));
+  static_assert(static_cast<int>(FusedActivation::Kind::kSwish) ==
+                static_cast<int>(launch::EpilogueActivation::Kind::kSwish));
   launch::EpilogueActivation e;
   e.kind = static_cast<launch::EpilogueActivation::Kind>(static_cast<int>(activation.kind));
   e.alpha = activation.alpha;

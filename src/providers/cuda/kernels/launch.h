@@ -198,7 +198,7 @@ cudaError_t ScatterNd(int element_size, void* out, const void* indices, bool ind
 // ---- Conv epilogue (conv_epilogue.cu) -------------------------------------------------------------
 // The activation of a fused Conv (mirrors tessera::FusedActivation, which host code converts).
 struct EpilogueActivation {
-  enum class Kind { kNone, kRelu, kLeakyRelu, kClip, kSigmoid, kHardSigmoid, kHardSwish, kTanh, kGelu, kGeluTanh };
+  enum class Kind { kNone, kRelu, kLeakyRelu, kClip, kSigmoid, kHardSigmoid, kHardSwish, kTanh, kGelu, kGeluTanh, kSwish };
   Kind kind = Kind::kNone;
   float alpha = 0.0f, beta = 0.0f;
 };

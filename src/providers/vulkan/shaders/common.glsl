@@ -72,6 +72,7 @@ float Activate(float x, uint op, float a, float b) {
     case 24u: return roundEven(x);
     case 25u: return sign(x);
     case 26u: return x >= 0.0 ? b * x : b * a * (exp(x) - 1.0);  // Selu: a = alpha, b = gamma
+    case 27u: return x / (1.0 + exp(-a * x));                    // Swish: a = alpha
     default: return x;
   }
 }

@@ -22,6 +22,43 @@ TEST(ConvActivationFusionTest, FusesConvRelu) {
   ExpectSameOutputs(g, OptimizationLevel::kAll, 1e-4f);
 }
 
+// SiLU as YOLO-style exports write it: c * Sigmoid(c), in either operand order, after a Conv or its residual Add.
+TEST(ConvActivationFusionTest, FusesSiluAsSwish) {
+  for (bool sigmoid_first : {false, true}) {
+    PassTestGraph g = ConvGraph();
+    g.Node("Sigmoid", {"c"}, {"gate"});
+    if (sigmoid_first)
+      g.Node("Mul", {"gate", "c"}, {"y"});
+    else
+      g.Node("Mul", {"c", "gate"}, {"y"});
+    EXPECT_EQ(OpsAt(g, OptimizationLevel::kAll), (std::vector<std::string>{"FusedConv"}));
+    ExpectSameOutputs(g, OptimizationLevel::kAll, 1e-4f);
+  }
+  PassTestGraph residual = ConvGraph();
+  residual.Input("z", {1, 4, 6, 6});
+  residual.Node("Add", {"c", "z"}, {"sum"});
+  residual.Node("Sigmoid", {"sum"}, {"gate"});
+  residual.Node("Mul", {"sum", "gate"}, {"y"});
+  EXPECT_EQ(OpsAt(residual, OptimizationLevel::kAll), (std::vector<std::string>{"FusedConv"}));
+  ExpectSameOutputs(residual, OptimizationLevel::kAll, 1e-4f);
+}
+
+// A gate read outside the product, or a Conv output read by a third node, is not SiLU's alone.
+TEST(ConvActivationFusionTest, KeepsSiluWhoseValuesAreReadElsewhere) {
+  PassTestGraph gate_read = ConvGraph();
+  gate_read.Output("gate");
+  gate_read.Node("Sigmoid", {"c"}, {"gate"});
+  gate_read.Node("Mul", {"c", "gate"}, {"y"});
+  EXPECT_EQ(Count(OpsAt(gate_read, OptimizationLevel::kAll), "FusedConv"), 0u);
+  ExpectSameOutputs(gate_read, OptimizationLevel::kAll, 1e-4f);
+  PassTestGraph third = ConvGraph();
+  third.Output("d");
+  third.Node("Sigmoid", {"c"}, {"gate"});
+  third.Node("Mul", {"c", "gate"}, {"y"});
+  third.Node("Neg", {"c"}, {"d"});
+  EXPECT_EQ(Count(OpsAt(third, OptimizationLevel::kAll), "FusedConv"), 0u);
+}
+
 TEST(ConvActivationFusionTest, FusesClipWithConstantLimits) {
   PassTestGraph g = ConvGraph();
   g.Scalar("lo", 0.0f).Scalar("hi", 0.75f);
