@@ -38,10 +38,23 @@ Tensor Expected(const FusedConvCase& c, const Tensor& x, const Tensor& w, const 
   conv.Input("X", x).Input("W", w, true).Input("B", b, true).OutputName("Y");
   Tensor y = conv.RunOn("cpu")[0];
   T* data = y.Data<T>();
-  const int64_t per_channel = y.shape().SizeFrom(2), channels = y.shape()[1];
+  // Z's element for Y's flat index i, numpy broadcasting (Z right-aligned, its size-1 dims repeated).
+  auto z_at = [&](int64_t i) {
+    const Shape& ys = y.shape();
+    const Shape& zs = z->shape();
+    int64_t offset = 0, stride = 1;
+    for (int64_t d = static_cast<int64_t>(ys.rank()) - 1, zd = static_cast<int64_t>(zs.rank()) - 1; zd >= 0;
+         --d, --zd) {
+      const int64_t coord = i % ys[d];
+      i /= ys[d];
+      if (zs[zd] != 1) offset += coord * stride;
+      stride *= zs[zd];
+    }
+    return static_cast<double>(z->Data<T>()[offset]);
+  };
   for (int64_t i = 0; i < y.NumElements(); ++i) {
     double v = data[i];
-    if (z) v += z->shape().rank() == 3 ? z->Data<T>()[(i / per_channel) % channels] : z->Data<T>()[i];
+    if (z) v += z_at(i);
     data[i] = static_cast<T>(Activate(c.activation, c.params, v));
   }
   return y;
@@ -77,6 +90,11 @@ TEST(FusedConvTest, PointwiseKernelWithResidualOnly) {
 
 TEST(FusedConvTest, BroadcastResidualWithLeakyRelu) {
   Check({Shape{1, 4, 6, 6}, Shape{8, 4, 3, 3}, {1, 1, 1, 1}, "LeakyRelu", {0.2f}, Shape{8, 1, 1}});
+  // A per-pixel map shared by every channel (StyleGAN-style noise inputs): [H, W] and [1, 1, H, W].
+  Check({Shape{2, 4, 6, 7}, Shape{8, 4, 1, 1}, {0, 0, 0, 0}, "LeakyRelu", {0.2f}, Shape{6, 7}});
+  Check({Shape{2, 4, 6, 7}, Shape{8, 4, 1, 1}, {0, 0, 0, 0}, "", {}, Shape{1, 1, 6, 7}});
+  // Broadcast along the last dim: [C, H, 1].
+  Check({Shape{1, 4, 6, 7}, Shape{8, 4, 3, 3}, {1, 1, 1, 1}, "Relu", {}, Shape{8, 6, 1}});
 }
 
 TEST(FusedConvTest, EveryActivationOnSpatialKernel) {

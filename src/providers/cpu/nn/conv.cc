@@ -237,9 +237,12 @@ struct DnnlConv {
   bool activation_fused = false;  // the activation runs as eltwise post-ops
 };
 
-// Adds `z` (unidirectionally broadcast to `y_shape`) to `y`; throws when it does not broadcast.
+// Adds `z` (unidirectionally broadcast to `y_shape`) to `y`; throws when it does not broadcast. Works row by row
+// over Y's last dim (Z's offset for a row computed once, the row added with Z's stride there: 1, or 0 where Z
+// broadcasts along it), rows spread over the pool: a [H, W] noise map added to [N, C, H, W] is one pass.
 template <typename T>
-void AddResidual(const Node& node, const Shape& y_shape, T* y, const Shape& z_shape, const T* z) {
+void AddResidual(const ThreadPool& pool, const Node& node, const Shape& y_shape, T* y, const Shape& z_shape,
+                 const T* z) {
   const size_t rank = y_shape.rank();
   if (z_shape.rank() > rank)
     Fail(ErrorCode::kInvalidArgument, node.Describe(), ": Z ", z_shape.ToString(), " does not broadcast to Y ",
@@ -254,14 +257,25 @@ void AddResidual(const Node& node, const Shape& y_shape, T* y, const Shape& z_sh
     stride *= z_shape[zd];
   }
   const int64_t count = y_shape.NumElements();
-  for (int64_t i = 0; i < count; ++i) {
-    int64_t offset = 0;
-    for (int64_t r = i, d = static_cast<int64_t>(rank) - 1; d >= 0; --d) {
-      offset += (r % y_shape[d]) * z_strides[d];
-      r /= y_shape[d];
+  if (count == 0) return;
+  const int64_t width = rank == 0 ? 1 : y_shape[rank - 1];
+  const int64_t inner_stride = rank == 0 ? 0 : z_strides[rank - 1];
+  const int64_t rows = count / width;
+  pool.ParallelFor(rows, std::max<int64_t>(1, 16384 / width), [&](int64_t begin, int64_t end) {
+    for (int64_t row = begin; row < end; ++row) {
+      int64_t offset = 0;
+      for (int64_t r = row, d = static_cast<int64_t>(rank) - 2; d >= 0; --d) {
+        offset += (r % y_shape[d]) * z_strides[d];
+        r /= y_shape[d];
+      }
+      T* out = y + row * width;
+      const T* in = z + offset;
+      if (inner_stride == 1)
+        for (int64_t j = 0; j < width; ++j) out[j] += in[j];
+      else
+        for (int64_t j = 0; j < width; ++j) out[j] += in[0];
     }
-    y[i] += z[offset];
-  }
+  });
 }
 
 // How Build sets up a oneDNN convolution.
@@ -404,7 +418,7 @@ class Conv : public Kernel {
   // The residual and activation for paths that did not fuse them into the primitive.
   template <typename T>
   void Finish(KernelContext& ctx, const Tensor* residual, T* y_data, const Tensor& y) const {
-    if (residual) AddResidual(ctx.node(), y.shape(), y_data, residual->shape(), residual->Data<T>());
+    if (residual) AddResidual(ctx.thread_pool(), ctx.node(), y.shape(), y_data, residual->shape(), residual->Data<T>());
     if (activation_.kind == FusedActivation::Kind::kNone) return;
     ctx.thread_pool().ParallelFor(y.NumElements(), 16384, [&](int64_t begin, int64_t end) {
       ApplyActivation(activation_, y_data + begin, end - begin);
