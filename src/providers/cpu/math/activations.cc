@@ -147,6 +147,51 @@ void GeluMap(const ThreadPool& pool, const T* in, T* out, int64_t n, Op op) {
   }
 }
 
+TESSERA_TARGET_CLONES("arch=x86-64-v4", "arch=x86-64-v3", "default")
+void SigmoidSpan(const float* x, float* y, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) y[i] = SigmoidOp{}(x[i]);
+}
+TESSERA_TARGET_CLONES("arch=x86-64-v4", "arch=x86-64-v3", "default")
+void TanhSpan(const float* x, float* y, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) y[i] = TanhOp{}(x[i]);
+}
+
+// An attribute-free activation whose float loop is `span` (built per instruction set, as above); other types take
+// the generic element loop.
+template <typename Op, void (*kSpan)(const float*, float*, int64_t)>
+class SpanActivationKernel : public Kernel {
+ public:
+  explicit SpanActivationKernel(const KernelInfo&) {}
+
+  void Compute(KernelContext& ctx) const override {
+    const Tensor& x = ctx.Input(0);
+    DispatchType(x.type(), FloatTypes{}, ctx.node(), [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      Tensor& y = ctx.Output(0, x.type(), x.shape());
+      const T* in = x.Data<T>();
+      T* out = y.Data<T>();
+      const int64_t n = x.NumElements();
+      if constexpr (std::is_same_v<T, float>) {
+        if (n <= kElementwiseParallelThreshold) return kSpan(in, out, n);
+        ctx.thread_pool().ParallelFor(n, kElementwiseGrain,
+                                      [&](int64_t begin, int64_t end) { kSpan(in + begin, out + begin, end - begin); });
+      } else {
+        UnaryMap(ctx.thread_pool(), in, out, n, LiftUnary<T>(Op{}));
+      }
+    });
+  }
+};
+
+template <typename Op, void (*kSpan)(const float*, float*, int64_t)>
+void RegisterSpanActivation(KernelRegistry& registry, const std::string& op_type) {
+  KernelDef def;
+  def.op_type = op_type;
+  def.since_version = 1;
+  def.until_version = kLatestOpset;
+  def.input_types[0] = DataTypesOf(FloatTypes{});
+  registry.Register<SpanActivationKernel<Op, kSpan>>(std::move(def));
+}
+
 // Gelu picks its formula once per kernel: a branch on `approximate` inside the element loop would keep the
 // loop scalar.
 class GeluKernel : public Kernel {
@@ -340,9 +385,9 @@ class ClipKernel : public Kernel {
 void RegisterActivationKernels(KernelRegistry& registry) {
   RegisterUnary<ReluOp, SignedNumericTypes>(registry, "Relu", 1, kLatestOpset);
   RegisterUnary<LeakyReluOp, FloatTypes>(registry, "LeakyRelu", 1, kLatestOpset);
-  RegisterUnary<SigmoidOp, FloatTypes>(registry, "Sigmoid", 1, kLatestOpset);
+  RegisterSpanActivation<SigmoidOp, SigmoidSpan>(registry, "Sigmoid");
   RegisterUnary<HardSigmoidOp, FloatTypes>(registry, "HardSigmoid", 1, kLatestOpset);
-  RegisterUnary<TanhOp, FloatTypes>(registry, "Tanh", 1, kLatestOpset);
+  RegisterSpanActivation<TanhOp, TanhSpan>(registry, "Tanh");
   RegisterUnary<EluOp, FloatTypes>(registry, "Elu", 1, kLatestOpset);
   RegisterUnary<SeluOp, FloatTypes>(registry, "Selu", 1, kLatestOpset);
   RegisterUnary<SoftplusOp, FloatTypes>(registry, "Softplus", 1, kLatestOpset);

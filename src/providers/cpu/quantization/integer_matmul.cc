@@ -10,6 +10,7 @@
 
 #include "providers/cpu/common/dnnl_utils.h"
 #include "providers/cpu/cpu_kernels.h"
+#include "providers/cpu/quantization/integer_gemm.h"
 #include "providers/cpu/quantization/quantize_common.h"
 
 namespace tessera::cpu {
@@ -220,20 +221,37 @@ DnnlIntMatMul BuildDnnlIntMatMul(int64_t rows, int64_t k, int64_t n, DataType a_
   return mm;
 }
 
-void RunDnnlIntMatMul(KernelContext& ctx, const DnnlIntMatMul& mm, const Tensor& a, int32_t a_zero, const Tensor& b,
+// `b` is read only when the weights were not packed at creation (a runtime int8 B).
+void RunDnnlIntMatMul(KernelContext& ctx, const DnnlIntMatMul& mm, const void* a, int32_t a_zero, const void* b,
                       int32_t* sums) {
   const dnnl::engine& engine = DnnlEngine();
   dnnl::memory weights = mm.packed_weights;
   if (!weights) {
-    weights = dnnl::memory(mm.weights_plain, engine, const_cast<void*>(b.raw_data()));
+    weights = dnnl::memory(mm.weights_plain, engine, const_cast<void*>(b));
     if (mm.pd.weights_desc() != mm.weights_plain) weights = ReorderInto(weights, mm.pd.weights_desc());
   }
   dnnl::memory zero({{1}, dnnl::memory::data_type::s32, dnnl::memory::format_tag::x}, engine, &a_zero);
   ExecuteDnnl(ctx, mm.primitive, mm.pd,
-              {{DNNL_ARG_SRC, dnnl::memory(mm.src_plain, engine, const_cast<void*>(a.raw_data()))},
+              {{DNNL_ARG_SRC, dnnl::memory(mm.src_plain, engine, const_cast<void*>(a))},
                {DNNL_ARG_WEIGHTS, weights},
                {DNNL_ARG_DST, dnnl::memory(mm.dst_plain, engine, sums)},
                {DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_SRC, zero}});
+}
+
+// sums[r, j] += coefficient[j] * (sum_k A[r, k] - K * a_zero) for rows [0, rows): the rank-1 term that turns
+// oneDNN's sums over the shifted weights into (A - a_zero)(B - b_zero) (see DnnlIntMatMul). Wraps modulo 2^32.
+template <typename TA>
+void AddRankOneCorrection(const TA* a, int64_t rows, int64_t k, int32_t a_zero, const std::vector<int32_t>& coefficient,
+                          int32_t* sums) {
+  const auto n = static_cast<int64_t>(coefficient.size());
+  for (int64_t r = 0; r < rows; ++r) {
+    const TA* row = a + r * k;
+    int32_t row_sum = -static_cast<int32_t>(k) * a_zero;
+    for (int64_t kk = 0; kk < k; ++kk) row_sum += row[kk];
+    auto* out = reinterpret_cast<uint32_t*>(sums + r * n);
+    for (int64_t j = 0; j < n; ++j)
+      out[j] += static_cast<uint32_t>(coefficient[static_cast<size_t>(j)]) * static_cast<uint32_t>(row_sum);
+  }
 }
 
 // Calls fn.template operator()<T>() for int8 or uint8.
@@ -302,7 +320,7 @@ class IntegerMatMulBase : public Kernel {
     Tensor storage;
     if (!direct) storage = Tensor::Allocate(DataType::kInt32, Shape{batches, g.m, g.n}, ctx.allocator());
     int32_t* sums = direct ? direct : storage.Data<int32_t>();
-    RunDnnlIntMatMul(ctx, mm, a_tensor, a_zero, b, sums);
+    RunDnnlIntMatMul(ctx, mm, a_tensor.raw_data(), a_zero, b.raw_data(), sums);
     const TA* a = a_tensor.Data<TA>();
     // Column coefficients of the rank-1 correction (see DnnlIntMatMul); all zero for a symmetric int8 B.
     std::vector<int32_t> column_coefficient(static_cast<size_t>(g.n));
@@ -321,18 +339,8 @@ class IntegerMatMulBase : public Kernel {
             const int64_t batch = task / blocks, first = (task % blocks) * kRowBlock;
             const int64_t rows = std::min(kRowBlock, g.m - first);
             int32_t* block = sums + (batch * g.m + first) * g.n;
-            if (corrected) {
-              for (int64_t r = 0; r < rows; ++r) {
-                const TA* row = a + (batch * g.m + first + r) * g.k;
-                int32_t row_sum = -static_cast<int32_t>(g.k) * a_zero;
-                for (int64_t kk = 0; kk < g.k; ++kk) row_sum += row[kk];
-                // Unsigned arithmetic: the sums wrap modulo 2^32 as the int16 path's do.
-                auto* out = reinterpret_cast<uint32_t*>(block + r * g.n);
-                for (int64_t j = 0; j < g.n; ++j)
-                  out[j] += static_cast<uint32_t>(column_coefficient[static_cast<size_t>(j)]) *
-                            static_cast<uint32_t>(row_sum);
-              }
-            }
+            if (corrected)
+              AddRankOneCorrection(a + (batch * g.m + first) * g.k, rows, g.k, a_zero, column_coefficient, block);
             if (!direct) sink(batch, first, rows, block);
           }
         });
@@ -463,6 +471,90 @@ class MatMulIntegerToFloat : public IntegerMatMulBase {
 };
 
 }  // namespace
+
+struct ConstantWeightIntegerGemm::Impl {
+  DataType b_type;
+  std::vector<uint8_t> b;                 // the weights as given (bytes of int8 or uint8)
+  std::vector<int32_t> b_zero;            // one, or one per column
+  std::vector<int16_t> corrected;         // B - b_zero as int16 [k x n], for the exact GEMM
+  ShapeCache<DnnlIntMatMul> primitives;   // per row count (VNNI CPUs)
+};
+
+ConstantWeightIntegerGemm::ConstantWeightIntegerGemm(const void* b, DataType b_type, int64_t k, int64_t n,
+                                                     std::vector<int32_t> b_zero)
+    : k_(k), n_(n), impl_(std::make_unique<Impl>()) {
+  if (b_type != DataType::kInt8 && b_type != DataType::kUInt8)
+    Fail(ErrorCode::kInvalidArgument, "integer GEMM weights must be int8 or uint8, got ", DataTypeName(b_type));
+  if (b_zero.size() != 1 && static_cast<int64_t>(b_zero.size()) != n)
+    Fail(ErrorCode::kInvalidArgument, "integer GEMM weights: ", b_zero.size(), " zero points for ", n, " columns");
+  impl_->b_type = b_type;
+  impl_->b.assign(static_cast<const uint8_t*>(b), static_cast<const uint8_t*>(b) + k * n);
+  impl_->b_zero = std::move(b_zero);
+  if (!DnnlInt8IsExact()) {
+    impl_->corrected.resize(static_cast<size_t>(k * n));
+    for (int64_t kk = 0; kk < k; ++kk)
+      for (int64_t j = 0; j < n; ++j) {
+        const size_t i = static_cast<size_t>(kk * n + j);
+        const int32_t v = b_type == DataType::kUInt8 ? static_cast<int32_t>(impl_->b[i])
+                                                     : static_cast<int32_t>(static_cast<int8_t>(impl_->b[i]));
+        impl_->corrected[i] = static_cast<int16_t>(v - impl_->b_zero[impl_->b_zero.size() == 1 ? 0 : j]);
+      }
+  }
+}
+
+ConstantWeightIntegerGemm::~ConstantWeightIntegerGemm() = default;
+
+void ConstantWeightIntegerGemm::Run(KernelContext& ctx, const uint8_t* a, int64_t rows, int32_t a_zero,
+                                    int32_t* sums) const {
+  if (rows == 0 || n_ == 0) return;
+  if (k_ == 0) return std::fill(sums, sums + rows * n_, 0);
+  if (DnnlInt8IsExact()) {
+    std::shared_ptr<const DnnlIntMatMul> mm = impl_->primitives.Get(ctx, {rows}, [&] {
+      // BuildDnnlIntMatMul reads the constant weights from a tensor sharing the copy's bytes.
+      const Tensor b = Tensor::Wrap(impl_->b_type, Shape{k_, n_}, impl_->b.data(), impl_->b.size(), MemoryInfo::Host());
+      return BuildDnnlIntMatMul(rows, k_, n_, DataType::kUInt8, impl_->b_type, b);
+    });
+    if (mm->primitive) {
+      RunDnnlIntMatMul(ctx, *mm, a, a_zero, impl_->b.data(), sums);
+      std::vector<int32_t> coefficient(static_cast<size_t>(n_));
+      bool corrected = false;
+      for (int64_t j = 0; j < n_; ++j) {
+        coefficient[static_cast<size_t>(j)] =
+            mm->weight_shift - impl_->b_zero[impl_->b_zero.size() == 1 ? 0 : static_cast<size_t>(j)];
+        corrected |= coefficient[static_cast<size_t>(j)] != 0;
+      }
+      if (corrected) AddRankOneCorrection(a, rows, k_, a_zero, coefficient, sums);
+      return;
+    }
+  }
+  // The exact int16 GEMM (no VNNI, or oneDNN rejected the problem): B corrected once, A per call.
+  std::vector<int16_t> corrected_b;
+  const int16_t* b16 = impl_->corrected.data();
+  if (impl_->corrected.empty()) {  // a VNNI CPU whose oneDNN refused the geometry
+    corrected_b.resize(static_cast<size_t>(k_ * n_));
+    for (int64_t kk = 0; kk < k_; ++kk)
+      for (int64_t j = 0; j < n_; ++j) {
+        const size_t i = static_cast<size_t>(kk * n_ + j);
+        const int32_t v = impl_->b_type == DataType::kUInt8 ? static_cast<int32_t>(impl_->b[i])
+                                                            : static_cast<int32_t>(static_cast<int8_t>(impl_->b[i]));
+        corrected_b[i] = static_cast<int16_t>(v - impl_->b_zero[impl_->b_zero.size() == 1 ? 0 : j]);
+      }
+    b16 = corrected_b.data();
+  }
+  constexpr int64_t kRowBlock = 16;
+  const int64_t blocks = (rows + kRowBlock - 1) / kRowBlock;
+  ctx.thread_pool().ParallelFor(blocks, std::max<int64_t>(1, 262144 / (kRowBlock * std::max<int64_t>(1, k_ * n_))),
+                                [&](int64_t begin, int64_t end) {
+                                  std::vector<int16_t> a_rows(static_cast<size_t>(kRowBlock * k_));
+                                  for (int64_t block = begin; block < end; ++block) {
+                                    const int64_t first = block * kRowBlock, count = std::min(kRowBlock, rows - first);
+                                    for (int64_t i = 0; i < count * k_; ++i)
+                                      a_rows[static_cast<size_t>(i)] =
+                                          static_cast<int16_t>(static_cast<int32_t>(a[first * k_ + i]) - a_zero);
+                                    GemmInt16(a_rows.data(), b16, sums + first * n_, count, n_, k_, n_, n_);
+                                  }
+                                });
+}
 
 void RegisterIntegerMatMulKernels(KernelRegistry& registry) {
   const std::vector<DataType> q8{DataType::kInt8, DataType::kUInt8};

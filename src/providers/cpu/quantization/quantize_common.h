@@ -36,6 +36,16 @@ void QuantizeSpan(const float* x, int64_t n, float scale, float zero_point, uint
 void RequantizeSpan(const int32_t* sums, int64_t n, int32_t offset, float multiplier, float zero_point, int8_t* y);
 void RequantizeSpan(const int32_t* sums, int64_t n, int32_t offset, float multiplier, float zero_point, uint8_t* y);
 
+// DynamicQuantizeLinear's rule over x[0, n): scale = (max(0, max x) - min(0, min x)) / 255, zero point =
+// saturate(round(-min / scale)), q[i] = saturate(round(x[i] / scale) + zero point); an all-zero x gets scale 0,
+// zero point 0 and q = 0. Used by the DynamicQuantizeLinear kernel and by kernels that quantize their float
+// activations the same way (com.microsoft DynamicQuantizeLSTM).
+struct DynamicQuantization {
+  float scale = 0.0f;
+  uint8_t zero_point = 0;
+};
+DynamicQuantization DynamicQuantizeUint8(const ThreadPool& pool, const float* x, int64_t n, uint8_t* q);
+
 // Scales (float, float16 or bfloat16 tensors) converted to float; throws naming `what` for other types.
 std::vector<float> ReadScales(const Node& node, const Tensor& t, const char* what);
 // Zero points of an integer tensor widened to int32; an omitted input reads as one zero.

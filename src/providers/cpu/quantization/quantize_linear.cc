@@ -290,27 +290,18 @@ std::pair<float, float> RangeWithZero(const ThreadPool& pool, const float* x, in
   return {*std::min_element(mins.begin(), mins.end()), *std::max_element(maxs.begin(), maxs.end())};
 }
 
-// y_scale = (max(0, max x) - min(0, min x)) / 255, y_zero_point = saturate(round(-min / y_scale)) and
-// y = QuantizeLinear(x, y_scale, y_zero_point). An all-zero x has scale 0: then y and the zero point are 0.
+// DynamicQuantizeLinear: DynamicQuantizeUint8 (quantize_common.h) over the whole tensor.
 class DynamicQuantizeLinear : public Kernel {
  public:
   explicit DynamicQuantizeLinear(const KernelInfo&) {}
 
   void Compute(KernelContext& ctx) const override {
     const Tensor& x = ctx.Input(0);
-    const int64_t n = x.NumElements();
-    const auto [lo, hi] = n > 0 ? RangeWithZero(ctx.thread_pool(), x.Data<float>(), n) : std::pair{0.0f, 0.0f};
-    const float scale = (hi - lo) / 255.0f;
-    const uint8_t zero_point = scale == 0.0f ? 0 : QuantizeValue<uint8_t>(-lo / scale, 0.0f);
     Tensor& y = ctx.Output(0, DataType::kUInt8, x.shape());
-    ctx.Output(1, DataType::kFloat, Shape{}).Data<float>()[0] = scale;
-    ctx.Output(2, DataType::kUInt8, Shape{}).Data<uint8_t>()[0] = zero_point;
-    if (n == 0) return;
-    uint8_t* out = y.Data<uint8_t>();
-    if (scale == 0.0f) return std::fill(out, out + n, uint8_t{0});
-    ParamLayout layout;
-    layout.inner = n;
-    QuantizeRows(ctx.thread_pool(), layout, x.Data<float>(), {scale}, {static_cast<float>(zero_point)}, out);
+    const DynamicQuantization q =
+        DynamicQuantizeUint8(ctx.thread_pool(), x.Data<float>(), x.NumElements(), y.Data<uint8_t>());
+    ctx.Output(1, DataType::kFloat, Shape{}).Data<float>()[0] = q.scale;
+    ctx.Output(2, DataType::kUInt8, Shape{}).Data<uint8_t>()[0] = q.zero_point;
   }
 };
 
@@ -324,6 +315,22 @@ KernelDef Def(const char* op, int since, int until, std::map<int, std::vector<Da
 }
 
 }  // namespace
+
+DynamicQuantization DynamicQuantizeUint8(const ThreadPool& pool, const float* x, int64_t n, uint8_t* q) {
+  const auto [lo, hi] = n > 0 ? RangeWithZero(pool, x, n) : std::pair{0.0f, 0.0f};
+  DynamicQuantization result;
+  result.scale = (hi - lo) / 255.0f;
+  result.zero_point = result.scale == 0.0f ? 0 : QuantizeValue<uint8_t>(-lo / result.scale, 0.0f);
+  if (n == 0) return result;
+  if (result.scale == 0.0f) {
+    std::fill(q, q + n, uint8_t{0});
+    return result;
+  }
+  ParamLayout layout;
+  layout.inner = n;
+  QuantizeRows(pool, layout, x, {result.scale}, {static_cast<float>(result.zero_point)}, q);
+  return result;
+}
 
 void RegisterQuantizeKernels(KernelRegistry& registry) {
   using D = DataType;

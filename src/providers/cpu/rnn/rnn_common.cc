@@ -170,14 +170,15 @@ Shape RecurrentShape::StateShape() const {
   return layout == 0 ? Shape{num_directions, batch, hidden} : Shape{batch, num_directions, hidden};
 }
 
-RecurrentShape ResolveRecurrentShape(const KernelContext& ctx, const RecurrentAttributes& attributes, int64_t gates) {
+RecurrentShape ResolveRecurrentShape(const KernelContext& ctx, const RecurrentAttributes& attributes, int64_t gates,
+                                     bool quantized_weights) {
   const Tensor& x = ctx.Input(0);
   const Tensor& w = ctx.Input(1);
   const Tensor& r = ctx.Input(2);
   if (x.shape().rank() != 3 || w.shape().rank() != 3 || r.shape().rank() != 3)
     Fail(ErrorCode::kInvalidArgument, ctx.node().Describe(), ": X, W and R must have rank 3, got X ",
          x.shape().ToString(), ", W ", w.shape().ToString(), ", R ", r.shape().ToString());
-  if (w.type() != x.type() || r.type() != x.type())
+  if (!quantized_weights && (w.type() != x.type() || r.type() != x.type()))
     Fail(ErrorCode::kInvalidArgument, ctx.node().Describe(), ": X, W and R must have the same element type");
   RecurrentShape s;
   s.layout = attributes.layout;
@@ -186,10 +187,10 @@ RecurrentShape ResolveRecurrentShape(const KernelContext& ctx, const RecurrentAt
   s.input_size = x.shape()[2];
   s.num_directions = attributes.num_directions;
   s.gates = gates;
-  s.hidden = attributes.hidden_size >= 0 ? attributes.hidden_size : r.shape()[2];
+  s.hidden = attributes.hidden_size >= 0 ? attributes.hidden_size : r.shape()[quantized_weights ? 1 : 2];
   const int64_t d = s.num_directions, h = s.hidden;
-  ExpectShape(ctx, "W", w.shape(), Shape{d, gates * h, s.input_size});
-  ExpectShape(ctx, "R", r.shape(), Shape{d, gates * h, h});
+  ExpectShape(ctx, "W", w.shape(), quantized_weights ? Shape{d, s.input_size, gates * h} : Shape{d, gates * h, s.input_size});
+  ExpectShape(ctx, "R", r.shape(), quantized_weights ? Shape{d, h, gates * h} : Shape{d, gates * h, h});
   if (const Tensor* b = ctx.OptionalInput(3)) ExpectShape(ctx, "B", b->shape(), Shape{d, 2 * gates * h});
   if (const Tensor* lens = ctx.OptionalInput(4)) ExpectShape(ctx, "sequence_lens", lens->shape(), Shape{s.batch});
   if (const Tensor* h0 = ctx.OptionalInput(5)) ExpectShape(ctx, "initial_h", h0->shape(), s.StateShape());

@@ -86,8 +86,11 @@ struct RecurrentShape {
 };
 
 // Validates X, W, R, B, sequence_lens and initial_h and, when present (LSTM), initial_c (input 6) and P (input 7).
-// `gates` is the number of gate blocks stacked in W and R (RNN 1, GRU 3, LSTM 4).
-RecurrentShape ResolveRecurrentShape(const KernelContext& ctx, const RecurrentAttributes& attributes, int64_t gates);
+// `gates` is the number of gate blocks stacked in W and R (RNN 1, GRU 3, LSTM 4). With `quantized_weights`
+// (com.microsoft DynamicQuantizeLSTM) W is [directions, input, gates * hidden] and R [directions, hidden,
+// gates * hidden], 8-bit, instead of ONNX's [directions, gates * hidden, input / hidden] in X's type.
+RecurrentShape ResolveRecurrentShape(const KernelContext& ctx, const RecurrentAttributes& attributes, int64_t gates,
+                                     bool quantized_weights = false);
 
 // Per batch entry, the number of steps to run (sequence_lens, or seq_length for all when absent).
 std::vector<int64_t> SequenceLengths(const KernelContext& ctx, const RecurrentShape& shape);
