@@ -25,7 +25,7 @@ const repo = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const ortEntry = path.join(repo, '.deps/ort-node/node_modules/onnxruntime-node/dist/index.js');
 
 function parseArgs(argv) {
-  const args = { dims: {}, shapes: {}, fills: {}, threads: os.cpus().length, rounds: 10, runs: 0, budget: 60, warmup: 4, seed: 0,
+  const args = { dims: {}, shapes: {}, fills: {}, threads: os.cpus().length, rounds: 10, runs: 0, budget: 60, warmup: 4, seed: 0, noise: 1e-6,
                  tessera: path.join(repo, 'build/tessera'), optLevel: 'all', label: '', json: '' };
   const take = (i) => { if (i + 1 >= argv.length) throw new Error(`${argv[i]} needs a value`); return argv[i + 1]; };
   for (let i = 0; i < argv.length; i += 2) {
@@ -43,6 +43,7 @@ function parseArgs(argv) {
       case '--opt-level': args.optLevel = value; break;
       case '--label': args.label = value; break;
       case '--json': args.json = value; break;
+      case '--noise': args.noise = Number(value); break;
       case '--dim': args.dims[name] = Number(assigned); break;
       case '--shape': args.shapes[name] = assigned.split('x').map(Number); break;
       case '--fill': args.fills[name] = Number(assigned); break;
@@ -51,7 +52,7 @@ function parseArgs(argv) {
   }
   if (!args.model) {
     throw new Error('usage: compare_ort.mjs --model MODEL [--threads N] [--dim SYMBOL=V]... [--shape NAME=AxBx..]... ' +
-                    '[--fill NAME=VALUE]... [--rounds R] [--runs K | --budget SECONDS] [--warmup W] [--json FILE]');
+                    '[--fill NAME=VALUE]... [--rounds R] [--runs K | --budget SECONDS] [--warmup W] [--json FILE] [--noise EPS]');
   }
   args.label ||= path.basename(path.dirname(args.model)) || path.basename(args.model);
   return args;
@@ -240,7 +241,7 @@ async function main() {
       relDiffs[name] = maxRelDiff(actual, reference[name].data);
     }
 
-    const noiseFloor = await ortNoiseFloor(ort, ortSession, feeds, reference);
+    const noiseFloor = await ortNoiseFloor(ort, ortSession, feeds, reference, args.noise);
 
     const warmOrt = await timeOrt(ortSession, feeds, args.warmup);
     const warmTessera = (await tessera.request(`run ${args.warmup}`)).ms;
@@ -254,7 +255,7 @@ async function main() {
     const result = {
       model: args.label, path: args.model, shapes, threads: args.threads, opt_level: args.optLevel,
       rounds: args.rounds, runs_per_round: args.runs, tessera: summarize(tesseraMs), ort: summarize(ortMs),
-      max_abs_diff: diffs, max_rel_diff: relDiffs, ort_noise_rel_diff: noiseFloor, load_before: loadBefore, load_after: os.loadavg()[0], tessera_load_ms: ready.load_ms,
+      max_abs_diff: diffs, max_rel_diff: relDiffs, ort_noise_rel_diff: noiseFloor, ort_noise_eps: args.noise, load_before: loadBefore, load_after: os.loadavg()[0], tessera_load_ms: ready.load_ms,
       ort_version: ort.env.versions.node,
     };
     result.ratio = result.tessera.median / result.ort.median;
@@ -267,18 +268,19 @@ async function main() {
   }
 }
 
-// ONNX Runtime against itself with every float input moved by a few ulp (1e-6 relative, alternating
-// signs): how far the outputs of this model move under rounding-level changes. Deep quantized models
+// ONNX Runtime against itself with every float input moved by a few ulp (--noise, 1e-6 relative by default,
+// alternating signs; 1e-3 for float16 models, whose first Cast would round a smaller change away): how far the
+// outputs of this model move under rounding-level changes. Deep quantized models
 // amplify such changes (a value crossing a rounding boundary of DynamicQuantizeLinear changes a whole
 // row of the next product), so two correct runtimes differ by about this much; it is reported beside
 // the Tessera / ONNX Runtime difference. Null when the model has no float input.
-async function ortNoiseFloor(ort, session, feeds, reference) {
+async function ortNoiseFloor(ort, session, feeds, reference, eps) {
   const perturbed = {};
   let any = false;
   for (const [name, tensor] of Object.entries(feeds)) {
     if (tensor.type !== 'float32') { perturbed[name] = tensor; continue; }
     any = true;
-    const data = Float32Array.from(tensor.data, (v, i) => v * (1 + 1e-6 * ((i % 3) - 1)));
+    const data = Float32Array.from(tensor.data, (v, i) => v * (1 + eps * ((i % 3) - 1)));
     perturbed[name] = new ort.Tensor('float32', data, tensor.dims);
   }
   if (!any) return null;
@@ -298,7 +300,7 @@ function report(r) {
               `  ort     median ${f(r.ort.median)} ms (p10 ${f(r.ort.p10)}, p90 ${f(r.ort.p90)})\n` +
               `  ratio tessera/ort ${r.ratio.toFixed(3)} (of the minimums ${r.min_ratio.toFixed(3)}); ` +
               `max abs diff: ${diffText}; ` +
-              (r.ort_noise_rel_diff ? `ORT vs ORT with inputs moved 1e-6: max relative ` +
+              (r.ort_noise_rel_diff ? `ORT vs ORT with inputs moved ${r.ort_noise_eps}: max relative ` +
                                       `${Math.max(...Object.values(r.ort_noise_rel_diff)).toExponential(2)}; ` : '') +
               `load ${r.load_before.toFixed(2)} -> ${r.load_after.toFixed(2)}`);
 }

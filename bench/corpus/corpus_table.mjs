@@ -3,7 +3,8 @@
 import fs from 'node:fs';
 
 const rows = fs.readFileSync(process.argv[2], 'utf8').split('\n').filter(Boolean).map((line) => JSON.parse(line));
-// "ORT noise": ONNX Runtime against itself with the float inputs moved 1e-6 relative (compare_ort.mjs).
+// "ORT noise": ONNX Runtime against itself with the float inputs moved 1e-6 relative (1e-3 for float16 models;
+// compare_ort.mjs --noise).
 console.log('| model | loads | max relative difference | ORT noise | ORT median (ms) | Tessera median (ms) | Tessera / ORT |');
 console.log('|---|---|---:|---:|---:|---:|---:|');
 for (const r of rows) {
