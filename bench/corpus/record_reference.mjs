@@ -1,5 +1,5 @@
 // Records ONNX Runtime's outputs for a corpus model on deterministic inputs, for the CI corpus test
-// (tests/python/test_corpus_models.py): writes NAME.inputs.json and NAME.outputs.json (values as lists,
+// (tests/python/test_corpus_models.py): writes NAME.reference.json (inputs as generation rules; outputs as lists,
 // shapes, types) into DIR.
 //   node bench/corpus/record_reference.mjs .models/corpus/silero_vad_v5.onnx DIR --shape input=1x512 --fill sr=16000
 import fs from 'node:fs';
