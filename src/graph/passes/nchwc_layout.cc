@@ -43,14 +43,18 @@ class BlockedLayoutRewriter {
   size_t Run() {
     for (const auto& owned : graph_.nodes) {
       Node& node = *owned;
-      std::optional<std::string> blocked_output = TryConv(node);
-      if (!blocked_output) blocked_output = TryPool(node);
-      if (!blocked_output) blocked_output = TryPassThrough(node);
-      if (!blocked_output)
+      std::vector<std::string> blocked_outputs = TrySplit(node);
+      if (blocked_outputs.empty()) {
+        std::optional<std::string> blocked_output = TryConv(node);
+        if (!blocked_output) blocked_output = TryPool(node);
+        if (!blocked_output) blocked_output = TryPassThrough(node);
+        if (blocked_output) blocked_outputs.push_back(*blocked_output);
+      }
+      if (blocked_outputs.empty())
         for (const std::string& input : node.inputs) EmitPlainTwin(input);
       order_.push_back(&node);
-      if (blocked_output && (graph_.IsGraphOutput(*blocked_output) || index_.ReadBySubgraph(*blocked_output)))
-        EmitPlainTwin(*blocked_output);
+      for (const std::string& output : blocked_outputs)
+        if (graph_.IsGraphOutput(output) || index_.ReadBySubgraph(output)) EmitPlainTwin(output);
     }
     Reassemble();
     if (rewritten_ > 0) graph_.opsets.emplace(kDomain, 1);
@@ -193,6 +197,54 @@ class BlockedLayoutRewriter {
     return WriteBlocked(node, channels, first->block, first->type);
   }
 
+  // Split of a blocked value along channels: every output blocked. Sizes from the constant `split` input (opset 13+),
+  // the attribute (before 13) or equal parts (num_outputs, 18+); with 8/16 blocks every part must be whole blocks
+  // (the sizes are then counted in blocks, axis 1), NHWC splits axis 4. Returns the original output names.
+  std::vector<std::string> TrySplit(Node& node) {
+    if (node.op_type != "Split" || !node.domain.empty() || node.inputs.empty()) return {};
+    const BlockedValue* x = Find(node.inputs[0]);
+    const int64_t axis = node.GetInt("axis", 0);
+    if (!x || x->padded || (axis != 1 && axis != -3)) return {};
+    for (const std::string& output : node.outputs)
+      if (output.empty()) return {};
+    const int64_t parts = static_cast<int64_t>(node.outputs.size());
+    std::vector<int64_t> sizes;
+    const bool sizes_as_input = node.opset >= 13 && node.HasInput(1);
+    if (sizes_as_input) {
+      const Tensor* split = ConstantTensor(graph_, node.inputs[1]);
+      if (!split || split->type() != DataType::kInt64 || split->NumElements() != parts) return {};
+      sizes.assign(split->Data<int64_t>(), split->Data<int64_t>() + parts);
+    } else if (node.opset < 13 && node.HasAttribute("split")) {
+      sizes = node.GetInts("split");
+    } else {
+      if (x->channels % parts != 0) return {};
+      sizes.assign(static_cast<size_t>(parts), x->channels / parts);
+    }
+    int64_t total = 0;
+    for (int64_t size : sizes) {
+      if (size <= 0 || (x->block > 0 && size % x->block != 0)) return {};
+      total += size;
+    }
+    if (total != x->channels || static_cast<int64_t>(sizes.size()) != parts) return {};
+    // Blocked sizes: the same channel counts along C for NHWC, whole blocks along C/B otherwise.
+    std::vector<int64_t> blocked_sizes = sizes;
+    if (x->block > 0)
+      for (int64_t& size : blocked_sizes) size /= x->block;
+    if (sizes_as_input) {
+      const std::string name = FreshValueName(graph_, node.inputs[1] + "_blocked");
+      graph_.initializers[name] = Tensor::FromVector<int64_t>(Shape{parts}, blocked_sizes);
+      node.inputs[1] = name;
+    } else if (node.opset < 13 && node.HasAttribute("split")) {
+      node.attributes["split"] = IntsAttribute("split", blocked_sizes);
+    }
+    node.attributes["axis"] = IntAttribute("axis", x->block == 0 ? 4 : 1);
+    node.inputs[0] = x->name;
+    std::vector<std::string> originals;
+    for (size_t i = 0; i < node.outputs.size(); ++i)
+      originals.push_back(WriteBlocked(node, sizes[i], x->block, x->type, i));
+    return originals;
+  }
+
   // The blocked value's shape when the plain value's is known ([N, C, H, W] with C = channels): [N, C/B, H, W, B]
   // (whole blocks, padded), or [N, 1, H, W, C] for block 0. Kernels that prepare work for the shapes a model
   // declares read it (KernelInfo::InputShape).
@@ -214,13 +266,13 @@ class BlockedLayoutRewriter {
   }
 
   // Renames the node's output to a fresh blocked value; returns the original (now the plain twin's) name.
-  std::string WriteBlocked(Node& node, int64_t channels, int64_t block, DataType type) {
-    const std::string original = node.outputs[0];
+  std::string WriteBlocked(Node& node, int64_t channels, int64_t block, DataType type, size_t output = 0) {
+    const std::string original = node.outputs[output];
     ValueInfo info;
     info.name = FreshValueName(graph_, original + "_blocked");
     info.type = type;
     info.shape = BlockedShape(original, channels, block);
-    node.outputs[0] = info.name;
+    node.outputs[output] = info.name;
     blocked_[original] = BlockedValue{info.name, channels, block, type, block > 0 && channels % block != 0};
     original_name_[info.name] = original;
     graph_.value_infos[info.name] = std::move(info);

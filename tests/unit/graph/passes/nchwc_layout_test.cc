@@ -379,5 +379,72 @@ TEST(NchwcLayoutTest, NothingChangesWhenAnotherEpRunsTheNodes) {
   EXPECT_EQ(model->graph->nodes[2]->op_type, "Conv");
 }
 
+// YOLO's C2f / C3k2 block: a conv's output split in two along channels, one half through more convs, the halves
+// concatenated again -- all blocked, for every block size (split sizes in blocks for 8 / 16, axis 4 for NHWC), with
+// the sizes as an input (opset 13+) or an attribute (before 13).
+PassTestGraph SplitConcatBlock(int opset) {
+  PassTestGraph g(opset);
+  g.Input("x", {1, 16, 6, 6}).Output("y");
+  AddConv(g, "x", "c1", 16, 64, 1, 0);
+  onnx::NodeProto* split = nullptr;
+  if (opset >= 13) {
+    g.Int64s("sizes", {2}, {32, 32});
+    split = &g.Node("Split", {"c1", "sizes"}, {"a", "b"});
+  } else {
+    split = &g.Node("Split", {"c1"}, {"a", "b"});
+    SetInts(*split, "split", {32, 32});
+  }
+  SetInt(*split, "axis", 1);
+  AddConv(g, "b", "m", 32, 32, 3, 1);
+  g.Node("Add", {"m", "b"}, {"res"});
+  SetInt(g.Node("Concat", {"a", "b", "res"}, {"cat"}), "axis", 1);
+  AddConv(g, "cat", "y", 96, 16, 1, 0);
+  return g;
+}
+
+TEST(NchwcLayoutTest, SplitAlongChannelsStaysBlockedForEveryBlock) {
+  for (int opset : {11, 17}) {
+    const PassTestGraph g = SplitConcatBlock(opset);
+    for (int64_t block : {0, 8, 16}) {
+      SCOPED_TRACE("opset " + std::to_string(opset) + ", block " + std::to_string(block));
+      std::unique_ptr<Model> model = Load(g);
+      const CanFuse yes = [](const Node&, const Graph&, const std::string&, const std::string&) { return true; };
+      ConvertToBlockedLayout(*model->graph, yes, block);
+      std::vector<std::string> ops;
+      for (const auto& node : model->graph->nodes) ops.push_back(node->op_type);
+      EXPECT_EQ(ops, (std::vector<std::string>{"NchwcConv", "Split", "NchwcConv", "Add", "Concat", "NchwcConv",
+                                               "ReorderFromBlocked"}));
+      const Node& split = *model->graph->nodes[1];
+      EXPECT_EQ(split.GetInt("axis"), block == 0 ? 4 : 1);
+      const std::vector<int64_t> expected{block == 0 ? 32 : 32 / block, block == 0 ? 32 : 32 / block};
+      if (opset >= 13) {
+        const Tensor& sizes = model->graph->initializers.at(split.inputs[1]);
+        EXPECT_EQ(std::vector<int64_t>(sizes.Data<int64_t>(), sizes.Data<int64_t>() + 2), expected);
+      } else {
+        EXPECT_EQ(split.GetInts("split"), expected);
+      }
+    }
+    ExpectSameOutputs(g, OptimizationLevel::kAll, kTolerance);  // the host's own layout
+  }
+}
+
+// Parts that are not whole blocks keep the Split plain (with 8 / 16 blocks; NHWC splits anything).
+TEST(NchwcLayoutTest, SplitIntoPartialBlocksStaysPlain) {
+  PassTestGraph g;
+  g.Input("x", {1, 16, 6, 6}).Output("y").Output("z");
+  AddConv(g, "x", "c1", 16, 32, 1, 0);
+  g.Int64s("sizes", {2}, {12, 20});
+  SetInt(g.Node("Split", {"c1", "sizes"}, {"a", "b"}), "axis", 1);
+  AddConv(g, "a", "y", 12, 16, 1, 0);
+  AddConv(g, "b", "z", 20, 16, 1, 0);
+  std::unique_ptr<Model> model = Load(g);
+  const CanFuse yes = [](const Node&, const Graph&, const std::string&, const std::string&) { return true; };
+  ConvertToBlockedLayout(*model->graph, yes, 8);
+  EXPECT_EQ(model->graph->nodes[1]->op_type, "ReorderFromBlocked");
+  EXPECT_EQ(model->graph->nodes[2]->op_type, "Split");
+  EXPECT_EQ(model->graph->nodes[2]->GetInt("axis"), 1);
+  ExpectSameOutputs(g, OptimizationLevel::kAll, kTolerance);
+}
+
 }  // namespace
 }  // namespace tessera::test
