@@ -12,6 +12,7 @@
 #include <type_traits>
 
 #include "providers/cpu/common/elementwise_kernel.h"
+#include "providers/cpu/common/half_conversion.h"
 #include "providers/cpu/cpu_kernels.h"
 
 namespace tessera::cpu {
@@ -100,6 +101,8 @@ void ConvertAll(KernelContext& ctx, const Tensor& x, Tensor& y) {
   const Node& node = ctx.node();
   if constexpr (std::is_same_v<S, D>) {
     std::copy(in, in + n, out);
+  } else if constexpr ((std::is_same_v<S, float> && kIsFloat16Like<D>) || (kIsFloat16Like<S> && std::is_same_v<D, float>)) {
+    ConvertHalfTensor(x, y, &ctx.thread_pool());  // F16C where the CPU has it (a float16 model's input and output Casts)
   } else if constexpr (std::is_same_v<S, std::string>) {
     UnaryMap(ctx.thread_pool(), in, out, n, [&node](const std::string& s) { return ParseNumber<D>(node, s); });
   } else if constexpr (std::is_same_v<D, std::string>) {
