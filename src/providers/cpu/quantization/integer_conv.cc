@@ -7,7 +7,8 @@
 // per-channel constant shift - w_zero[oc] -- is added afterwards times the window sums of x - x_zero
 // (computed over the group's channels, padding adding 0). Non-constant weights with zero points or uint8
 // weights (and shapes oneDNN rejects) use im2col of x - x_zero into int16 and an int16 GEMM with the weights
-// minus their zero points. Every path is exact. QLinearConv requantizes the sums here on any path.
+// minus their zero points, as do CPUs without AVX-512 VNNI, where oneDNN's int8 products can saturate
+// (DnnlInt8IsExact). Every path is exact. QLinearConv requantizes the sums here on any path.
 #include <algorithm>
 #include <optional>
 
@@ -364,7 +365,7 @@ class IntegerConvBase : public Kernel {
     const bool symmetric_int8 =
         w.type() == DataType::kInt8 && std::all_of(w_zero.begin(), w_zero.end(), [](int32_t z) { return z == 0; });
     const bool shifted = shifted_weights_.defined();
-    if ((symmetric_int8 || shifted) && s.window.rank() <= 3) {
+    if ((symmetric_int8 || shifted) && s.window.rank() <= 3 && DnnlInt8IsExact()) {
       std::vector<int64_t> key{static_cast<int64_t>(x.type())};
       AppendShapeKey(key, x.shape());
       AppendShapeKey(key, w.shape());

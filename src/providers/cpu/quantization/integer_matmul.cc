@@ -161,19 +161,6 @@ void IntegerMatMul(const ThreadPool& pool, const MatMulGeometry& g, const TA* a,
   });
 }
 
-// Whether oneDNN's 8-bit products are exact on this CPU. With VNNI (vpdpbusd) every 4-term u8 x s8 dot
-// product accumulates in 32 bits; without it oneDNN adds pairs of products in saturating 16-bit lanes
-// (vpmaddubsw), which can clip when both operands are near their extremes (oneDNN's "Nuances of int8
-// computations"), so those CPUs take the exact int16 GEMM instead.
-bool DnnlInt8IsExact() {
-#if defined(__x86_64__) || defined(__i386__)
-  static const bool vnni = __builtin_cpu_supports("avx512vnni");
-  return vnni;
-#else
-  return false;
-#endif
-}
-
 // oneDNN's int8 matmul for A [rows x K] (u8/s8, one runtime zero point) times a 2-D B [K x N] held as s8
 // into s32 sums. A uint8 B is stored shifted, B - 128, so that it fits s8: the kernel then adds
 // (weight_shift - b_zero[j]) * (sum_k A[i, k] - K * a_zero) to every sum, which restores

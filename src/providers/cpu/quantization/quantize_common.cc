@@ -1,5 +1,7 @@
 #include "providers/cpu/quantization/quantize_common.h"
 
+#include <cstdlib>
+
 #include "providers/cpu/common/target_clones.h"
 #include "tessera/status.h"
 
@@ -119,6 +121,16 @@ TESSERA_SIMD_CLONES void GemmInt16(const int16_t* a, const int16_t* b, int32_t* 
       }
     }
   }
+}
+
+bool DnnlInt8IsExact() {
+#if defined(__x86_64__) || defined(__i386__)
+  // TESSERA_CPU_EXACT_INT8_GEMM=1 takes the int16 GEMM everywhere (how tests cover that path on VNNI hosts).
+  static const bool vnni = __builtin_cpu_supports("avx512vnni") && !std::getenv("TESSERA_CPU_EXACT_INT8_GEMM");
+  return vnni;
+#else
+  return false;
+#endif
 }
 
 void ForRange(const ThreadPool* pool, int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& fn) {

@@ -63,6 +63,14 @@ bool CheckChannelParameter(const Node& node, const Shape& shape, int64_t channel
 void GemmInt16(const int16_t* a, const int16_t* b, int32_t* c, int64_t rows, int64_t n, int64_t k, int64_t ldb,
                int64_t ldc);
 
+// Whether oneDNN's 8-bit products are exact on this CPU. With AVX-512 VNNI (vpdpbusd) every 4-term u8 x s8 dot
+// product accumulates in 32 bits; without it oneDNN adds pairs of products in saturating 16-bit lanes
+// (vpmaddubsw), which can clip when both operands are near their extremes (oneDNN's "Nuances of int8
+// computations"). The integer kernels use oneDNN's int8 primitives only where this holds and the exact int16
+// GEMM elsewhere; environment variable TESSERA_CPU_EXACT_INT8_GEMM=1 makes it false (ctest's
+// quantization_int16_gemm runs the quantized kernels' tests so on hosts with VNNI).
+bool DnnlInt8IsExact();
+
 // Runs fn(begin, end) over [0, n) on `pool`, or inline when `pool` is null (already inside a task).
 void ForRange(const ThreadPool* pool, int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& fn);
 
