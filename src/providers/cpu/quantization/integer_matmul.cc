@@ -6,6 +6,7 @@
 // zero point runs on oneDNN's int8 matmul where the CPU makes its products exact (VNNI); everything
 // else on an exact int16 GEMM of the zero-point-corrected operands.
 #include <algorithm>
+#include <mutex>
 #include <tuple>
 
 #include "providers/cpu/common/dnnl_utils.h"
@@ -132,11 +133,14 @@ std::vector<int16_t> PackB(const ThreadPool& pool, const MatMulGeometry& g, cons
 
 // Computes every output row block: sink(out_batch, first_row, rows, const int32_t* sums [rows x N]) or,
 // when `direct` is set, writes the sums straight into direct[(batch * M + row) * N].
+// `prepacked` is B already packed by PackB (a constant B, packed once), or null to pack it here.
 template <typename TA, typename TB, typename Sink>
 void IntegerMatMul(const ThreadPool& pool, const MatMulGeometry& g, const TA* a, const TB* b,
                    const LineParameter<int32_t>& a_zero, const LineParameter<int32_t>& b_zero, int32_t* direct,
-                   Sink&& sink) {
-  const std::vector<int16_t> packed_b = PackB(pool, g, b, b_zero);
+                   Sink&& sink, const std::vector<int16_t>* prepacked = nullptr) {
+  std::vector<int16_t> packed_here;
+  if (!prepacked) packed_here = PackB(pool, g, b, b_zero);
+  const std::vector<int16_t>& packed_b = prepacked ? *prepacked : packed_here;
   constexpr int64_t kRowBlock = 16;
   const int64_t blocks_per_batch = (g.m + kRowBlock - 1) / kRowBlock;
   const int64_t tasks = static_cast<int64_t>(g.a_batch.size()) * blocks_per_batch;
@@ -293,9 +297,28 @@ class IntegerMatMulBase : public Kernel {
     }
     Visit8Bit(ctx.node(), a.type(), "A", [&]<typename TA>() {
       Visit8Bit(ctx.node(), b.type(), "B", [&]<typename TB>() {
-        IntegerMatMul(ctx.thread_pool(), g, a.Data<TA>(), b.Data<TB>(), a_zero, b_zero, direct, sink);
+        std::shared_ptr<const std::vector<int16_t>> packed;
+        if (constant_b_.defined()) packed = PackedConstantB<TB>(ctx, g, b_zero);
+        IntegerMatMul(ctx.thread_pool(), g, a.Data<TA>(), b.Data<TB>(), a_zero, b_zero, direct, sink, packed.get());
       });
     });
+  }
+
+  // The constant B minus its zero points as int16 (PackB), made on first use and kept while the zero points stay
+  // the same (they are constants in every quantized model seen; a change repacks).
+  template <typename TB>
+  std::shared_ptr<const std::vector<int16_t>> PackedConstantB(KernelContext& ctx, const MatMulGeometry& g,
+                                                             const LineParameter<int32_t>& b_zero) const {
+    std::lock_guard lock(packed_mutex_);
+    if (!packed_b_ || packed_zero_ != b_zero.values || packed_zero_stride_ != b_zero.stride ||
+        packed_zero_batch_stride_ != b_zero.batch_stride) {
+      packed_b_ = std::make_shared<const std::vector<int16_t>>(
+          PackB(ctx.thread_pool(), g, constant_b_.Data<TB>(), b_zero));
+      packed_zero_ = b_zero.values;
+      packed_zero_stride_ = b_zero.stride;
+      packed_zero_batch_stride_ = b_zero.batch_stride;
+    }
+    return packed_b_;
   }
 
  private:
@@ -335,6 +358,10 @@ class IntegerMatMulBase : public Kernel {
 
   Tensor constant_b_;  // shares the initializer's buffer; undefined when B is not constant
   ShapeCache<DnnlIntMatMul> primitives_;
+  mutable std::mutex packed_mutex_;
+  mutable std::shared_ptr<const std::vector<int16_t>> packed_b_;  // PackedConstantB's
+  mutable std::vector<int32_t> packed_zero_;
+  mutable int64_t packed_zero_stride_ = 0, packed_zero_batch_stride_ = 0;
 };
 
 class MatMulInteger : public IntegerMatMulBase {

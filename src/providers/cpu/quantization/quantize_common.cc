@@ -102,27 +102,6 @@ TESSERA_SIMD_CLONES void RequantizeSpan(const int32_t* sums, int64_t n, int32_t 
   RequantizeLoop(sums, n, offset, multiplier, zero_point, y);
 }
 
-TESSERA_SIMD_CLONES void GemmInt16(const int16_t* a, const int16_t* b, int32_t* c, int64_t rows, int64_t n, int64_t k,
-                                   int64_t ldb, int64_t ldc) {
-  // Column tiles keep the touched part of B and the C row in cache while k advances.
-  constexpr int64_t kTile = 256;
-  for (int64_t n0 = 0; n0 < n; n0 += kTile) {
-    const int64_t width = std::min(kTile, n - n0);
-    for (int64_t r = 0; r < rows; ++r) {
-      int32_t* __restrict c_row = c + r * ldc + n0;
-      std::fill(c_row, c_row + width, 0);
-      const int16_t* a_row = a + r * k;
-      for (int64_t kk = 0; kk < k; ++kk) {
-        const int32_t av = a_row[kk];
-        const int16_t* __restrict b_row = b + kk * ldb + n0;
-        // Unsigned adds: the 32-bit accumulation wraps (as the spec allows) instead of being undefined.
-        for (int64_t j = 0; j < width; ++j)
-          c_row[j] = static_cast<int32_t>(static_cast<uint32_t>(c_row[j]) + static_cast<uint32_t>(av * b_row[j]));
-      }
-    }
-  }
-}
-
 bool DnnlInt8IsExact() {
 #if defined(__x86_64__) || defined(__i386__)
   // TESSERA_CPU_EXACT_INT8_GEMM=1 takes the int16 GEMM everywhere (how tests cover that path on VNNI hosts).

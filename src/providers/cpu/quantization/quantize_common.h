@@ -59,7 +59,8 @@ bool CheckChannelParameter(const Node& node, const Shape& shape, int64_t channel
 // C[rows x n] = A[rows x k] * B[k x n] with int32 accumulation; A is dense row-major, B and C rows
 // are ldb and ldc elements apart. The int16 operands hold zero-point-corrected 8-bit values (|v| <= 255),
 // so products fit in int32; sums wrap modulo 2^32 only past ~33000 terms, as the ONNX specs allow.
-// The inner loop runs along n, which the compiler vectorizes.
+// AVX2 / AVX-512BW take k in pairs with vpmaddwd (gemm_int16.cc); TESSERA_CPU_INT16_GEMM=generic|avx2 caps
+// the kernel (tests run each).
 void GemmInt16(const int16_t* a, const int16_t* b, int32_t* c, int64_t rows, int64_t n, int64_t k, int64_t ldb,
                int64_t ldc);
 
@@ -68,7 +69,7 @@ void GemmInt16(const int16_t* a, const int16_t* b, int32_t* c, int64_t rows, int
 // (vpmaddubsw), which can clip when both operands are near their extremes (oneDNN's "Nuances of int8
 // computations"). The integer kernels use oneDNN's int8 primitives only where this holds and the exact int16
 // GEMM elsewhere; environment variable TESSERA_CPU_EXACT_INT8_GEMM=1 makes it false (ctest's
-// quantization_int16_gemm runs the quantized kernels' tests so on hosts with VNNI).
+// quantization_int16_gemm_* run the quantized kernels' tests so on hosts with VNNI).
 bool DnnlInt8IsExact();
 
 // Runs fn(begin, end) over [0, n) on `pool`, or inline when `pool` is null (already inside a task).
