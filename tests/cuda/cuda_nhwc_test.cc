@@ -3,6 +3,7 @@
 // CudaExecutionProvider::PreferredChannelBlock: with prefer_nhwc = 1 always, with 0 never, and by default where
 // the convolution runs on tensor cores (float16; float32 with use_tf32).
 #include <cmath>
+#include <map>
 #include <sstream>
 
 #include "cuda/cuda_test_util.h"
@@ -74,6 +75,34 @@ std::string DepthwiseModel() {
     }
   }
   return proto.SerializeAsString();
+}
+
+// YOLO's C2f block: Conv + SiLU, Split along channels, one half through Conv + SiLU with a residual Add, Concat
+// of both halves and that result, Conv + SiLU.
+std::string SplitConcatSiluModel() {
+  GraphBuilder builder;
+  auto init = [&](const std::string& name, const std::vector<int64_t>& dims, uint32_t seed) {
+    builder.FloatInitializer(name, dims, RandomTensor(DataType::kFloat, Shape(dims), seed, -0.3, 0.3).ToVector<float>());
+  };
+  init("w1", {32, 16, 1, 1}, 31);
+  init("w2", {16, 16, 3, 3}, 32);
+  init("w3", {16, 48, 1, 1}, 33);
+  builder.Int64Initializer("sizes", {2}, {16, 16});
+  builder.Input("x", {1, 16, 10, 10})
+      .Node("Conv", {"x", "w1"}, {"c1"})
+      .Node("Sigmoid", {"c1"}, {"g1"})
+      .Node("Mul", {"c1", "g1"}, {"s1"})
+      .Node("Split", {"s1", "sizes"}, {"a", "b"}).IntAttribute("axis", 1)
+      .Node("Conv", {"b", "w2"}, {"c2"}).IntsAttribute("pads", {1, 1, 1, 1})
+      .Node("Sigmoid", {"c2"}, {"g2"})
+      .Node("Mul", {"g2", "c2"}, {"s2"})
+      .Node("Add", {"s2", "b"}, {"r"})
+      .Node("Concat", {"a", "b", "r"}, {"cat"}).IntAttribute("axis", 1)
+      .Node("Conv", {"cat", "w3"}, {"c3"})
+      .Node("Sigmoid", {"c3"}, {"g3"})
+      .Node("Mul", {"c3", "g3"}, {"y"})
+      .Output("y");
+  return builder.Serialize();
 }
 
 // x [2, channels, 11, 13] -> a pointwise convolution "pre" (channels -> channels, so that the depthwise one reads
@@ -232,6 +261,26 @@ TEST_F(CudaNhwcTest, DepthwiseConvWithClipAndAveragePool) {
   const std::string half_model = ToFloat16Model(model);
   EXPECT_EQ(PlacementOf(half_model, {}).nhwc, 3);
   ExpectClose(expected, RunOnCuda(half_model, {{"x", Value(HalfOf(x))}})[0], 1e-2, "float16");
+}
+
+// SiLU fuses into the convolutions' epilogue (Swish) and the Split / Concat between them stay NHWC.
+TEST_F(CudaNhwcTest, SplitConcatBlockWithSiluStaysNhwc) {
+  const std::string model = SplitConcatSiluModel();
+  const Tensor x = RandomTensor(DataType::kFloat, {1, 16, 10, 10}, 34, -1.0, 1.0);
+  const Tensor expected = RunOnCpu(model, {{"x", Value(x)}})[0];
+  const ProviderOptions nhwc = {{"prefer_nhwc", "1"}, {"use_tf32", "0"}};
+  SessionOptions options;
+  options.AddProvider(kCudaEpName, nhwc);
+  Session session = MakeSession(model, options, TestEnv());
+  std::map<std::string, int> ops;
+  for (const PartitionEntry& e : session.Partition())
+    if (!e.is_copy) ++ops[e.op_type];
+  EXPECT_EQ(ops["NchwcConv"], 3);
+  EXPECT_EQ(ops["Sigmoid"], 0) << "SiLU runs in the convolutions' epilogue";
+  EXPECT_EQ(ops["ReorderFromBlocked"], 1) << "only the graph output goes back to NCHW";
+  ExpectClose(expected, RunOnCuda(model, {{"x", Value(x)}}, nhwc)[0], 1e-5, "float32");
+  const std::string half_model = ToFloat16Model(model);
+  ExpectClose(expected, RunOnCuda(half_model, {{"x", Value(HalfOf(x))}})[0], 2e-2, "float16");
 }
 
 // Tessera's depthwise kernel (eager sessions) against the CPU: odd channel counts (one channel per thread), even
