@@ -274,6 +274,29 @@ class IntegerMatMulBase : public Kernel {
   IntegerMatMulBase(const KernelInfo& info, size_t b_input)
       : constant_b_(info.ConstantInput(b_input) ? *info.ConstantInput(b_input) : Tensor()) {}
 
+  // The operands of a MatMulInteger-style node: A, B and their optional zero points at the given inputs, checked,
+  // with the product's geometry.
+  struct Operands {
+    const Tensor& a;
+    const Tensor& b;
+    MatMulGeometry g;
+    LineParameter<int32_t> a_zero, b_zero;
+  };
+  static Operands ResolveOperands(KernelContext& ctx, size_t a_index, size_t b_index, size_t a_zero_index,
+                                  size_t b_zero_index) {
+    const Node& node = ctx.node();
+    const Tensor& a = ctx.Input(a_index);
+    const Tensor& b = ctx.Input(b_index);
+    const Tensor* a_zp = ctx.OptionalInput(a_zero_index);
+    const Tensor* b_zp = ctx.OptionalInput(b_zero_index);
+    CheckZeroPointType(node, a_zp, a, "a_zero_point");
+    CheckZeroPointType(node, b_zp, b, "b_zero_point");
+    MatMulGeometry g = ResolveMatMul(node, a.shape(), b.shape());
+    auto a_zero = ZeroPointParameter(node, a_zp, a.shape(), g.m, 2, "a_zero_point");
+    auto b_zero = ZeroPointParameter(node, b_zp, b.shape(), g.n, 1, "b_zero_point");
+    return Operands{a, b, std::move(g), std::move(a_zero), std::move(b_zero)};
+  }
+
   // Sums of every output row block: written to `direct` ([batches x M x N]) when set, else passed to
   // sink(out_batch, first_row, rows, sums [rows x N]).
   template <typename Sink>
@@ -369,19 +392,10 @@ class MatMulInteger : public IntegerMatMulBase {
   explicit MatMulInteger(const KernelInfo& info) : IntegerMatMulBase(info, 1) {}
 
   void Compute(KernelContext& ctx) const override {
-    const Node& node = ctx.node();
-    const Tensor& a = ctx.Input(0);
-    const Tensor& b = ctx.Input(1);
-    const Tensor* a_zp = ctx.OptionalInput(2);
-    const Tensor* b_zp = ctx.OptionalInput(3);
-    CheckZeroPointType(node, a_zp, a, "a_zero_point");
-    CheckZeroPointType(node, b_zp, b, "b_zero_point");
-    const MatMulGeometry g = ResolveMatMul(node, a.shape(), b.shape());
-    const auto a_zero = ZeroPointParameter(node, a_zp, a.shape(), g.m, 2, "a_zero_point");
-    const auto b_zero = ZeroPointParameter(node, b_zp, b.shape(), g.n, 1, "b_zero_point");
-    Tensor& y = ctx.Output(0, DataType::kInt32, g.output);
+    const Operands o = ResolveOperands(ctx, 0, 1, 2, 3);
+    Tensor& y = ctx.Output(0, DataType::kInt32, o.g.output);
     if (y.NumElements() == 0) return;
-    Sums(ctx, g, a, b, a_zero, b_zero, y.Data<int32_t>(), [](int64_t, int64_t, int64_t, const int32_t*) {});
+    Sums(ctx, o.g, o.a, o.b, o.a_zero, o.b_zero, y.Data<int32_t>(), [](int64_t, int64_t, int64_t, const int32_t*) {});
   }
 };
 
@@ -391,14 +405,11 @@ class QLinearMatMul : public IntegerMatMulBase {
 
   void Compute(KernelContext& ctx) const override {
     const Node& node = ctx.node();
-    const Tensor& a = ctx.Input(0);
-    const Tensor& b = ctx.Input(3);
+    const Operands o = ResolveOperands(ctx, 0, 3, 2, 5);
+    const Tensor& a = o.a;
+    const Tensor& b = o.b;
+    const MatMulGeometry& g = o.g;
     const Tensor& y_zp = ctx.Input(7);
-    CheckZeroPointType(node, &ctx.Input(2), a, "a_zero_point");
-    CheckZeroPointType(node, &ctx.Input(5), b, "b_zero_point");
-    const MatMulGeometry g = ResolveMatMul(node, a.shape(), b.shape());
-    const auto a_zero = ZeroPointParameter(node, &ctx.Input(2), a.shape(), g.m, 2, "a_zero_point");
-    const auto b_zero = ZeroPointParameter(node, &ctx.Input(5), b.shape(), g.n, 1, "b_zero_point");
     const auto a_scale = MakeLineParameter(node, ReadScales(node, ctx.Input(1), "a_scale"), ctx.Input(1).shape(),
                                            a.shape(), g.m, 2, "a_scale");
     const auto b_scale = MakeLineParameter(node, ReadScales(node, ctx.Input(4), "b_scale"), ctx.Input(4).shape(),
@@ -428,7 +439,7 @@ class QLinearMatMul : public IntegerMatMulBase {
           }
         }
       };
-      Sums(ctx, g, a, b, a_zero, b_zero, nullptr, requantize);
+      Sums(ctx, g, a, b, o.a_zero, o.b_zero, nullptr, requantize);
     });
   }
 };
@@ -442,16 +453,9 @@ class MatMulIntegerToFloat : public IntegerMatMulBase {
 
   void Compute(KernelContext& ctx) const override {
     const Node& node = ctx.node();
-    const Tensor& a = ctx.Input(0);
-    const Tensor& b = ctx.Input(1);
-    const Tensor* a_zp = ctx.OptionalInput(4);
-    const Tensor* b_zp = ctx.OptionalInput(5);
+    const Operands o = ResolveOperands(ctx, 0, 1, 4, 5);
+    const MatMulGeometry& g = o.g;
     const Tensor* bias = ctx.OptionalInput(6);
-    CheckZeroPointType(node, a_zp, a, "a_zero_point");
-    CheckZeroPointType(node, b_zp, b, "b_zero_point");
-    const MatMulGeometry g = ResolveMatMul(node, a.shape(), b.shape());
-    const auto a_zero = ZeroPointParameter(node, a_zp, a.shape(), g.m, 2, "a_zero_point");
-    const auto b_zero = ZeroPointParameter(node, b_zp, b.shape(), g.n, 1, "b_zero_point");
     if (ctx.Input(2).NumElements() != 1)
       Fail(ErrorCode::kInvalidArgument, node.Describe(), ": a_scale ", ctx.Input(2).shape().ToString(),
            " must hold one value");
@@ -480,7 +484,7 @@ class MatMulIntegerToFloat : public IntegerMatMulBase {
           for (int64_t j = 0; j < g.n; ++j) row[j] = static_cast<float>(sum[j]) * multiplier[j];
       }
     };
-    Sums(ctx, g, a, b, a_zero, b_zero, nullptr, dequantize);
+    Sums(ctx, g, o.a, o.b, o.a_zero, o.b_zero, nullptr, dequantize);
   }
 };
 
