@@ -183,19 +183,14 @@ void GemmConv(const ThreadPool& pool, const IntConvShapes& s, const TX* x, int32
 }
 
 
-// Adds offset[oc] * (window sum of x - x_zero over the channels of oc's group) to sums [N, M, spatial]: the
-// part of sum((x - x_zero) * (w - w_zero)) that oneDNN's shifted int8 weights leave out. Taps in the padding
-// add 0, as x_zero_point there does.
-template <typename TX>
-void AddWindowSums(const ThreadPool& pool, const IntConvShapes& s, const TX* x, int32_t x_zero,
-                   const std::vector<int32_t>& offset, int32_t* sums) {
-  const WindowGeometry& g = s.window;
+// For every (tap, output position) of the window geometry, the input offset it reads, or -1 in the padding: the
+// same for every image and group, so built once per shape (DnnlIntConv::window_reads).
+std::vector<int64_t> WindowReads(const WindowGeometry& g) {
   const Im2ColPlan plan = PlanIm2Col(g);
-  const int64_t in_size = g.InputSize(), out_size = g.OutputSize(), taps = g.KernelSize();
+  const int64_t out_size = g.OutputSize(), taps = g.KernelSize();
   const size_t rank = g.rank();
-  // Input offset of (tap, output position), or -1 in the padding; the same for every image and group.
   std::vector<int64_t> reads(static_cast<size_t>(taps * out_size));
-  std::vector<int64_t> tap(rank), pos(rank);
+  std::vector<int64_t> tap(rank);
   for (int64_t t = 0; t < taps; ++t) {
     for (int64_t r = t, d = static_cast<int64_t>(rank) - 1; d >= 0; --d) {
       tap[static_cast<size_t>(d)] = r % g.kernel[static_cast<size_t>(d)];
@@ -214,19 +209,32 @@ void AddWindowSums(const ThreadPool& pool, const IntConvShapes& s, const TX* x, 
       reads[static_cast<size_t>(t * out_size + p)] = inside ? offset_in : -1;
     }
   }
-  pool.ParallelFor(s.batch * s.group, 1, [&](int64_t begin, int64_t end) {
-    std::vector<int32_t> channel_sum(static_cast<size_t>(in_size)), window(static_cast<size_t>(out_size));
-    for (int64_t pair = begin; pair < end; ++pair) {
-      const int64_t n = pair / s.group, grp = pair % s.group;
-      std::fill(channel_sum.begin(), channel_sum.end(), 0);
-      const TX* x_group = x + (n * s.in_channels + grp * s.channels_per_group) * in_size;
+  return reads;
+}
+
+// Adds offset[oc] * (window sum of x - x_zero over the channels of oc's group) to sums [N, M, spatial]: the
+// part of sum((x - x_zero) * (w - w_zero)) that oneDNN's shifted int8 weights leave out. Taps in the padding
+// add 0, as x_zero_point there does. `reads` is WindowReads(s.window). Each (image, group) sums its channels,
+// then the window, then updates its output rows, each stage split over input or output positions on the pool.
+template <typename TX>
+void AddWindowSums(const ThreadPool& pool, const IntConvShapes& s, const std::vector<int64_t>& reads, const TX* x,
+                   int32_t x_zero, const std::vector<int32_t>& offset, int32_t* sums) {
+  const WindowGeometry& g = s.window;
+  const int64_t in_size = g.InputSize(), out_size = g.OutputSize(), taps = g.KernelSize();
+  std::vector<int32_t> channel_sum(static_cast<size_t>(in_size)), window(static_cast<size_t>(out_size));
+  for (int64_t pair = 0; pair < s.batch * s.group; ++pair) {
+    const int64_t n = pair / s.group, grp = pair % s.group;
+    const TX* x_group = x + (n * s.in_channels + grp * s.channels_per_group) * in_size;
+    pool.ParallelFor(in_size, 4096, [&](int64_t begin, int64_t end) {
+      for (int64_t i = begin; i < end; ++i) channel_sum[static_cast<size_t>(i)] = -x_zero * static_cast<int32_t>(s.channels_per_group);
       for (int64_t c = 0; c < s.channels_per_group; ++c)
-        for (int64_t i = 0; i < in_size; ++i)
-          channel_sum[static_cast<size_t>(i)] += static_cast<int32_t>(x_group[c * in_size + i]) - x_zero;
-      std::fill(window.begin(), window.end(), 0);
+        for (int64_t i = begin; i < end; ++i) channel_sum[static_cast<size_t>(i)] += x_group[c * in_size + i];
+    });
+    pool.ParallelFor(out_size, 2048, [&](int64_t begin, int64_t end) {
+      for (int64_t p = begin; p < end; ++p) window[static_cast<size_t>(p)] = 0;
       for (int64_t t = 0; t < taps; ++t) {
         const int64_t* read = reads.data() + t * out_size;
-        for (int64_t p = 0; p < out_size; ++p)
+        for (int64_t p = begin; p < end; ++p)
           if (read[p] >= 0) window[static_cast<size_t>(p)] += channel_sum[static_cast<size_t>(read[p])];
       }
       for (int64_t r = 0; r < s.outputs_per_group; ++r) {
@@ -234,10 +242,10 @@ void AddWindowSums(const ThreadPool& pool, const IntConvShapes& s, const TX* x, 
         const int32_t k = offset[offset.size() == 1 ? 0 : static_cast<size_t>(oc)];
         if (k == 0) continue;
         int32_t* row = sums + (n * s.out_channels + oc) * out_size;
-        for (int64_t p = 0; p < out_size; ++p) row[p] += k * window[static_cast<size_t>(p)];
+        for (int64_t p = begin; p < end; ++p) row[p] += k * window[static_cast<size_t>(p)];
       }
-    }
-  });
+    });
+  }
 }
 
 dnnl::memory::desc PlainDesc(const dnnl::memory::dims& dims, dnnl::memory::data_type type) {
@@ -254,6 +262,7 @@ struct DnnlIntConv {
   dnnl::memory::desc src_plain, weights_plain, dst_plain;
   dnnl::memory packed_weights;  // set when w is a constant
   std::optional<LayoutReorder> src_to_blocked, dst_to_plain;
+  std::vector<int64_t> window_reads;  // WindowReads of the geometry, for the shifted weights' correction
 };
 
 DnnlIntConv BuildDnnlIntConv(const IntConvShapes& s, DataType x_type, const Tensor& constant_weights) {
@@ -293,6 +302,7 @@ DnnlIntConv BuildDnnlIntConv(const IntConvShapes& s, DataType x_type, const Tens
     dnnl::memory plain(conv.weights_plain, DnnlEngine(), const_cast<void*>(constant_weights.raw_data()));
     conv.packed_weights = ReorderInto(plain, conv.pd.weights_desc());
   }
+  conv.window_reads = WindowReads(g);
   return conv;
 }
 
@@ -399,7 +409,7 @@ class IntegerConvBase : public Kernel {
     RunDnnlIntConv(ctx, conv, x, x_zero, w, sums);
     if (std::any_of(offsets.begin(), offsets.end(), [](int32_t k) { return k != 0; }))
       Visit8Bit(ctx.node(), x.type(), "x", [&]<typename TX>() {
-        AddWindowSums(ctx.thread_pool(), s, x.Data<TX>(), x_zero, offsets, sums);
+        AddWindowSums(ctx.thread_pool(), s, conv.window_reads, x.Data<TX>(), x_zero, offsets, sums);
       });
     const int64_t group_size = s.outputs_per_group * s.window.OutputSize();
     ctx.thread_pool().ParallelFor(s.batch * s.group, 1, [&](int64_t begin, int64_t end) {
