@@ -11,6 +11,7 @@
 #include "graph/passes/float32_regions.h"
 #include "graph/passes/gelu_fusion.h"
 #include "graph/passes/integer_matmul_fusion.h"
+#include "graph/passes/silu_fusion.h"
 #include "graph/passes/gemm_to_matmul.h"
 #include "graph/passes/hard_swish_fusion.h"
 #include "graph/passes/layer_norm_fusion.h"
@@ -91,6 +92,8 @@ void RunAll(Graph& graph, bool is_subgraph, PassRunner& run) {
   // Before matmul_epilogue_fusion: the residual Add (and a bias Add before it) go with the LayerNormalization.
   run("skip_layer_norm_fusion", [&] { return FuseSkipLayerNorm(graph, context.can_fuse); });
   run("conv_activation_fusion", [&] { return FuseConvActivation(graph, context.can_fuse); });
+  // After conv_activation_fusion, which takes a convolution's SiLU into its epilogue.
+  run("silu_fusion", [&] { return FuseSilu(graph, context.can_fuse); });
   run("gemm_to_matmul", [&] { return RewriteReshapedGemm(graph); });
   run("matmul_epilogue_fusion", [&] { return FuseMatMulEpilogue(graph, context.can_fuse); });
   if (!is_subgraph)
@@ -127,7 +130,7 @@ const std::vector<std::string>& OptimizerPassNames() {
       "constant_folding",      "dead_node_elimination",   "shape_subgraph_elimination", "cast_elimination",
       "conv_bn_folding",       "layer_norm_fusion",       "gelu_fusion",                "hard_swish_fusion",
       "transpose_elimination", "float32_regions",         "mha_lowering",               "attention_fusion",
-      "cache_update_fusion",   "integer_matmul_fusion",   "skip_layer_norm_fusion",     "conv_activation_fusion",
+      "cache_update_fusion",   "integer_matmul_fusion",   "skip_layer_norm_fusion",     "conv_activation_fusion", "silu_fusion",
       "gemm_to_matmul",        "matmul_epilogue_fusion",  "nchwc_layout"};
   return names;
 }
