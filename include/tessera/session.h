@@ -37,6 +37,10 @@ struct ModelMetadata {
 ModelMetadata ReadModelMetadata(const std::filesystem::path& model_path);
 ModelMetadata ReadModelMetadata(const void* model_bytes, size_t size);
 
+// The names of the graph optimizer's passes, in the order they run: what session config
+// "session.disabled_optimizers" (comma-separated) may name.
+std::vector<std::string> GraphOptimizerPassNames();
+
 // Where each node runs, for logging, `tessera partition` and tests.
 struct PartitionEntry {
   std::string node_name, op_type, ep;  // ep "" for copy steps

@@ -19,9 +19,12 @@ std::unique_ptr<Session> CreateSession(Runtime& runtime, const py::object& model
   return std::make_unique<Session>(runtime.env(), std::filesystem::path(path), options);
 }
 
+// `config`: entries set on this session's copy of the options (the caller's SessionOptions stay as they are).
 std::shared_ptr<PySession> MakeSession(const py::object& model, const PySessionOptions& py_options,
-                                       const std::vector<ProviderSpec>& providers) {
+                                       const std::vector<ProviderSpec>& providers,
+                                       const std::map<std::string, std::string>& config) {
   SessionOptions options = py_options.options;
+  for (const auto& [key, value] : config) options.config.insert_or_assign(key, value);
   for (const auto& [name, provider_options, device_index] : providers)
     options.providers.push_back({name, provider_options, device_index});
   auto fallback = options.config.find("session.disable_cpu_ep_fallback");
@@ -171,8 +174,11 @@ void BindSession(py::module_& m) {
         return MetadataDict(ReadModelMetadata(std::filesystem::path(py::str(model).cast<std::string>())));
       },
       py::arg("model"), "The model's metadata (a path or the model's bytes) without creating a session.");
+  m.def("_graph_optimizer_pass_names", &GraphOptimizerPassNames,
+        "The graph optimizer's pass names, in order (what session.disabled_optimizers may name).");
   py::class_<PySession, std::shared_ptr<PySession>>(m, "_Session")
-      .def(py::init(&MakeSession), py::arg("model"), py::arg("options"), py::arg("providers"))
+      .def(py::init(&MakeSession), py::arg("model"), py::arg("options"), py::arg("providers"),
+           py::arg("config") = std::map<std::string, std::string>{})
       .def("inputs", [](const PySession& s) { return NodeArgs(s.session->inputs()); })
       .def("outputs", [](const PySession& s) { return NodeArgs(s.session->outputs()); })
       .def("providers", [](const PySession& s) { return s.session->providers(); })

@@ -2,6 +2,7 @@
 
 import os
 import threading
+import warnings
 
 import numpy as np
 
@@ -61,6 +62,54 @@ def _async_runner():
         return _ASYNC_RUNNER
 
 
+# onnxruntime's graph transformer names (what onnxruntime's `disabled_optimizers` takes) -> the Tessera pass doing
+# that work. Names without a counterpart are ignored with a warning, as onnxruntime ignores names it does not have.
+_ORT_OPTIMIZER_PASSES = {
+    "ConstantFolding": "constant_folding",
+    "CastElimination": "cast_elimination",
+    "ConvBNFusion": "conv_bn_folding",
+    "ConvActivationFusion": "conv_activation_fusion",
+    "ConvAddActivationFusion": "conv_activation_fusion",
+    "LayerNormFusion": "layer_norm_fusion",
+    "SimplifiedLayerNormFusion": "layer_norm_fusion",
+    "GeluFusion": "gelu_fusion",
+    "FastGeluFusion": "gelu_fusion",
+    "BiasGeluFusion": "gelu_fusion",
+    "QuickGeluFusion": "silu_fusion",
+    "SkipLayerNormFusion": "skip_layer_norm_fusion",
+    "AttentionFusion": "attention_fusion",
+    "MatMulAddFusion": "matmul_epilogue_fusion",
+    "MatMulScaleFusion": "matmul_epilogue_fusion",
+    "GemmActivationFusion": "matmul_epilogue_fusion",
+    "MatMulIntegerToFloatFusion": "integer_matmul_fusion",
+    "DynamicQuantizeMatMulFusion": "integer_matmul_fusion",
+    "NchwcTransformer": "nchwc_layout",
+    "TransposeOptimizer": "transpose_elimination",
+}
+
+
+def _disabled_optimizers_config(sess_options, names):
+    """The session.disabled_optimizers entry for onnxruntime's `disabled_optimizers` argument: Tessera pass names
+    as they are, onnxruntime transformer names translated, both added to what sess_options already disables."""
+    known = set(_tessera._graph_optimizer_pass_names())
+    try:
+        existing = sess_options.get_session_config_entry("session.disabled_optimizers")
+    except Exception:  # no such entry (onnxruntime's API raises too)
+        existing = ""
+    passes = [p for p in existing.split(",") if p]
+    for name in names:
+        name = str(name)
+        if name in known:
+            passes.append(name)
+        elif name in _ORT_OPTIMIZER_PASSES:
+            passes.append(_ORT_OPTIMIZER_PASSES[name])
+        else:
+            warnings.warn(f"disabled_optimizers: '{name}' is not a Tessera pass or an onnxruntime transformer Tessera "
+                          f"has a counterpart for; ignored (Tessera's passes: {', '.join(sorted(known))})",
+                          stacklevel=3)
+    return ",".join(dict.fromkeys(passes))
+
+
 class InferenceSession:
     """A loaded model ready to run: `InferenceSession(path_or_bytes, sess_options, providers, provider_options)`.
 
@@ -80,11 +129,17 @@ class InferenceSession:
         else:
             raise TypeError(f"Unable to load from type '{type(path_or_bytes)}'")
         self._sess_options = sess_options if sess_options is not None else _tessera.SessionOptions()
+        self._config = {}
+        disabled = kwargs.pop("disabled_optimizers", None)
+        if disabled is not None:
+            self._config["session.disabled_optimizers"] = _disabled_optimizers_config(self._sess_options, disabled)
+        for key in kwargs:
+            warnings.warn(f"InferenceSession: argument '{key}' is not supported; ignored", stacklevel=2)
         self._create(providers, provider_options)
 
     def _create(self, providers, provider_options):
         normalized = normalize_providers(providers, provider_options)
-        self._sess = _tessera._Session(self._model, self._sess_options, normalized)
+        self._sess = _tessera._Session(self._model, self._sess_options, normalized, self._config)
         self._provider_options = {name: options for name, options, _ in normalized}
         self._inputs = [NodeArg(*a) for a in self._sess.inputs()]
         self._input_dtypes = {i.name: _numpy_dtype(i.type) for i in self._inputs}

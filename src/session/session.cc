@@ -1106,6 +1106,8 @@ ModelMetadata MetadataOf(const Model& m) {
 
 ModelMetadata Session::metadata() const { return MetadataOf(*impl_->model); }
 
+std::vector<std::string> GraphOptimizerPassNames() { return OptimizerPassNames(); }
+
 ModelMetadata ReadModelMetadata(const std::filesystem::path& model_path) { return MetadataOf(*LoadModel(model_path)); }
 
 ModelMetadata ReadModelMetadata(const void* model_bytes, size_t size) {

@@ -88,3 +88,11 @@ def pointwise_image(channels=2):
                    helper.make_node("Add", ["M", "X"], ["Y"])],
                   [helper.make_tensor_value_info("X", FLOAT, [1, channels, "h", "w"])],
                   [helper.make_tensor_value_info("Y", FLOAT, [1, channels, "h", "w"])])
+
+
+def silu(shape=("batch", 8)):
+    """Y = X * Sigmoid(X): SiLU as exporters write it (silu_fusion makes it one QuickGelu)."""
+    return _model([helper.make_node("Sigmoid", ["X"], ["G"], name="gate"),
+                   helper.make_node("Mul", ["X", "G"], ["Y"], name="product")],
+                  [helper.make_tensor_value_info("X", FLOAT, list(shape))],
+                  [helper.make_tensor_value_info("Y", FLOAT, list(shape))])
