@@ -39,7 +39,7 @@ class QuickGeluOp {
  public:
   explicit QuickGeluOp(const Node& node) : alpha_(node.GetFloat("alpha", 1.702f)) {}
   template <typename C>
-  C operator()(C x) const { return x / (C(1) + Exp(-static_cast<C>(alpha_) * x)); }
+  C operator()(C x) const { return x * (C(1) / (C(1) + Exp(-static_cast<C>(alpha_) * x))); }
 
  private:
   float alpha_;
@@ -158,7 +158,8 @@ void TanhSpan(const float* x, float* y, int64_t n) {
 
 TESSERA_TARGET_CLONES("arch=x86-64-v4", "arch=x86-64-v3", "default")
 void QuickGeluSpan(const float* x, float* y, int64_t n, float alpha) {
-  for (int64_t i = 0; i < n; ++i) y[i] = x[i] / (1.0f + Exp(-alpha * x[i]));
+  // x times sigmoid(alpha x), rounded as Sigmoid then Mul round it: silu_fusion leaves results unchanged.
+  for (int64_t i = 0; i < n; ++i) y[i] = x[i] * (1.0f / (1.0f + Exp(-alpha * x[i])));
 }
 
 // com.microsoft QuickGelu (also what silu_fusion writes, alpha 1): the float loop per instruction set.
