@@ -1,25 +1,12 @@
-// Minimal leveled logging to stderr. The threshold is process-wide (the lowest level any live
-// Environment or session asked for); messages below it cost one atomic load.
+// The log's process-wide threshold (set by Environments and sessions), beside the EP SDK's log API
+// (tessera/ep/logging.h) that core code and plugins write through.
 #pragma once
 
-#include <sstream>
-#include <string>
-
-#include "tessera/environment.h"
+#include "tessera/ep/logging.h"
 
 namespace tessera {
 
 void SetLogThreshold(LogLevel level);
 LogLevel LogThreshold();
-bool LogEnabled(LogLevel level);
-void LogMessage(LogLevel level, const std::string& message);
-
-template <typename... Parts>
-void Log(LogLevel level, const Parts&... parts) {
-  if (!LogEnabled(level)) return;
-  std::ostringstream os;
-  (os << ... << parts);
-  LogMessage(level, os.str());
-}
 
 }  // namespace tessera

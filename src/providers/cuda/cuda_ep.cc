@@ -3,7 +3,7 @@
 #include <cuda_runtime_api.h>
 #include <cudnn.h>
 
-#include "core/logging.h"
+#include "tessera/ep/logging.h"
 #include "providers/cuda/cuda_allocator.h"
 #include "providers/cuda/cuda_common.h"
 #include "providers/cuda/cuda_stream.h"

@@ -4,7 +4,7 @@
 
 #include <chrono>
 
-#include "core/logging.h"
+#include "tessera/ep/logging.h"
 
 namespace tessera::cuda {
 

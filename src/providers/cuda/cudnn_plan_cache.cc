@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <utility>
 
-#include "core/logging.h"
+#include "tessera/ep/logging.h"
 #include "providers/cuda/cuda_common.h"
 #include "providers/cuda/cuda_handles.h"
 

@@ -6,7 +6,7 @@
 #include <cstring>
 #include <optional>
 
-#include "core/logging.h"
+#include "tessera/ep/logging.h"
 #include "providers/cuda/cuda_common.h"
 #include "providers/cuda/cuda_ep.h"
 

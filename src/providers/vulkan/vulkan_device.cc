@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "tessera/arena.h"
+#include "tessera/ep/logging.h"
 #include "tessera/status.h"
 #include "vulkan_memory.h"
 
@@ -229,6 +230,10 @@ VulkanDevice::VulkanDevice(std::shared_ptr<const VulkanInstance> instance, uint3
     CreateOwnDevice();
   }
   InitializeDevice();
+  Log(LogLevel::kInfo, kEpName, ": device ", ordinal_, " ", info_.properties.deviceName, " (",
+      owns_device_ ? "own VkDevice" : "the application's VkDevice", ", queue family ", info_.compute_queue_family,
+      "): float16 kernels ", info_.float16 ? "on" : "off", ", 8-bit storage ", info_.storage8 ? "on" : "off",
+      ", cooperative matrix ", info_.cooperative_matrix ? "yes" : "no", ", subgroup ", info_.subgroup_size);
 }
 
 void VulkanDevice::CreateOwnDevice() {

@@ -45,7 +45,7 @@
 #include <shared_mutex>
 #include <sstream>
 
-#include "core/logging.h"
+#include "tessera/ep/logging.h"
 #include "graph/fused_activation.h"
 #include "providers/cpu/common/window_geometry.h"
 #include "providers/cuda/cudnn_graph.h"
