@@ -221,6 +221,36 @@ void RecordStridedCopy(const KernelContext& ctx, uint64_t src, uint64_t dst, siz
   }
 }
 
+}  // namespace
+
+void RecordAddressCopy(VulkanStream& stream, uint64_t src, uint64_t dst, size_t bytes) {
+  if (bytes == 0) return;
+  const bool words = src % 4 == 0 && dst % 4 == 0 && bytes % 4 == 0;
+  if (!words && !stream.device().info().storage8)
+    Fail(ErrorCode::kNotImplemented, kEpName, ": a copy of ", bytes, " bytes between 0x", std::hex, src, " and 0x",
+         dst, std::dec, " that are not 4-byte aligned needs the device's 8-bit storage, which ",
+         stream.device().info().properties.deviceName, " does not have");
+  const size_t element = words ? 4 : 1;
+  const std::string shader = words ? "strided_copy_b32" : "strided_copy_b8";
+  // Chunks of at most 2^30 elements keep the shader's 32-bit counts and offsets in range.
+  constexpr uint64_t kChunk = uint64_t{1} << 30;
+  const uint64_t total = bytes / element;
+  for (uint64_t first = 0; first < total; first += kChunk) {
+    const uint64_t n = std::min(kChunk, total - first);
+    CopyPush push{};
+    push.src = src + first * element;
+    push.dst = dst + first * element;
+    push.n = static_cast<uint32_t>(n);
+    push.rank = 1;
+    push.dims[0] = static_cast<uint32_t>(n);
+    push.istr[0] = 1;
+    push.ostr[0] = 1;
+    DispatchLinear(stream, shader, &push, sizeof(push), n);
+  }
+}
+
+namespace {
+
 class TransposeKernel : public Kernel {
  public:
   explicit TransposeKernel(const KernelInfo& info) : perm_(info.node().GetInts("perm")) {}

@@ -447,6 +447,16 @@ BufferRange VulkanDevice::Resolve(const void* p, size_t bytes) const {
        ordinal_, " (", info_.properties.deviceName, ")");
 }
 
+BufferRange VulkanDevice::ResolveOrAddress(const void* p, size_t bytes) const {
+  const auto key = reinterpret_cast<uintptr_t>(p);
+  {
+    std::lock_guard<std::mutex> lock(blocks_mutex_);
+    if (Find(device_blocks_, key, bytes) == nullptr && Find(host_blocks_, key, bytes) == nullptr)
+      return {VK_NULL_HANDLE, 0, static_cast<uint64_t>(key)};
+  }
+  return Resolve(p, bytes);
+}
+
 const AllocatorPtr& VulkanDevice::Staging() {
   std::lock_guard<std::mutex> lock(staging_mutex_);
   if (!staging_) {

@@ -125,6 +125,10 @@ class VulkanDevice {
   // The buffer holding [p, p + bytes): a device address of device-local memory or a host pointer into mapped
   // host-visible memory. Throws kInvalidArgument when no buffer of this device holds the range.
   BufferRange Resolve(const void* p, size_t bytes) const;
+  // Resolve for a device-local pointer that may be an application's buffer wrapped by its device address: the
+  // range of the EP's own buffer when there is one, else {VK_NULL_HANDLE, 0, address}, which only shaders (through
+  // the address) can read or write.
+  BufferRange ResolveOrAddress(const void* p, size_t bytes) const;
   // An arena of host-visible memory for staging copies from and to pageable host memory (created on first use).
   const AllocatorPtr& Staging();
   // Whether `p` is a host pointer into this device's host-visible buffers.

@@ -31,6 +31,11 @@ const char* FloatSuffix(const KernelContext& ctx, DataType type);
 // Dispatches a one-dimensional shader (256 invocations per workgroup) over `n` invocations, as a 2-D grid of
 // workgroups when there are more than 65535.
 void DispatchLinear(VulkanStream& stream, const std::string& shader, const void* push, size_t push_bytes, uint64_t n);
+// Copies `bytes` from device address `src` to device address `dst` with the strided-copy shader, for memory
+// vkCmdCopyBuffer cannot reach (an application's buffer the EP knows only by its address): 32-bit words when both
+// addresses and the size are multiples of 4, else bytes (which need the device's 8-bit storage). Throws
+// kNotImplemented naming the copy when neither applies.
+void RecordAddressCopy(VulkanStream& stream, uint64_t src, uint64_t dst, size_t bytes);
 // Dispatches a row shader (one workgroup per row) over `rows` rows.
 void DispatchRows(VulkanStream& stream, const std::string& shader, const void* push, size_t push_bytes, uint64_t rows);
 // Split-K: into how many depth chunks a matrix product or convolution of `workgroups` output tiles and `k_tiles`

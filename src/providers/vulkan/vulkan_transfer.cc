@@ -2,6 +2,7 @@
 
 #include <cstring>
 
+#include "vulkan_kernels.h"
 #include "vulkan_stream.h"
 #include "tessera/status.h"
 
@@ -10,6 +11,15 @@ namespace tessera::vulkan_ep {
 namespace {
 
 bool IsDeviceLocal(const MemoryInfo& info) { return info.memory_type == MemoryType::kDefault; }
+
+// One device copy: vkCmdCopyBuffer between the EP's own buffers, the address-copy shader when either side is an
+// application's buffer the EP knows only by its device address.
+void CopyRanges(VulkanStream& s, const BufferRange& src, const BufferRange& dst, size_t bytes) {
+  if (src.buffer != VK_NULL_HANDLE && dst.buffer != VK_NULL_HANDLE)
+    s.CopyBuffer(src, dst, bytes);
+  else
+    RecordAddressCopy(s, src.device_address, dst.device_address, bytes);
+}
 
 // Staging memory from `staging`, freed when the last holder lets go.
 std::shared_ptr<void> Stage(const AllocatorPtr& staging, size_t bytes, void** data) {
@@ -64,20 +74,20 @@ void VulkanDataTransfer::CopyOne(const Tensor& src, Tensor& dst, Stream* stream)
   std::shared_ptr<VulkanDevice> device = devices_.Get(ordinal);
   OnStream(*device, stream, [&](VulkanStream& s) {
     if (src_device && dst_device) {
-      s.CopyBuffer(device->Resolve(src_data, bytes), device->Resolve(dst_data, bytes), bytes);
+      CopyRanges(s, device->ResolveOrAddress(src_data, bytes), device->ResolveOrAddress(dst_data, bytes), bytes);
       s.KeepAlive(src.buffer());
       s.KeepAlive(dst.buffer());
       return;
     }
     if (dst_device) {  // host -> device
       if (device->IsHostVisiblePointer(src_data)) {
-        s.CopyBuffer(device->Resolve(src_data, bytes), device->Resolve(dst_data, bytes), bytes);
+        CopyRanges(s, device->ResolveOrAddress(src_data, bytes), device->ResolveOrAddress(dst_data, bytes), bytes);
         s.KeepAlive(src.buffer());
       } else {
         void* staged = nullptr;
         std::shared_ptr<void> holder = Stage(device->Staging(), bytes, &staged);
         std::memcpy(staged, src_data, bytes);
-        s.CopyBuffer(device->Resolve(staged, bytes), device->Resolve(dst_data, bytes), bytes);
+        CopyRanges(s, device->Resolve(staged, bytes), device->ResolveOrAddress(dst_data, bytes), bytes);
         s.KeepAlive(std::move(holder));
       }
       s.KeepAlive(dst.buffer());
@@ -85,14 +95,14 @@ void VulkanDataTransfer::CopyOne(const Tensor& src, Tensor& dst, Stream* stream)
     }
     // device -> host
     if (device->IsHostVisiblePointer(dst_data)) {
-      s.CopyBuffer(device->Resolve(src_data, bytes), device->Resolve(dst_data, bytes), bytes);
+      CopyRanges(s, device->ResolveOrAddress(src_data, bytes), device->ResolveOrAddress(dst_data, bytes), bytes);
       s.KeepAlive(src.buffer());
       s.KeepAlive(dst.buffer());
       return;
     }
     void* staged = nullptr;
     std::shared_ptr<void> holder = Stage(device->Staging(), bytes, &staged);
-    s.CopyBuffer(device->Resolve(src_data, bytes), device->Resolve(staged, bytes), bytes);
+    CopyRanges(s, device->ResolveOrAddress(src_data, bytes), device->Resolve(staged, bytes), bytes);
     s.KeepAlive(src.buffer());
     s.Synchronize();  // pageable memory: the data is readable only once the device has written the staging buffer
     std::memcpy(dst_data, staged, bytes);

@@ -5,6 +5,9 @@
 // EP's host-visible memory with vkCmdCopyBuffer (asynchronous on a stream); into pageable memory through a staging
 // buffer, waiting for the stream (the data can only be read on the host after the device has written it).
 // device -> device on one device: vkCmdCopyBuffer. Between two Vulkan devices: through the host, synchronously.
+// An application's buffer wrapped by its device address (Tensor::Wrap) has no VkBuffer the EP knows: copies to and
+// from it run the strided-copy shader on the addresses instead of vkCmdCopyBuffer (the address must be valid on the
+// EP's device; the EP cannot check an application's address).
 #pragma once
 
 #include "vulkan_devices.h"
