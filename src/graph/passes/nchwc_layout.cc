@@ -181,6 +181,23 @@ class BlockedLayoutRewriter {
       if (!both && !with_scalar) return std::nullopt;
       if (any_padded && (!both || !kZeroPreservingBinaryOps.count(node.op_type))) return std::nullopt;
       channels = (parts[0] ? parts[0] : parts[1])->channels;
+    } else if ((node.op_type == "QuantizeLinear" || node.op_type == "DequantizeLinear") && parts[0] && !any_padded) {
+      // Per-tensor (de)quantization is elementwise with scalar parameters: exact on the blocked tensor (a QDQ model's
+      // pairs between convolutions). Not on padded values: zero quantizes to the zero point, not to zero.
+      for (size_t i = 1; i < parts.size(); ++i)
+        if (parts[i] || !IsScalar(node.inputs[i])) return std::nullopt;
+      // A quantized (8-bit) blocked value has no plain twin (ReorderFromBlocked is for float values): quantize only
+      // for a DequantizeLinear alone that will take it blocked too.
+      if (node.op_type == "QuantizeLinear") {
+        const Node* reader = index_.SoleReader(node.outputs[0]);
+        if (!IsStandardOp(reader, "DequantizeLinear") || reader->inputs[0] != node.outputs[0]) return std::nullopt;
+        for (size_t i = 1; i < reader->inputs.size(); ++i)
+          if (!reader->inputs[i].empty() && !IsScalar(reader->inputs[i])) return std::nullopt;
+      }
+      const DataType out_type = graph_.TypeOf(node.outputs[0]);
+      if (out_type == DataType::kUndefined) return std::nullopt;
+      node.inputs[0] = parts[0]->name;
+      return WriteBlocked(node, parts[0]->channels, first->block, out_type);
     } else if (node.op_type == "Concat") {
       const int64_t axis = node.GetInt("axis", 0);
       if ((axis != 1 && axis != -3) || any_padded) return std::nullopt;

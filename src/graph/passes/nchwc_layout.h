@@ -16,6 +16,8 @@
 //       elementwise ops, Add/Sub/Mul/Div of two blocked values with the same channel count (broadcasting over
 //       N, H, W is unchanged) or of a blocked value and a one-element constant, Concat of blocked values along
 //       channels (axis becomes 1, or 4 for NHWC).
+//   QuantizeLinear -> DequantizeLinear with per-tensor (one-element constant) parameters on an unpadded blocked
+//       value (QDQ models' activation pairs): both stay blocked, the 8-bit value in between too.
 //   Split of an unpadded blocked value along channels (YOLO's C2f / C3k2 blocks) into blocked parts: NHWC splits
 //       axis 4 with the same sizes; with 8/16 blocks every part must be whole blocks and the sizes count blocks.
 //

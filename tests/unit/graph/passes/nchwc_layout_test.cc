@@ -446,5 +446,32 @@ TEST(NchwcLayoutTest, SplitIntoPartialBlocksStaysPlain) {
   ExpectSameOutputs(g, OptimizationLevel::kAll, kTolerance);
 }
 
+// A QDQ model's activation pair between convolutions stays blocked (the 8-bit value in between too); a
+// QuantizeLinear whose output is not read by a DequantizeLinear alone stays plain.
+TEST(NchwcLayoutTest, QuantizeDequantizePairsBetweenConvsStayBlocked) {
+  PassTestGraph g;
+  g.Input("x", {1, 16, 6, 6}).Output("y").Output("q_out");
+  g.Scalar("scale", 0.05f).Bytes("zero", {}, {128});
+  AddConv(g, "x", "c1", 16, 32, 3, 1);
+  g.Node("QuantizeLinear", {"c1", "scale", "zero"}, {"q"});
+  g.Node("DequantizeLinear", {"q", "scale", "zero"}, {"dq"});
+  AddConv(g, "dq", "c2", 32, 16, 1, 0);
+  g.Node("QuantizeLinear", {"c2", "scale", "zero"}, {"q2"});
+  SetInt(g.Node("Cast", {"q2"}, {"q_out"}), "to", onnx::TensorProto::FLOAT);
+  g.Node("DequantizeLinear", {"q2", "scale", "zero"}, {"y"});
+  for (int64_t block : {0, 8, 16}) {
+    SCOPED_TRACE("block " + std::to_string(block));
+    std::unique_ptr<Model> model = Load(g);
+    const CanFuse yes = [](const Node&, const Graph&, const std::string&, const std::string&) { return true; };
+    ConvertToBlockedLayout(*model->graph, yes, block);
+    std::vector<std::string> ops;
+    for (const auto& node : model->graph->nodes) ops.push_back(node->op_type);
+    EXPECT_EQ(ops, (std::vector<std::string>{"NchwcConv", "QuantizeLinear", "DequantizeLinear", "NchwcConv",
+                                             "ReorderFromBlocked", "QuantizeLinear", "Cast", "DequantizeLinear"}));
+    EXPECT_EQ(model->graph->TypeOf(model->graph->nodes[1]->outputs[0]), DataType::kUInt8);
+  }
+  ExpectSameOutputs(g, OptimizationLevel::kAll, 1e-6f);
+}
+
 }  // namespace
 }  // namespace tessera::test
