@@ -135,16 +135,23 @@ void GeluTanhSpan(const float* x, float* y, int64_t n) {
   for (int64_t i = 0; i < n; ++i) y[i] = GeluTanhOp{}(x[i]);
 }
 
-// y = Gelu(x) elementwise: the per-ISA span functions for float, the generic loop for 16-bit types.
-template <typename T, typename Op>
-void GeluMap(const ThreadPool& pool, const T* in, T* out, int64_t n, Op op) {
+// y = op(x) elementwise: float through `float_span(in, out, count)` (a loop built per instruction set, below),
+// split over the pool when large; other types through the generic element loop.
+template <typename T, typename Op, typename FloatSpan>
+void SpanMap(const ThreadPool& pool, const T* in, T* out, int64_t n, const Op& op, const FloatSpan& float_span) {
   if constexpr (std::is_same_v<T, float>) {
-    auto span = std::is_same_v<Op, GeluTanhOp> ? GeluTanhSpan : GeluErfSpan;
-    if (n <= kElementwiseParallelThreshold) return span(in, out, n);
-    pool.ParallelFor(n, kElementwiseGrain, [&](int64_t begin, int64_t end) { span(in + begin, out + begin, end - begin); });
+    if (n <= kElementwiseParallelThreshold) return float_span(in, out, n);
+    pool.ParallelFor(n, kElementwiseGrain,
+                     [&](int64_t begin, int64_t end) { float_span(in + begin, out + begin, end - begin); });
   } else {
     UnaryMap(pool, in, out, n, LiftUnary<T>(op));
   }
+}
+
+// y = Gelu(x) elementwise, by the form's per-ISA span for float.
+template <typename T, typename Op>
+void GeluMap(const ThreadPool& pool, const T* in, T* out, int64_t n, Op op) {
+  SpanMap(pool, in, out, n, op, std::is_same_v<Op, GeluTanhOp> ? GeluTanhSpan : GeluErfSpan);
 }
 
 TESSERA_TARGET_CLONES("arch=x86-64-v4", "arch=x86-64-v3", "default")
@@ -172,16 +179,8 @@ class QuickGeluKernel : public Kernel {
     DispatchType(x.type(), FloatTypes{}, ctx.node(), [&](auto tag) {
       using T = typename decltype(tag)::type;
       Tensor& y = ctx.Output(0, x.type(), x.shape());
-      const T* in = x.Data<T>();
-      T* out = y.Data<T>();
-      const int64_t n = x.NumElements();
-      if constexpr (std::is_same_v<T, float>) {
-        ctx.thread_pool().ParallelFor(n, kElementwiseGrain, [&](int64_t begin, int64_t end) {
-          QuickGeluSpan(in + begin, out + begin, end - begin, alpha_);
-        });
-      } else {
-        UnaryMap(ctx.thread_pool(), in, out, n, LiftUnary<T>(op_));
-      }
+      SpanMap(ctx.thread_pool(), x.Data<T>(), y.Data<T>(), x.NumElements(), op_,
+              [this](const float* in, float* out, int64_t n) { QuickGeluSpan(in, out, n, alpha_); });
     });
   }
 
@@ -202,16 +201,7 @@ class SpanActivationKernel : public Kernel {
     DispatchType(x.type(), FloatTypes{}, ctx.node(), [&](auto tag) {
       using T = typename decltype(tag)::type;
       Tensor& y = ctx.Output(0, x.type(), x.shape());
-      const T* in = x.Data<T>();
-      T* out = y.Data<T>();
-      const int64_t n = x.NumElements();
-      if constexpr (std::is_same_v<T, float>) {
-        if (n <= kElementwiseParallelThreshold) return kSpan(in, out, n);
-        ctx.thread_pool().ParallelFor(n, kElementwiseGrain,
-                                      [&](int64_t begin, int64_t end) { kSpan(in + begin, out + begin, end - begin); });
-      } else {
-        UnaryMap(ctx.thread_pool(), in, out, n, LiftUnary<T>(Op{}));
-      }
+      SpanMap(ctx.thread_pool(), x.Data<T>(), y.Data<T>(), x.NumElements(), Op{}, kSpan);
     });
   }
 };

@@ -496,6 +496,9 @@ struct ConstantWeightIntegerGemm::Impl {
   std::vector<int32_t> b_zero;            // one, or one per column
   std::vector<int16_t> corrected;         // B - b_zero as int16 [k x n], for the exact GEMM
   ShapeCache<DnnlIntMatMul> primitives;   // per row count (VNNI CPUs)
+  // oneDNN path: the rank-1 correction's column coefficients (weight shift - b_zero[j]; see DnnlIntMatMul), empty
+  // when all are zero (a symmetric int8 B).
+  std::vector<int32_t> coefficient;
 };
 
 ConstantWeightIntegerGemm::ConstantWeightIntegerGemm(const void* b, DataType b_type, int64_t k, int64_t n,
@@ -508,6 +511,11 @@ ConstantWeightIntegerGemm::ConstantWeightIntegerGemm(const void* b, DataType b_t
   impl_->b_type = b_type;
   impl_->b.assign(static_cast<const uint8_t*>(b), static_cast<const uint8_t*>(b) + k * n);
   impl_->b_zero = std::move(b_zero);
+  const int32_t shift = b_type == DataType::kUInt8 ? 128 : 0;  // what BuildDnnlIntMatMul subtracts from B
+  for (int64_t j = 0; j < n; ++j)
+    impl_->coefficient.push_back(shift - impl_->b_zero[impl_->b_zero.size() == 1 ? 0 : static_cast<size_t>(j)]);
+  if (std::all_of(impl_->coefficient.begin(), impl_->coefficient.end(), [](int32_t c) { return c == 0; }))
+    impl_->coefficient.clear();
   if (!DnnlInt8IsExact()) {
     impl_->corrected.resize(static_cast<size_t>(k * n));
     for (int64_t kk = 0; kk < k; ++kk)
@@ -534,14 +542,7 @@ void ConstantWeightIntegerGemm::Run(KernelContext& ctx, const uint8_t* a, int64_
     });
     if (mm->primitive) {
       RunDnnlIntMatMul(ctx, *mm, a, a_zero, impl_->b.data(), sums);
-      std::vector<int32_t> coefficient(static_cast<size_t>(n_));
-      bool corrected = false;
-      for (int64_t j = 0; j < n_; ++j) {
-        coefficient[static_cast<size_t>(j)] =
-            mm->weight_shift - impl_->b_zero[impl_->b_zero.size() == 1 ? 0 : static_cast<size_t>(j)];
-        corrected |= coefficient[static_cast<size_t>(j)] != 0;
-      }
-      if (corrected) AddRankOneCorrection(a, rows, k_, a_zero, coefficient, sums);
+      if (!impl_->coefficient.empty()) AddRankOneCorrection(a, rows, k_, a_zero, impl_->coefficient, sums);
       return;
     }
   }

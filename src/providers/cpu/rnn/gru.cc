@@ -35,14 +35,7 @@ class Gru : public Kernel {
         linear_before_reset_(info.node().GetInt("linear_before_reset", 0) != 0) {}
 
   void Compute(KernelContext& ctx) const override {
-    switch (ctx.Input(0).type()) {
-      case DataType::kFloat:
-        return ComputeTyped<float>(ctx);
-      case DataType::kDouble:
-        return ComputeTyped<double>(ctx);
-      default:
-        Fail(ErrorCode::kNotImplemented, ctx.node().Describe(), ": element type ", DataTypeName(ctx.Input(0).type()));
-    }
+    VisitRecurrentType(ctx, [&]<typename T>() { ComputeTyped<T>(ctx); });
   }
 
  private:

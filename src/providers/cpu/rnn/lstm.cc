@@ -131,14 +131,7 @@ class Lstm : public LstmBase {
   explicit Lstm(const KernelInfo& info) : LstmBase(info) {}
 
   void Compute(KernelContext& ctx) const override {
-    switch (ctx.Input(0).type()) {
-      case DataType::kFloat:
-        return ComputeTyped<float>(ctx);
-      case DataType::kDouble:
-        return ComputeTyped<double>(ctx);
-      default:
-        Fail(ErrorCode::kNotImplemented, ctx.node().Describe(), ": element type ", DataTypeName(ctx.Input(0).type()));
-    }
+    VisitRecurrentType(ctx, [&]<typename T>() { ComputeTyped<T>(ctx); });
   }
 
  private:

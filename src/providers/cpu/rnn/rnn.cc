@@ -17,14 +17,7 @@ class Rnn : public Kernel {
   explicit Rnn(const KernelInfo& info) : attributes_(ParseRecurrentAttributes(info.node(), {"Tanh"})) {}
 
   void Compute(KernelContext& ctx) const override {
-    switch (ctx.Input(0).type()) {
-      case DataType::kFloat:
-        return ComputeTyped<float>(ctx);
-      case DataType::kDouble:
-        return ComputeTyped<double>(ctx);
-      default:
-        Fail(ErrorCode::kNotImplemented, ctx.node().Describe(), ": element type ", DataTypeName(ctx.Input(0).type()));
-    }
+    VisitRecurrentType(ctx, [&]<typename T>() { ComputeTyped<T>(ctx); });
   }
 
  private:

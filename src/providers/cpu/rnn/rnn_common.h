@@ -127,6 +127,20 @@ template <>
 void GateGemm::Run<double>(KernelContext&, const double*, int64_t, int64_t, const double*, int64_t, const double*,
                            double*) const;
 
+// Calls fn.template operator()<T>() for X's element type (float or double); throws kNotImplemented naming the node
+// for others.
+template <typename Fn>
+void VisitRecurrentType(const KernelContext& ctx, Fn&& fn) {
+  switch (ctx.Input(0).type()) {
+    case DataType::kFloat:
+      return fn.template operator()<float>();
+    case DataType::kDouble:
+      return fn.template operator()<double>();
+    default:
+      Fail(ErrorCode::kNotImplemented, ctx.node().Describe(), ": element type ", DataTypeName(ctx.Input(0).type()));
+  }
+}
+
 // Helpers for the kernels' per-direction work.
 template <typename T>
 const T* OptionalData(const Tensor* t) {
