@@ -2,12 +2,14 @@
 //
 //   tessera_generation_bench MODEL.onnx [--ep cuda|cpu|testing] [--graphs 0|1] [--prompt FILE] [--reference FILE]
 //                            [--new 128] [--runs 10] [--ep-option KEY=VALUE]... [--config KEY=VALUE]...
-//                            [--profile PREFIX]
+//                            [--profile PREFIX] [--prompt-model PROMPT.onnx]
 //
 // MODEL is a decoding step over a static cache (scripts/gpu_host/export_generation.py writes GPT-2's). --prompt and
 // --reference are files of space-separated token ids (the export's tokens_prompt.txt, tokens_fp32_cuda.txt): without
 // a prompt the bench uses tokens 1..16; with a reference it prints whether the generated tokens equal it.
 // --graphs 1 (default) creates the session with the CUDA EP option enable_cuda_graph=1 (one captured graph per step).
+// --prompt-model gives the loop a prompt model (GenerationLoopOptions::prompt_session; the export's gpt2_prompt*.onnx):
+// the prompt goes in one run instead of one step per token. A MODEL with a symbolic sequence axis is its own.
 //
 // Prints "key value" lines: the medians over --runs of Generate(prompt, NEW) and Generate(prompt, 1) in ms,
 // tokens_per_s (NEW over the first), decode_tokens_per_s ((NEW - 1) new tokens over the difference: the prompt's
@@ -19,6 +21,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -52,7 +55,7 @@ int main(int argc, char** argv) {
                  argv[0]);
     return 2;
   }
-  std::string model = argv[1], ep = "cuda", prompt_file, reference_file, profile;
+  std::string model = argv[1], ep = "cuda", prompt_file, reference_file, profile, prompt_model;
   bool graphs = true;
   size_t new_tokens = 128;
   int runs = 10;
@@ -67,6 +70,7 @@ int main(int argc, char** argv) {
     else if (flag == "--new") new_tokens = static_cast<size_t>(std::atol(value.c_str()));
     else if (flag == "--runs") runs = std::max(1, std::atoi(value.c_str()));
     else if (flag == "--profile") profile = value;
+    else if (flag == "--prompt-model") prompt_model = value;
     else if (flag == "--ep-option" && value.find('=') != std::string::npos)
       ep_options[value.substr(0, value.find('='))] = value.substr(value.find('=') + 1);
     else if (flag == "--config" && value.find('=') != std::string::npos)
@@ -101,15 +105,29 @@ int main(int argc, char** argv) {
     std::printf("session_create_ms %.1f\n",
                 std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - create).count());
     std::printf("graph_status %s\n", session.GraphStatus().c_str());
-    tessera::GenerationLoop loop(env, session);
+    std::unique_ptr<tessera::Session> prompt_session;
+    tessera::GenerationLoopOptions loop_options;
+    if (!prompt_model.empty()) {
+      const auto start = std::chrono::steady_clock::now();
+      // Eager: its shapes change with every prompt length (and graph capture would need every node capturable).
+      tessera::SessionOptions prompt_so = so;
+      for (auto& provider : prompt_so.providers) provider.options.erase("enable_cuda_graph");
+      prompt_session = std::make_unique<tessera::Session>(env, prompt_model, prompt_so);
+      std::printf("prompt_session_create_ms %.1f\n",
+                  std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
+      loop_options.prompt_session = prompt_session.get();
+    }
+    tessera::GenerationLoop loop(env, session, loop_options);
     const auto first = std::chrono::steady_clock::now();
     const std::vector<int64_t> tokens = loop.Generate(prompt, new_tokens);
     std::printf("first_generate_ms %.1f\n",
                 std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - first).count());
     std::vector<double> full, one;
+    tessera::GenerationLoop::Stats stats = loop.last_stats();  // of a whole generation
     for (int r = 0; r < runs; ++r) {
       const std::vector<int64_t> again = loop.Generate(prompt, new_tokens);
       full.push_back(loop.last_stats().total_ms);
+      stats = loop.last_stats();
       if (again != tokens) std::printf("warning: run %d generated other tokens than the first\n", r);
       loop.Generate(prompt, 1);
       one.push_back(loop.last_stats().total_ms);
@@ -122,7 +140,8 @@ int main(int argc, char** argv) {
       std::printf("decode_tokens_per_s %.1f\nms_per_decode_step %.4f\n",
                   static_cast<double>(tokens.size() - 1) / ((t_full - t_one) / 1000.0),
                   (t_full - t_one) / static_cast<double>(tokens.size() - 1));
-    std::printf("graph_replays %zu of %zu steps\n", loop.last_stats().graph_replays, loop.last_stats().steps);
+    std::printf("graph_replays %zu of %zu runs (%zu of the prompt model)\n", stats.graph_replays, stats.steps,
+                stats.prompt_runs);
     std::printf("tokens");
     for (int64_t t : tokens) std::printf(" %lld", static_cast<long long>(t));
     std::printf("\n");

@@ -3,13 +3,17 @@
 // the device and copies only that token to the host; on the CUDA EP every step replays one captured graph. Checks
 // the tokens against the same decoding written as a loop of Run(feeds) with host tensors.
 //
-//   example_generation_loop MODEL EP [NEW_TOKENS]
-//   example_generation_loop tiny_decoder.onnx TestingExecutionProvider 24
-//   example_generation_loop gpt2_decode_fp16.onnx CUDAExecutionProvider 128     (scripts/gpu_host/export_generation.py)
+// With PROMPT_MODEL (the same layers over any number of tokens) the prompt goes through it in one run.
+//
+//   example_generation_loop MODEL EP [NEW_TOKENS] [PROMPT_MODEL]
+//   example_generation_loop tiny_decoder.onnx TestingExecutionProvider 24 tiny_decoder_prompt.onnx
+//   example_generation_loop gpt2_decode_fp16.onnx CUDAExecutionProvider 128 gpt2_prompt_fp16.onnx
+//                                                             (scripts/gpu_host/export_generation.py writes both)
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <iostream>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -52,7 +56,7 @@ std::vector<int64_t> StepByStep(tessera::Session& session, const std::vector<int
 
 int main(int argc, char** argv) {
   if (argc < 3) {
-    std::cerr << "usage: example_generation_loop MODEL EP [NEW_TOKENS]\n";
+    std::cerr << "usage: example_generation_loop MODEL EP [NEW_TOKENS] [PROMPT_MODEL]\n";
     return 2;
   }
   const std::string model = argv[1], ep = argv[2];
@@ -65,8 +69,17 @@ int main(int argc, char** argv) {
     if (ep == "CUDAExecutionProvider") options.AddProvider(ep, {{"enable_cuda_graph", "1"}});
     else if (ep != "CPUExecutionProvider") options.AddProvider(ep);
     tessera::Session session(env, model, options);
+    // The prompt model runs eagerly: its shapes change with every prompt's length.
+    tessera::SessionOptions prompt_options;
+    if (ep != "CPUExecutionProvider") prompt_options.AddProvider(ep);
+    std::unique_ptr<tessera::Session> prompt_session;
+    tessera::GenerationLoopOptions loop_options;
+    if (argc > 4) {
+      prompt_session = std::make_unique<tessera::Session>(env, argv[4], prompt_options);
+      loop_options.prompt_session = prompt_session.get();
+    }
 
-    tessera::GenerationLoop loop(env, session);
+    tessera::GenerationLoop loop(env, session, loop_options);
     const std::vector<int64_t> prompt{1, 2, 3, 4, 5, 6, 7, 8};
     loop.Generate(prompt, new_tokens);  // warm-up: the graphs are captured on the first steps
     const std::vector<int64_t> tokens = loop.Generate(prompt, new_tokens);
@@ -75,7 +88,8 @@ int main(int argc, char** argv) {
     for (int64_t t : tokens) std::cout << ' ' << t;
     std::cout << "\n" << stats.new_tokens << " tokens after a prompt of " << stats.prompt_tokens << " in "
               << stats.total_ms << " ms (" << static_cast<double>(stats.new_tokens) / (stats.total_ms / 1000.0)
-              << " tokens/s), " << stats.steps << " steps, " << stats.graph_replays << " replayed a graph; cache of "
+              << " tokens/s), " << stats.steps << " runs (" << stats.prompt_runs << " of the prompt model), "
+              << stats.graph_replays << " replayed a graph; cache of "
               << loop.max_length() << " positions\n";
 
     tessera::SessionOptions reference_options;

@@ -7,7 +7,7 @@
 //   std::vector<int64_t> tokens = loop.Generate(prompt, 128);                // the 128 new tokens
 //
 // The model is one decoding step with fixed shapes (scripts/gpu_host/export_generation.py writes GPT-2's):
-//   inputs   input_ids [batch, 1] int64      the token at `position`
+//   inputs   input_ids [batch, 1] int64      the token at `position` (or [batch, S] with S symbolic, see below)
 //            position [1] int64              how many tokens the cache holds before this one
 //            past_*                          the key/value caches, preallocated at the maximum length along
 //                                            `cache_length_axis`; rows at and after `position` are masked out
@@ -21,12 +21,16 @@
 // (gpu_graph_id 1 and 2; the first two steps are the warm-up runs) and every later step replays one graph.
 // Sessions with automatic graphs run the steps eagerly (an automatic graph would copy the caches in and out).
 //
-// The prompt goes through the same step, one token per step: its tokens are uploaded once, and before each prompt
-// step the loop's stream copies the next one into the step's input_ids. Per step the only transfer to the host is
-// the token (8 bytes per sequence), copied on the loop's stream into pinned memory; the host queues step after step
-// without waiting (RunOptions::stream orders the runs with the loop's copies on the device) and waits once at the
-// end -- or, with an end-of-sequence token, reads the tokens of finished steps as they arrive (Event::Query) and stops
-// queueing when every sequence has produced it.
+// The prompt: with a prompt model (GenerationLoopOptions::prompt_session, or the step session itself when its
+// input_ids has a symbolic sequence axis) the prompt goes through that model in one run -- input_ids [batch, S]
+// at positions position .. position + S - 1, the same caches written in place at those rows, next_token chosen from
+// the last token -- and decoding starts from its token. A prompt model whose sequence axis is fixed at S takes the
+// prompt S tokens per run and the rest goes through the step. Without one the prompt goes through the step one
+// token per step. The prompt's tokens are uploaded once; a step that feeds a prompt token first gets it by a copy on
+// the loop's stream. Per run the only transfer to the host is the token (8 bytes per sequence), copied on the loop's
+// stream into pinned memory; the host queues run after run without waiting (RunOptions::stream orders the runs with
+// the loop's copies on the device) and waits once at the end -- or, with an end-of-sequence token, reads the tokens
+// of finished runs as they arrive (Event::Query) and stops queueing when every sequence has produced it.
 //
 // On sessions without device streams (the CPU EP) the same loop runs synchronously on the host.
 // Not thread-safe: one Generate at a time per loop. The session must outlive the loop; it may serve other runs
@@ -59,6 +63,10 @@ struct GenerationLoopOptions {
   int64_t eos_token = -1;
   // Replay captured graphs when the session has explicit graph capture; false: eager steps.
   bool use_graphs = true;
+  // A model that takes several prompt tokens per run (input_ids [batch, S]; otherwise the step's inputs, outputs and
+  // caches, on the same device), run eagerly. nullptr: the step session when its input_ids has a symbolic sequence
+  // axis, else none (the prompt goes through the step token by token). Must outlive the loop.
+  Session* prompt_session = nullptr;
 };
 
 class GenerationLoop {
@@ -82,7 +90,8 @@ class GenerationLoop {
 
   struct Stats {
     size_t prompt_tokens = 0, new_tokens = 0;  // per sequence
-    size_t steps = 0;                          // runs of the step (prompt tokens + new tokens - 1, or fewer at EOS)
+    size_t steps = 0;        // runs: prompt runs, then the steps (without a prompt model prompt tokens + new tokens - 1)
+    size_t prompt_runs = 0;  // of those, runs of the prompt model
     size_t graph_replays = 0;                  // of those, runs that replayed a captured graph
     double total_ms = 0;                       // Generate's wall time
   };

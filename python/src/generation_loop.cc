@@ -7,12 +7,14 @@ namespace tessera::python {
 namespace {
 
 struct PyGenerationLoop {
-  std::shared_ptr<PySession> session;  // first: outlives the loop
+  std::shared_ptr<PySession> session;         // first: outlive the loop
+  std::shared_ptr<PySession> prompt_session;  // may be null
   std::unique_ptr<GenerationLoop> loop;
 };
 
 std::shared_ptr<PyGenerationLoop> MakeGenerationLoop(std::shared_ptr<PySession> session, const py::dict& names,
-                                                     int cache_length_axis, int64_t eos_token, bool use_graphs) {
+                                                     int cache_length_axis, int64_t eos_token, bool use_graphs,
+                                                     std::shared_ptr<PySession> prompt_session) {
   GenerationLoopOptions o;
   for (const auto& [key, value] : names) {
     const std::string k = py::cast<std::string>(key), v = py::cast<std::string>(value);
@@ -29,6 +31,8 @@ std::shared_ptr<PyGenerationLoop> MakeGenerationLoop(std::shared_ptr<PySession> 
   o.use_graphs = use_graphs;
   auto result = std::make_shared<PyGenerationLoop>();
   result->session = std::move(session);
+  result->prompt_session = std::move(prompt_session);
+  if (result->prompt_session) o.prompt_session = result->prompt_session->session.get();
   result->loop = std::make_unique<GenerationLoop>(result->session->runtime->env(), *result->session->session, o);
   return result;
 }
@@ -38,7 +42,7 @@ std::shared_ptr<PyGenerationLoop> MakeGenerationLoop(std::shared_ptr<PySession> 
 void BindGenerationLoop(py::module_& m) {
   py::class_<PyGenerationLoop, std::shared_ptr<PyGenerationLoop>>(m, "_GenerationLoop")
       .def(py::init(&MakeGenerationLoop), py::arg("session"), py::arg("names"), py::arg("cache_length_axis"),
-           py::arg("eos_token"), py::arg("use_graphs"))
+           py::arg("eos_token"), py::arg("use_graphs"), py::arg("prompt_session") = nullptr)
       .def(
           "generate",
           [](PyGenerationLoop& g, const std::vector<std::vector<int64_t>>& prompts, size_t max_new_tokens) {
@@ -54,6 +58,7 @@ void BindGenerationLoop(py::module_& m) {
         d["prompt_tokens"] = s.prompt_tokens;
         d["new_tokens"] = s.new_tokens;
         d["steps"] = s.steps;
+        d["prompt_runs"] = s.prompt_runs;
         d["graph_replays"] = s.graph_replays;
         d["total_ms"] = s.total_ms;
         return d;

@@ -67,13 +67,20 @@ class GenerationLoop:
     The caches are bound as both past and present, so each step writes one row in place; with enable_cuda_graph=1
     every step replays one captured graph and only the token (8 bytes) reaches the host. `names` renames the
     inputs and outputs (keys input_ids, position, next_token, next_position, past_prefix, present_prefix).
-    See include/tessera/generation_loop.h and docs/PIPELINES.md.
+
+    The prompt goes through `prompt_session` in one run when given (the same model over input_ids [batch, S]:
+    the prompt's S tokens at positions position .. position + S - 1, next_token from the last one; a fixed S takes
+    the prompt S tokens per run), or through `session` itself when its input_ids has a symbolic sequence axis;
+    otherwise one token per step. See include/tessera/generation_loop.h and docs/PIPELINES.md.
     """
 
-    def __init__(self, session, names=None, cache_length_axis=2, eos_token=-1, use_graphs=True):
+    def __init__(self, session, names=None, cache_length_axis=2, eos_token=-1, use_graphs=True,
+                 prompt_session=None):
         native = getattr(session, "_sess", session)
-        self._session = session
-        self._loop = _tessera._GenerationLoop(native, dict(names or {}), cache_length_axis, eos_token, use_graphs)
+        self._session, self._prompt_session = session, prompt_session
+        prompt_native = None if prompt_session is None else getattr(prompt_session, "_sess", prompt_session)
+        self._loop = _tessera._GenerationLoop(native, dict(names or {}), cache_length_axis, eos_token, use_graphs,
+                                              prompt_native)
 
     def generate(self, prompt, max_new_tokens):
         """The new tokens after `prompt` (a list of ids; a list of such lists for a batch larger than 1): up to
@@ -95,5 +102,6 @@ class GenerationLoop:
 
     @property
     def stats(self):
-        """The last generate: prompt_tokens, new_tokens, steps, graph_replays, total_ms."""
+        """The last generate: prompt_tokens, new_tokens, steps (runs), prompt_runs (of the prompt model),
+        graph_replays, total_ms."""
         return self._loop.stats()

@@ -78,11 +78,19 @@ class StaticCacheStep(torch.nn.Module):
         mask = self.mask_table[position]  # [1, max_length]
         index = position.view(1, 1, 1, 1).expand(batch, self.heads, 1, self.head_size)
         write = self.row_table[position].view(1, 1, -1, 1)  # [1, 1, max_length, 1]: 1 at row `position`
+        h, presents = self.layers(h, mask, index, write, cache, 1)
+        logits = self.lm_head(t.ln_f(h))
+        return (logits.argmax(-1), position + 1, *presents)
+
+    def layers(self, h, mask, index, write, cache, sequence):
+        t = self.t
+        batch, width = h.shape[0], self.heads * self.head_size
         keep = 1 - write
         presents = []
         for i, block in enumerate(t.h):
             qkv = block.attn.c_attn(block.ln_1(h))
-            q, k, v = (x.view(batch, 1, self.heads, self.head_size).transpose(1, 2) for x in qkv.split(width, dim=2))
+            q, k, v = (x.view(batch, sequence, self.heads, self.head_size).transpose(1, 2)
+                       for x in qkv.split(width, dim=2))
             if self.cache_update == "scatter":
                 keys = cache[2 * i].scatter(2, index, k)
                 values = cache[2 * i + 1].scatter(2, index, v)
@@ -90,12 +98,29 @@ class StaticCacheStep(torch.nn.Module):
                 keys = cache[2 * i] * keep + k * write
                 values = cache[2 * i + 1] * keep + v * write
             scores = torch.matmul(q, keys.transpose(-1, -2)) / math.sqrt(self.head_size) + mask
-            attended = torch.matmul(scores.softmax(-1), values).transpose(1, 2).reshape(batch, 1, width)
+            attended = torch.matmul(scores.softmax(-1), values).transpose(1, 2).reshape(batch, sequence, width)
             h = h + block.attn.c_proj(attended)
             h = h + block.mlp(block.ln_2(h))
             presents += [keys, values]
-        logits = self.lm_head(t.ln_f(h))
-        return (logits.argmax(-1), position + 1, *presents)
+        return h, presents
+
+
+class StaticCachePrompt(StaticCacheStep):
+    """The same step over input_ids [batch, S] (S symbolic in the export): the prompt's S tokens at positions
+    position .. position + S - 1 written into the caches in one run, each seeing the rows up to its own position;
+    next_token from the last token, next_position = position + S (GenerationLoopOptions::prompt_session)."""
+
+    def forward(self, input_ids, position, *cache):
+        t = self.t
+        batch, sequence = input_ids.shape
+        positions = position + torch.arange(sequence, device=position.device)  # [S]
+        h = t.wte(input_ids) + t.wpe(positions)  # [batch, S, 768]
+        mask = self.mask_table[positions]  # [S, max_length]: query i sees the rows <= positions[i]
+        index = positions.view(1, 1, -1, 1).expand(batch, self.heads, sequence, self.head_size)
+        write = self.row_table[positions].sum(0).view(1, 1, -1, 1)  # 1 at the rows written
+        h, presents = self.layers(h, mask, index, write, cache, sequence)
+        logits = self.lm_head(t.ln_f(h[:, -1:]))
+        return (logits.argmax(-1), position + sequence, *presents)
 
 
 class DynamicStep(torch.nn.Module):
@@ -172,6 +197,13 @@ def main():
                step_out)
         export(StaticCacheStep(half, MAX_LENGTH, "blend").eval().half().cuda(), args16,
                f"{out}/gpt2_decode_blend_fp16.onnx", step_in, step_out)
+        # The prompt models: the same step over a symbolic number of tokens.
+        prompt = torch.tensor([reference["prompt"][:4]])
+        prompt_axes = {"input_ids": {1: "sequence"}}
+        export(StaticCachePrompt(hf, MAX_LENGTH).eval(), (prompt, position, *caches), f"{out}/gpt2_prompt.onnx",
+               step_in, step_out, prompt_axes)
+        export(StaticCachePrompt(half, MAX_LENGTH).eval().half().cuda(), (prompt.cuda(), *args16[1:]),
+               f"{out}/gpt2_prompt_fp16.onnx", step_in, step_out, prompt_axes)
 
     # The dynamic past/present model, float32 and float16.
     dyn_in = ["input_ids", "attention_mask"] + cache_names("past", layers)
@@ -213,6 +245,19 @@ def check_with_onnxruntime(reference, layers, heads, head_size):
         print(f"{name} on ONNX Runtime (CPU) gives PyTorch's fp32 tokens:", tokens == reference["fp32_cpu"],
               "first difference at",
               next((i for i, (a, b) in enumerate(zip(tokens, reference["fp32_cpu"])) if a != b), None), flush=True)
+    # The prompt model: the whole prompt in one run, then the step; must give PyTorch's tokens too.
+    p = ort.InferenceSession(f"{out}/gpt2_prompt.onnx", providers=["CPUExecutionProvider"])
+    s = ort.InferenceSession(f"{out}/gpt2_decode.onnx", providers=["CPUExecutionProvider"])
+    names = [i.name for i in s.get_inputs()]
+    caches = [np.zeros((1, heads, MAX_LENGTH, head_size), np.float32) for _ in range(2 * layers)]
+    r = p.run(None, dict(zip(names, [np.array([reference["prompt"]]), np.array([0])] + caches)))
+    tokens, caches = [int(r[0][0, 0])], list(r[2:])
+    for t in range(PROMPT, PROMPT + NEW - 1):
+        r = s.run(None, dict(zip(names, [np.array([[tokens[-1]]]), np.array([t])] + caches)))
+        tokens.append(int(r[0][0, 0]))
+        caches = list(r[2:])
+    print("gpt2_prompt + gpt2_decode on ONNX Runtime (CPU) give PyTorch's fp32 tokens:",
+          tokens == reference["fp32_cpu"], flush=True)
     # The dynamic model at two cache lengths against PyTorch's logits.
     d = ort.InferenceSession(f"{out}/gpt2_dynamic.onnx", providers=["CPUExecutionProvider"])
     hf = make_model()

@@ -50,11 +50,22 @@ void CheckInt64(const ValueInfo& info) {
          DataTypeName(info.type));
 }
 
-// A view of `rows` rows of `row_elements` int64 each, starting at row `first`, of a row-major tensor.
-Tensor Rows(Tensor& t, int64_t first, const Shape& shape) {
+// A view of `shape` int64 elements of `t` starting at element `offset`.
+Tensor View(Tensor& t, size_t offset, const Shape& shape) {
   const size_t bytes = static_cast<size_t>(shape.NumElements()) * sizeof(int64_t);
-  char* base = static_cast<char*>(t.raw_data()) + static_cast<size_t>(first) * bytes;
+  char* base = static_cast<char*>(t.raw_data()) + offset * sizeof(int64_t);
   return Tensor::Wrap(DataType::kInt64, shape, base, bytes, t.memory_info());
+}
+
+// Row `row` of a row-major int64 tensor whose rows have `shape`.
+Tensor Rows(Tensor& t, int64_t row, const Shape& shape) {
+  return View(t, static_cast<size_t>(row * shape.NumElements()), shape);
+}
+
+// Dim `d` of a declared shape: its value, or -1 when it is symbolic.
+int64_t DeclaredDim(const ValueInfo& info, size_t d) {
+  const Dim& dim = (*info.shape)[d];
+  return dim.is_concrete() ? dim.value : -1;
 }
 
 }  // namespace
@@ -80,8 +91,13 @@ struct GenerationLoop::Impl {
   size_t runs_with_id[2] = {0, 0};  // explicit graphs: the first run warms up, the second captures
   bool graphs = false;
 
-  Tensor prompt_device, prompt_staged;  // [prompt length, batch]
-  Tensor token_log;                     // [steps, batch] in staging memory: next_token of every step
+  // The prompt model (nullptr: none) and how many tokens one of its runs takes (0: any number).
+  Session* prompt = nullptr;
+  int64_t prompt_chunk = 0;
+
+  Tensor prompt_device, prompt_staged;  // the prompt's runs in order: [batch, S] per prompt-model run, then [1, batch]
+                                        // per prompt token fed through the step
+  Tensor token_log;                     // [runs, batch] in staging memory: next_token of every run
   Tensor position_staged;               // [1]: 0, uploaded at the start of every Generate
 
   Impl(Environment& e, Session& s, GenerationLoopOptions o) : env(e), session(s), options(std::move(o)) {}
@@ -95,8 +111,11 @@ struct GenerationLoop::Impl {
   }
 
   void Setup();
+  void SetupPrompt(const ValueInfo& step_ids);
   void Copy(const Tensor& src, Tensor& dst) { env.CopyTensors({&src, 1}, {&dst, 1}, stream.get()); }
-  void Step(size_t t, bool prompt_step);
+  void Step(size_t t, const Tensor* prompt_token);
+  void PromptRun(size_t t, const Tensor& prompt_tokens);
+  RunOptions Options(bool replay_graph) const;
 };
 
 void GenerationLoop::Impl::Setup() {
@@ -107,11 +126,13 @@ void GenerationLoop::Impl::Setup() {
   const ValueInfo& next = Find(outs, options.next_token, "output");
   const ValueInfo& next_pos = Find(outs, options.next_position, "output");
   for (const ValueInfo* v : {&ids, &pos, &next, &next_pos}) CheckInt64(*v);
-  token_shape = FixedShape(ids, "input");
+  // input_ids [batch, 1], or [batch, S] with S symbolic: the step session is then its own prompt model.
+  if (!ids.shape || ids.shape->size() != 2 || !(*ids.shape)[0].is_concrete() ||
+      ((*ids.shape)[1].is_concrete() && (*ids.shape)[1].value != 1))
+    Fail(ErrorCode::kInvalidArgument, "GenerationLoop: input '", ids.name, "' has shape ", ids.ShapeString(),
+         "; a decoding step takes [batch, 1] (or [batch, S] with a symbolic S)");
+  token_shape = Shape({DeclaredDim(ids, 0), 1});
   position_shape = FixedShape(pos, "input");
-  if (token_shape.rank() != 2 || token_shape[1] != 1)
-    Fail(ErrorCode::kInvalidArgument, "GenerationLoop: input '", ids.name, "' has shape ", token_shape.ToString(),
-         "; a decoding step takes [batch, 1]");
   if (position_shape.NumElements() != 1)
     Fail(ErrorCode::kInvalidArgument, "GenerationLoop: input '", pos.name, "' has shape ", position_shape.ToString(),
          "; the position is one int64");
@@ -170,6 +191,7 @@ void GenerationLoop::Impl::Setup() {
     cache_buffers.push_back(std::move(buffer));
   }
 
+  SetupPrompt(ids);
   graphs = options.use_graphs && session.GraphStatus().rfind("explicit", 0) == 0;
   for (int p = 0; p < 2; ++p) {
     IoBinding& b = bindings[p].emplace(session.CreateIoBinding());
@@ -184,22 +206,80 @@ void GenerationLoop::Impl::Setup() {
   }
 }
 
-// Step t reads tokens[t % 2] (for a prompt step, first overwritten with prompt token t) and writes the next token to
-// tokens[1 - t % 2] and to row t of the token log.
-void GenerationLoop::Impl::Step(size_t t, bool prompt_step) {
-  const int p = static_cast<int>(t % 2);
-  if (prompt_step) {
-    Tensor row = Rows(prompt_device, static_cast<int64_t>(t), token_shape);
-    Copy(row, tokens[p]);
+// The prompt model: the step session itself when its input_ids has a symbolic sequence axis, or the one in the
+// options, which must have the step's names, types and cache shapes.
+void GenerationLoop::Impl::SetupPrompt(const ValueInfo& step_ids) {
+  prompt = options.prompt_session;
+  if (prompt == nullptr && !(*step_ids.shape)[1].is_concrete()) prompt = &session;
+  if (prompt == nullptr) return;
+  const auto mismatch = [](const std::string& name, const std::string& what) {
+    Fail(ErrorCode::kInvalidArgument, "GenerationLoop: the prompt model's '", name, "' ", what);
+  };
+  const std::vector<ValueInfo>& ins = prompt->inputs();
+  const std::vector<ValueInfo>& outs = prompt->outputs();
+  const ValueInfo& ids = Find(ins, options.input_ids, "prompt model input");
+  const ValueInfo& pos = Find(ins, options.position, "prompt model input");
+  const ValueInfo& next = Find(outs, options.next_token, "prompt model output");
+  const ValueInfo& next_pos = Find(outs, options.next_position, "prompt model output");
+  for (const ValueInfo* v : {&ids, &pos, &next, &next_pos}) CheckInt64(*v);
+  if (!ids.shape || ids.shape->size() != 2 || ((*ids.shape)[0].is_concrete() && (*ids.shape)[0].value != batch))
+    mismatch(ids.name, "has shape " + ids.ShapeString() + "; the prompt model takes [" + std::to_string(batch) +
+                           ", S]");
+  prompt_chunk = std::max<int64_t>(DeclaredDim(ids, 1), 0);
+  if (FixedShape(pos, "prompt model input") != position_shape)
+    mismatch(pos.name, "has shape " + pos.ShapeString() + ", the step's " + position_shape.ToString());
+  if (!MayHaveShape(next, token_shape) || !MayHaveShape(next_pos, position_shape))
+    mismatch(next.name, "and '" + next_pos.name + "' must have the step's shapes " + token_shape.ToString() + " and " +
+                            position_shape.ToString());
+  for (size_t c = 0; c < caches.size(); ++c) {
+    const ValueInfo& in = Find(ins, caches[c].first, "prompt model input");
+    Find(outs, caches[c].second, "prompt model output");
+    if (in.type != cache_buffers[c].type() || FixedShape(in, "prompt model input") != cache_buffers[c].shape())
+      mismatch(in.name, "is " + std::string(DataTypeName(in.type)) + in.ShapeString() + ", the step's cache " +
+                            DataTypeName(cache_buffers[c].type()) + cache_buffers[c].shape().ToString());
   }
+  // The prompt model reads the step's buffers wherever they are: a value it reads from another device is copied
+  // there by its run (and a cache it does not update in place is copied back), correct but not free.
+}
+
+RunOptions GenerationLoop::Impl::Options(bool replay_graph) const {
   RunOptions run;
   run.stream = stream.get();
   run.synchronize = stream == nullptr;
-  // Explicit graphs: one id per binding (its buffers are fixed). Otherwise -1, which also keeps automatic graphs
-  // away (they would copy every cache in and out of the graph's own buffers).
-  run.config["gpu_graph_id"] = graphs ? std::to_string(1 + p) : "-1";
+  // Explicit graphs: one id per step binding (its buffers are fixed); the caller sets it. Otherwise -1, which also
+  // keeps automatic graphs away (they would copy every cache in and out of the graph's own buffers).
+  if (!replay_graph) run.config["gpu_graph_id"] = "-1";
+  return run;
+}
+
+// Step t reads tokens[t % 2] (for a step that feeds a prompt token, first overwritten with it) and writes the next
+// token to tokens[1 - t % 2] and to row t of the token log.
+void GenerationLoop::Impl::Step(size_t t, const Tensor* prompt_token) {
+  const int p = static_cast<int>(t % 2);
+  if (prompt_token != nullptr) Copy(*prompt_token, tokens[p]);
+  RunOptions run = Options(graphs);
+  if (graphs) run.config["gpu_graph_id"] = std::to_string(1 + p);
   session.Run(*bindings[p], run);
   if (graphs && ++runs_with_id[p] >= 2) ++stats.graph_replays;
+  Tensor logged = Rows(token_log, static_cast<int64_t>(t), token_shape);
+  Copy(tokens[1 - p], logged);
+}
+
+// Run t of the prompt model: `prompt_tokens` [batch, S] at positions[t % 2]; like a step, the next token and
+// position go to tokens / positions[1 - t % 2] and the caches are written in place.
+void GenerationLoop::Impl::PromptRun(size_t t, const Tensor& prompt_tokens) {
+  const int p = static_cast<int>(t % 2);
+  IoBinding b = prompt->CreateIoBinding();
+  b.BindInput(options.input_ids, Value(prompt_tokens));
+  b.BindInput(options.position, Value(positions[p]));
+  b.BindOutput(options.next_token, Value(tokens[1 - p]));
+  b.BindOutput(options.next_position, Value(positions[1 - p]));
+  for (size_t c = 0; c < caches.size(); ++c) {
+    b.BindInput(caches[c].first, Value(cache_buffers[c]));
+    b.BindOutput(caches[c].second, Value(cache_buffers[c]));
+  }
+  prompt->Run(b, Options(false));
+  ++stats.prompt_runs;
   Tensor logged = Rows(token_log, static_cast<int64_t>(t), token_shape);
   Copy(tokens[1 - p], logged);
 }
@@ -235,36 +315,58 @@ std::vector<std::vector<int64_t>> GenerationLoop::Generate(const std::vector<std
     if (p.size() != length || p.empty())
       Fail(ErrorCode::kInvalidArgument, "GenerationLoop: the prompts must have one length >= 1");
   if (max_new_tokens == 0) return std::vector<std::vector<int64_t>>(prompts.size());
-  const size_t steps = length + max_new_tokens - 1;
-  if (static_cast<int64_t>(steps) > m.max_length)
+  if (static_cast<int64_t>(length + max_new_tokens - 1) > m.max_length)
     Fail(ErrorCode::kInvalidArgument, "GenerationLoop: a prompt of ", length, " tokens and ", max_new_tokens,
-         " new tokens need ", steps, " cache positions; the caches hold ", m.max_length);
+         " new tokens need ", length + max_new_tokens - 1, " cache positions; the caches hold ", m.max_length);
   if (m.stream) m.stream->Synchronize();  // the buffers below may be in use by the last Generate
 
+  // The runs: prompt-model runs of `chunks` tokens, then the rest of the prompt one token per step, then a step per
+  // new token after the first (which the last prompt run chooses).
+  std::vector<size_t> chunks;
+  size_t fed = 0;
+  if (m.prompt != nullptr && m.prompt_chunk == 0 && length >= 2) chunks.push_back(length);
+  if (m.prompt != nullptr && m.prompt_chunk > 0) {
+    const size_t s = static_cast<size_t>(m.prompt_chunk);
+    while (length - chunks.size() * s >= s) chunks.push_back(s);
+  }
+  for (size_t c : chunks) fed += c;
+  const size_t prompt_runs = chunks.size() + (length - fed);
+  const size_t runs = prompt_runs + max_new_tokens - 1;
+
   const int64_t b = m.batch;
-  if (!m.prompt_staged.defined() || m.prompt_staged.shape()[0] < static_cast<int64_t>(length)) {
-    m.prompt_staged = Tensor::Allocate(DataType::kInt64, Shape({static_cast<int64_t>(length), b}), m.staging);
+  const size_t prompt_elements = length * static_cast<size_t>(b);
+  if (!m.prompt_staged.defined() || static_cast<size_t>(m.prompt_staged.shape().NumElements()) < prompt_elements) {
+    m.prompt_staged = Tensor::Allocate(DataType::kInt64, Shape({static_cast<int64_t>(prompt_elements)}), m.staging);
     m.prompt_device = Tensor::Allocate(DataType::kInt64, m.prompt_staged.shape(), m.token_memory);
   }
-  if (!m.token_log.defined() || m.token_log.shape()[0] < static_cast<int64_t>(steps))
-    m.token_log = Tensor::Allocate(DataType::kInt64, Shape({static_cast<int64_t>(steps), b}), m.staging);
+  if (!m.token_log.defined() || m.token_log.shape()[0] < static_cast<int64_t>(runs))
+    m.token_log = Tensor::Allocate(DataType::kInt64, Shape({static_cast<int64_t>(runs), b}), m.staging);
+  // Staged in run order: [batch, S] per chunk, then [1, batch] per prompt token left for the step.
   auto* staged = static_cast<int64_t*>(m.prompt_staged.raw_data());
-  for (size_t i = 0; i < length; ++i)
-    for (int64_t s = 0; s < b; ++s) staged[i * static_cast<size_t>(b) + static_cast<size_t>(s)] = prompts[s][i];
-  m.Copy(m.prompt_staged, m.prompt_device);
+  size_t at = 0, first = 0;
+  for (size_t c : chunks) {
+    for (int64_t s = 0; s < b; ++s)
+      for (size_t i = 0; i < c; ++i) staged[at++] = prompts[s][first + i];
+    first += c;
+  }
+  for (size_t i = fed; i < length; ++i)
+    for (int64_t s = 0; s < b; ++s) staged[at++] = prompts[s][i];
+  Tensor staged_view = View(m.prompt_staged, 0, Shape({static_cast<int64_t>(prompt_elements)}));
+  Tensor device_view = View(m.prompt_device, 0, Shape({static_cast<int64_t>(prompt_elements)}));
+  m.Copy(staged_view, device_view);
   static_cast<int64_t*>(m.position_staged.raw_data())[0] = 0;
   m.Copy(m.position_staged, m.positions[0]);
-  // Step parity must restart at 0 (the position lives in positions[0]); the graphs of both ids stay valid.
+  // Run parity must restart at 0 (the position lives in positions[0]); the graphs of both ids stay valid.
 
   m.stats = Stats{};
   m.stats.prompt_tokens = length;
-  std::vector<std::unique_ptr<Event>> done;  // with an EOS token: after each step's token copy
+  std::vector<std::unique_ptr<Event>> done;  // with an EOS token: after each run's token copy
   std::vector<std::vector<int64_t>> generated(static_cast<size_t>(b));
   std::vector<bool> finished(static_cast<size_t>(b), false);
-  size_t read = 0;  // steps whose tokens were read
+  size_t read = 0;  // runs whose tokens were read
   const auto* log = static_cast<const int64_t*>(m.token_log.raw_data());
   const auto read_step = [&](size_t t) {
-    if (t + 1 < length) return;  // a prompt step's prediction of the next prompt token
+    if (t + 1 < prompt_runs) return;  // a prompt run's prediction of the next prompt token
     for (int64_t s = 0; s < b; ++s) {
       if (finished[s]) continue;
       const int64_t token = log[t * static_cast<size_t>(b) + static_cast<size_t>(s)];
@@ -273,9 +375,18 @@ std::vector<std::vector<int64_t>> GenerationLoop::Generate(const std::vector<std
     }
   };
   const auto all_finished = [&] { return std::all_of(finished.begin(), finished.end(), [](bool f) { return f; }); };
-  size_t t = 0;
-  for (; t < steps; ++t) {
-    m.Step(t, t < length);
+  at = 0;
+  for (size_t t = 0; t < runs; ++t) {
+    if (t < chunks.size()) {
+      m.PromptRun(t, View(m.prompt_device, at, Shape({b, static_cast<int64_t>(chunks[t])})));
+      at += chunks[t] * static_cast<size_t>(b);
+    } else if (t < prompt_runs) {
+      Tensor token = View(m.prompt_device, at, m.token_shape);
+      at += static_cast<size_t>(b);
+      m.Step(t, &token);
+    } else {
+      m.Step(t, nullptr);
+    }
     ++m.stats.steps;
     if (m.options.eos_token < 0) continue;
     if (!m.stream) {

@@ -42,6 +42,31 @@ TEST_F(CudaGenerationLoopTest, StepsReplayOneGraphAndGiveTheCpusTokens) {
   EXPECT_EQ(loop.Generate(other, 8), CpuTokens(other, 8));
 }
 
+// The prompt in one eager run of a prompt model (a separate session, or the step itself with a symbolic sequence
+// axis), then steps that replay graphs: the CPU's tokens.
+TEST_F(CudaGenerationLoopTest, APromptModelTakesThePromptInOneRunBeforeTheGraphSteps) {
+  const std::vector<int64_t> prompt{2, 7, 1, 8, 2};
+  const std::vector<int64_t> expected = CpuTokens(prompt, 6);
+  Session step = MakeSession(TinyDecoderModel(), CudaOptions(true), TestEnv());
+  Session prompt_model = MakeSession(TinyDecoderPromptModel(-1), CudaOptions(false), TestEnv());
+  GenerationLoopOptions o;
+  o.prompt_session = &prompt_model;
+  GenerationLoop loop(TestEnv(), step, o);
+  EXPECT_EQ(loop.Generate(prompt, 6), expected);
+  EXPECT_EQ(loop.last_stats().prompt_runs, 1u);
+  EXPECT_EQ(loop.last_stats().steps, 6u);
+  EXPECT_EQ(loop.last_stats().graph_replays, 3u);  // steps 1-5: two warm-ups, then captures and replays
+  EXPECT_EQ(loop.Generate(prompt, 6), expected);
+
+  // One model for both, eager steps (explicit capture refuses it: the host's shape arithmetic, position +
+  // sequence length, feeds a device Add).
+  Session own = MakeSession(TinyDecoderPromptModel(-1), CudaOptions(false), TestEnv());
+  GenerationLoop self(TestEnv(), own);
+  EXPECT_EQ(self.Generate(prompt, 6), expected);
+  EXPECT_EQ(self.last_stats().prompt_runs, 1u);
+  EXPECT_EQ(self.last_stats().graph_replays, 0u);
+}
+
 TEST_F(CudaGenerationLoopTest, EagerStepsWithoutGraphCaptureGiveTheSameTokens) {
   const std::vector<int64_t> prompt{4, 4};
   Session session = MakeSession(TinyDecoderModel(), CudaOptions(false), TestEnv());

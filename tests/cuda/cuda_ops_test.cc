@@ -390,6 +390,31 @@ TEST_F(CudaOpsTest, ExpandShapeAndConstantOfShape) {
   CompareOnCuda(fill_ints);
 }
 
+// Range reads its scalars on the host and writes on the device: every element type, steps of both signs, empty.
+TEST_F(CudaOpsTest, Range) {
+  const auto scalar = [](DataType type, double v) {
+    Tensor t = Tensor::Allocate(type, Shape{});
+    switch (type) {
+      case DataType::kFloat: t.Data<float>()[0] = static_cast<float>(v); break;
+      case DataType::kDouble: t.Data<double>()[0] = v; break;
+      case DataType::kInt16: t.Data<int16_t>()[0] = static_cast<int16_t>(v); break;
+      case DataType::kInt32: t.Data<int32_t>()[0] = static_cast<int32_t>(v); break;
+      default: t.Data<int64_t>()[0] = static_cast<int64_t>(v); break;
+    }
+    return t;
+  };
+  struct Case {
+    double start, limit, delta;
+  };
+  for (DataType type : {DataType::kFloat, DataType::kDouble, DataType::kInt16, DataType::kInt32, DataType::kInt64})
+    for (const Case& c : std::vector<Case>{{3, 40, 3}, {10, -7, -4}, {0, 1000, 1}, {5, 5, 1}, {5, 2, 1}}) {
+      OpTester range("Range", 11);
+      range.Input("start", scalar(type, c.start)).Input("limit", scalar(type, c.limit)).Input("delta", scalar(type, c.delta));
+      range.OutputName("output");
+      CompareOnCuda(range);
+    }
+}
+
 TEST_F(CudaOpsTest, MatMulWithBatchBroadcasting) {
   struct Case {
     Shape a, b;

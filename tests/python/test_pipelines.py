@@ -84,6 +84,8 @@ def test_run_ordered_with_an_ortsyncstream_without_waiting():
 
 
 TINY_DECODER = str(pathlib.Path(__file__).resolve().parents[2] / "examples" / "generation_loop" / "tiny_decoder.onnx")
+# The same layers over a symbolic number of tokens (make_model.py --prompt): a prompt model.
+TINY_PROMPT = str(pathlib.Path(TINY_DECODER).with_name("tiny_decoder_prompt.onnx"))
 
 
 def _step_by_step(session, prompt, new_tokens):
@@ -118,6 +120,23 @@ def test_generation_loop_gives_the_tokens_of_a_step_by_step_loop(provider):
     assert stopping.generate(prompt, 20) == tokens[: tokens.index(eos) + 1]
     with pytest.raises(Exception, match="need 52 cache positions; the caches hold 48"):
         loop.generate(prompt, 49)
+
+
+@pytest.mark.parametrize("provider", ["CPUExecutionProvider", "TestingExecutionProvider"])
+def test_generation_loop_takes_the_prompt_in_one_run_of_a_prompt_model(provider):
+    if provider not in ort.get_available_providers():
+        pytest.skip(f"{provider} is not available in this build")
+    step = ort.InferenceSession(TINY_DECODER, providers=[provider])
+    prompt_model = ort.InferenceSession(TINY_PROMPT, providers=[provider])
+    prompt = [5, 17, 3, 40, 9, 11]
+    expected = _step_by_step(step, prompt, 20)
+    loop = ort.GenerationLoop(step, prompt_session=prompt_model)
+    assert loop.generate(prompt, 20) == expected
+    assert loop.stats["prompt_runs"] == 1 and loop.stats["steps"] == 1 + 19
+    # A step model with a symbolic sequence axis is its own prompt model.
+    own = ort.GenerationLoop(prompt_model)
+    assert own.generate(prompt, 20) == expected
+    assert own.stats["prompt_runs"] == 1
 
 
 @requires_cuda

@@ -13,7 +13,8 @@ namespace tessera {
 // embeddings by indices computed from shapes makes data). Their values are small int64 tensors the host reads
 // (Reshape's shape, Slice's bounds, ...); on a device they would be copied there and back, so a device EP leaves them
 // to the CPU. Shape itself may run on the device EP: it reads only its input's shape (KernelDef::host_outputs and
-// host_or_device_inputs). ConstantOfShape makes data, so it is not one of them. (Shapes the optimizer knows
+// host_or_device_inputs). ConstantOfShape and Range make data (a fill, position ids over a sequence length), so they
+// are not among them. (Shapes the optimizer knows
 // statically are folded before partitioning.)
 std::set<size_t> ShapeComputations(const Graph& graph);
 

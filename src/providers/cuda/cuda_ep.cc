@@ -1,5 +1,6 @@
 #include "providers/cuda/cuda_ep.h"
 
+#include <cublasLt.h>
 #include <cuda_runtime_api.h>
 #include <cudnn.h>
 
@@ -43,7 +44,8 @@ void AttachTuningCache(TuningResults& tuning, int ordinal, const CudaProviderOpt
                           std::to_string(properties.minor) + " cuDNN " + std::to_string(cudnnGetVersion());
   const std::string path = named ? *named : DefaultTuningCachePath(tag);
   if (path.empty()) return;
-  const std::string identity = tag + ", CUDA runtime " + std::to_string(runtime) + ", driver " + std::to_string(driver);
+  const std::string identity = tag + ", CUDA runtime " + std::to_string(runtime) + ", driver " + std::to_string(driver) +
+                               ", cuBLASLt " + std::to_string(cublasLtGetVersion());
   std::string why;
   if (!tuning.AttachFile(path, identity, &why)) {
     Log(LogLevel::kInfo, kEpName, ": tuning cache not used: ", why);

@@ -45,6 +45,12 @@ ConvAlgoSearch ParseConvAlgoSearch(const std::string& key, const std::string& va
   BadValue(key, value, "EXHAUSTIVE, HEURISTIC or DEFAULT");
 }
 
+MatmulAlgoSearch ParseMatmulAlgoSearch(const std::string& key, const std::string& value) {
+  if (value == "EXHAUSTIVE") return MatmulAlgoSearch::kExhaustive;
+  if (value == "HEURISTIC") return MatmulAlgoSearch::kHeuristic;
+  BadValue(key, value, "EXHAUSTIVE or HEURISTIC");
+}
+
 using Setter = std::function<void(CudaProviderOptions&, const std::string& key, const std::string& value)>;
 
 Setter BoolSetter(bool CudaProviderOptions::*field) {
@@ -71,6 +77,10 @@ const std::map<std::string, Setter>& Setters() {
       {"cudnn_conv_algo_search",
        [](CudaProviderOptions& o, const std::string& k, const std::string& v) {
          o.cudnn_conv_algo_search = ParseConvAlgoSearch(k, v);
+       }},
+      {"matmul_algo_search",
+       [](CudaProviderOptions& o, const std::string& k, const std::string& v) {
+         o.matmul_algo_search = ParseMatmulAlgoSearch(k, v);
        }},
       {"user_compute_stream",
        [](CudaProviderOptions& o, const std::string& k, const std::string& v) {

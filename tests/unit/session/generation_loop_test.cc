@@ -75,7 +75,90 @@ TEST_P(GenerationLoopTest, StopsAtTheEndOfSequenceToken) {
   EXPECT_EQ(loop.Generate(prompt, 9), std::vector<int64_t>(all.begin(), all.begin() + first + 1));
 }
 
+// The prompt through a prompt model in one run (or in runs of its fixed length): the same tokens as step by step.
+TEST_P(GenerationLoopTest, APromptModelTakesThePromptInOneRunAndGivesTheSameTokens) {
+  if (!HasEpDevice(GetParam())) GTEST_SKIP() << "no " << GetParam() << " device in this environment";
+  Session step = MakeSession(TinyDecoderModel(), OptionsFor(GetParam()), TestEnv());
+  Session prompt_model = MakeSession(TinyDecoderPromptModel(-1), OptionsFor(GetParam()), TestEnv());
+  const std::vector<int64_t> prompt{3, 1, 4, 1, 5};
+  const std::vector<int64_t> expected = ReferenceTokens(step, prompt, 6);
+  GenerationLoopOptions o;
+  o.prompt_session = &prompt_model;
+  GenerationLoop loop(TestEnv(), step, o);
+  EXPECT_EQ(loop.Generate(prompt, 6), expected);
+  EXPECT_EQ(loop.last_stats().prompt_runs, 1u);
+  EXPECT_EQ(loop.last_stats().steps, 1u + 5u);
+  // A one-token prompt goes through the step.
+  const std::vector<int64_t> one{7};
+  EXPECT_EQ(loop.Generate(one, 4), ReferenceTokens(step, one, 4));
+  EXPECT_EQ(loop.last_stats().prompt_runs, 0u);
+  // With an end-of-sequence token that the prompt run itself chooses.
+  GenerationLoopOptions stop = o;
+  stop.eos_token = expected[0];
+  GenerationLoop stopping(TestEnv(), step, stop);
+  EXPECT_EQ(stopping.Generate(prompt, 6), std::vector<int64_t>{expected[0]});
+}
+
+TEST_P(GenerationLoopTest, AStepWithASymbolicSequenceAxisIsItsOwnPromptModel) {
+  if (!HasEpDevice(GetParam())) GTEST_SKIP() << "no " << GetParam() << " device in this environment";
+  Session step = MakeSession(TinyDecoderModel(), OptionsFor(GetParam()), TestEnv());
+  Session any_length = MakeSession(TinyDecoderPromptModel(-1), OptionsFor(GetParam()), TestEnv());
+  const std::vector<int64_t> prompt{2, 7, 1, 8};
+  GenerationLoop loop(TestEnv(), any_length);
+  EXPECT_EQ(loop.Generate(prompt, 7), ReferenceTokens(step, prompt, 7));
+  EXPECT_EQ(loop.last_stats().prompt_runs, 1u);
+  EXPECT_EQ(loop.last_stats().steps, 7u);
+  EXPECT_EQ(loop.last_stats().new_tokens, 7u);
+}
+
+TEST_P(GenerationLoopTest, APromptModelOfFixedLengthTakesThePromptInRunsOfThatLength) {
+  if (!HasEpDevice(GetParam())) GTEST_SKIP() << "no " << GetParam() << " device in this environment";
+  Session step = MakeSession(TinyDecoderModel(), OptionsFor(GetParam()), TestEnv());
+  Session pairs = MakeSession(TinyDecoderPromptModel(2), OptionsFor(GetParam()), TestEnv());
+  GenerationLoopOptions o;
+  o.prompt_session = &pairs;
+  GenerationLoop loop(TestEnv(), step, o);
+  const std::vector<int64_t> odd{3, 1, 4, 1, 5};  // two runs of two tokens, the fifth through the step
+  EXPECT_EQ(loop.Generate(odd, 5), ReferenceTokens(step, odd, 5));
+  EXPECT_EQ(loop.last_stats().prompt_runs, 2u);
+  EXPECT_EQ(loop.last_stats().steps, 2u + 1u + 4u);
+  const std::vector<int64_t> even{9, 2, 6, 5};  // two runs, the second chooses the first new token
+  EXPECT_EQ(loop.Generate(even, 5), ReferenceTokens(step, even, 5));
+  EXPECT_EQ(loop.last_stats().prompt_runs, 2u);
+  EXPECT_EQ(loop.last_stats().steps, 2u + 4u);
+}
+
 INSTANTIATE_TEST_SUITE_P(Eps, GenerationLoopTest, ::testing::Values("cpu", "testing"));
+
+TEST(GenerationLoopErrorsTest, APromptModelThatDoesNotMatchTheStepIsRejected) {
+  Session step = MakeSession(TinyDecoderModel(), OptionsFor("cpu"), TestEnv());
+  GraphBuilder g;
+  g.Input("input_ids", {1, -1}, 7).Node("Identity", {"input_ids"}, {"next_token"}).Output("next_token", 7);
+  Session unrelated = MakeSession(g.Serialize(), OptionsFor("cpu"), TestEnv());
+  GenerationLoopOptions o;
+  o.prompt_session = &unrelated;
+  try {
+    GenerationLoop loop(TestEnv(), step, o);
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
+    EXPECT_NE(std::string(e.what()).find("has no prompt model input 'position'"), std::string::npos) << e.what();
+  }
+  // A prompt model whose batch differs from the step's.
+  GraphBuilder wide;
+  wide.Input("input_ids", {2, -1}, 7).Input("position", {1}, 7).Node("Identity", {"input_ids"}, {"next_token"})
+      .Node("Identity", {"position"}, {"next_position"}).Output("next_token", 7).Output("next_position", 7);
+  Session batch2 = MakeSession(wide.Serialize(), OptionsFor("cpu"), TestEnv());
+  o.prompt_session = &batch2;
+  try {
+    GenerationLoop loop(TestEnv(), step, o);
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("the prompt model's 'input_ids' has shape [2,N]; the prompt model takes [1, S]"),
+              std::string::npos)
+        << e.what();
+  }
+}
 
 TEST(GenerationLoopErrorsTest, APromptAndNewTokensBeyondTheCacheAreRejected) {
   Session session = MakeSession(TinyDecoderModel(), OptionsFor("cpu"), TestEnv());

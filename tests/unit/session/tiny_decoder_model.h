@@ -5,6 +5,10 @@
 //
 //   inputs   input_ids [1, 1] int64, position [1] int64, past_0_key / past_0_value [1, 2, kMaxLength, 4] float
 //   outputs  next_token [1, 1] int64, next_position [1] int64, present_0_key / present_0_value (the caches updated)
+//
+// TinyDecoderPromptModel(S) is the same layer over S tokens at once (S = -1: a symbolic sequence axis): input_ids
+// [1, S] at positions position .. position + S - 1, each query seeing the rows up to its own position, next_token
+// from the last token's logits and next_position = position + S -- the prompt model of GenerationLoopOptions.
 #pragma once
 
 #include <cmath>
@@ -28,12 +32,12 @@ inline std::vector<float> TinyDecoderWeights(size_t n, uint32_t seed) {
   return v;
 }
 
-inline std::string TinyDecoderModel() {
+// The inputs and weights both models share.
+inline GraphBuilder& TinyDecoderInputsAndWeights(GraphBuilder& g, int64_t sequence) {
   constexpr int64_t kMax = kTinyDecoderMaxLength, kVocab = kTinyDecoderVocabulary, kEmbed = 8;
   std::vector<int64_t> key_positions;
   for (int64_t i = 0; i < kMax; ++i) key_positions.push_back(i);
-  GraphBuilder g;
-  g.Input("input_ids", {1, 1}, 7)
+  return g.Input("input_ids", {1, sequence}, 7)
       .Input("position", {1}, 7)
       .Input("past_0_key", {1, 2, kMax, 4})
       .Input("past_0_value", {1, 2, kMax, 4})
@@ -47,11 +51,17 @@ inline std::string TinyDecoderModel() {
       .FloatInitializer("minus_inf", {}, {-INFINITY})
       .Int64Initializer("one", {1}, {1})
       .Int64Initializer("split", {3}, {kEmbed, kEmbed, kEmbed})
+      .Int64Initializer("key_positions", {kMax}, key_positions);
+}
+
+inline std::string TinyDecoderModel() {
+  constexpr int64_t kEmbed = 8;
+  GraphBuilder g;
+  TinyDecoderInputsAndWeights(g, 1)
       .Int64Initializer("heads_shape", {4}, {1, 1, 2, 4})
       .Int64Initializer("merged_shape", {3}, {1, 1, kEmbed})
       .Int64Initializer("index_shape", {4}, {1, 1, 1, 1})
       .Int64Initializer("index_expand", {4}, {1, 2, 1, 4})
-      .Int64Initializer("key_positions", {kMax}, key_positions)
       // h = wte[token] + wpe[position]
       .Node("Gather", {"wte", "input_ids"}, {"token_embedding"})
       .Node("Gather", {"wpe", "position"}, {"position_embedding"})
@@ -95,6 +105,76 @@ inline std::string TinyDecoderModel() {
       .IntAttribute("axis", 2)
       .IntAttribute("keepdims", 0)
       .Node("Add", {"position", "one"}, {"next_position"})
+      .Output("next_token", 7)
+      .Output("next_position", 7)
+      .Output("present_0_key")
+      .Output("present_0_value");
+  return g.Serialize();
+}
+
+inline std::string TinyDecoderPromptModel(int64_t sequence) {
+  constexpr int64_t kEmbed = 8;
+  GraphBuilder g;
+  TinyDecoderInputsAndWeights(g, sequence)
+      .Int64Initializer("heads_shape", {4}, {1, -1, 2, 4})
+      .Int64Initializer("merged_shape", {3}, {1, -1, kEmbed})
+      .Int64Initializer("index_shape", {4}, {1, 1, -1, 1})
+      .Int64Initializer("index_expand", {4}, {1, 2, 1, 4})
+      .Int64Initializer("sequence_axis", {1}, {1})
+      .Int64Initializer("last", {1}, {-1})
+      .Int64Initializer("end", {1}, {INT64_MAX})
+      .Int64Initializer("zero_i", {}, {0})
+      .Int64Initializer("one_i", {}, {1})
+      .Int64Initializer("column", {2}, {-1, 1})
+      // positions = position + [0, S)
+      .Node("Shape", {"input_ids"}, {"ids_shape"})
+      .Node("Gather", {"ids_shape", "one_i"}, {"sequence"})
+      .Node("Range", {"zero_i", "sequence", "one_i"}, {"offsets"})
+      .Node("Add", {"offsets", "position"}, {"positions"})
+      // h [1, S, E]
+      .Node("Gather", {"wte", "input_ids"}, {"token_embedding"})
+      .Node("Gather", {"wpe", "positions"}, {"position_embedding"})
+      .Node("Add", {"token_embedding", "position_embedding"}, {"h"})
+      .Node("MatMul", {"h", "w_qkv"}, {"qkv"})
+      .Node("Split", {"qkv", "split"}, {"q_flat", "k_flat", "v_flat"})
+      .IntAttribute("axis", 2);
+  for (const char* part : {"q", "k", "v"}) {
+    const std::string flat = std::string(part) + "_flat", heads = std::string(part) + "_heads";
+    g.Node("Reshape", {flat, "heads_shape"}, {heads})
+        .Node("Transpose", {heads}, {part})
+        .IntsAttribute("perm", {0, 2, 1, 3});
+  }
+  // rows position .. position + S - 1 of the caches replaced; query i sees the rows <= position + i
+  g.Node("Reshape", {"positions", "index_shape"}, {"positions_4d"})
+      .Node("Expand", {"positions_4d", "index_expand"}, {"cache_index"})
+      .Node("ScatterElements", {"past_0_key", "cache_index", "k"}, {"present_0_key"})
+      .IntAttribute("axis", 2)
+      .Node("ScatterElements", {"past_0_value", "cache_index", "v"}, {"present_0_value"})
+      .IntAttribute("axis", 2)
+      .Node("Transpose", {"present_0_key"}, {"key_t"})
+      .IntsAttribute("perm", {0, 1, 3, 2})
+      .Node("MatMul", {"q", "key_t"}, {"scores_raw"})
+      .Node("Mul", {"scores_raw", "scale"}, {"scores_scaled"})
+      .Node("Reshape", {"positions", "column"}, {"query_positions"})
+      .Node("LessOrEqual", {"key_positions", "query_positions"}, {"visible"})
+      .Node("Where", {"visible", "zero", "minus_inf"}, {"mask"})
+      .Node("Add", {"scores_scaled", "mask"}, {"scores"})
+      .Node("Softmax", {"scores"}, {"probabilities"})
+      .IntAttribute("axis", -1)
+      .Node("MatMul", {"probabilities", "present_0_value"}, {"attended"})
+      .Node("Transpose", {"attended"}, {"attended_t"})
+      .IntsAttribute("perm", {0, 2, 1, 3})
+      .Node("Reshape", {"attended_t", "merged_shape"}, {"merged"})
+      .Node("MatMul", {"merged", "w_out"}, {"projected"})
+      .Node("Add", {"h", "projected"}, {"h2"})
+      // the last token's logits choose the next token
+      .Node("Slice", {"h2", "last", "end", "sequence_axis"}, {"h_last"})
+      .Node("MatMul", {"h_last", "wte_t"}, {"logits"})
+      .Node("ArgMax", {"logits"}, {"next_token"})
+      .IntAttribute("axis", 2)
+      .IntAttribute("keepdims", 0)
+      .Node("Reshape", {"sequence", "one"}, {"sequence_1d"})
+      .Node("Add", {"position", "sequence_1d"}, {"next_position"})
       .Output("next_token", 7)
       .Output("next_position", 7)
       .Output("present_0_key")

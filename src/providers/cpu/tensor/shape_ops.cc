@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "providers/cpu/common/range_count.h"
 #include "providers/cpu/cpu_kernels.h"
 #include "providers/cpu/tensor/numeric_dispatch.h"
 #include "providers/cpu/tensor/strided_copy.h"
@@ -288,14 +289,7 @@ void FillRange(const Node& node, const Tensor& start_t, const Tensor& limit_t, c
                KernelContext& ctx) {
   const T start = start_t.Data<T>()[0], limit = limit_t.Data<T>()[0], delta = delta_t.Data<T>()[0];
   if (delta == T{0}) Fail(ErrorCode::kInvalidArgument, node.Describe(), ": delta must not be zero");
-  int64_t count;
-  if constexpr (std::is_integral_v<T>) {
-    const int64_t span = static_cast<int64_t>(limit) - static_cast<int64_t>(start), step = delta;
-    count = span / step + (span % step != 0 && (span > 0) == (step > 0) ? 1 : 0);
-  } else {
-    count = static_cast<int64_t>(std::ceil((static_cast<double>(limit) - start) / delta));
-  }
-  count = std::max<int64_t>(count, 0);
+  const int64_t count = RangeCount(start, limit, delta);
   T* out = ctx.Output(0, DataTypeOf<T>(), Shape{count}).template Data<T>();
   for (int64_t i = 0; i < count; ++i) out[i] = static_cast<T>(start + static_cast<T>(i) * delta);
 }

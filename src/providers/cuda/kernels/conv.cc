@@ -51,6 +51,7 @@
 #include "providers/cuda/cudnn_graph.h"
 #include "providers/cuda/cudnn_plan_cache.h"
 #include "providers/cuda/kernels/cuda_kernels.h"
+#include "providers/cuda/kernels/graph_timing.h"
 #include "providers/cuda/kernels/kernel_utils.h"
 #include "providers/cuda/step_graphs.h"
 
@@ -193,16 +194,6 @@ int64_t AlignmentOf(const void* p) {
   while (alignment > 1 && address % static_cast<uintptr_t>(alignment) != 0) alignment /= 2;
   return alignment;
 }
-
-// A CUDA event with timing, for the exhaustive search.
-struct TimingEvent {
-  cudaEvent_t event = nullptr;
-  TimingEvent() { CheckCuda(cudaEventCreate(&event), "cudaEventCreate"); }
-  TimingEvent(const TimingEvent&) = delete;
-  TimingEvent& operator=(const TimingEvent&) = delete;
-  ~TimingEvent() { cudaEventDestroy(event); }
-  cudaEvent_t get() const { return event; }
-};
 
 // `dims` in cuDNN's NCHW order; `channels_last` lays the tensor out as NHWC (N, spatial..., C) in memory.
 void SetTensor(TensorDescriptor& d, cudnnDataType_t type, const std::vector<int>& dims, bool channels_last = false) {
@@ -889,45 +880,14 @@ class ConvKernel : public Kernel {
     }
   }
 
-  // GPU milliseconds per run of the node's computation with `candidate`, measured on a CUDA graph of a few
-  // runs, the way whole-model graphs run it: timing calls queued one by one would measure how fast the host
-  // queues them (tens of microseconds per cuDNN call, often more than the GPU needs) and favour the
-  // algorithms with the least host work. Infinity when the candidate cannot be captured.
+  // GPU milliseconds per run of the node's computation with `candidate`, measured on a CUDA graph of a few runs
+  // (graph_timing.h). Infinity when the candidate cannot be captured.
   float TimeCandidate(const KernelContext& ctx, cudnnHandle_t cudnn, const ConvPlan& plan, const ConvChoice& candidate,
                       const Tensor& x, const Tensor& w, Tensor& y, const ConvExtras& extras, Tensor& workspace,
                       cudaStream_t stream) const {
-    constexpr int kRuns = 8;
-    constexpr float kUnusable = std::numeric_limits<float>::infinity();
-    CheckCuda(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal), "cudaStreamBeginCapture");
-    bool queued = true;
-    try {
-      for (int i = 0; i < kRuns; ++i)
-        Enqueue(ctx, cudnn, plan, candidate, x, w, y, extras, workspace.raw_data(), stream);
-    } catch (const Error&) {
-      queued = false;
-    }
-    cudaGraph_t graph = nullptr;
-    const cudaError_t ended = cudaStreamEndCapture(stream, &graph);
-    cudaGraphExec_t exec = nullptr;
-    if (!queued || ended != cudaSuccess || graph == nullptr || cudaGraphInstantiate(&exec, graph, 0) != cudaSuccess) {
-      if (graph != nullptr) cudaGraphDestroy(graph);
-      cudaGetLastError();  // capture failures are not sticky; clear the status for later launches
-      return kUnusable;
-    }
-    TimingEvent start, stop;
-    float ms = kUnusable;
-    if (cudaGraphLaunch(exec, stream) == cudaSuccess && cudaEventRecord(start.get(), stream) == cudaSuccess &&
-        cudaGraphLaunch(exec, stream) == cudaSuccess && cudaEventRecord(stop.get(), stream) == cudaSuccess &&
-        cudaEventSynchronize(stop.get()) == cudaSuccess &&
-        cudaEventElapsedTime(&ms, start.get(), stop.get()) == cudaSuccess) {
-      ms /= kRuns;
-    } else {
-      cudaGetLastError();
-      ms = kUnusable;
-    }
-    cudaGraphExecDestroy(exec);
-    cudaGraphDestroy(graph);
-    return ms;
+    return TimeCapturedCalls(stream, 8, [&](cudaStream_t on) {
+      Enqueue(ctx, cudnn, plan, candidate, x, w, y, extras, workspace.raw_data(), on);
+    });
   }
 
   void Apply(const KernelContext& ctx, const ConvPlan& plan, const ConvChoice& choice) const {

@@ -1,5 +1,6 @@
 // Gather along one axis and constant fills, for any element size.
 #include <cstring>
+#include <type_traits>
 
 #include "providers/cuda/kernels/device_common.cuh"
 
@@ -36,6 +37,12 @@ __global__ void GatherKernel(const W* data, Indices indices, W* out, int64_t out
 template <typename W>
 __global__ void FillKernel(W* out, int64_t n, W value) {
   for (int64_t i = device::FirstIndex(); i < n; i += device::IndexStride()) out[i] = value;
+}
+
+template <typename T>
+__global__ void RangeKernel(T* out, int64_t n, T start, T delta) {
+  for (int64_t i = device::FirstIndex(); i < n; i += device::IndexStride())
+    out[i] = static_cast<T>(start + static_cast<T>(i) * delta);
 }
 
 }  // namespace
@@ -79,6 +86,22 @@ cudaError_t Fill(int element_size, void* out, int64_t n, const void* value, cuda
     std::memcpy(&word, value, sizeof(W));
     FillKernel<W><<<device::BlocksFor(n), device::kThreads, 0, stream>>>(static_cast<W*>(out), n, word);
     return device::LaunchStatus();
+  });
+}
+
+cudaError_t Range(ScalarType type, void* out, int64_t n, const void* start, const void* delta, cudaStream_t stream) {
+  return device::DispatchScalar(type, [&](auto tag) -> cudaError_t {
+    using T = decltype(tag);
+    if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double> || std::is_same_v<T, int16_t> ||
+                  std::is_same_v<T, int32_t> || std::is_same_v<T, int64_t>) {
+      T first, step;
+      std::memcpy(&first, start, sizeof(T));
+      std::memcpy(&step, delta, sizeof(T));
+      RangeKernel<T><<<device::BlocksFor(n), device::kThreads, 0, stream>>>(static_cast<T*>(out), n, first, step);
+      return device::LaunchStatus();
+    } else {
+      return cudaErrorInvalidValue;
+    }
   });
 }
 

@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "providers/cpu/common/broadcast.h"
+#include "providers/cpu/common/range_count.h"
 #include "providers/cuda/cuda_graph.h"
 #include "providers/cuda/kernels/cuda_kernels.h"
 #include "providers/cuda/kernels/kernel_utils.h"
@@ -208,6 +209,47 @@ class ConstantOfShapeKernel : public Kernel {
   Tensor value_;
 };
 
+// Range: start, limit and delta are read on the host (shape computations produce them there); the values are
+// written on the device, so what consumes them stays on the device (and in a captured graph).
+class RangeKernel : public Kernel {
+ public:
+  explicit RangeKernel(const KernelInfo& info) : ep_(CudaEpOf(info)) {}
+
+  void Compute(KernelContext& ctx) const override {
+    DeviceGuard guard(ep_.ordinal());
+    const Tensor &start = ctx.Input(0), &limit = ctx.Input(1), &delta = ctx.Input(2);
+    for (const Tensor* t : {&start, &limit, &delta})
+      if (t->type() != start.type() || t->NumElements() != 1)
+        Fail(ErrorCode::kInvalidArgument, ctx.node().Describe(), ": start, limit and delta must be scalars of one type, ",
+             "got ", start.Describe(), ", ", limit.Describe(), ", ", delta.Describe());
+    const auto count = [&]<typename T>() {
+      const T first = start.Data<T>()[0], step = delta.Data<T>()[0];
+      if (step == T{0}) Fail(ErrorCode::kInvalidArgument, ctx.node().Describe(), ": delta must not be zero");
+      return RangeCount(first, limit.Data<T>()[0], step);
+    };
+    int64_t n = 0;
+    switch (start.type()) {
+      case DataType::kFloat: n = count.template operator()<float>(); break;
+      case DataType::kDouble: n = count.template operator()<double>(); break;
+      case DataType::kInt16: n = count.template operator()<int16_t>(); break;
+      case DataType::kInt32: n = count.template operator()<int32_t>(); break;
+      case DataType::kInt64: n = count.template operator()<int64_t>(); break;
+      default:
+        Fail(ErrorCode::kNotImplemented, ctx.node().Describe(), ": element type ", DataTypeName(start.type()),
+             " is not supported");
+    }
+    Tensor& y = ctx.Output(0, start.type(), Shape{n});
+    if (n == 0) return;
+    CheckLaunch(ctx,
+                launch::Range(ScalarTypeOf(ctx, start.type()), y.raw_data(), n, start.raw_data(), delta.raw_data(),
+                              StreamOf(ctx)),
+                "Range launch");
+  }
+
+ private:
+  const CudaExecutionProvider& ep_;
+};
+
 }  // namespace
 
 void RegisterIndexingKernels(KernelRegistry& registry) {
@@ -229,6 +271,10 @@ void RegisterIndexingKernels(KernelRegistry& registry) {
   KernelDef constant_of_shape = MakeDef("ConstantOfShape", 9, INT_MAX, {DataType::kInt64});
   constant_of_shape.host_inputs = {0};
   registry.Register<ConstantOfShapeKernel>(std::move(constant_of_shape));
+  KernelDef range = MakeDef("Range", 11, INT_MAX,
+                            {DataType::kFloat, DataType::kDouble, DataType::kInt16, DataType::kInt32, DataType::kInt64});
+  range.host_inputs = {0, 1, 2};
+  registry.Register<RangeKernel>(std::move(range));
 }
 
 }  // namespace tessera::cuda

@@ -131,6 +131,9 @@ cudaError_t GatherInline(int element_size, const void* data, const InlineIndices
                          int64_t axis_dim, int64_t inner, int64_t index_count, cudaStream_t stream);
 // out[0..n) = the `element_size`-byte value at `value` (host memory, copied into the launch).
 cudaError_t Fill(int element_size, void* out, int64_t n, const void* value, cudaStream_t stream);
+// out[i] = start + i * delta for i in [0, n), of `type` (float, double, int16, int32 or int64); `start` and `delta`
+// point to one host value of that type each (copied into the launch).
+cudaError_t Range(ScalarType type, void* out, int64_t n, const void* start, const void* delta, cudaStream_t stream);
 
 // ---- reductions (reduction.cu) ------------------------------------------------------------------
 enum class ReduceOp { kSum, kMean, kMax, kMin };

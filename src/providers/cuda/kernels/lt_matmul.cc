@@ -2,9 +2,14 @@
 
 #include <cublasLt.h>
 
+#include <cstdio>
+#include <limits>
 #include <mutex>
+#include <string>
 
+#include "tessera/ep/logging.h"
 #include "providers/cuda/cuda_handles.h"
+#include "providers/cuda/kernels/graph_timing.h"
 #include "providers/cuda/kernels/kernel_utils.h"
 #include "providers/cuda/step_graphs.h"
 
@@ -57,6 +62,20 @@ using DescPtr = std::unique_ptr<cublasLtMatmulDescOpaque_t, DescDeleter>;
 using LayoutPtr = std::unique_ptr<cublasLtMatrixLayoutOpaque_t, LayoutDeleter>;
 using PreferencePtr = std::unique_ptr<cublasLtMatmulPreferenceOpaque_t, PreferenceDeleter>;
 
+// An algorithm as the tuning cache stores it: its opaque words in hex.
+std::string AlgoText(const cublasLtMatmulAlgo_t& algo) {
+  std::string text;
+  char word[17];
+  for (uint64_t v : algo.data) {
+    std::snprintf(word, sizeof(word), "%016llx", static_cast<unsigned long long>(v));
+    text += word;
+  }
+  return text;
+}
+
+// The heuristic's first proposals that cuBLASLt can run, best first.
+constexpr int kCandidates = 8;
+
 }  // namespace
 
 struct LtMatmulPlans::Key {
@@ -95,6 +114,71 @@ std::shared_ptr<const LtMatmulPlans::Plan> LtMatmulPlans::Find(const Key& key) c
   for (const auto& plan : plans_)
     if (plan->key == key) return plan;
   return nullptr;
+}
+
+// The tuning cache's key: everything the timing depended on.
+std::string LtMatmulPlans::TuningKey(const Key& key) {
+  std::string text = "lt;" + std::string(DataTypeName(key.type)) + (key.tf32 ? ";tf32" : "") + ";" +
+                     (key.trans_a ? "T" : "N") + (key.trans_b ? "T" : "N") + (key.with_c ? ";c" : "") + ";m" +
+                     std::to_string(key.m) + ";n" + std::to_string(key.n) + ";k" + std::to_string(key.k);
+  if (key.batch > 1)
+    text += ";batch" + std::to_string(key.batch) + ";strides" + std::to_string(key.stride_a) + "," +
+            std::to_string(key.stride_b) + "," + std::to_string(key.stride_out);
+  text += ";epilogue" + std::to_string(static_cast<int>(key.epilogue)) + ";align" + std::to_string(key.align_a) + "," +
+          std::to_string(key.align_b) + "," + std::to_string(key.align_c) + "," + std::to_string(key.align_out);
+  return text;
+}
+
+// Which candidate a new plan takes: the one the tuning results hold for its key when the heuristic still proposes
+// it; else, with matmul_algo_search EXHAUSTIVE and a stream that can be timed on, the fastest when each runs the
+// product 8 times in a captured graph (on the product's own operands; into a scratch output when the product
+// accumulates into its output); else the heuristic's first.
+size_t LtMatmulPlans::Choose(const KernelContext& ctx, const CudaExecutionProvider& ep, const RowMajorProduct& product,
+                             const Plan& plan, const std::vector<cublasLtMatmulHeuristicResult_t>& candidates,
+                             const LibraryHandles::Lease& lease, cudaStream_t stream) const {
+  if (candidates.size() < 2) return 0;
+  const std::string tuning_key = TuningKey(plan.key);
+  const std::optional<std::string> tuned = ep.tuning().Find(tuning_key);
+  if (tuned)
+    for (size_t i = 0; i < candidates.size(); ++i)
+      if (AlgoText(candidates[i].algo) == *tuned) return i;
+  if (ep.options().matmul_algo_search != MatmulAlgoSearch::kExhaustive || stream == nullptr) return 0;
+  cudaStreamCaptureStatus capture = cudaStreamCaptureStatusActive;
+  if (cudaStreamIsCapturing(stream, &capture) != cudaSuccess) cudaGetLastError();
+  if (capture != cudaStreamCaptureStatusNone) return 0;  // a run being captured cannot time anything
+
+  Tensor scratch;
+  void* out = product.out;
+  const void* c = product.c != nullptr ? product.c : product.out;
+  if (c == product.out && product.beta != 0.0f) {  // timing runs would accumulate into the real output
+    const int64_t elements = (product.batch - 1) * product.stride_out + product.m * product.n;
+    scratch = Tensor::Allocate(product.type, Shape{elements}, ctx.allocator());
+    out = scratch.raw_data();
+    c = out;
+  }
+  void* workspace = lease.cublas_workspace();
+  size_t best = 0;
+  float best_ms = std::numeric_limits<float>::infinity();
+  std::string times;
+  for (size_t i = 0; i < candidates.size(); ++i) {
+    const float ms = TimeCapturedCalls(stream, 8, [&](cudaStream_t on) {
+      if (cublasLtMatmul(lease.cublas_lt(), plan.desc.get(), &product.alpha, product.b, plan.a_layout.get(), product.a,
+                         plan.b_layout.get(), &product.beta, c, plan.out_layout.get(), out, plan.out_layout.get(),
+                         &candidates[i].algo, candidates[i].workspaceSize > 0 ? workspace : nullptr,
+                         candidates[i].workspaceSize, on) != CUBLAS_STATUS_SUCCESS)
+        Fail(ErrorCode::kRuntime, "cublasLtMatmul refused a candidate");
+    });
+    times += (times.empty() ? "" : " ") + std::to_string(ms * 1000.0f).substr(0, 6);
+    if (ms < best_ms) {
+      best_ms = ms;
+      best = i;
+    }
+  }
+  Log(LogLevel::kVerbose, ctx.node().Describe(), ": cuBLASLt m ", product.m, " n ", product.n, " k ", product.k,
+      " batch ", product.batch, ": candidate ", best, " of ", candidates.size(), " (us: ", times, ")");
+  if (best_ms < std::numeric_limits<float>::infinity())
+    ep.tuning().Store(tuning_key, AlgoText(candidates[best].algo), /*replace=*/tuned.has_value());
+  return best;
 }
 
 bool LtMatmulPlans::Run(const KernelContext& ctx, const CudaExecutionProvider& ep,
@@ -171,17 +255,23 @@ bool LtMatmulPlans::Run(const KernelContext& ctx, const CudaExecutionProvider& e
     for (const auto& [attribute, bytes] : alignments)
       CheckCublas(cublasLtMatmulPreferenceSetAttribute(preference, attribute, &bytes, sizeof(bytes)), node,
                   ": cublasLtMatmulPreferenceSetAttribute");
-    cublasLtMatmulHeuristicResult_t result{};
+    cublasLtMatmulHeuristicResult_t results[kCandidates] = {};
     int found = 0;
     const cublasStatus_t status =
         cublasLtMatmulAlgoGetHeuristic(lease.cublas_lt(), desc, made->a_layout.get(), made->b_layout.get(),
-                                       made->out_layout.get(), made->out_layout.get(), preference, 1, &result, &found);
-    if (status == CUBLAS_STATUS_SUCCESS && found > 0 && result.state == CUBLAS_STATUS_SUCCESS) {
-      made->supported = true;
-      made->algo = result.algo;
-      made->workspace_bytes = result.workspaceSize;
-    } else if (status != CUBLAS_STATUS_SUCCESS && status != CUBLAS_STATUS_NOT_SUPPORTED) {
+                                       made->out_layout.get(), made->out_layout.get(), preference, kCandidates,
+                                       results, &found);
+    if (status != CUBLAS_STATUS_SUCCESS && status != CUBLAS_STATUS_NOT_SUPPORTED)
       CheckCublas(status, node, ": cublasLtMatmulAlgoGetHeuristic");
+    std::vector<cublasLtMatmulHeuristicResult_t> candidates;
+    for (int i = 0; status == CUBLAS_STATUS_SUCCESS && i < found; ++i)
+      if (results[i].state == CUBLAS_STATUS_SUCCESS && results[i].workspaceSize <= workspace_cap)
+        candidates.push_back(results[i]);
+    if (!candidates.empty()) {
+      const size_t chosen = Choose(ctx, ep, product, *made, candidates, lease, stream);
+      made->supported = true;
+      made->algo = candidates[chosen].algo;
+      made->workspace_bytes = candidates[chosen].workspaceSize;
     }
     std::unique_lock<std::shared_mutex> lock(mutex_);
     if (plans_.size() >= kMaxPlans) plans_.erase(plans_.begin());

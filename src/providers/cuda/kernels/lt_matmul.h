@@ -2,7 +2,9 @@
 //   out = epilogue(alpha * op(a) x op(b) + beta * c + bias)
 // for a batch of products at fixed strides. A product's descriptors, layouts and algorithm are chosen once per
 // shape, strides, epilogue, bias and operand alignment and cached, so a steady-state call is one
-// cublasLtMatmul: no descriptor creation and no heuristic query. In eager sessions that call is queued through the
+// cublasLtMatmul: no descriptor creation and no heuristic query. The algorithm is the fastest of the heuristic's
+// first eight proposals, timed once per shape on the EP (provider option matmul_algo_search, default EXHAUSTIVE;
+// HEURISTIC takes the first) and kept in the EP's tuning results and tuning cache file. In eager sessions that call is queued through the
 // plan's step graphs (step_graphs.h): once the same operands come back on the same stream it is replayed as a
 // captured graph, one cudaGraphLaunch (1.8 us of host time against cublasLtMatmul's 6.1 us on the H100 host).
 //
@@ -12,12 +14,16 @@
 // adds.
 #pragma once
 
+#include <cublasLt.h>
+
 #include <cstdint>
 #include <memory>
 #include <shared_mutex>
+#include <string>
 #include <vector>
 
 #include "providers/cuda/cuda_ep.h"
+#include "providers/cuda/cuda_handles.h"
 #include "tessera/ep/kernel.h"
 
 namespace tessera::cuda {
@@ -58,6 +64,10 @@ class LtMatmulPlans {
   struct Key;
   struct Plan;
   std::shared_ptr<const Plan> Find(const Key& key) const;
+  static std::string TuningKey(const Key& key);
+  size_t Choose(const KernelContext& ctx, const CudaExecutionProvider& ep, const RowMajorProduct& product,
+                const Plan& plan, const std::vector<cublasLtMatmulHeuristicResult_t>& candidates,
+                const LibraryHandles::Lease& lease, cudaStream_t stream) const;
 
   mutable std::shared_mutex mutex_;  // plans_
   mutable std::vector<std::shared_ptr<const Plan>> plans_;  // oldest first, at most kMaxPlans
