@@ -54,6 +54,45 @@ inline GraphBuilder& TinyDecoderInputsAndWeights(GraphBuilder& g, int64_t sequen
       .Int64Initializer("key_positions", {kMax}, key_positions);
 }
 
+// The layer both models share, from h [1, S, E] to h2: q, k, v; the caches with the rows at `positions` replaced;
+// attention over the rows each query may see (key_positions <= `query_positions`); the output product and residual.
+// The caller defines heads_shape, merged_shape and index_shape for its S.
+inline void TinyDecoderLayer(GraphBuilder& g, const std::string& positions, const std::string& query_positions) {
+  g.Node("MatMul", {"h", "w_qkv"}, {"qkv"}).Node("Split", {"qkv", "split"}, {"q_flat", "k_flat", "v_flat"});
+  g.IntAttribute("axis", 2);
+  for (const char* part : {"q", "k", "v"}) {
+    const std::string flat = std::string(part) + "_flat", heads = std::string(part) + "_heads";
+    g.Node("Reshape", {flat, "heads_shape"}, {heads})
+        .Node("Transpose", {heads}, {part})
+        .IntsAttribute("perm", {0, 2, 1, 3});
+  }
+  g.Node("Reshape", {positions, "index_shape"}, {"positions_4d"})
+      .Node("Expand", {"positions_4d", "index_expand"}, {"cache_index"})
+      .Node("ScatterElements", {"past_0_key", "cache_index", "k"}, {"present_0_key"})
+      .IntAttribute("axis", 2)
+      .Node("ScatterElements", {"past_0_value", "cache_index", "v"}, {"present_0_value"})
+      .IntAttribute("axis", 2)
+      .Node("Transpose", {"present_0_key"}, {"key_t"})
+      .IntsAttribute("perm", {0, 1, 3, 2})
+      .Node("MatMul", {"q", "key_t"}, {"scores_raw"})
+      .Node("Mul", {"scores_raw", "scale"}, {"scores_scaled"})
+      .Node("LessOrEqual", {"key_positions", query_positions}, {"visible"})
+      .Node("Where", {"visible", "zero", "minus_inf"}, {"mask"})
+      .Node("Add", {"scores_scaled", "mask"}, {"scores"})
+      .Node("Softmax", {"scores"}, {"probabilities"})
+      .IntAttribute("axis", -1)
+      .Node("MatMul", {"probabilities", "present_0_value"}, {"attended"})
+      .Node("Transpose", {"attended"}, {"attended_t"})
+      .IntsAttribute("perm", {0, 2, 1, 3})
+      .Node("Reshape", {"attended_t", "merged_shape"}, {"merged"})
+      .Node("MatMul", {"merged", "w_out"}, {"projected"})
+      .Node("Add", {"h", "projected"}, {"h2"});
+}
+
+inline void TinyDecoderOutputs(GraphBuilder& g) {
+  g.Output("next_token", 7).Output("next_position", 7).Output("present_0_key").Output("present_0_value");
+}
+
 inline std::string TinyDecoderModel() {
   constexpr int64_t kEmbed = 8;
   GraphBuilder g;
@@ -65,50 +104,15 @@ inline std::string TinyDecoderModel() {
       // h = wte[token] + wpe[position]
       .Node("Gather", {"wte", "input_ids"}, {"token_embedding"})
       .Node("Gather", {"wpe", "position"}, {"position_embedding"})
-      .Node("Add", {"token_embedding", "position_embedding"}, {"h"})
-      // q, k, v [1, 2, 1, 4]
-      .Node("MatMul", {"h", "w_qkv"}, {"qkv"})
-      .Node("Split", {"qkv", "split"}, {"q_flat", "k_flat", "v_flat"})
-      .IntAttribute("axis", 2);
-  for (const char* part : {"q", "k", "v"}) {
-    const std::string flat = std::string(part) + "_flat", heads = std::string(part) + "_heads";
-    g.Node("Reshape", {flat, "heads_shape"}, {heads})
-        .Node("Transpose", {heads}, {part})
-        .IntsAttribute("perm", {0, 2, 1, 3});
-  }
-  // the caches with row `position` replaced
-  g.Node("Reshape", {"position", "index_shape"}, {"position_4d"})
-      .Node("Expand", {"position_4d", "index_expand"}, {"cache_index"})
-      .Node("ScatterElements", {"past_0_key", "cache_index", "k"}, {"present_0_key"})
-      .IntAttribute("axis", 2)
-      .Node("ScatterElements", {"past_0_value", "cache_index", "v"}, {"present_0_value"})
-      .IntAttribute("axis", 2)
-      // attention over the rows <= position
-      .Node("Transpose", {"present_0_key"}, {"key_t"})
-      .IntsAttribute("perm", {0, 1, 3, 2})
-      .Node("MatMul", {"q", "key_t"}, {"scores_raw"})
-      .Node("Mul", {"scores_raw", "scale"}, {"scores_scaled"})
-      .Node("LessOrEqual", {"key_positions", "position"}, {"visible"})
-      .Node("Where", {"visible", "zero", "minus_inf"}, {"mask"})
-      .Node("Add", {"scores_scaled", "mask"}, {"scores"})
-      .Node("Softmax", {"scores"}, {"probabilities"})
-      .IntAttribute("axis", -1)
-      .Node("MatMul", {"probabilities", "present_0_value"}, {"attended"})
-      .Node("Transpose", {"attended"}, {"attended_t"})
-      .IntsAttribute("perm", {0, 2, 1, 3})
-      .Node("Reshape", {"attended_t", "merged_shape"}, {"merged"})
-      .Node("MatMul", {"merged", "w_out"}, {"projected"})
-      .Node("Add", {"h", "projected"}, {"h2"})
-      // the next token and position
-      .Node("MatMul", {"h2", "wte_t"}, {"logits"})
+      .Node("Add", {"token_embedding", "position_embedding"}, {"h"});
+  TinyDecoderLayer(g, "position", "position");
+  // the next token and position
+  g.Node("MatMul", {"h2", "wte_t"}, {"logits"})
       .Node("ArgMax", {"logits"}, {"next_token"})
       .IntAttribute("axis", 2)
       .IntAttribute("keepdims", 0)
-      .Node("Add", {"position", "one"}, {"next_position"})
-      .Output("next_token", 7)
-      .Output("next_position", 7)
-      .Output("present_0_key")
-      .Output("present_0_value");
+      .Node("Add", {"position", "one"}, {"next_position"});
+  TinyDecoderOutputs(g);
   return g.Serialize();
 }
 
@@ -126,59 +130,26 @@ inline std::string TinyDecoderPromptModel(int64_t sequence) {
       .Int64Initializer("zero_i", {}, {0})
       .Int64Initializer("one_i", {}, {1})
       .Int64Initializer("column", {2}, {-1, 1})
-      // positions = position + [0, S)
+      // positions = position + [0, S); query i sees the rows <= positions[i]
       .Node("Shape", {"input_ids"}, {"ids_shape"})
       .Node("Gather", {"ids_shape", "one_i"}, {"sequence"})
       .Node("Range", {"zero_i", "sequence", "one_i"}, {"offsets"})
       .Node("Add", {"offsets", "position"}, {"positions"})
+      .Node("Reshape", {"positions", "column"}, {"query_positions"})
       // h [1, S, E]
       .Node("Gather", {"wte", "input_ids"}, {"token_embedding"})
       .Node("Gather", {"wpe", "positions"}, {"position_embedding"})
-      .Node("Add", {"token_embedding", "position_embedding"}, {"h"})
-      .Node("MatMul", {"h", "w_qkv"}, {"qkv"})
-      .Node("Split", {"qkv", "split"}, {"q_flat", "k_flat", "v_flat"})
-      .IntAttribute("axis", 2);
-  for (const char* part : {"q", "k", "v"}) {
-    const std::string flat = std::string(part) + "_flat", heads = std::string(part) + "_heads";
-    g.Node("Reshape", {flat, "heads_shape"}, {heads})
-        .Node("Transpose", {heads}, {part})
-        .IntsAttribute("perm", {0, 2, 1, 3});
-  }
-  // rows position .. position + S - 1 of the caches replaced; query i sees the rows <= position + i
-  g.Node("Reshape", {"positions", "index_shape"}, {"positions_4d"})
-      .Node("Expand", {"positions_4d", "index_expand"}, {"cache_index"})
-      .Node("ScatterElements", {"past_0_key", "cache_index", "k"}, {"present_0_key"})
-      .IntAttribute("axis", 2)
-      .Node("ScatterElements", {"past_0_value", "cache_index", "v"}, {"present_0_value"})
-      .IntAttribute("axis", 2)
-      .Node("Transpose", {"present_0_key"}, {"key_t"})
-      .IntsAttribute("perm", {0, 1, 3, 2})
-      .Node("MatMul", {"q", "key_t"}, {"scores_raw"})
-      .Node("Mul", {"scores_raw", "scale"}, {"scores_scaled"})
-      .Node("Reshape", {"positions", "column"}, {"query_positions"})
-      .Node("LessOrEqual", {"key_positions", "query_positions"}, {"visible"})
-      .Node("Where", {"visible", "zero", "minus_inf"}, {"mask"})
-      .Node("Add", {"scores_scaled", "mask"}, {"scores"})
-      .Node("Softmax", {"scores"}, {"probabilities"})
-      .IntAttribute("axis", -1)
-      .Node("MatMul", {"probabilities", "present_0_value"}, {"attended"})
-      .Node("Transpose", {"attended"}, {"attended_t"})
-      .IntsAttribute("perm", {0, 2, 1, 3})
-      .Node("Reshape", {"attended_t", "merged_shape"}, {"merged"})
-      .Node("MatMul", {"merged", "w_out"}, {"projected"})
-      .Node("Add", {"h", "projected"}, {"h2"})
-      // the last token's logits choose the next token
-      .Node("Slice", {"h2", "last", "end", "sequence_axis"}, {"h_last"})
+      .Node("Add", {"token_embedding", "position_embedding"}, {"h"});
+  TinyDecoderLayer(g, "positions", "query_positions");
+  // the last token's logits choose the next token
+  g.Node("Slice", {"h2", "last", "end", "sequence_axis"}, {"h_last"})
       .Node("MatMul", {"h_last", "wte_t"}, {"logits"})
       .Node("ArgMax", {"logits"}, {"next_token"})
       .IntAttribute("axis", 2)
       .IntAttribute("keepdims", 0)
       .Node("Reshape", {"sequence", "one"}, {"sequence_1d"})
-      .Node("Add", {"position", "sequence_1d"}, {"next_position"})
-      .Output("next_token", 7)
-      .Output("next_position", 7)
-      .Output("present_0_key")
-      .Output("present_0_value");
+      .Node("Add", {"position", "sequence_1d"}, {"next_position"});
+  TinyDecoderOutputs(g);
   return g.Serialize();
 }
 
