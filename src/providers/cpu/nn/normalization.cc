@@ -4,6 +4,7 @@
 #include <cmath>
 #include <vector>
 
+#include "providers/cpu/common/row_statistics.h"
 #include "providers/cpu/cpu_kernels.h"
 
 namespace tessera::cpu {
@@ -159,15 +160,8 @@ class BatchNormalization : public Kernel {
 // Mean and 1/sqrt(var + epsilon) of a contiguous run of `n` values.
 template <typename T>
 std::pair<double, double> MeanInvStd(const T* x, int64_t n, double epsilon) {
-  double sum = 0, sum_sq = 0;
-  for (int64_t i = 0; i < n; ++i) sum += static_cast<double>(x[i]);
-  const double mean = n > 0 ? sum / static_cast<double>(n) : 0.0;
-  for (int64_t i = 0; i < n; ++i) {
-    const double d = static_cast<double>(x[i]) - mean;
-    sum_sq += d * d;
-  }
-  const double var = n > 0 ? sum_sq / static_cast<double>(n) : 0.0;
-  return {mean, 1.0 / std::sqrt(var + epsilon)};
+  const RowStatistics stats = MeanVariance(x, n);
+  return {stats.mean, 1.0 / std::sqrt(stats.variance + epsilon)};
 }
 
 class InstanceNormalization : public Kernel {

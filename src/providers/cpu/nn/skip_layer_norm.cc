@@ -20,6 +20,7 @@
 
 #include "providers/cpu/common/broadcast.h"
 #include "providers/cpu/common/float_width.h"
+#include "providers/cpu/common/row_statistics.h"
 #include "providers/cpu/cpu_kernels.h"
 
 namespace tessera::cpu {
@@ -102,15 +103,9 @@ void SumRow(const RowOperands<T>& op, int64_t row, float* s) {
 template <typename T>
 void NormalizeRow(const RowOperands<T>& op, const float* s, T* y, double epsilon) {
   const int64_t n = op.hidden;
-  double total = 0, squares = 0;
-  for (int64_t i = 0; i < n; ++i) total += static_cast<double>(s[i]);
-  const double mean = total / static_cast<double>(n);
-  for (int64_t i = 0; i < n; ++i) {
-    const double d = static_cast<double>(s[i]) - mean;
-    squares += d * d;
-  }
-  const float m = static_cast<float>(mean);
-  const float inv_std = static_cast<float>(1.0 / std::sqrt(squares / static_cast<double>(n) + epsilon));
+  const RowStatistics stats = MeanVariance(s, n);  // LayerNormalization's (row_statistics.h)
+  const float m = static_cast<float>(stats.mean);
+  const float inv_std = static_cast<float>(1.0 / std::sqrt(stats.variance + epsilon));
   const T* gamma = op.gamma;
   const T* beta = op.beta;
   if (beta != nullptr) {
