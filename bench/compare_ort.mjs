@@ -9,7 +9,7 @@
 // `await session.run(feeds)` here (so its numbers include the Node.js binding's small overhead).
 //
 // Procedure: both sessions are created, outputs are compared once (max abs diff), each side warms up, then
-// `--rounds` rounds run `--runs` iterations on each side (by default as many as fit in `--budget` seconds,
+// `--config KEY=VALUE` (repeatable) passes a session config entry to Tessera. `--rounds` rounds run `--runs` iterations on each side (by default as many as fit in `--budget` seconds,
 // estimated from the warm-up), alternating which side goes first. Medians and
 // p10/p90 are over all timed iterations. The 1-minute load average is recorded before and after, since the
 // machine may be shared.
@@ -26,7 +26,7 @@ const ortEntry = path.join(repo, '.deps/ort-node/node_modules/onnxruntime-node/d
 
 function parseArgs(argv) {
   const args = { dims: {}, shapes: {}, fills: {}, threads: os.cpus().length, rounds: 10, runs: 0, budget: 60, warmup: 4, seed: 0, noise: 1e-6,
-                 tessera: path.join(repo, 'build/tessera'), optLevel: 'all', label: '', json: '' };
+                 tessera: path.join(repo, 'build/tessera'), optLevel: 'all', label: '', json: '', config: [] };
   const take = (i) => { if (i + 1 >= argv.length) throw new Error(`${argv[i]} needs a value`); return argv[i + 1]; };
   for (let i = 0; i < argv.length; i += 2) {
     const key = argv[i], value = take(i);
@@ -41,6 +41,7 @@ function parseArgs(argv) {
       case '--seed': args.seed = Number(value); break;
       case '--tessera': args.tessera = value; break;
       case '--opt-level': args.optLevel = value; break;
+      case '--config': args.config.push(value); break;
       case '--label': args.label = value; break;
       case '--json': args.json = value; break;
       case '--noise': args.noise = Number(value); break;
@@ -161,6 +162,7 @@ class TesseraServer {
   constructor(args, inputFiles) {
     const command = ['bench-server', args.model, '--threads', String(args.threads), '--opt-level', args.optLevel];
     for (const [name, file] of Object.entries(inputFiles)) command.push('--input', `${name}=${file}`);
+    for (const setting of args.config) command.push('--config', setting);
     this.process = spawn(args.tessera, command, { stdio: ['pipe', 'pipe', 'inherit'] });
     this.lines = createInterface({ input: this.process.stdout })[Symbol.asyncIterator]();
     this.exited = new Promise((resolve) => this.process.on('exit', resolve));
