@@ -84,6 +84,19 @@ TEST(SoftmaxOpTest, LongRowsAlongLastAxis) {
   }
 }
 
+// A middle axis over many columns takes the column path: several runs of 256 columns and a remainder (inner 600),
+// several outer blocks, large magnitudes (a detector's distribution head: 16 bins over thousands of anchors).
+TEST(SoftmaxOpTest, MiddleAxisOverManyColumns) {
+  for (Kind k : {Kind::kSoftmax, Kind::kLogSoftmax}) {
+    Tensor x = RandomTensor(DataType::kFloat, {2, 16, 4, 150}, 10, -40, 40);
+    x.Data<float>()[7] = -1e30f;
+    OpTester t(OpName(k), 13);
+    t.Attr("axis", int64_t{1});
+    t.Input("input", x).Output("output", NaiveSoftmax(x, k, 2, 16, 600));
+    t.Run();
+  }
+}
+
 TEST(SoftmaxOpTest, BadAxisFails) {
   OpTester t("Softmax", 13);
   t.Attr("axis", int64_t{3});

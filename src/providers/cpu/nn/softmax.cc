@@ -1,7 +1,8 @@
 // Softmax, LogSoftmax and Hardmax. Before opset 13 the input is coerced to 2-D at `axis` (default 1)
 // and each row of the flattened tail is normalized; from opset 13 only the single `axis` (default -1)
 // is. Both are an [outer, n, inner] problem normalized along n. Float rows along the last axis (inner = 1, the
-// attention case) take a vectorized path compiled for AVX-512, AVX2 and baseline x86-64 (chosen at load time).
+// attention case) and float middle axes (runs of up to 256 columns at once, in parallel) take vectorized paths
+// compiled for AVX-512, AVX2 and baseline x86-64 (chosen at load time).
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -99,6 +100,35 @@ void ScaleOrShift(float* y, const float* x, int64_t n, float scale, float shift)
   }
 }
 
+// Columns [0, width) of an [n, inner] float block (x and y point at its first column; width <= kColumns), normalized
+// along n: the loops run across the columns, which are contiguous, so they vectorize (a middle axis, e.g. the
+// 16 bins of a detector's distribution head over thousands of anchors).
+constexpr int64_t kColumns = 256;
+
+TESSERA_TARGET_CLONES("arch=x86-64-v4", "arch=x86-64-v3", "default")
+void NormalizeColumns(const float* x, float* y, int64_t n, int64_t inner, int64_t width, bool log) {
+  float max[kColumns], sum[kColumns];
+  std::fill_n(max, width, std::numeric_limits<float>::lowest());
+  std::fill_n(sum, width, 0.0f);
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t j = 0; j < width; ++j) max[j] = Select(max[j] < x[i * inner + j], x[i * inner + j], max[j]);
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t j = 0; j < width; ++j) {
+      const float e = Exp(x[i * inner + j] - max[j]);
+      if (!log) y[i * inner + j] = e;
+      sum[j] += e;
+    }
+  if (!log) {
+    for (int64_t j = 0; j < width; ++j) sum[j] = 1.0f / sum[j];
+    for (int64_t i = 0; i < n; ++i)
+      for (int64_t j = 0; j < width; ++j) y[i * inner + j] *= sum[j];
+  } else {
+    for (int64_t j = 0; j < width; ++j) sum[j] = max[j] + std::log(sum[j]);
+    for (int64_t i = 0; i < n; ++i)
+      for (int64_t j = 0; j < width; ++j) y[i * inner + j] = x[i * inner + j] - sum[j];
+  }
+}
+
 // Softmax or LogSoftmax of one contiguous float row.
 template <SoftmaxKind Kind>
 void NormalizeRow(const float* x, float* y, int64_t n) {
@@ -144,6 +174,18 @@ class Softmax : public Kernel {
         });
         return;
       }
+      // A middle axis: tasks of up to kColumns columns of one [n, inner] block.
+      const int64_t chunks = (l.inner + kColumns - 1) / kColumns;
+      ctx.thread_pool().ParallelFor(l.outer * chunks, std::max<int64_t>(1, 8192 / (l.n * kColumns)),
+                                    [&](int64_t begin, int64_t end) {
+        for (int64_t t = begin; t < end; ++t) {
+          const int64_t o = t / chunks, first = (t % chunks) * kColumns;
+          const int64_t offset = o * block + first;
+          NormalizeColumns(x + offset, y + offset, l.n, l.inner, std::min(kColumns, l.inner - first),
+                           Kind == SoftmaxKind::kLogSoftmax);
+        }
+      });
+      return;
     }
     ctx.thread_pool().ParallelFor(l.outer, std::max<int64_t>(1, 8192 / block), [&](int64_t begin, int64_t end) {
       std::vector<T> scratch(2 * l.inner);
