@@ -148,3 +148,16 @@ def test_generation_loop_on_cuda_replays_a_graph_per_step():
     prompt = [1, 2, 3]
     assert loop.generate(prompt, 30) == _step_by_step(cpu, prompt, 30)
     assert loop.stats["graph_replays"] == loop.stats["steps"] - 2
+
+
+@requires_cuda
+def test_generation_loop_on_cuda_takes_the_prompt_in_one_run_then_replays_graphs():
+    session = ort.InferenceSession(TINY_DECODER, providers=[("CUDAExecutionProvider",
+                                                            {"enable_cuda_graph": "1", "use_tf32": "0"})])
+    prompt_model = ort.InferenceSession(TINY_PROMPT, providers=[("CUDAExecutionProvider", {"use_tf32": "0"})])
+    cpu = ort.InferenceSession(TINY_DECODER, providers=["CPUExecutionProvider"])
+    loop = ort.GenerationLoop(session, prompt_session=prompt_model)
+    prompt = [4, 8, 15, 16, 23, 42]
+    assert loop.generate(prompt, 30) == _step_by_step(cpu, prompt, 30)
+    assert loop.stats["prompt_runs"] == 1 and loop.stats["steps"] == 30
+    assert loop.stats["graph_replays"] == loop.stats["steps"] - 1 - 2
