@@ -20,8 +20,9 @@ std::vector<int64_t> CpuTokens(const std::vector<int64_t>& prompt, size_t new_to
 
 SessionOptions CudaOptions(bool graphs) {
   SessionOptions o = OptionsFor("cuda");
-  o.providers[0].options["use_tf32"] = "0";  // float32 products as on the CPU: the same argmax
-  if (graphs) o.providers[0].options["enable_cuda_graph"] = "1";
+  // float32 products as on the CPU: the same argmax
+  o.providers[0].options.insert_or_assign(std::string("use_tf32"), std::string("0"));
+  if (graphs) o.providers[0].options.insert_or_assign(std::string("enable_cuda_graph"), std::string("1"));
   return o;
 }
 

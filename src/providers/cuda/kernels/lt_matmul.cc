@@ -168,7 +168,9 @@ size_t LtMatmulPlans::Choose(const KernelContext& ctx, const CudaExecutionProvid
                          candidates[i].workspaceSize, on) != CUBLAS_STATUS_SUCCESS)
         Fail(ErrorCode::kRuntime, "cublasLtMatmul refused a candidate");
     });
-    times += (times.empty() ? "" : " ") + std::to_string(ms * 1000.0f).substr(0, 6);
+    char text[32];
+    std::snprintf(text, sizeof(text), times.empty() ? "%.2f" : " %.2f", static_cast<double>(ms) * 1000.0);
+    times += text;
     if (ms < best_ms) {
       best_ms = ms;
       best = i;
