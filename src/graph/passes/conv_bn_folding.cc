@@ -1,6 +1,9 @@
 #include "graph/passes/conv_bn_folding.h"
 
 #include <cmath>
+#include <optional>
+#include <set>
+#include <string>
 #include <vector>
 
 #include "graph/passes/graph_rewrite.h"
@@ -78,7 +81,97 @@ std::optional<FoldedParameters> Fold(const Graph& graph, const Node& conv, const
   return FoldedParameters{TensorOf(type, weight->shape(), w), TensorOf(type, Shape{channels}, new_b)};
 }
 
+// The value of constant `c` per output channel of a Conv output of `rank` with `channels`, when `c` broadcasts
+// against it as one value or one per channel; nullopt otherwise.
+std::optional<std::vector<float>> PerChannel(const Tensor& c, size_t rank, int64_t channels) {
+  const Shape& shape = c.shape();
+  if (shape.rank() > rank) return std::nullopt;
+  bool per_channel = false;
+  for (size_t i = 0; i < shape.rank(); ++i) {
+    const size_t axis = rank - shape.rank() + i;
+    if (shape[i] == 1) continue;
+    if (axis != 1 || shape[i] != channels) return std::nullopt;
+    per_channel = true;
+  }
+  const std::vector<float> values = ValuesOf(c);
+  return per_channel ? values : std::vector<float>(static_cast<size_t>(channels), values[0]);
+}
+
+// Folds `step` (Mul, Add or Sub of the Conv's output and a constant) into `conv`; false when it does not apply.
+bool FoldAffineStep(Graph& graph, Node& conv, const Node& step) {
+  const Tensor* weight = FloatConstant(graph, conv.inputs[1]);
+  const Tensor* conv_bias = conv.HasInput(2) ? FloatConstant(graph, conv.inputs[2]) : nullptr;
+  if (weight == nullptr || weight->shape().rank() < 3 || (conv.HasInput(2) && conv_bias == nullptr)) return false;
+  const size_t constant_at = step.inputs[0] == conv.outputs[0] ? 1 : 0;
+  if (step.inputs[1 - constant_at] != conv.outputs[0] || (step.op_type == "Sub" && constant_at != 1)) return false;
+  const Tensor* constant = FloatConstant(graph, step.inputs[constant_at]);
+  const DataType type = weight->type();
+  const int64_t channels = weight->shape()[0];
+  if (constant == nullptr || constant->type() != type || (conv_bias != nullptr && conv_bias->type() != type) ||
+      (conv_bias != nullptr && conv_bias->NumElements() != channels))
+    return false;
+  const std::optional<std::vector<float>> values = PerChannel(*constant, weight->shape().rank(), channels);
+  if (!values) return false;
+  std::vector<float> w = ValuesOf(*weight);
+  std::vector<float> b = conv_bias != nullptr ? ValuesOf(*conv_bias) : std::vector<float>(channels, 0.0f);
+  const int64_t per_channel = weight->shape().SizeFrom(1);
+  for (int64_t c = 0; c < channels; ++c) {
+    const float v = (*values)[static_cast<size_t>(c)];
+    if (step.op_type == "Mul") {
+      for (int64_t k = 0; k < per_channel; ++k) w[c * per_channel + k] *= v;
+      b[c] *= v;
+    } else {
+      b[c] += step.op_type == "Add" ? v : -v;
+    }
+  }
+  std::string weight_name = conv.inputs[1];
+  if (step.op_type == "Mul") {
+    weight_name = FreshValueName(graph, conv.name + "_affine_folded_weight");
+    graph.initializers[weight_name] = TensorOf(type, weight->shape(), w);
+    graph.value_infos[weight_name] = ValueInfo{weight_name, ValueInfo::Kind::kTensor, type, std::nullopt};
+  }
+  const std::string bias_name = FreshValueName(graph, conv.name + "_affine_folded_bias");
+  graph.initializers[bias_name] = TensorOf(type, Shape{channels}, b);
+  graph.value_infos[bias_name] = ValueInfo{bias_name, ValueInfo::Kind::kTensor, type, std::nullopt};
+  graph.value_infos.erase(conv.outputs[0]);
+  conv.inputs.resize(3);
+  conv.inputs[1] = weight_name;
+  conv.inputs[2] = bias_name;
+  conv.outputs[0] = step.outputs[0];
+  return true;
+}
+
 }  // namespace
+
+size_t FoldConvAffine(Graph& graph) {
+  size_t folded = 0;
+  for (bool changed = true; changed;) {
+    changed = false;
+    GraphIndex index(graph);
+    std::set<const Node*> doomed, touched;
+    for (const auto& node : graph.nodes) {
+      Node& step = *node;
+      if ((step.op_type != "Mul" && step.op_type != "Add" && step.op_type != "Sub") || !step.domain.empty() ||
+          step.inputs.size() != 2 || step.outputs.size() != 1)
+        continue;
+      for (const std::string& input : step.inputs) {
+        Node* conv = index.Producer(input);
+        if (conv == nullptr || conv->op_type != "Conv" || !conv->domain.empty() || conv->NumInputs() < 2 ||
+            conv->outputs.size() != 1 || touched.count(conv) || !index.OnlyReadBy(conv->outputs[0], step) ||
+            step.inputs[0] == step.inputs[1])
+          continue;
+        if (!FoldAffineStep(graph, *conv, step)) continue;
+        touched.insert(conv);  // its output moved: fold the next step in the next sweep
+        doomed.insert(&step);
+        changed = true;
+        break;
+      }
+    }
+    RemoveNodes(graph, doomed);
+    folded += doomed.size();
+  }
+  return folded;
+}
 
 size_t FoldConvBatchNorm(Graph& graph) {
   GraphIndex index(graph);

@@ -16,4 +16,14 @@ namespace tessera {
 // Returns the number of BatchNormalization nodes folded.
 size_t FoldConvBatchNorm(Graph& graph);
 
+// Folds a per-channel affine step that follows a Conv into it (level extended, after the BatchNormalization
+// folding; ONNX Runtime folds the same):
+//   Conv(x, W, B) -> Mul(s)  ->  Conv(x, W * s[c], B * s[c])
+//   Conv(x, W, B) -> Add(b)  ->  Conv(x, W, B + b[c])          (Sub(b): B - b[c])
+// where s and b are float32 or float16 constants of W's type that broadcast against the Conv's output as one value
+// or one value per output channel ([C, 1, ...] / [1, C, 1, ...]), either operand of Mul and Add, the second of Sub.
+// PP-LCNet's learnable affine blocks (Conv -> Mul(scalar) -> Add(scalar) -> HardSwish) become one Conv, whose
+// activation the later fusions then take. Repeats until nothing folds. Returns the number of nodes folded away.
+size_t FoldConvAffine(Graph& graph);
+
 }  // namespace tessera

@@ -62,6 +62,7 @@ void RunExtended(Graph& graph, PassRunner& run) {
   // Before the fusions: a Cast to the type a value already has would hide their patterns.
   run("cast_elimination", [&] { return EliminateNoOpCasts(graph); });
   run("conv_bn_folding", [&] { return FoldConvBatchNorm(graph); });
+  run("conv_affine_folding", [&] { return FoldConvAffine(graph); });
   run("layer_norm_fusion", [&] { return FuseLayerNorm(graph, context.can_fuse); });
   run("gelu_fusion", [&] { return FuseGelu(graph, context.can_fuse); });
   run("hard_swish_fusion", [&] { return FuseHardSwish(graph, context.can_fuse); });
@@ -131,7 +132,7 @@ std::vector<PassResult> OptimizeGraph(Graph& graph, OptimizationLevel level, con
 const std::vector<std::string>& OptimizerPassNames() {
   static const std::vector<std::string> names = {
       "constant_folding",      "dead_node_elimination",   "shape_subgraph_elimination", "cast_elimination",
-      "conv_bn_folding",       "layer_norm_fusion",       "gelu_fusion",                "hard_swish_fusion",
+      "conv_bn_folding",       "conv_affine_folding",     "layer_norm_fusion",       "gelu_fusion",                "hard_swish_fusion",
       "transpose_elimination", "float32_regions",         "mha_lowering",               "attention_fusion",
       "cache_update_fusion",   "integer_matmul_fusion",   "skip_layer_norm_fusion",     "conv_activation_fusion", "silu_fusion",
       "gemm_to_matmul",        "matmul_epilogue_fusion",  "shared_input_matmul_fusion", "nchwc_layout"};

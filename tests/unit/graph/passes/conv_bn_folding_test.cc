@@ -83,5 +83,69 @@ TEST(ConvBnFoldingTest, FoldsFloat16ParametersIntoFloat16Weights) {
   }
 }
 
+// ---- conv_affine_folding ------------------------------------------------------------------------------------------
+
+// x[1,3,6,6] -> Conv(W[4,3,3,3], pads 1[, B]) -> c, then the steps the caller adds.
+PassTestGraph ConvThen(bool conv_bias) {
+  PassTestGraph g;
+  g.Input("x", {1, 3, 6, 6}).Output("y");
+  g.Floats("W", {4, 3, 3, 3}, PassTestGraph::Random(108, -1, 1, 17));
+  std::vector<std::string> conv_inputs = {"x", "W"};
+  if (conv_bias) {
+    g.Floats("B", {4}, {0.5f, -0.25f, 0.0f, 1.0f});
+    conv_inputs.push_back("B");
+  }
+  SetInts(g.Node("Conv", conv_inputs, {"c"}), "pads", {1, 1, 1, 1});
+  return g;
+}
+
+// PP-LCNet's learnable affine block: scalar scale and bias after the conv, then HardSwish.
+TEST(ConvAffineFoldingTest, FoldsScalarScaleAndBiasIntoTheConv) {
+  for (bool bias : {true, false}) {
+    PassTestGraph g = ConvThen(bias);
+    g.Floats("s", {1}, {1.75f}).Floats("b", {1}, {-0.3f});
+    g.Node("Mul", {"c", "s"}, {"scaled"});
+    g.Node("Add", {"b", "scaled"}, {"shifted"});  // the constant first
+    g.Node("HardSwish", {"shifted"}, {"y"});
+    EXPECT_EQ(OpsAt(g, OptimizationLevel::kExtended), (std::vector<std::string>{"Conv", "HardSwish"})) << bias;
+    ExpectSameOutputs(g, OptimizationLevel::kExtended, 1e-5f);
+    ExpectSameOutputs(g, OptimizationLevel::kAll, 1e-5f);
+  }
+}
+
+TEST(ConvAffineFoldingTest, FoldsPerChannelConstantsAndSub) {
+  PassTestGraph g = ConvThen(true);
+  g.Floats("s", {4, 1, 1}, {0.5f, -2.0f, 1.25f, 3.0f}).Floats("b", {1, 4, 1, 1}, {0.1f, 0.2f, -0.3f, 0.4f});
+  g.Node("Mul", {"s", "c"}, {"scaled"});
+  g.Node("Sub", {"scaled", "b"}, {"y"});
+  EXPECT_EQ(OpsAt(g, OptimizationLevel::kExtended), (std::vector<std::string>{"Conv"}));
+  ExpectSameOutputs(g, OptimizationLevel::kExtended, 1e-5f);
+}
+
+TEST(ConvAffineFoldingTest, LeavesStepsThatAreNotPerChannel) {
+  {  // a constant that varies along a spatial axis
+    PassTestGraph g = ConvThen(true);
+    g.Floats("s", {1, 1, 6}, PassTestGraph::Random(6, 0.5f, 2.0f, 3));
+    g.Node("Mul", {"c", "s"}, {"y"});
+    EXPECT_EQ(OpsAt(g, OptimizationLevel::kExtended), (std::vector<std::string>{"Conv", "Mul"}));
+    ExpectSameOutputs(g, OptimizationLevel::kExtended, 1e-5f);
+  }
+  {  // constant - conv: the conv's sign would flip, not folded
+    PassTestGraph g = ConvThen(true);
+    g.Floats("b", {1}, {2.0f});
+    g.Node("Sub", {"b", "c"}, {"y"});
+    EXPECT_EQ(OpsAt(g, OptimizationLevel::kExtended), (std::vector<std::string>{"Conv", "Sub"}));
+    ExpectSameOutputs(g, OptimizationLevel::kExtended, 1e-5f);
+  }
+  {  // the conv's output read elsewhere too
+    PassTestGraph g = ConvThen(true);
+    g.Output("c");
+    g.Floats("s", {1}, {2.0f});
+    g.Node("Mul", {"c", "s"}, {"y"});
+    EXPECT_EQ(OpsAt(g, OptimizationLevel::kExtended), (std::vector<std::string>{"Conv", "Mul"}));
+    ExpectSameOutputs(g, OptimizationLevel::kExtended, 1e-5f);
+  }
+}
+
 }  // namespace
 }  // namespace tessera::test
