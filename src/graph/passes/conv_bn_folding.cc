@@ -81,6 +81,25 @@ std::optional<FoldedParameters> Fold(const Graph& graph, const Node& conv, const
   return FoldedParameters{TensorOf(type, weight->shape(), w), TensorOf(type, Shape{channels}, new_b)};
 }
 
+// Points `conv` at folded parameters and makes it write `output` (the folded node's output, whose readers all come
+// after the conv): `weight` (nullopt: the conv's own) and `bias` become new initializers named after `tag`.
+void InstallFolded(Graph& graph, Node& conv, std::optional<Tensor> weight, Tensor bias, const std::string& tag,
+                   const std::string& output) {
+  const auto add = [&](const std::string& base, Tensor t) {
+    const std::string name = FreshValueName(graph, conv.name + base);
+    graph.value_infos[name] = ValueInfo{name, ValueInfo::Kind::kTensor, t.type(), std::nullopt};
+    graph.initializers[name] = std::move(t);
+    return name;
+  };
+  const std::string weight_name = weight ? add("_" + tag + "_folded_weight", std::move(*weight)) : conv.inputs[1];
+  const std::string bias_name = add("_" + tag + "_folded_bias", std::move(bias));
+  graph.value_infos.erase(conv.outputs[0]);
+  conv.inputs.resize(3);
+  conv.inputs[1] = weight_name;
+  conv.inputs[2] = bias_name;
+  conv.outputs[0] = output;
+}
+
 // The value of constant `c` per output channel of a Conv output of `rank` with `channels`, when `c` broadcasts
 // against it as one value or one per channel; nullopt otherwise.
 std::optional<std::vector<float>> PerChannel(const Tensor& c, size_t rank, int64_t channels) {
@@ -124,20 +143,9 @@ bool FoldAffineStep(Graph& graph, Node& conv, const Node& step) {
       b[c] += step.op_type == "Add" ? v : -v;
     }
   }
-  std::string weight_name = conv.inputs[1];
-  if (step.op_type == "Mul") {
-    weight_name = FreshValueName(graph, conv.name + "_affine_folded_weight");
-    graph.initializers[weight_name] = TensorOf(type, weight->shape(), w);
-    graph.value_infos[weight_name] = ValueInfo{weight_name, ValueInfo::Kind::kTensor, type, std::nullopt};
-  }
-  const std::string bias_name = FreshValueName(graph, conv.name + "_affine_folded_bias");
-  graph.initializers[bias_name] = TensorOf(type, Shape{channels}, b);
-  graph.value_infos[bias_name] = ValueInfo{bias_name, ValueInfo::Kind::kTensor, type, std::nullopt};
-  graph.value_infos.erase(conv.outputs[0]);
-  conv.inputs.resize(3);
-  conv.inputs[1] = weight_name;
-  conv.inputs[2] = bias_name;
-  conv.outputs[0] = step.outputs[0];
+  std::optional<Tensor> scaled;
+  if (step.op_type == "Mul") scaled = TensorOf(type, weight->shape(), w);
+  InstallFolded(graph, conv, std::move(scaled), TensorOf(type, Shape{channels}, b), "affine", step.outputs[0]);
   return true;
 }
 
@@ -185,18 +193,8 @@ size_t FoldConvBatchNorm(Graph& graph) {
       continue;
     std::optional<FoldedParameters> folded = Fold(graph, *conv, bn);
     if (!folded) continue;
-    const std::string weight_name = FreshValueName(graph, conv->name + "_bn_folded_weight");
-    graph.initializers[weight_name] = folded->weight;
-    const std::string bias_name = FreshValueName(graph, conv->name + "_bn_folded_bias");
-    graph.initializers[bias_name] = folded->bias;
-    for (const std::string& name : {weight_name, bias_name})
-      graph.value_infos[name] = ValueInfo{name, ValueInfo::Kind::kTensor, folded->weight.type(), std::nullopt};
     // The conv now writes the BN's output; the BN's readers all come after the conv in the order.
-    graph.value_infos.erase(conv->outputs[0]);
-    conv->inputs.resize(3);
-    conv->inputs[1] = weight_name;
-    conv->inputs[2] = bias_name;
-    conv->outputs[0] = bn.outputs[0];
+    InstallFolded(graph, *conv, std::move(folded->weight), std::move(folded->bias), "bn", bn.outputs[0]);
     doomed.insert(&bn);
   }
   RemoveNodes(graph, doomed);

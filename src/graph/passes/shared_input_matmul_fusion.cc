@@ -49,33 +49,21 @@ bool Compatible(const Graph& graph, const Node& a, const Node& b) {
          wa.type() == wb.type() && wa.shape()[0] == wb.shape()[0];
 }
 
-// [B_1 | ... | B_n] of 2-D row-major tensors with equal row counts.
+// [B_1 | ... | B_n] of row-major tensors with equal row counts: 2-D [rows, columns_i], or 1-D (one row).
 Tensor ConcatColumns(const std::vector<const Tensor*>& parts) {
-  const int64_t rows = parts[0]->shape()[0];
+  const bool rows_given = parts[0]->shape().rank() == 2;
+  const int64_t rows = rows_given ? parts[0]->shape()[0] : 1;
   const size_t element = SizeOf(parts[0]->type());
   int64_t columns = 0;
-  for (const Tensor* p : parts) columns += p->shape()[1];
-  Tensor out = Tensor::Allocate(parts[0]->type(), Shape{rows, columns});
+  for (const Tensor* p : parts) columns += p->NumElements() / rows;
+  Tensor out = Tensor::Allocate(parts[0]->type(), rows_given ? Shape{rows, columns} : Shape{columns});
   char* dst = static_cast<char*>(out.raw_data());
   for (int64_t r = 0; r < rows; ++r)
     for (const Tensor* p : parts) {
-      const size_t bytes = static_cast<size_t>(p->shape()[1]) * element;
+      const size_t bytes = static_cast<size_t>(p->NumElements() / rows) * element;
       std::memcpy(dst, static_cast<const char*>(p->raw_data()) + static_cast<size_t>(r) * bytes, bytes);
       dst += bytes;
     }
-  return out;
-}
-
-Tensor Concat1d(const std::vector<const Tensor*>& parts) {
-  const size_t element = SizeOf(parts[0]->type());
-  int64_t total = 0;
-  for (const Tensor* p : parts) total += p->NumElements();
-  Tensor out = Tensor::Allocate(parts[0]->type(), Shape{total});
-  char* dst = static_cast<char*>(out.raw_data());
-  for (const Tensor* p : parts) {
-    std::memcpy(dst, p->raw_data(), static_cast<size_t>(p->NumElements()) * element);
-    dst += static_cast<size_t>(p->NumElements()) * element;
-  }
   return out;
 }
 
@@ -125,7 +113,7 @@ size_t FuseSharedInputMatMuls(Graph& graph, const CanFuse& can_fuse) {
       std::string bias_name;
       if (!biases.empty()) {
         bias_name = fresh.Fresh(first.inputs[2] + "_merged");
-        graph.initializers[bias_name] = Concat1d(biases);
+        graph.initializers[bias_name] = ConcatColumns(biases);
       }
       Node split;
       split.name = first.name + "_split";
