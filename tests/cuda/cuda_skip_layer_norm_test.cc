@@ -1,5 +1,6 @@
 // SkipLayerNormalization on the CUDA EP against the CPU EP (float32 and float16, strict and default
-// `enable_skip_layer_norm_strict_mode`, with and without beta and bias, broadcast skip, the sum output), and
+// `enable_skip_layer_norm_strict_mode`, with and without beta and bias, broadcast skip, the sum output; the
+// warp-per-row kernel's row counts and widths and the block kernel's), and
 // the fused residual Add + LayerNormalization in strict mode against the unfused graph on the GPU, bit for bit.
 #include "cuda/cuda_test_util.h"
 #include "ops/skip_layer_norm_model.h"
@@ -47,11 +48,14 @@ TEST_F(CudaSkipLayerNormTest, MatchesCpu) {
       {{3, 7, 33}, {7, 33}},       // broadcast skip, odd width
       {{2, 3, 1}, {2, 1, 40}},     // input broadcast along the hidden axis
       {{2, 10000}, {2, 10000}},    // longer than the shared-memory cache
-      // float16 default mode, at most 16 rows: one warp per row (a decoding step's token)
-      {{1, 1, 768}, {1, 1, 768}},
-      {{3, 1024}, {3, 1024}},      // four 16-byte words per lane
+      // default mode, rows of at most 1024 elements: one warp per row
+      {{1, 1, 768}, {1, 1, 768}},  // a decoding step's token
+      {{3, 1024}, {3, 1024}},      // the longest row: 4 (float16) or 8 (float32) 16-byte words per lane
       {{16, 64}, {16, 64}},        // fewer words than lanes
       {{1, 1, 768}, {1, 768}},     // one row, the skip broadcast (a token's embedding plus its position's)
+      {{2, 64, 768}, {2, 64, 768}},  // BERT-base's 128 rows: one warp per block
+      {{1100, 36}, {1100, 36}},    // more than 1024 rows: four warps per block, the last block partly filled
+      {{5, 1028}, {5, 1028}},      // longer than the warp kernel's rows: the block kernel in default mode too
   };
   for (DataType type : {DataType::kFloat, DataType::kFloat16})
     for (const Shapes& s : shapes)

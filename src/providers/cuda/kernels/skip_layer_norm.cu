@@ -1,9 +1,9 @@
-// SkipLayerNormalization device kernel: one block per row, float32 accumulation. The row's elements are
-// spread over the threads exactly as in LayerNormalization's kernel (normalization.cu), with the same block
-// sizes and the same reductions, so that in strict mode the result is the unfused Add + LayerNormalization's
-// bit for bit. Rows of up to kCachedRow elements keep their sum in shared memory between the passes.
+// SkipLayerNormalization device kernels, float32 accumulation. Strict mode (and rows the warp kernel does not take):
+// one block per row, the row's elements spread over the threads exactly as in LayerNormalization's kernel
+// (normalization.cu), with the same block sizes and the same reductions, so that in strict mode the result is the
+// unfused Add + LayerNormalization's bit for bit; rows of up to kCachedRow elements keep their sum in shared memory
+// between the passes. Default mode: one warp per row of at most 1024 elements (SkipLayerNormWarpKernel).
 #include <cstdint>
-#include <type_traits>
 
 #include "providers/cuda/kernels/device_common.cuh"
 #include "providers/cuda/kernels/skip_layer_norm.h"
@@ -90,12 +90,18 @@ __global__ void SkipLayerNormKernel(Row<T> p, BroadcastIndex index, bool broadca
   }
 }
 
-// A few rows of float16 (a decoding step's one token), default arithmetic: one warp per row, the row held in
-// registers, 16-byte loads and stores, warp shuffles for the statistics -- no shared memory, no block barriers.
-// The block-per-row kernel's three barrier-separated passes cost ~5.4 us per row of 768 on the H100 (ncu).
-constexpr int kWarpRowWords = 4;  // 16-byte words per lane: rows of up to 32 x 4 x 8 = 1024 halves
+// Default arithmetic, rows of at most 1024 elements: one warp per row, the row held in registers, 16-byte loads and
+// stores, warp shuffles for the statistics -- no shared memory, no block barriers. The block-per-row kernel's three
+// barrier-separated passes cost ~5.4 us per row of 768 on the H100 for a decoding step's token (ncu), and ~7.8 us for
+// BERT-base's 128 rows of 768. A 16-byte word holds 8 float16 or 4 float32 elements; kWords words per lane cover
+// 1024 elements either way.
+template <typename T>
+struct WarpRow {
+  static constexpr int kPerWord = 16 / static_cast<int>(sizeof(T));
+  static constexpr int kWords = 1024 / (kWarp * kPerWord);
+};
 
-__device__ __forceinline__ void Unpack(const uint4& word, float* out) {
+__device__ __forceinline__ void Unpack(const uint4& word, float* out, __half) {
   const __half2* h = reinterpret_cast<const __half2*>(&word);
 #pragma unroll
   for (int i = 0; i < 4; ++i) {
@@ -105,7 +111,14 @@ __device__ __forceinline__ void Unpack(const uint4& word, float* out) {
   }
 }
 
-__device__ __forceinline__ uint4 Pack(const float* in) {
+__device__ __forceinline__ void Unpack(const uint4& word, float* out, float) {
+  out[0] = __uint_as_float(word.x);
+  out[1] = __uint_as_float(word.y);
+  out[2] = __uint_as_float(word.z);
+  out[3] = __uint_as_float(word.w);
+}
+
+__device__ __forceinline__ uint4 Pack(const float* in, __half) {
   uint4 word;
   __half2* h = reinterpret_cast<__half2*>(&word);
 #pragma unroll
@@ -113,83 +126,100 @@ __device__ __forceinline__ uint4 Pack(const float* in) {
   return word;
 }
 
-__global__ void SkipLayerNormWarpKernel(Row<__half> p, int64_t rows) {
+__device__ __forceinline__ uint4 Pack(const float* in, float) {
+  return make_uint4(__float_as_uint(in[0]), __float_as_uint(in[1]), __float_as_uint(in[2]), __float_as_uint(in[3]));
+}
+
+template <typename T>
+__global__ void SkipLayerNormWarpKernel(Row<T> p, int64_t rows) {
+  constexpr int kPerWord = WarpRow<T>::kPerWord;
+  constexpr int kWords = WarpRow<T>::kWords;
   device::WaitForPrerequisites();
   device::AllowDependents();
   const int64_t row = blockIdx.x * int64_t{blockDim.x / kWarp} + threadIdx.x / kWarp;
   const int lane = threadIdx.x % kWarp;
   if (row >= rows) return;
-  const int words = static_cast<int>(p.hidden / 8);
+  const int words = static_cast<int>(p.hidden / kPerWord);
   const uint4* a = reinterpret_cast<const uint4*>(p.input + row * p.hidden);
   const uint4* b = reinterpret_cast<const uint4*>(p.skip + row * p.hidden);
   const uint4* bias = reinterpret_cast<const uint4*>(p.bias);
   const uint4* gamma = reinterpret_cast<const uint4*>(p.gamma);
   const uint4* beta = reinterpret_cast<const uint4*>(p.beta);
-  float v[kWarpRowWords][8], g[kWarpRowWords][8], s[kWarpRowWords][8];
+  float v[kWords][kPerWord], g[kWords][kPerWord], s[kWords][kPerWord];
   float total = 0.0f;
 #pragma unroll
-  for (int w = 0; w < kWarpRowWords; ++w) {
+  for (int w = 0; w < kWords; ++w) {
     const int at = lane + w * kWarp;
     if (at >= words) break;
-    float x[8], y[8], z[8];
-    Unpack(a[at], x);
-    Unpack(b[at], y);
-    Unpack(gamma[at], g[w]);
-    if (beta != nullptr) Unpack(beta[at], s[w]);
-    if (bias != nullptr) Unpack(bias[at], z);
+    float x[kPerWord], y[kPerWord], z[kPerWord];
+    Unpack(a[at], x, T{});
+    Unpack(b[at], y, T{});
+    Unpack(gamma[at], g[w], T{});
+    if (beta != nullptr) Unpack(beta[at], s[w], T{});
+    if (bias != nullptr) Unpack(bias[at], z, T{});
 #pragma unroll
-    for (int e = 0; e < 8; ++e) {
+    for (int e = 0; e < kPerWord; ++e) {
       v[w][e] = x[e] + (bias != nullptr ? z[e] : 0.0f) + y[e];
       total += v[w][e];
       if (beta == nullptr) s[w][e] = 0.0f;
     }
-    if (p.sum != nullptr) reinterpret_cast<uint4*>(p.sum + row * p.hidden)[at] = Pack(v[w]);
+    if (p.sum != nullptr) reinterpret_cast<uint4*>(p.sum + row * p.hidden)[at] = Pack(v[w], T{});
   }
   for (int offset = kWarp / 2; offset > 0; offset /= 2) total += __shfl_xor_sync(0xffffffffu, total, offset);
   const float mean = total / static_cast<float>(p.hidden);
   float squares = 0.0f;
 #pragma unroll
-  for (int w = 0; w < kWarpRowWords; ++w) {
+  for (int w = 0; w < kWords; ++w) {
     if (lane + w * kWarp >= words) break;
 #pragma unroll
-    for (int e = 0; e < 8; ++e) squares += (v[w][e] - mean) * (v[w][e] - mean);
+    for (int e = 0; e < kPerWord; ++e) squares += (v[w][e] - mean) * (v[w][e] - mean);
   }
   for (int offset = kWarp / 2; offset > 0; offset /= 2) squares += __shfl_xor_sync(0xffffffffu, squares, offset);
   const float inv_std = rsqrtf(squares / static_cast<float>(p.hidden) + p.epsilon);
   uint4* out = reinterpret_cast<uint4*>(p.output + row * p.hidden);
 #pragma unroll
-  for (int w = 0; w < kWarpRowWords; ++w) {
+  for (int w = 0; w < kWords; ++w) {
     const int at = lane + w * kWarp;
     if (at >= words) break;
-    float y[8];
+    float y[kPerWord];
 #pragma unroll
-    for (int e = 0; e < 8; ++e) y[e] = (v[w][e] - mean) * inv_std * g[w][e] + s[w][e];
-    out[at] = Pack(y);
+    for (int e = 0; e < kPerWord; ++e) y[e] = (v[w][e] - mean) * inv_std * g[w][e] + s[w][e];
+    out[at] = Pack(y, T{});
   }
 }
 
 bool Aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
 
-// Whether the warp-per-row kernel takes these float16 rows (default arithmetic, no broadcasting, whole aligned
-// 16-byte words, at most 16 rows: more rows fill the device better one block each).
-bool WarpRowsFit(const Row<__half>& r, const SkipLayerNormArgs& args) {
+// Whether the warp-per-row kernel takes these rows (default arithmetic, no broadcasting, whole aligned 16-byte
+// words of at most 1024 elements).
+template <typename T>
+bool WarpRowsFit(const Row<T>& r, const SkipLayerNormArgs& args) {
   // A broadcast over rows is trivial for one row whose operands both run along the hidden axis (a token embedding
   // plus a position embedding of one [hidden] row).
   const bool plain = args.index == nullptr || (args.rows == 1 && args.index->rank > 0 &&
                                                args.index->a_strides[args.index->rank - 1] == 1 &&
                                                args.index->b_strides[args.index->rank - 1] == 1);
-  return !args.strict && plain && args.rows <= 16 && args.hidden % 8 == 0 &&
-         args.hidden <= 32 * kWarpRowWords * 8 && Aligned16(r.input) && Aligned16(r.skip) && Aligned16(r.gamma) &&
-         Aligned16(r.output) && (r.beta == nullptr || Aligned16(r.beta)) && (r.bias == nullptr || Aligned16(r.bias)) &&
-         (r.sum == nullptr || Aligned16(r.sum));
+  constexpr int64_t kPerWord = WarpRow<T>::kPerWord;
+  return !args.strict && plain && args.hidden % kPerWord == 0 &&
+         args.hidden <= int64_t{kWarp} * WarpRow<T>::kWords * kPerWord && Aligned16(r.input) && Aligned16(r.skip) &&
+         Aligned16(r.gamma) && Aligned16(r.output) && (r.beta == nullptr || Aligned16(r.beta)) &&
+         (r.bias == nullptr || Aligned16(r.bias)) && (r.sum == nullptr || Aligned16(r.sum));
+}
+
+// Warps (rows) per block of the warp-per-row kernel: up to 4 for a few rows (a decoding step); one for up to 1024
+// rows, which spreads them over every SM (BERT-base's 128 rows: 128 blocks); four beyond.
+int64_t WarpRowsPerBlock(int64_t rows) {
+  if (rows <= 16) return rows < 4 ? rows : 4;
+  return rows <= 1024 ? 1 : 4;
 }
 
 template <typename T, bool kStrict>
 void Launch(const Row<T>& row, const SkipLayerNormArgs& args, cudaStream_t stream) {
-  if constexpr (std::is_same_v<T, __half> && !kStrict) {
+  if constexpr (!kStrict) {
     if (WarpRowsFit(row, args)) {
-      const int64_t per_block = args.rows < 4 ? args.rows : 4;
-      device::LaunchDependent(SkipLayerNormWarpKernel, dim3(static_cast<unsigned>((args.rows + per_block - 1) / per_block)),
+      const int64_t per_block = WarpRowsPerBlock(args.rows);
+      device::LaunchDependent(SkipLayerNormWarpKernel<T>,
+                              dim3(static_cast<unsigned>((args.rows + per_block - 1) / per_block)),
                               dim3(static_cast<unsigned>(per_block * kWarp)), 0, stream, row, args.rows);
       return;
     }
@@ -213,9 +243,9 @@ cudaError_t SkipLayerNorm(const SkipLayerNormArgs& args, cudaStream_t stream) {
                      static_cast<const T*>(args.bias),  static_cast<T*>(args.output),
                      static_cast<T*>(args.sum),         args.hidden,
                      args.epsilon};
-    // float32 additions are rounded to float32 either way: one instantiation serves both modes.
-    if constexpr (std::is_same_v<T, float>) Launch<T, true>(row, args, stream);
-    else if (args.strict) Launch<T, true>(row, args, stream);
+    // float32 additions are rounded to float32 in both modes, so the block kernel's results are the same; strict
+    // mode keeps its reduction order (the unfused graph's), default mode may take the warp-per-row kernel.
+    if (args.strict) Launch<T, true>(row, args, stream);
     else Launch<T, false>(row, args, stream);
     return device::LaunchStatus();
   });
