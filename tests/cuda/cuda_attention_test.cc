@@ -63,36 +63,6 @@ TEST_F(CudaAttentionTest, MatchesTheUnfusedGraphOverShapesAndPatterns) {
       }
 }
 
-// Q, K and V as the thirds of one merged projection (shared_input_matmul_fusion), read in place by the kernel
-// (packed_qkv_attention: K and V at offsets into Q's buffer): no Split runs, results as the unfused graph's.
-TEST_F(CudaAttentionTest, ReadsTheMergedProjectionInPlace) {
-  struct Geometry {
-    int64_t seq, heads, head, batch;
-  };
-  for (const Geometry& geo : {Geometry{5, 3, 8, 2}, Geometry{128, 12, 64, 1}, Geometry{77, 2, 96, 2}})
-    for (const auto projections : {AttentionSpec::Projections::kViewOfShape, AttentionSpec::Projections::kConstantView})
-      for (bool sdpa : {false, true})
-        for (bool half : {false, true}) {
-          AttentionSpec spec;
-          spec.seq = geo.seq;
-          spec.heads = geo.heads;
-          spec.head = geo.head;
-          spec.sdpa = sdpa;
-          spec.half = half;
-          spec.projections = projections;
-          const std::string model = AttentionGraph(spec).Serialize();
-          Session session(TestEnv(), model.data(), model.size(), OptionsFor("cuda"));
-          size_t splits = 0, reshapes = 0;
-          for (const PartitionEntry& entry : session.Partition()) {
-            splits += entry.op_type == "Split";
-            reshapes += entry.op_type == "Reshape";
-          }
-          EXPECT_EQ(splits, 0u) << geo.seq << " " << geo.heads << " " << geo.head << (half ? " float16" : "");
-          EXPECT_EQ(reshapes, 1u);
-          ExpectFusedOnCudaMatchesUnfusedCpu(spec, geo.batch);
-        }
-}
-
 // One query over cached keys, as a decoder's step after a prompt (GPT-2 with past key/values): one query tile,
 // key tiles shared by the warps.
 TEST_F(CudaAttentionTest, OneQueryOverCachedKeys) {

@@ -20,9 +20,6 @@
 //   out_axes                the axis of the output receiving each of (batch, heads, q_sequence, v_head_size)
 //   scale                   multiplies Q.K (the product of the absorbed scalar factors)
 //   masked_rows_zero        1: a row whose scores are all -inf gives zeros (the absorbed IsNaN/Where), else NaN
-//   qkv_packed              1: input 0 holds Q, K and V one after another along its head axis (3 x heads there),
-//                           inputs 1 and 2 are empty, and the three axes attributes are equal
-//                           (graph/passes/packed_qkv_attention.h makes this form)
 // scores = scale * Q.K^T + mask (numpy broadcasting to [batch, heads, q_seq, k_seq]; a Boolean mask adds 0
 // where true and -inf where false), softmax over k_seq, output = softmax . V. Batch and head dims of size 1
 // broadcast as MatMul's batch dims do.

@@ -137,18 +137,18 @@ class Attention : public Kernel {
     const Tensor& q = ctx.Input(0);
     const Tensor* mask = ctx.OptionalInput(3);
     Tensor k_scratch, v_scratch;
-    const Tensor& k = attributes_.qkv_packed ? q : ReadCache(ctx, 1, attributes_.k_axes[2], k_scratch);
-    const Tensor& v = attributes_.qkv_packed ? q : ReadCache(ctx, 2, attributes_.v_axes[2], v_scratch);
+    const Tensor& k = ReadCache(ctx, 1, attributes_.k_axes[2], k_scratch);
+    const Tensor& v = ReadCache(ctx, 2, attributes_.v_axes[2], v_scratch);
     const AttentionGeometry g = MakeAttentionGeometry(ctx.node(), attributes_, q, k, v, mask);
     Tensor& y = ctx.Output(0, q.type(), g.output_shape);
     if (y.NumElements() == 0) return;
     const void* mask_data = mask != nullptr ? mask->raw_data() : nullptr;
     if (q.type() == DataType::kFloat)
-      RunAttention<float>(ctx.thread_pool(), g, attributes_, q.Data<float>(), k.Data<float>() + g.k_offset,
-                          v.Data<float>() + g.v_offset, mask_data, y.Data<float>());
+      RunAttention<float>(ctx.thread_pool(), g, attributes_, q.Data<float>(), k.Data<float>(), v.Data<float>(),
+                          mask_data, y.Data<float>());
     else
-      RunAttention<Float16>(ctx.thread_pool(), g, attributes_, q.Data<Float16>(), k.Data<Float16>() + g.k_offset,
-                            v.Data<Float16>() + g.v_offset, mask_data, y.Data<Float16>());
+      RunAttention<Float16>(ctx.thread_pool(), g, attributes_, q.Data<Float16>(), k.Data<Float16>(),
+                            v.Data<Float16>(), mask_data, y.Data<Float16>());
   }
 
  private:

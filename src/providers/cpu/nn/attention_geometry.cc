@@ -70,15 +70,6 @@ AttentionAttributes ReadAttentionAttributes(const Node& node) {
   a.out_axes = ReadAxes(node, "out_axes", a.out_axes);
   a.scale = node.GetFloat("scale", 1.0f);
   a.masked_rows_zero = node.GetInt("masked_rows_zero", 0) != 0;
-  a.qkv_packed = node.GetInt("qkv_packed", 0) != 0;
-  if (a.qkv_packed) {
-    if (a.k_axes != a.q_axes || a.v_axes != a.q_axes)
-      Fail(ErrorCode::kInvalidArgument, node, ": with qkv_packed = 1, q_axes, k_axes and v_axes must be equal");
-    const auto given = [&](size_t i) { return node.inputs.size() > i && !node.inputs[i].empty(); };
-    if (given(1) || given(2) || node.inputs.size() > 4)
-      Fail(ErrorCode::kInvalidArgument, node,
-           ": with qkv_packed = 1, Q, K and V come from input 0: inputs 1 and 2 must be empty, and no cache update");
-  }
   return a;
 }
 
@@ -99,25 +90,14 @@ AttentionGeometry MakeAttentionGeometry(const Node& node, const AttentionAttribu
     Fail(ErrorCode::kInvalidArgument, node, ": Q is ", q, ", expected float or float16");
   if (k.type() != type || v.type() != type)
     Fail(ErrorCode::kInvalidArgument, node, ": K (", k, ") and V (", v, ") must have Q's type ", DataTypeName(type));
-  Canonical cq = ToCanonical(node, q, attributes.q_axes, "Q");
-  int64_t k_offset = 0, v_offset = 0;
-  if (attributes.qkv_packed) {
-    if (cq.dims[1] % 3 != 0)
-      Fail(ErrorCode::kInvalidArgument, node, ": the packed Q, K and V ", q, " hold ", cq.dims[1],
-           " heads along axis ", attributes.q_axes[1], ", expected a multiple of 3");
-    cq.dims[1] /= 3;
-    k_offset = cq.dims[1] * cq.strides[1];
-    v_offset = 2 * k_offset;
-  }
-  const Canonical ck = attributes.qkv_packed ? cq : ToCanonical(node, k, attributes.k_axes, "K");
-  const Canonical cv = attributes.qkv_packed ? cq : ToCanonical(node, v, attributes.v_axes, "V");
+  const Canonical cq = ToCanonical(node, q, attributes.q_axes, "Q");
+  const Canonical ck = ToCanonical(node, k, attributes.k_axes, "K");
+  const Canonical cv = ToCanonical(node, v, attributes.v_axes, "V");
   if (cq.dims[3] != ck.dims[3])
     Fail(ErrorCode::kInvalidArgument, node, ": Q's head size ", cq.dims[3], " differs from K's ", ck.dims[3]);
   if (ck.dims[2] != cv.dims[2])
     Fail(ErrorCode::kInvalidArgument, node, ": K has ", ck.dims[2], " positions but V has ", cv.dims[2]);
   AttentionGeometry g;
-  g.k_offset = k_offset;
-  g.v_offset = v_offset;
   g.q_len = cq.dims[2];
   g.k_len = ck.dims[2];
   g.head_size = cq.dims[3];

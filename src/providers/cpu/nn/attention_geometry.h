@@ -19,21 +19,15 @@ struct AttentionAttributes {
   std::array<int64_t, 4> q_axes{0, 1, 2, 3}, k_axes{0, 1, 3, 2}, v_axes{0, 1, 2, 3}, out_axes{0, 1, 2, 3};
   float scale = 1.0f;
   bool masked_rows_zero = false;
-  // Input 0 holds Q, K and V one after another along its head axis (graph/passes/packed_qkv_attention.h); inputs 1
-  // and 2 are empty.
-  bool qkv_packed = false;
 };
 
-// Reads and checks the attributes (each *_axes a permutation of 0..3; with qkv_packed the three equal, inputs 1 and
-// 2 empty and no cache update); throws kInvalidArgument naming the node.
+// Reads and checks the attributes (each *_axes a permutation of 0..3); throws kInvalidArgument naming the node.
 AttentionAttributes ReadAttentionAttributes(const Node& node);
 
 struct AttentionGeometry {
   int64_t batch = 0, heads = 0, q_len = 0, k_len = 0, head_size = 0, v_head_size = 0;
   // Element strides along (batch, heads, position, feature); 0 where the operand broadcasts.
   std::array<int64_t, 4> q{}, k{}, v{}, out{};
-  // Where K and V start, in elements from the start of the tensors read as K and V (with qkv_packed, both are Q's).
-  int64_t k_offset = 0, v_offset = 0;
   // Along (batch, heads, query position, key position); all 0 without a mask.
   std::array<int64_t, 4> mask{};
   bool has_mask = false;
@@ -43,8 +37,7 @@ struct AttentionGeometry {
 
 // Checks the operands (rank 4, float or float16 of one type; a mask of that type or bool, broadcasting to
 // [batch, heads, q_len, k_len]; matching head sizes and key lengths) and computes the geometry; throws
-// kInvalidArgument naming the node and the operand. With qkv_packed, pass Q as k and v: its head dim must be a
-// multiple of 3, and each third is one operand.
+// kInvalidArgument naming the node and the operand.
 AttentionGeometry MakeAttentionGeometry(const Node& node, const AttentionAttributes& attributes, const Tensor& q,
                                         const Tensor& k, const Tensor& v, const Tensor* mask);
 

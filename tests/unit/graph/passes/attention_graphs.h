@@ -20,50 +20,12 @@ struct AttentionSpec {
   bool mask = true;
   bool half = false;
   bool cast_probabilities = false;  // Cast of the probabilities to their own type (Hugging Face's eager attention)
-  // Where Q, K and V come from: graph inputs [N, seq, heads, head], or projections of one input x [N, seq, 6]
-  // (MatMul + bias Add in the attention's type) viewed as [N, seq, heads, head] by a Reshape whose target is
-  // PyTorch's `view` export (Concat of Unsqueeze(Gather(Shape(projection), 0 / 1)) and the constants heads, head)
-  // or the constant [0, 0, heads, head]. Self-attention only (q_seq 0).
-  enum class Projections { kInputs, kViewOfShape, kConstantView } projections = Projections::kInputs;
 };
-
-// Q, K and V ("q_in", "k_in", "v_in") as projections of x (AttentionSpec::projections); `typed` gives the
-// attention's type.
-template <typename Typed>
-void AddProjections(PassTestGraph& g, const AttentionSpec& c, const Typed& typed) {
-  constexpr int64_t kModel = 6;
-  const int64_t width = c.heads * c.head;
-  g.Input("x", {-1, c.seq, kModel});
-  const std::string x = typed("x");
-  g.Int64s("dim0", {}, {0}).Int64s("dim1", {}, {1}).Int64s("axis0", {1}, {0});
-  g.Int64s("heads", {1}, {c.heads}).Int64s("head", {1}, {c.head}).Int64s("view", {4}, {0, 0, c.heads, c.head});
-  unsigned seed = 40;
-  for (const std::string name : {"q", "k", "v"}) {
-    const std::vector<float> w = PassTestGraph::Random(static_cast<size_t>(kModel * width), -0.5f, 0.5f, seed++);
-    const std::vector<float> b = PassTestGraph::Random(static_cast<size_t>(width), -0.5f, 0.5f, seed++);
-    if (c.half) g.Halves("W" + name, {kModel, width}, w).Halves("b" + name, {width}, b);
-    else g.Floats("W" + name, {kModel, width}, w).Floats("b" + name, {width}, b);
-    g.Node("MatMul", {x, "W" + name}, {name + "_m"});
-    g.Node("Add", {name + "_m", "b" + name}, {name + "_p"});
-    std::string target = "view";
-    if (c.projections == AttentionSpec::Projections::kViewOfShape) {
-      g.Node("Shape", {name + "_p"}, {name + "_shape"});
-      for (const std::string dim : {"dim0", "dim1"}) {
-        g.Node("Gather", {name + "_shape", dim}, {name + "_" + dim});
-        g.Node("Unsqueeze", {name + "_" + dim, "axis0"}, {name + "_" + dim + "_u"});
-      }
-      SetInt(g.Node("Concat", {name + "_dim0_u", name + "_dim1_u", "heads", "head"}, {name + "_target"}), "axis", 0);
-      target = name + "_target";
-    }
-    g.Node("Reshape", {name + "_p", target}, {name + "_in"});
-  }
-}
 
 inline PassTestGraph AttentionGraph(const AttentionSpec& c) {
   PassTestGraph g;
   const int64_t s = c.seq, h = c.heads, d = c.head, qs = c.q_seq > 0 ? c.q_seq : c.seq;
-  const bool projected = c.projections != AttentionSpec::Projections::kInputs;
-  if (!projected) g.Input("q_in", {-1, qs, h, d}).Input("k_in", {-1, s, h, d}).Input("v_in", {-1, s, h, d});
+  g.Input("q_in", {-1, qs, h, d}).Input("k_in", {-1, s, h, d}).Input("v_in", {-1, s, h, d});
   if (c.mask) g.Input("m", {-1, 1, c.sdpa ? qs : 1, s});
   g.Output("y");
   std::set<std::string> cast;
@@ -72,9 +34,7 @@ inline PassTestGraph AttentionGraph(const AttentionSpec& c) {
     if (cast.insert(name).second) SetInt(g.Node("Cast", {name}, {name + "_h"}), "to", 10);
     return name + "_h";
   };
-  if (projected) AddProjections(g, c, typed);
-  const std::string q = projected ? "q_in" : typed("q_in"), k = projected ? "k_in" : typed("k_in"),
-                    v = projected ? "v_in" : typed("v_in");
+  const std::string q = typed("q_in"), k = typed("k_in"), v = typed("v_in");
   SetInts(g.Node("Transpose", {q}, {"q"}), "perm", {0, 2, 1, 3});
   SetInts(g.Node("Transpose", {v}, {"v"}), "perm", {0, 2, 1, 3});
   std::string scores;
