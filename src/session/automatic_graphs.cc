@@ -1,11 +1,11 @@
 #include "session/automatic_graphs.h"
 
 #include <algorithm>
-#include <cstring>
 
 #include "core/logging.h"
 #include "exec/executor.h"
 #include "session/graph_capture_check.h"
+#include "session/host_copies.h"
 #include "tessera/status.h"
 
 namespace tessera {
@@ -150,15 +150,17 @@ bool AutomaticGraphs::Run(const StreamPool::Set& set, const std::vector<Value>& 
   instance.replayed->Synchronize();
   const AllocatorPtr host = set.services.allocator_for(MemoryInfo::Host());
   outputs.clear();
+  std::vector<HostCopy> copies;
   for (size_t i : wanted) {
     const auto& [type, shape] = instance.output_types[i];
     Tensor result = Tensor::Allocate(type, shape, host);
     const void* from = instance.outputs[i].is_tensor()
                            ? instance.outputs[i].tensor().raw_data()
                            : static_cast<const char*>(instance.output_staging->raw_data()) + instance.output_offsets[i];
-    if (result.SizeInBytes() > 0) std::memcpy(result.raw_data(), from, result.SizeInBytes());
+    copies.push_back({result.raw_data(), from, result.SizeInBytes()});
     outputs.push_back(Value(std::move(result)));
   }
+  CopyHostBuffers(threads_, copies);
   return true;
 }
 
@@ -296,15 +298,17 @@ void AutomaticGraphs::Replay(const StreamPool::Set& set, Instance& instance, con
   // The previous replay may still read the pinned block (a run that did not wait): it must be done first.
   if (instance.host_bytes > 0 && instance.replay_recorded) instance.replayed->Synchronize();
   std::vector<CopyPair> device_feeds;
+  std::vector<HostCopy> host_feeds;
   for (size_t i = 0; i < inputs.size(); ++i) {
     const Tensor& t = inputs[i].tensor();
     if (t.SizeInBytes() == 0) continue;
     if (t.memory_info().IsHostReadable())
-      std::memcpy(static_cast<char*>(instance.input_staging.raw_data()) + instance.input_offsets[i], t.raw_data(),
-                  t.SizeInBytes());
+      host_feeds.push_back({static_cast<char*>(instance.input_staging.raw_data()) + instance.input_offsets[i],
+                            t.raw_data(), t.SizeInBytes()});
     else
       device_feeds.push_back({&t, &instance.input_views[i]});
   }
+  CopyHostBuffers(threads_, host_feeds);
   if (!device_feeds.empty()) set.services.find_transfer(device, device)->Copy(device_feeds, &stream);
   ep_.ReplayGraph(stream, instance.key);
   instance.replayed->Record(stream);

@@ -95,6 +95,19 @@ TEST_F(AutomaticGraphsTest, RunFeedsIsCapturedOnTheSecondRunAndReplaysNewValues)
   EXPECT_EQ(session.AutomaticGraphReplays(), 5u);
 }
 
+// Feeds and outputs of megabytes: the host copies into and out of the pinned blocks go over the pool in pieces.
+TEST_F(AutomaticGraphsTest, LargeHostFeedsAndOutputsReplayExactly) {
+  SessionOptions options = AutomaticOptions();
+  options.intra_op_threads = 2;
+  Session session = MakeSession(DeviceOnlyModel(), options, TestEnv());
+  for (int run = 0; run < 4; ++run) {
+    const std::vector<float> x = Values(4 * 100003, static_cast<float>(run) - 1.5f);  // 1.6 MB in, 1.6 MB out
+    EXPECT_EQ(session.Run({{"x", Value(HostTensor(x))}})[0].tensor().ToVector<float>(), Expected(x)) << "run " << run;
+  }
+  EXPECT_EQ(session.AutomaticGraphCaptures(), 1u);
+  EXPECT_EQ(session.AutomaticGraphReplays(), 3u);
+}
+
 // Static shapes: the preparation runs at creation warm up, capture and replay, so the caller's first Run replays.
 TEST_F(AutomaticGraphsTest, PreparedSessionsReplayFromTheFirstRun) {
   Session session = MakeSession(DeviceOnlyModel(2), AutomaticOptions(), TestEnv());

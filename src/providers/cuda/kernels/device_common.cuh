@@ -56,6 +56,39 @@ __device__ __forceinline__ float Activate(const launch::EpilogueActivation& a, f
   return x;
 }
 
+// 16-byte words of float16 or float32 elements, unpacked to float32 registers and packed back (rounding to
+// nearest): the vectorized paths of the row kernels read and write whole words.
+template <typename T>
+inline constexpr int kWordElements = 16 / static_cast<int>(sizeof(T));
+
+__device__ __forceinline__ void UnpackWord(const uint4& word, float* out, __half) {
+  const __half2* h = reinterpret_cast<const __half2*>(&word);
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    const float2 f = __half22float2(h[i]);
+    out[2 * i] = f.x;
+    out[2 * i + 1] = f.y;
+  }
+}
+
+__device__ __forceinline__ void UnpackWord(const uint4& word, float* out, float) {
+  out[0] = __uint_as_float(word.x);
+  out[1] = __uint_as_float(word.y);
+  out[2] = __uint_as_float(word.z);
+  out[3] = __uint_as_float(word.w);
+}
+
+__device__ __forceinline__ uint4 PackWord(const float* in, __half) {
+  uint4 word;
+  __half2* h = reinterpret_cast<__half2*>(&word);
+#pragma unroll
+  for (int i = 0; i < 4; ++i) h[i] = __floats2half2_rn(in[2 * i], in[2 * i + 1]);
+  return word;
+}
+
+__device__ __forceinline__ uint4 PackWord(const float* in, float) {
+  return make_uint4(__float_as_uint(in[0]), __float_as_uint(in[1]), __float_as_uint(in[2]), __float_as_uint(in[3]));
+}
 
 // Blocks for a grid-stride loop over n elements (capped: each thread then handles several).
 inline unsigned BlocksFor(int64_t n) {

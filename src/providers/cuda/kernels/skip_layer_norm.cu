@@ -97,38 +97,9 @@ __global__ void SkipLayerNormKernel(Row<T> p, BroadcastIndex index, bool broadca
 // 1024 elements either way.
 template <typename T>
 struct WarpRow {
-  static constexpr int kPerWord = 16 / static_cast<int>(sizeof(T));
+  static constexpr int kPerWord = device::kWordElements<T>;
   static constexpr int kWords = 1024 / (kWarp * kPerWord);
 };
-
-__device__ __forceinline__ void Unpack(const uint4& word, float* out, __half) {
-  const __half2* h = reinterpret_cast<const __half2*>(&word);
-#pragma unroll
-  for (int i = 0; i < 4; ++i) {
-    const float2 f = __half22float2(h[i]);
-    out[2 * i] = f.x;
-    out[2 * i + 1] = f.y;
-  }
-}
-
-__device__ __forceinline__ void Unpack(const uint4& word, float* out, float) {
-  out[0] = __uint_as_float(word.x);
-  out[1] = __uint_as_float(word.y);
-  out[2] = __uint_as_float(word.z);
-  out[3] = __uint_as_float(word.w);
-}
-
-__device__ __forceinline__ uint4 Pack(const float* in, __half) {
-  uint4 word;
-  __half2* h = reinterpret_cast<__half2*>(&word);
-#pragma unroll
-  for (int i = 0; i < 4; ++i) h[i] = __floats2half2_rn(in[2 * i], in[2 * i + 1]);
-  return word;
-}
-
-__device__ __forceinline__ uint4 Pack(const float* in, float) {
-  return make_uint4(__float_as_uint(in[0]), __float_as_uint(in[1]), __float_as_uint(in[2]), __float_as_uint(in[3]));
-}
 
 template <typename T>
 __global__ void SkipLayerNormWarpKernel(Row<T> p, int64_t rows) {
@@ -152,18 +123,18 @@ __global__ void SkipLayerNormWarpKernel(Row<T> p, int64_t rows) {
     const int at = lane + w * kWarp;
     if (at >= words) break;
     float x[kPerWord], y[kPerWord], z[kPerWord];
-    Unpack(a[at], x, T{});
-    Unpack(b[at], y, T{});
-    Unpack(gamma[at], g[w], T{});
-    if (beta != nullptr) Unpack(beta[at], s[w], T{});
-    if (bias != nullptr) Unpack(bias[at], z, T{});
+    device::UnpackWord(a[at], x, T{});
+    device::UnpackWord(b[at], y, T{});
+    device::UnpackWord(gamma[at], g[w], T{});
+    if (beta != nullptr) device::UnpackWord(beta[at], s[w], T{});
+    if (bias != nullptr) device::UnpackWord(bias[at], z, T{});
 #pragma unroll
     for (int e = 0; e < kPerWord; ++e) {
       v[w][e] = x[e] + (bias != nullptr ? z[e] : 0.0f) + y[e];
       total += v[w][e];
       if (beta == nullptr) s[w][e] = 0.0f;
     }
-    if (p.sum != nullptr) reinterpret_cast<uint4*>(p.sum + row * p.hidden)[at] = Pack(v[w], T{});
+    if (p.sum != nullptr) reinterpret_cast<uint4*>(p.sum + row * p.hidden)[at] = device::PackWord(v[w], T{});
   }
   for (int offset = kWarp / 2; offset > 0; offset /= 2) total += __shfl_xor_sync(0xffffffffu, total, offset);
   const float mean = total / static_cast<float>(p.hidden);
@@ -184,7 +155,7 @@ __global__ void SkipLayerNormWarpKernel(Row<T> p, int64_t rows) {
     float y[kPerWord];
 #pragma unroll
     for (int e = 0; e < kPerWord; ++e) y[e] = (v[w][e] - mean) * inv_std * g[w][e] + s[w][e];
-    out[at] = Pack(y, T{});
+    out[at] = device::PackWord(y, T{});
   }
 }
 
