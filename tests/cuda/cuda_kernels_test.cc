@@ -276,11 +276,11 @@ std::vector<FusedMatMulCase> FusedMatMulCases() {
       {{2, 64}, {64, 40}, 0.5f, false, std::nullopt, "Relu", {}},
       {{3, 1, 32}, {32, 7}, 1.0f, true, Shape{3, 1, 7}, "Gelu", {}},
       {{1, 12}, {12, 9}, 1.0f, true, std::nullopt, "", {}},  // k = 12: float16 rows are not whole 16-byte words
-      // The epilogue kernel over 16-byte words (rows of whole words, aligned, the addend of Y's shape) and beside it.
-      {{4, 32, 64}, {64, 48}, 1.0f, true, std::nullopt, "Gelu", {}},               // BERT's FFN, words
-      {{2, 8, 16}, {16, 24}, 1.0f, true, Shape{2, 8, 24}, "Gelu", {}},             // words with an addend
-      {{3, 6, 16}, {16, 12}, 1.0f, true, std::nullopt, "Sigmoid", {}},             // float32 words, float16 not
-      {{2, 8, 16}, {16, 40}, 1.0f, true, Shape{8, 40}, "Tanh", {}},                // broadcast addend: per element
+      // The epilogue kernel after cuBLAS products of more rows: widths of whole and partial 16-byte words, addends.
+      {{4, 32, 64}, {64, 48}, 1.0f, true, std::nullopt, "Gelu", {}},               // BERT's FFN
+      {{2, 8, 16}, {16, 24}, 1.0f, true, Shape{2, 8, 24}, "Gelu", {}},             // with a same-shape addend
+      {{3, 6, 16}, {16, 12}, 1.0f, true, std::nullopt, "Sigmoid", {}},
+      {{2, 8, 16}, {16, 40}, 1.0f, true, Shape{8, 40}, "Tanh", {}},                // a broadcast addend
   };
 }
 
