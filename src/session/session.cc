@@ -1014,12 +1014,14 @@ std::vector<Value> Session::Impl::DeliverOutputs(const IoBinding& binding, const
                                                  const StreamPool::Set& streams, const RunOptions& options,
                                                  bool graph_owned) {
   const PlanServices& run_services = streams.services;
-  // A graph's buffer bound to its own memory: a device-to-device copy on the memory's compute stream.
-  const auto copy_on_device = [&](const Tensor& source, Tensor& target) {
-    const MemoryInfo& where = source.memory_info();
-    Stream* stream = run_services.stream_for(where);
-    const CopyPair pair{&source, &target};
-    run_services.find_transfer(where, target.memory_info())->Copy({&pair, 1}, stream);
+  // A graph's buffer bound to its own memory: a device-to-device copy on the memory's compute stream, queued with the
+  // others of that memory as one batch once every output is known (one launch for dozens of outputs).
+  std::map<MemoryInfo, std::vector<CopyPair>> device_copies;
+  std::vector<Tensor> copy_targets;  // the copies' targets (sharing their buffers), at stable addresses
+  copy_targets.reserve(binding.outputs().size());
+  const auto copy_on_device = [&](const Tensor& source, const Tensor& target) {
+    copy_targets.push_back(target);
+    device_copies[source.memory_info()].push_back({&source, &copy_targets.back()});
   };
   // Outputs bound to a memory (not a tensor) are copied there as one batch.
   std::vector<Value> moving;
@@ -1080,6 +1082,8 @@ std::vector<Value> Session::Impl::DeliverOutputs(const IoBinding& binding, const
     }
     results.push_back(Value(target));
   }
+  for (const auto& [where, pairs] : device_copies)
+    run_services.find_transfer(where, where)->Copy(pairs, run_services.stream_for(where));
   return results;
 }
 

@@ -105,6 +105,44 @@ TEST_F(CudaAutomaticGraphsTest, IoBindingUpdatedInPlaceAndRebound) {
   EXPECT_EQ(graphed.AutomaticGraphCaptures(), 1u);
 }
 
+// Six bound device inputs and six outputs (two bound to preallocated tensors, four to device memory): the inputs go
+// into the graph's buffers, and the outputs out of them, as batched copies; every run's values arrive where bound.
+TEST_F(CudaAutomaticGraphsTest, ManyBoundInputsAndOutputsAreCopiedExactly) {
+  constexpr int kCount = 6;
+  GraphBuilder builder;
+  for (int i = 0; i < kCount; ++i) builder.Input("a" + std::to_string(i), {2, 5 + i});
+  for (int i = 0; i < kCount; ++i) {
+    const std::string a = "a" + std::to_string(i);
+    builder.Node("Relu", {a}, {"r" + std::to_string(i)}).Node("Add", {"r" + std::to_string(i), a}, {"y" + std::to_string(i)});
+    builder.Output("y" + std::to_string(i));
+  }
+  const std::string model = builder.Serialize();
+  Session graphed = MakeCudaSession(model, Options(true));
+  IoBinding binding = graphed.CreateIoBinding();
+  std::vector<Tensor> preallocated = {Tensor::Allocate(DataType::kFloat, {2, 5}, CudaDeviceAllocator()),
+                                      Tensor::Allocate(DataType::kFloat, {2, 6}, CudaDeviceAllocator())};
+  binding.BindOutput("y0", preallocated[0]);
+  binding.BindOutput("y1", preallocated[1]);
+  for (int i = 2; i < kCount; ++i) binding.BindOutput("y" + std::to_string(i), CudaDevice().device_memory);
+  for (uint32_t run = 0; run < 5; ++run) {
+    std::vector<Tensor> hosts;
+    for (int i = 0; i < kCount; ++i) {
+      hosts.push_back(RandomTensor(DataType::kFloat, {2, 5 + i}, 500 + 10 * run + i, -1.0, 1.0));
+      binding.BindInput("a" + std::to_string(i), ToCuda(hosts.back()));  // new addresses every run
+    }
+    graphed.Run(binding);
+    const std::vector<Value> outputs = binding.BoundOutputs();
+    ASSERT_EQ(outputs.size(), static_cast<size_t>(kCount));
+    for (int i = 0; i < kCount; ++i) {
+      std::vector<float> expected = hosts[i].ToVector<float>();
+      for (float& v : expected) v = std::max(v, 0.0f) + v;
+      EXPECT_EQ(ToHost(outputs[i].tensor()).ToVector<float>(), expected) << "run " << run << ", y" << i;
+    }
+    EXPECT_EQ(outputs[0].tensor().raw_data(), preallocated[0].raw_data());
+  }
+  EXPECT_EQ(graphed.AutomaticGraphCaptures(), 1u);
+}
+
 // Outputs are copies: what the caller holds (host tensors of Run(feeds), device tensors of IoBinding runs bound
 // to device memory) keeps its values through later replays.
 TEST_F(CudaAutomaticGraphsTest, OutputsHeldAcrossRunsKeepTheirValues) {

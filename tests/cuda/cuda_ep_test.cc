@@ -160,6 +160,38 @@ TEST_F(CudaEpTest, CopiesOnAStreamArriveAfterSynchronize) {
   EXPECT_EQ(wrong, 0);
 }
 
+// Many copies within the GPU's memory in one CopyTensors on a stream: those of at most 4 MiB go as batched copy
+// launches (48 per launch; 16-byte words where addresses and sizes allow, bytes otherwise), larger ones by
+// cudaMemcpyAsync; every byte arrives, and each source is read where it is (a view at an odd offset included).
+TEST_F(CudaEpTest, ManyDeviceCopiesOnAStreamArriveExactly) {
+  std::unique_ptr<Stream> stream = TestEnv().CreateStream(CudaDevice());
+  std::vector<int64_t> sizes = {1, 3, 15, 16, 17, 4096, 100003, int64_t{1} << 20, int64_t{4} << 20, (int64_t{4} << 20) + 16};
+  for (int i = 0; i < 60; ++i) sizes.push_back(16 * (i + 1) + (i % 3));  // more than one launch's worth
+  std::vector<Tensor> expected, sources, targets;
+  uint32_t state = 7;
+  for (size_t c = 0; c < sizes.size(); ++c) {
+    std::vector<uint8_t> bytes(static_cast<size_t>(sizes[c]));
+    for (uint8_t& b : bytes) b = static_cast<uint8_t>((state = state * 1664525u + 1013904223u) >> 24);
+    Tensor host = Tensor::FromVector<uint8_t>({sizes[c]}, bytes);
+    if (c == 6) {  // a view one byte into a device buffer: neither address nor size a multiple of 16
+      Tensor base = Tensor::Allocate(DataType::kUInt8, {sizes[c] + 1}, CudaDeviceAllocator());
+      Tensor view = Tensor::Share(DataType::kUInt8, {sizes[c]}, base.buffer(), static_cast<char*>(base.raw_data()) + 1,
+                                  static_cast<size_t>(sizes[c]), base.memory_info());
+      TestEnv().CopyTensors({&host, 1}, {&view, 1}, nullptr);
+      sources.push_back(view);
+    } else {
+      sources.push_back(ToCuda(host));
+    }
+    expected.push_back(host);
+    targets.push_back(Tensor::Allocate(DataType::kUInt8, {sizes[c]}, CudaDeviceAllocator()));
+  }
+  TestEnv().CopyTensors(sources, targets, stream.get());
+  stream->Synchronize();
+  for (size_t c = 0; c < sizes.size(); ++c)
+    EXPECT_EQ(ToHost(targets[c]).ToVector<uint8_t>(), expected[c].ToVector<uint8_t>()) << "copy " << c << " of "
+                                                                                        << sizes[c] << " bytes";
+}
+
 TEST_F(CudaEpTest, EventsOrderWorkAcrossStreams) {
   std::unique_ptr<Stream> producer = TestEnv().CreateStream(CudaDevice());
   std::unique_ptr<Stream> consumer = TestEnv().CreateStream(CudaDevice());

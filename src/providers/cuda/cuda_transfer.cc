@@ -8,6 +8,7 @@
 
 #include "providers/cuda/cuda_common.h"
 #include "providers/cuda/cuda_stream.h"
+#include "providers/cuda/kernels/copy_buffers.h"
 
 namespace tessera::cuda {
 
@@ -77,6 +78,51 @@ int DeviceOf(const Tensor& src, const Tensor& dst) {
   return IsCuda(dst.memory_info()) ? OrdinalOf(dst.memory_info()) : OrdinalOf(src.memory_info());
 }
 
+// Copies within one GPU's memory of at most this size go into one launch::CopyBuffers launch per batch when a Copy
+// has several; larger ones (bandwidth-bound, where the launch cost does not matter) take cudaMemcpyAsync.
+constexpr size_t kBatchedCopyMaxBytes = size_t{4} << 20;
+
+bool Batchable(const CopyPair& pair) {
+  const MemoryInfo& from = pair.src->memory_info();
+  const MemoryInfo& to = pair.dst->memory_info();
+  const size_t bytes = pair.src->SizeInBytes();
+  return IsCudaDeviceMemory(from) && IsCudaDeviceMemory(to) && from.device_id == to.device_id && bytes > 0 &&
+         bytes <= kBatchedCopyMaxBytes;
+}
+
+// Queues the batchable pairs (Batchable) on `stream` as launch::CopyBuffers launches of up to kMaxBufferCopies
+// each, per GPU, when there are at least two of them; returns the pairs left for CopyOne.
+std::vector<const CopyPair*> QueueBatches(std::span<const CopyPair> pairs, cudaStream_t stream) {
+  std::vector<const CopyPair*> rest;
+  std::vector<const CopyPair*> batchable;
+  for (const CopyPair& pair : pairs) (Batchable(pair) ? batchable : rest).push_back(&pair);
+  if (batchable.size() < 2) {
+    rest.insert(rest.end(), batchable.begin(), batchable.end());
+    return rest;
+  }
+  std::stable_sort(batchable.begin(), batchable.end(), [](const CopyPair* a, const CopyPair* b) {
+    return a->src->memory_info().device_id < b->src->memory_info().device_id;
+  });
+  for (size_t begin = 0; begin < batchable.size();) {
+    const auto device = batchable[begin]->src->memory_info().device_id;
+    launch::BufferCopies copies;
+    size_t end = begin;
+    while (end < batchable.size() && copies.count < launch::kMaxBufferCopies &&
+           batchable[end]->src->memory_info().device_id == device) {
+      const CopyPair& pair = *batchable[end++];
+      copies.src[copies.count] = pair.src->raw_data();
+      copies.dst[copies.count] = pair.dst->raw_data();
+      copies.bytes[copies.count] = static_cast<int64_t>(pair.src->SizeInBytes());
+      ++copies.count;
+    }
+    DeviceGuard guard(OrdinalOf(batchable[begin]->src->memory_info()));
+    CheckCuda(launch::CopyBuffers(copies, stream), "batched copy of ", copies.count, " device buffers, the first ",
+              batchable[begin]->src->Describe());
+    begin = end;
+  }
+  return rest;
+}
+
 }  // namespace
 
 bool CudaDataTransfer::CanCopy(const MemoryInfo& src, const MemoryInfo& dst) const {
@@ -101,10 +147,12 @@ void CudaDataTransfer::Copy(std::span<const CopyPair> pairs, Stream* stream) {
   kept.reserve(pairs.size() * 2);
   try {
     for (const CopyPair& pair : pairs) {
-      DeviceGuard guard(DeviceOf(*pair.src, *pair.dst));
       kept.push_back(*pair.src);
       kept.push_back(*pair.dst);
-      CopyOne(*pair.src, *pair.dst, native, true);
+    }
+    for (const CopyPair* pair : QueueBatches(pairs, native)) {
+      DeviceGuard guard(DeviceOf(*pair->src, *pair->dst));
+      CopyOne(*pair->src, *pair->dst, native, true);
     }
   } catch (...) {
     // Copies queued before the failure may still read or write the tensors: let them finish first.

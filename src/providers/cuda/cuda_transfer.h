@@ -2,7 +2,8 @@
 // device <-> device on one GPU, and peer copies between two GPUs.
 //
 // With a stream (a CUDA stream, see NativeStream) the copies are queued on it with cudaMemcpyAsync /
-// cudaMemcpyPeerAsync and may still run when Copy returns; the source and destination Tensors are
+// cudaMemcpyPeerAsync -- several copies within one GPU's memory of at most 4 MiB each as one batched copy kernel
+// (kernels/copy_buffers.h) -- and may still run when Copy returns; the source and destination Tensors are
 // kept alive until the stream has passed them (CudaStream::KeepUntilDone: no host callback stalls the
 // stream). On a CUDA stream this EP did not create, Copy waits for the copies instead.
 // Without a stream the copies have finished when Copy returns.
