@@ -67,7 +67,9 @@ class CMakeBuild(build_ext):
             raise RuntimeError(f"the CMake build in {build_dir} produced no tessera._tessera module")
         libraries = [p for p in glob.glob(os.path.join(build_dir, "libtessera*.so"))
                      if not os.path.basename(p).startswith("libtessera_testing")]  # the simulated device is for tests
-        for path in modules + libraries:
+        # The CUDA version of the CUDA EP plugin (tessera.preload_dlls), written by CMake when it built one.
+        build_config = glob.glob(os.path.join(build_dir, "python", "tessera", "_cuda_build.py"))
+        for path in modules + libraries + build_config:
             shutil.copy2(path, package_dir)
 
 

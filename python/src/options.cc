@@ -45,6 +45,7 @@ void BindSessionOptions(py::module_& m) {
   using S = PySessionOptions;
   py::class_<S>(m, "SessionOptions", "Options for creating an InferenceSession.")
       .def(py::init<>())
+      .def("_copy", [](const S& s) { return S(s); }, "An independent copy (tessera.ModelCompiler changes its own).")
       .def_property(
           "intra_op_num_threads", [](const S& s) { return s.options.intra_op_threads; },
           [](S& s, int n) { s.options.intra_op_threads = n; })

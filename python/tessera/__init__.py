@@ -56,8 +56,10 @@ from .memory import (  # noqa: F401
     create_and_register_allocator_v2,
 )
 from .parallel import DataParallelSession  # noqa: F401
+from .preload import preload_dlls, _get_nvidia_dll_paths  # noqa: F401
 from .pipelines import GenerationLoop, TilePipeline  # noqa: F401
 from .session import InferenceSession, IOBinding, ModelMetadata, NodeArg  # noqa: F401
+from .compile import ModelCompiler, OrtCompileApiFlags  # noqa: F401
 from . import providers as _providers
 
 _providers._register_plugins_beside_package()

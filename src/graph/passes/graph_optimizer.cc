@@ -48,9 +48,11 @@ class PassRunner {
   std::vector<PassResult>& results_;
 };
 
+// As onnxruntime's level 1: constant folding and redundant nodes (a Cast to the type a value has is one there too).
 void RunBasic(Graph& graph, PassRunner& run) {
   const OptimizerContext& context = run.context();
   run("constant_folding", [&] { return FoldConstants(graph, context.evaluator); });
+  run("cast_elimination", [&] { return EliminateNoOpCasts(graph); });
   run("dead_node_elimination", [&] { return EliminateDeadNodes(graph); });
 }
 
@@ -59,8 +61,6 @@ void RunBasic(Graph& graph, PassRunner& run) {
 void RunExtended(Graph& graph, PassRunner& run) {
   const OptimizerContext& context = run.context();
   if (run("shape_subgraph_elimination", [&] { return EliminateShapeSubgraphs(graph); }) > 0) RunBasic(graph, run);
-  // Before the fusions: a Cast to the type a value already has would hide their patterns.
-  run("cast_elimination", [&] { return EliminateNoOpCasts(graph); });
   run("conv_bn_folding", [&] { return FoldConvBatchNorm(graph); });
   run("conv_affine_folding", [&] { return FoldConvAffine(graph); });
   run("layer_norm_fusion", [&] { return FuseLayerNorm(graph, context.can_fuse); });
