@@ -5,8 +5,9 @@
 // (e.g. examples/tiled_inference/tone_curve.onnx). The result is checked against the CPU EP.
 //
 // Ordering: work on one queue runs in submission order once each command buffer starts with a pipeline barrier,
-// which Tessera's command buffers do; the application's post-processing command buffer starts with one too. The
-// plugin comes from TESSERA_PLUGIN (libtessera_vulkan.so).
+// which Tessera's command buffers do; the application's post-processing command buffer starts with one too. Then the
+// same run ordered by timeline semaphores (Stream::WaitNative, Event::native_point), as work on another queue would
+// be. The plugin comes from TESSERA_PLUGIN (libtessera_vulkan.so).
 #include <algorithm>
 #include <vulkan/vulkan.h>
 
@@ -16,6 +17,7 @@
 #include <cstring>
 #include <iomanip>
 #include <iostream>
+#include <memory>
 #include <sstream>
 #include <stdexcept>
 #include <string>
@@ -384,6 +386,50 @@ int main(int argc, char** argv) {
     std::cout << "CopyTensors with the application's buffers: output vs CPU EP max difference " << worst
               << ", host -> buffer -> buffer -> host " << (same ? "exact" : "DIFFERENT") << "\n";
     if (worst > 1e-3 || !same) throw std::runtime_error("CopyTensors with the application's buffers failed");
+
+    // Ordering by timeline semaphores instead of queue order (the application's work on another queue, or signalled
+    // by the host): a Tessera stream waits for the application's semaphore, the run queues behind it
+    // (RunOptions::stream), and the application waits for the point an event recorded after the run names. Here the
+    // host signals the semaphore, so the run provably waited for it: its point is not reached before.
+    VkSemaphoreTypeCreateInfo timeline_type{VK_STRUCTURE_TYPE_SEMAPHORE_TYPE_CREATE_INFO};
+    timeline_type.semaphoreType = VK_SEMAPHORE_TYPE_TIMELINE;
+    VkSemaphoreCreateInfo semaphore_info{VK_STRUCTURE_TYPE_SEMAPHORE_CREATE_INFO};
+    semaphore_info.pNext = &timeline_type;
+    VkSemaphore ready = VK_NULL_HANDLE;
+    Check(vkCreateSemaphore(app.device, &semaphore_info, nullptr, &ready), "vkCreateSemaphore");
+    std::unique_ptr<tessera::Stream> stream = env.CreateStream(*ep_device);
+    stream->WaitNative({reinterpret_cast<void*>(ready), 1});
+    tessera::RunOptions on_stream;
+    on_stream.stream = stream.get();
+    on_stream.synchronize = false;
+    session.Run(binding, on_stream);  // x holds the ramp now
+    std::unique_ptr<tessera::Event> finished = stream->CreateEvent();
+    finished->Record(*stream);
+    const tessera::NativeSyncPoint point = finished->native_point();
+    const bool reached_early = finished->Query();
+    VkSemaphoreSignalInfo signal{VK_STRUCTURE_TYPE_SEMAPHORE_SIGNAL_INFO};
+    signal.semaphore = ready;
+    signal.value = 1;
+    Check(vkSignalSemaphore(app.device, &signal), "vkSignalSemaphore");
+    VkSemaphore finished_semaphore = reinterpret_cast<VkSemaphore>(point.handle);
+    VkSemaphoreWaitInfo wait{VK_STRUCTURE_TYPE_SEMAPHORE_WAIT_INFO};
+    wait.semaphoreCount = 1;
+    wait.pSemaphores = &finished_semaphore;
+    wait.pValues = &point.value;
+    Check(vkWaitSemaphores(app.device, &wait, UINT64_MAX), "vkWaitSemaphores");
+    const tessera::Tensor ramp_expected = cpu.Run({{in, ramp}})[0].tensor();
+    tessera::Tensor y_ramp = tessera::Tensor::Allocate(tessera::DataType::kFloat, shape);
+    env.CopyTensors({&y, 1}, {&y_ramp, 1}, nullptr);
+    double ramp_worst = 0;
+    for (size_t i = 0; i < pixels * 3; ++i)
+      ramp_worst = std::max(ramp_worst,
+                            static_cast<double>(std::abs(y_ramp.Data<float>()[i] - ramp_expected.Data<float>()[i])));
+    vkDestroySemaphore(app.device, ready, nullptr);
+    std::cout << "timeline semaphores: the run waited for the application's semaphore ("
+              << (reached_early ? "REACHED BEFORE THE SIGNAL" : "not reached before the signal")
+              << "), the application waited for the run's point; output vs CPU EP max difference " << ramp_worst
+              << "\n";
+    if (reached_early || ramp_worst > 1e-3) throw std::runtime_error("ordering by timeline semaphores failed");
   } catch (const std::exception& e) {
     std::cerr << "error: " << e.what() << "\n";
     return 1;

@@ -6,13 +6,25 @@
 // Stream* in any API means "synchronous": the call returns once the work is complete.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 
 #include "tessera/device.h"
+#include "tessera/status.h"
 
 namespace tessera {
 
 class Event;
+
+// A point on a device timeline in the device API's own terms, for applications that order their own device work
+// with Tessera's without a host wait (Stream::WaitNative, Event::native_point):
+//   CUDA:   `handle` is a cudaEvent_t; the point is reached when the work recorded on it has completed (`value` 0).
+//   Vulkan: `handle` is a timeline VkSemaphore of the stream's VkDevice; the point is reached when the semaphore's
+//           value is >= `value`.
+struct NativeSyncPoint {
+  void* handle = nullptr;
+  uint64_t value = 0;
+};
 
 class Stream {
  public:
@@ -24,6 +36,14 @@ class Stream {
   virtual std::unique_ptr<Event> CreateEvent() = 0;
   // The memory space whose work this stream orders.
   virtual const MemoryInfo& memory_info() const = 0;
+  // Later work on this stream waits, on the device, until `point` is reached: one the application made (a cudaEvent_t
+  // it recorded on its own stream; a timeline semaphore of this stream's VkDevice that its queue or the host will
+  // signal) or one of an Event's (Event::native_point). Throws kInvalidArgument for a null handle and kNotImplemented
+  // on streams without native synchronization (the default).
+  virtual void WaitNative(const NativeSyncPoint& point) {
+    (void)point;
+    Fail(ErrorCode::kNotImplemented, "this stream (", memory_info().ToString(), ") has no native synchronization");
+  }
 };
 
 class Event {
@@ -38,6 +58,10 @@ class Event {
   // Whether the recorded point has been reached, without blocking (a never-recorded event has). An EP that
   // cannot tell cheaply keeps the default, false: callers then wait as if it had not.
   virtual bool Query() { return false; }
+  // The recorded point as the device API's own object (NativeSyncPoint), for an application to wait for on its own
+  // queue or stream: valid while this Event lives and until it is recorded again. A null handle when the EP has no
+  // native synchronization, or (Vulkan) before the first Record.
+  virtual NativeSyncPoint native_point() const { return {}; }
 };
 
 }  // namespace tessera

@@ -192,6 +192,44 @@ TEST_F(CudaEpTest, ManyDeviceCopiesOnAStreamArriveExactly) {
                                                                                         << sizes[c] << " bytes";
 }
 
+// An application's cudaEvent orders a Tessera stream's later work (Stream::WaitNative), and a Tessera event's native
+// point orders the application's own stream (Event::native_point): upload (application) -> copy (Tessera) ->
+// download (application), no host wait between them. The 64 MiB upload takes milliseconds: a copy that did not
+// wait for it would read stale data.
+TEST_F(CudaEpTest, NativeSyncPointsOrderApplicationAndTesseraStreams) {
+  constexpr int64_t kCount = int64_t{1} << 24;
+  cudaStream_t app = nullptr;
+  ASSERT_EQ(cudaStreamCreateWithFlags(&app, cudaStreamNonBlocking), cudaSuccess);
+  cudaEvent_t uploaded = nullptr;
+  ASSERT_EQ(cudaEventCreateWithFlags(&uploaded, cudaEventDisableTiming), cudaSuccess);
+  Tensor source = Tensor::Allocate(DataType::kFloat, {kCount}, CudaPinnedAllocator());
+  for (int64_t i = 0; i < kCount; ++i) source.Data<float>()[i] = static_cast<float>(i % 1013);
+  Tensor x = Tensor::Allocate(DataType::kFloat, {kCount}, CudaDeviceAllocator());
+  Tensor y = Tensor::Allocate(DataType::kFloat, {kCount}, CudaDeviceAllocator());
+  ASSERT_EQ(cudaMemset(x.raw_data(), 0, x.SizeInBytes()), cudaSuccess);
+  ASSERT_EQ(cudaMemcpyAsync(x.raw_data(), source.raw_data(), x.SizeInBytes(), cudaMemcpyHostToDevice, app), cudaSuccess);
+  ASSERT_EQ(cudaEventRecord(uploaded, app), cudaSuccess);
+  std::unique_ptr<Stream> stream = TestEnv().CreateStream(CudaDevice());
+  stream->WaitNative({uploaded, 0});
+  TestEnv().CopyTensors({&x, 1}, {&y, 1}, stream.get());
+  std::unique_ptr<Event> copied = stream->CreateEvent();
+  copied->Record(*stream);
+  const NativeSyncPoint point = copied->native_point();
+  ASSERT_NE(point.handle, nullptr);
+  ASSERT_EQ(cudaStreamWaitEvent(app, static_cast<cudaEvent_t>(point.handle), 0), cudaSuccess);
+  Tensor back = Tensor::Allocate(DataType::kFloat, {kCount}, CudaPinnedAllocator());
+  ASSERT_EQ(cudaMemcpyAsync(back.raw_data(), y.raw_data(), y.SizeInBytes(), cudaMemcpyDeviceToHost, app), cudaSuccess);
+  ASSERT_EQ(cudaStreamSynchronize(app), cudaSuccess);
+  int64_t wrong = 0;
+  for (int64_t i = 0; i < kCount; ++i) wrong += back.Data<float>()[i] != static_cast<float>(i % 1013);
+  EXPECT_EQ(wrong, 0);
+  const std::string error = ErrorOf([&] { stream->WaitNative({}); }, ErrorCode::kInvalidArgument);
+  EXPECT_NE(error.find("cudaEvent_t"), std::string::npos) << error;
+  stream->Synchronize();
+  cudaEventDestroy(uploaded);
+  cudaStreamDestroy(app);
+}
+
 TEST_F(CudaEpTest, EventsOrderWorkAcrossStreams) {
   std::unique_ptr<Stream> producer = TestEnv().CreateStream(CudaDevice());
   std::unique_ptr<Stream> consumer = TestEnv().CreateStream(CudaDevice());

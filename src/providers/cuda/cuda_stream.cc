@@ -32,6 +32,7 @@ class CudaEvent : public Event {
     if (status != cudaErrorNotReady) CheckCuda(status, "cudaEventQuery on GPU ", ordinal_);
     return false;
   }
+  NativeSyncPoint native_point() const override { return {event_, 0}; }
 
  private:
   int ordinal_;
@@ -43,6 +44,13 @@ class CudaEvent : public Event {
 CudaStream::CudaStream(int ordinal) : ordinal_(ordinal), info_(DeviceMemoryInfo(ordinal)), owned_(true) {
   DeviceGuard guard(ordinal_);
   CheckCuda(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreateWithFlags on GPU ", ordinal_);
+}
+
+void CudaStream::WaitNative(const NativeSyncPoint& point) {
+  if (point.handle == nullptr)
+    Fail(ErrorCode::kInvalidArgument, "CUDA stream: WaitNative needs a cudaEvent_t (the handle is null)");
+  CheckCuda(cudaStreamWaitEvent(stream_, static_cast<cudaEvent_t>(point.handle), 0),
+            "cudaStreamWaitEvent on an application's event");
 }
 
 CudaStream::CudaStream(int ordinal, cudaStream_t borrowed)

@@ -39,6 +39,8 @@ class CudaStream : public Stream {
   void Synchronize() override;
   std::unique_ptr<Event> CreateEvent() override;
   const MemoryInfo& memory_info() const override { return info_; }
+  // Later work waits for the application's cudaEvent_t (point.handle): cudaStreamWaitEvent.
+  void WaitNative(const NativeSyncPoint& point) override;
   cudaStream_t get() const { return stream_; }
   int ordinal() const { return ordinal_; }
 

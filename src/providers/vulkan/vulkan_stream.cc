@@ -76,6 +76,10 @@ class VulkanEvent : public Event {
     if (timeline_) timeline_->WaitFor(value_);
   }
   bool Query() override { return !timeline_ || timeline_->Completed() >= value_; }
+  NativeSyncPoint native_point() const override {
+    if (!timeline_) return {};
+    return {reinterpret_cast<void*>(timeline_->handle()), value_};
+  }
 
  private:
   std::shared_ptr<Timeline> timeline_;
@@ -262,6 +266,13 @@ void VulkanStream::AddWait(VkSemaphore semaphore, uint64_t value) {
   if (semaphore == timeline_->handle()) return;  // its own earlier work is ordered already
   wait_semaphores_.push_back(semaphore);
   wait_values_.push_back(value);
+}
+
+void VulkanStream::WaitNative(const NativeSyncPoint& point) {
+  if (point.handle == nullptr)
+    Fail(ErrorCode::kInvalidArgument, kEpName, ": WaitNative needs a timeline VkSemaphore (the handle is null)");
+  Flush();  // the work recorded so far does not wait
+  AddWait(reinterpret_cast<VkSemaphore>(point.handle), point.value);
 }
 
 void VulkanStream::Synchronize() {

@@ -9,9 +9,9 @@
 //
 // Events are (timeline semaphore, value) pairs: Record flushes the stream and takes its last value, Wait makes the
 // next submission of another stream wait for it on the device, Synchronize waits on the host (vkWaitSemaphores).
-// native_handle() is the VkQueue; timeline() and last_value() let an application order its own submissions after
-// Tessera's work (wait for the semaphore at that value) without a host wait; AddWait() orders Tessera's next work
-// after the application's.
+// native_handle() is the VkQueue. Applications order their own submissions after Tessera's work through an event's
+// native_point() (the semaphore and the value to wait for), and Tessera's next work after theirs through
+// WaitNative() (a timeline semaphore of the same VkDevice and a value), without a host wait.
 //
 // Capture (the Vulkan counterpart of a CUDA graph): between BeginCapture and EndCapture, recorded commands go into
 // one command buffer that is not submitted; EndCapture returns it, and Replay submits it again (it may be pending
@@ -62,6 +62,9 @@ class VulkanStream : public Stream {
   void Synchronize() override;
   std::unique_ptr<Event> CreateEvent() override;
   const MemoryInfo& memory_info() const override { return device_.device_memory(); }
+  // The next submission waits for the timeline semaphore point.handle (of this stream's VkDevice) to reach
+  // point.value (AddWait).
+  void WaitNative(const NativeSyncPoint& point) override;
 
   VulkanDevice& device() const { return device_; }
   // Records `shader` with `push` (at most kPushConstantBytes) as push constants over groups_x * groups_y * groups_z

@@ -128,6 +128,22 @@ TEST(CallerStreamTest, FeedsRunReadsDeviceFeedsAfterTheCallersProducer) {
 }
 
 // A session without device streams (CPU only) given a device stream waits for it on the host before reading.
+// Native synchronization points (Stream::WaitNative, Event::native_point) exist where a device API has them (CUDA
+// events, Vulkan timeline semaphores); the simulated device has none: an empty point, and a clear error.
+TEST(CallerStreamTest, NativeSyncPointsAreRefusedWhereTheDeviceHasNone) {
+  std::unique_ptr<Stream> stream = TestEnv().CreateStream(TestingDevice());
+  std::unique_ptr<Event> event = stream->CreateEvent();
+  event->Record(*stream);
+  EXPECT_EQ(event->native_point().handle, nullptr);
+  try {
+    stream->WaitNative({reinterpret_cast<void*>(uintptr_t{1}), 1});
+    ADD_FAILURE() << "WaitNative accepted on the simulated device";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kNotImplemented);
+    EXPECT_NE(std::string(e.what()).find("no native synchronization"), std::string::npos) << e.what();
+  }
+}
+
 TEST(CallerStreamTest, CpuSessionWaitsForTheCallersStreamOnTheHost) {
   Session session = MakeSession(DeviceModel(), OptionsFor("cpu"), TestEnv());
   std::unique_ptr<Stream> app = TestEnv().CreateStream(TestingDevice());
