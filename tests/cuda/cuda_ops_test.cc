@@ -77,6 +77,18 @@ TEST_F(CudaOpsTest, ContribGeluFamily) {
     CompareFloat16WithCpu(c.op, 1, {RandomTensor(kF16, {3, 5, 96}, 14, -4, 4), RandomTensor(kF16, {96}, 15)}, build,
                           4e-3, 4e-3, "com.microsoft");
   }
+  // ONNX Swish (opset 24): the same kernel, alpha 1 by default.
+  for (float alpha : {0.0f, 0.75f}) {
+    const auto build = [&](OpTester& o, const std::vector<Tensor>& in) {
+      o.Input("X", in[0]);
+      if (alpha != 0) o.Attr("alpha", alpha);
+    };
+    OpTester t("Swish", 24);
+    build(t, {RandomTensor(kF32, {3, 5, 96}, 22, -4, 4)});
+    t.OutputName("Y").Tolerance(1e-5, 1e-5);
+    CompareOnCuda(t);
+    CompareFloat16WithCpu("Swish", 24, {RandomTensor(kF16, {3, 5, 96}, 23, -4, 4)}, build, 4e-3, 4e-3);
+  }
   OpTester missing_bias("BiasGelu", 1, "com.microsoft");
   missing_bias.Input("X", RandomTensor(kF32, {2, 8}, 16)).OutputName("Y").ExpectFailure("BiasGelu needs its bias");
   missing_bias.Run({"cuda"});

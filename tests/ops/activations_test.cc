@@ -234,5 +234,24 @@ TEST(ActivationsTest, ContribQuickGelu) {
   t.Run();
 }
 
+// ONNX Swish (opset 24): x * sigmoid(alpha x), alpha 1 by default.
+TEST(ActivationsTest, Swish) {
+  const Tensor x = RandomTensor(DataType::kFloat, {4, 9}, 16, -6, 6);
+  for (float alpha : {1.0f, 0.5f}) {
+    Tensor y = Tensor::Allocate(DataType::kFloat, x.shape());
+    for (int64_t i = 0; i < x.NumElements(); ++i) {
+      const double v = x.Data<float>()[i];
+      y.Data<float>()[i] = static_cast<float>(v / (1 + std::exp(-static_cast<double>(alpha) * v)));
+    }
+    OpTester t("Swish", 24);
+    if (alpha != 1.0f) t.Attr("alpha", alpha);
+    t.Input("X", x).Output("Y", y).Tolerance(1e-6, 1e-5);
+    t.Run();
+  }
+  OpTester before("Swish", 23);  // an opset-23 model has no Swish
+  before.Input("X", x).OutputName("Y").ExpectFailure("Swish");
+  before.Run({"cpu"});
+}
+
 }  // namespace
 }  // namespace tessera::test

@@ -145,6 +145,28 @@ TEST(OnnxAttentionTest, CausalWithPastShortFloatMaskAndSoftcap) {
   Check(c, &mask, 20);
 }
 
+// Opset 24 added a seventh input, nonpad_kv_seqlen (the valid lengths of a padded key/value cache); a model that
+// gives it is refused by name rather than run as if it were absent. Without it, opsets 24 and 25 run as 23.
+TEST(OnnxAttentionTest, Opset24NonpadKvSeqlenIsRefusedAndOtherwiseOpset23Semantics) {
+  const auto build = [](OpTester& t, bool lengths) {
+    t.Input("Q", RandomTensor(DataType::kFloat, {1, 2, 3, 4}, 1)).Input("K", RandomTensor(DataType::kFloat, {1, 2, 3, 4}, 2));
+    t.Input("V", RandomTensor(DataType::kFloat, {1, 2, 3, 4}, 3));
+    if (lengths) {
+      t.OmittedInput().OmittedInput().OmittedInput();  // attn_mask, past_key, past_value
+      t.Input("nonpad_kv_seqlen", Tensor::FromVector<int64_t>({1}, {2}));
+    }
+    t.OutputName("Y");
+  };
+  OpTester refused("Attention", 24);
+  build(refused, true);
+  refused.ExpectFailure("nonpad_kv_seqlen").Run({"cpu"});
+  OpTester v23("Attention", 23), v25("Attention", 25);
+  build(v23, false);
+  build(v25, false);
+  const std::vector<Tensor> a = v23.RunOn("cpu"), b = v25.RunOn("cpu");
+  EXPECT_EQ(CompareTensors(a[0], b[0], 0, 0), "");
+}
+
 TEST(OnnxAttentionTest, MismatchedHeadsAreAnError) {
   OpTester t("Attention", 23);
   t.Input("Q", RandomTensor(DataType::kFloat, {1, 3, 2, 4}, 1)).Input("K", RandomTensor(DataType::kFloat, {1, 2, 2, 4}, 2));

@@ -34,10 +34,13 @@ struct SigmoidOp {
   C operator()(C x) const { return C(1) / (C(1) + Exp(-x)); }
 };
 
-// com.microsoft QuickGelu: x * sigmoid(alpha * x), alpha 1.702 by default (CLIP-style exports).
+// com.microsoft QuickGelu: x * sigmoid(alpha * x), alpha 1.702 by default (CLIP-style exports); ONNX Swish (opset
+// 24) is the same function with alpha 1 by default.
+float QuickGeluAlpha(const Node& node) { return node.GetFloat("alpha", node.op_type == "Swish" ? 1.0f : 1.702f); }
+
 class QuickGeluOp {
  public:
-  explicit QuickGeluOp(const Node& node) : alpha_(node.GetFloat("alpha", 1.702f)) {}
+  explicit QuickGeluOp(const Node& node) : alpha_(QuickGeluAlpha(node)) {}
   template <typename C>
   C operator()(C x) const { return x * (C(1) / (C(1) + Exp(-static_cast<C>(alpha_) * x))); }
 
@@ -169,10 +172,10 @@ void QuickGeluSpan(const float* x, float* y, int64_t n, float alpha) {
   for (int64_t i = 0; i < n; ++i) y[i] = x[i] * (1.0f / (1.0f + Exp(-alpha * x[i])));
 }
 
-// com.microsoft QuickGelu (also what silu_fusion writes, alpha 1): the float loop per instruction set.
+// com.microsoft QuickGelu (also what silu_fusion writes, alpha 1) and ONNX Swish: the float loop per instruction set.
 class QuickGeluKernel : public Kernel {
  public:
-  explicit QuickGeluKernel(const KernelInfo& info) : op_(info.node()), alpha_(info.node().GetFloat("alpha", 1.702f)) {}
+  explicit QuickGeluKernel(const KernelInfo& info) : op_(info.node()), alpha_(QuickGeluAlpha(info.node())) {}
 
   void Compute(KernelContext& ctx) const override {
     const Tensor& x = ctx.Input(0);
@@ -428,6 +431,12 @@ void RegisterActivationKernels(KernelRegistry& registry) {
   quick_gelu.domain = "com.microsoft";
   quick_gelu.input_types[0] = DataTypesOf(FloatTypes{});
   registry.Register<QuickGeluKernel>(std::move(quick_gelu));
+  KernelDef swish;
+  swish.op_type = "Swish";
+  swish.since_version = 24;
+  swish.until_version = kLatestOpset;
+  swish.input_types[0] = DataTypesOf(FloatTypes{});
+  registry.Register<QuickGeluKernel>(std::move(swish));
   for (const auto& [name, form] : {std::pair{"Gelu", ContribGeluKernel::Form::kGelu},
                                     std::pair{"BiasGelu", ContribGeluKernel::Form::kBiasGelu},
                                     std::pair{"FastGelu", ContribGeluKernel::Form::kFastGelu}}) {

@@ -1,4 +1,4 @@
-// Attention (ai.onnx, opset 23): scaled dot-product attention with optional mask, causal masking, a key/value
+// Attention (ai.onnx, opsets 23-25; Attention-24's nonpad_kv_seqlen input is refused): scaled dot-product attention with optional mask, causal masking, a key/value
 // cache and grouped-query heads.
 //   Q [B, Hq, S, D] or [B, S, Hq*D]; K [B, Hkv, L, D] or [B, L, Hkv*D]; V [B, Hkv, L, Dv] or [B, L, Hkv*Dv]
 //   (3-D operands need attributes q_num_heads and kv_num_heads); past_key/past_value [B, Hkv, P, D/Dv].
@@ -50,6 +50,11 @@ class OnnxAttention : public Kernel {
     if (mode_ != 0 && mode_ != 3)
       Fail(ErrorCode::kNotImplemented, info.node().Describe(), ": qk_matmul_output_mode ", mode_,
            " is not supported (0: scores, 3: probabilities)");
+    // Attention-24's seventh input: per-batch key/value lengths of a padded cache (for TensorScatter's in-place
+    // updates). Not implemented: refused rather than ignored.
+    const std::vector<std::string>& inputs = info.node().inputs;
+    if (inputs.size() > 6 && !inputs[6].empty())
+      Fail(ErrorCode::kNotImplemented, info.node().Describe(), ": input 6 (nonpad_kv_seqlen, opset 24) is not supported");
   }
 
   void Compute(KernelContext& ctx) const override {

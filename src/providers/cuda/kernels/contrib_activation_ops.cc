@@ -1,6 +1,7 @@
 // ONNX Runtime's com.microsoft Gelu family on the CUDA EP, with the CPU EP's semantics
 // (providers/cpu/math/activations.cc): Gelu (exact, no bias), BiasGelu (exact, bias required), FastGelu (tanh
-// approximation, bias optional) and QuickGelu (x * sigmoid(alpha * x), alpha default 1.702). A bias is a 1-D tensor
+// approximation, bias optional) and QuickGelu (x * sigmoid(alpha * x), alpha default 1.702; also ONNX Swish-24, alpha
+// default 1). A bias is a 1-D tensor
 // of X's last dim and type, added in float before the activation.
 #include <climits>
 
@@ -16,7 +17,9 @@ enum class Form { kGelu, kBiasGelu, kFastGelu, kQuickGelu };
 class ContribGeluKernel : public Kernel {
  public:
   ContribGeluKernel(const KernelInfo& info, Form form)
-      : ep_(CudaEpOf(info)), form_(form), alpha_(info.node().GetFloat("alpha", 1.702f)) {}
+      : ep_(CudaEpOf(info)),
+        form_(form),
+        alpha_(info.node().GetFloat("alpha", info.node().op_type == "Swish" ? 1.0f : 1.702f)) {}
 
   void Compute(KernelContext& ctx) const override {
     DeviceGuard guard(ep_.ordinal());
@@ -58,6 +61,10 @@ void RegisterContribActivationKernels(KernelRegistry& registry) {
       return std::make_unique<ContribGeluKernel>(info, form);
     });
   }
+  // ONNX Swish (opset 24): QuickGelu's function with alpha 1 by default.
+  registry.Register(MakeDef("Swish", 24, INT_MAX, FloatTypes()), [](const KernelInfo& info) -> std::unique_ptr<Kernel> {
+    return std::make_unique<ContribGeluKernel>(info, Form::kQuickGelu);
+  });
 }
 
 }  // namespace tessera::cuda
