@@ -42,6 +42,7 @@ const KernelRegistry& CpuKernelRegistry() {
     cpu::RegisterShapeKernels(r);
     cpu::RegisterTensorKernels(r);
     cpu::RegisterGatherKernels(r);
+    cpu::RegisterTensorScatterKernels(r);
     cpu::RegisterCastKernels(r);
     cpu::RegisterLossKernels(r);
     cpu::RegisterDropoutKernels(r);

@@ -27,6 +27,7 @@ void RegisterReductionKernels(KernelRegistry& registry);       // reduction/redu
 void RegisterShapeKernels(KernelRegistry& registry);           // tensor/shape_ops.cc
 void RegisterTensorKernels(KernelRegistry& registry);          // tensor/tensor_ops.cc
 void RegisterGatherKernels(KernelRegistry& registry);          // tensor/gather.cc
+void RegisterTensorScatterKernels(KernelRegistry& registry);   // tensor/tensor_scatter.cc
 void RegisterCastKernels(KernelRegistry& registry);            // tensor/cast.cc
 void RegisterLossKernels(KernelRegistry& registry);            // nn/losses.cc
 void RegisterDropoutKernels(KernelRegistry& registry);         // nn/dropout.cc
