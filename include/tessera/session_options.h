@@ -5,6 +5,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -48,6 +49,13 @@ using EpSelectionDelegate = std::function<std::vector<const EpDevice*>(
     const std::vector<const EpDevice*>& devices, const std::map<std::string, std::string>& model_metadata,
     const std::map<std::string, std::string>& runtime_metadata, size_t max_selections)>;
 
+// Where an initializer's bytes live outside a model file: `path` (a file), `offset` and `size` in bytes there.
+struct ExternalInitializerLocation {
+  std::string path;
+  int64_t offset = 0;
+  int64_t size = 0;
+};
+
 struct SessionOptions {
   // EPs in priority order; when empty, `policy` chooses. The CPU EP is always added last as the
   // fallback unless disable_cpu_fallback is set.
@@ -68,6 +76,18 @@ struct SessionOptions {
   // initializers of at least "session.optimized_model_external_initializers_min_size_in_bytes" bytes (default 1024)
   // there.
   std::string optimized_model_filepath;
+  // When set, writing optimized_model_filepath asks it where each initializer goes (ONNX Runtime's compile API
+  // initializer-location function), for every initializer except string tensors, and the config keys above are
+  // not consulted. `value` is the initializer as the optimized graph holds it (a host tensor); `original` is where
+  // the loaded model kept it, when it was external data that the optimizer left as loaded (path absolute), else
+  // nullptr. Returning a location writes the initializer as external data there: the callback has stored the
+  // bytes (or they already are where `original` says); `size` must equal the tensor's bytes. A relative path is
+  // written as given (ONNX resolves it against the model's folder); an absolute one is written relative to the
+  // folder of optimized_model_filepath. std::nullopt writes the initializer inline. What the callback throws fails
+  // session creation.
+  std::function<std::optional<ExternalInitializerLocation>(const std::string& name, const Tensor& value,
+                                                           const ExternalInitializerLocation* original)>
+      optimized_model_initializer_location;
   LogLevel log_level = LogLevel::kWarning;
   std::string log_id;
   // Values for symbolic dims of the graph inputs, by symbol name (e.g. {"batch", 1}): each input dim named so

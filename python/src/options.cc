@@ -41,7 +41,54 @@ void BindEnums(py::module_& m) {
       .value("MAX_EFFICIENCY", EpSelectionPolicy::kMaxEfficiency);
 }
 
+// SessionOptions::optimized_model_initializer_location from a Python callable fn(name, OrtValue,
+// OrtExternalInitializerInfo | None) -> OrtExternalInitializerInfo | None. As with the selection delegate, the
+// callable is released under the GIL; what it raises becomes an error naming it.
+std::function<std::optional<ExternalInitializerLocation>(const std::string&, const Tensor&,
+                                                         const ExternalInitializerLocation*)>
+PythonInitializerLocation(py::object fn) {
+  std::shared_ptr<py::object> callable(new py::object(std::move(fn)), [](py::object* o) {
+    py::gil_scoped_acquire gil;
+    delete o;
+  });
+  return [callable](const std::string& name, const Tensor& value, const ExternalInitializerLocation* original)
+             -> std::optional<ExternalInitializerLocation> {
+    py::gil_scoped_acquire gil;
+    try {
+      const py::object result = (*callable)(name, WrapOrtValue(Value(value)),
+                                            original ? py::cast(*original) : py::object(py::none()));
+      if (result.is_none()) return std::nullopt;
+      if (!py::isinstance<ExternalInitializerLocation>(result))
+        Fail(ErrorCode::kInvalidArgument, "get_initializer_location_func must return an OrtExternalInitializerInfo or ",
+             "None, got ", py::str(py::type::of(result)).cast<std::string>(), " for initializer '", name, "'");
+      return result.cast<ExternalInitializerLocation>();
+    } catch (py::error_already_set& e) {
+      Fail(ErrorCode::kRuntime, "get_initializer_location_func failed for initializer '", name, "': ", e.what());
+    }
+  };
+}
+
 void BindSessionOptions(py::module_& m) {
+  py::class_<ExternalInitializerLocation>(m, "OrtExternalInitializerInfo",
+                                          "Where an initializer's data lies in an external file (the compile API's "
+                                          "get_initializer_location_func).")
+      .def(py::init([](const py::object& path, int64_t offset, int64_t size) {
+             if (offset < 0 || size < 0)
+               Fail(ErrorCode::kInvalidArgument, "OrtExternalInitializerInfo: offset and size must be >= 0, got ",
+                    offset, " and ", size);
+             const std::string file = py::str(py::module_::import("os").attr("fspath")(path)).cast<std::string>();
+             return ExternalInitializerLocation{file, offset, size};
+           }),
+           py::arg("filepath"), py::arg("file_offset"), py::arg("byte_size"))
+      .def_property_readonly("filepath", [](const ExternalInitializerLocation& l) { return l.path; },
+                             "The file holding the data (Tessera gives the original location as an absolute path).")
+      .def_property_readonly("file_offset", [](const ExternalInitializerLocation& l) { return l.offset; })
+      .def_property_readonly("byte_size", [](const ExternalInitializerLocation& l) { return l.size; })
+      .def("__repr__", [](const ExternalInitializerLocation& l) {
+        return "OrtExternalInitializerInfo('" + l.path + "', " + std::to_string(l.offset) + ", " +
+               std::to_string(l.size) + ")";
+      });
+
   using S = PySessionOptions;
   py::class_<S>(m, "SessionOptions", "Options for creating an InferenceSession.")
       .def(py::init<>())
@@ -173,6 +220,19 @@ void BindSessionOptions(py::module_& m) {
           py::arg("file_names"), py::arg("buffers"), py::arg("lengths"),
           "The contents of external data files, by the name the model gives them (copied): initializers stored "
           "in those files are read from here instead of the disk.")
+      .def(
+          "_set_initializer_location_func",
+          [](S& s, py::object fn) {
+            if (fn.is_none()) {
+              s.options.optimized_model_initializer_location = nullptr;
+              return;
+            }
+            if (!PyCallable_Check(fn.ptr())) throw py::type_error("get_initializer_location_func must be callable");
+            s.options.optimized_model_initializer_location = PythonInitializerLocation(std::move(fn));
+          },
+          py::arg("func"),
+          "fn(name, OrtValue, OrtExternalInitializerInfo | None) -> OrtExternalInitializerInfo | None: where each "
+          "initializer of optimized_model_filepath goes (tessera.ModelCompiler's get_initializer_location_func).")
       .def("set_provider_selection_policy", [](S& s, EpSelectionPolicy policy) { s.options.policy = policy; },
            py::arg("policy"), "How EP devices are chosen when the session is given no providers.")
       .def(

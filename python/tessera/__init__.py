@@ -20,6 +20,7 @@ from ._tessera import (  # noqa: F401
     NotImplemented,
     OrtDeviceMemoryType,
     OrtExecutionProviderDevicePolicy,
+    OrtExternalInitializerInfo,
     OrtHardwareDeviceType,
     OrtSyncStream,
     OrtValue,

@@ -46,6 +46,8 @@ struct LoadContext {
   std::map<std::string, int> opsets;
   const ExternalData* external = nullptr;  // what the application supplies instead of external data files
   std::shared_ptr<std::set<std::string>> external_used;  // names of `external->initializers` the model read
+  // Initializers read from external data files (Model::external_sources).
+  std::shared_ptr<std::map<std::string, Model::ExternalSource>> external_sources;
 };
 
 template <typename... Parts>
@@ -261,6 +263,9 @@ Tensor ReadExternalTensor(const onnx::TensorProto& proto, DataType type, Shape s
   if (!in.seekg(static_cast<std::streamoff>(offset)) || !in.read(out, static_cast<std::streamsize>(bytes)))
     Fail(ErrorCode::kIo, "model '", ctx.label, "': ", where, ": read failed");
   if (type == DataType::kBool) NormalizeBools(tensor);
+  if (ctx.external_sources)
+    (*ctx.external_sources)[proto.name()] = Model::ExternalSource{std::filesystem::absolute(file, ec), offset, length,
+                                                                  tensor.raw_data()};
   return tensor;
 }
 
@@ -586,7 +591,8 @@ std::unique_ptr<Model> ConvertModel(onnx::ModelProto& proto, const LoadContext& 
 
 std::unique_ptr<Model> LoadModelFromBytes(const void* data, size_t size, const std::filesystem::path& base_dir,
                                           const std::string& label, const ExternalData& external) {
-  LoadContext ctx{label, base_dir, {}, &external, std::make_shared<std::set<std::string>>()};
+  LoadContext ctx{label, base_dir, {}, &external, std::make_shared<std::set<std::string>>(),
+                  std::make_shared<std::map<std::string, Model::ExternalSource>>()};
   if (size > static_cast<size_t>(INT_MAX))
     FailModel(ctx, "the model is ", size,
               " bytes; protobuf models must be under 2 GiB (store weights as external data)");
@@ -598,6 +604,7 @@ std::unique_ptr<Model> LoadModelFromBytes(const void* data, size_t size, const s
     if (!ctx.external_used->contains(name))
       Fail(ErrorCode::kInvalidArgument, "model '", label, "': the external initializer '", name,
            "' given in the session options is not an initializer the model stores as external data");
+  model->external_sources = std::move(*ctx.external_sources);
   return model;
 }
 

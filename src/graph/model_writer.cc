@@ -14,8 +14,10 @@ constexpr uint64_t kExternalAlignment = 4096;
 
 class Writer {
  public:
-  Writer(const std::filesystem::path& model_path, const ModelWriteOptions& options) : options_(options) {
-    if (options.external_data_file.empty()) return;
+  Writer(const std::filesystem::path& model_path, const ModelWriteOptions& options)
+      : options_(options),
+        model_folder_(std::filesystem::absolute(model_path.has_parent_path() ? model_path.parent_path() : ".")) {
+    if (options.initializer_location || options.external_data_file.empty()) return;
     const std::filesystem::path relative(options.external_data_file);
     if (relative.is_absolute() || relative.has_root_name() || relative.filename().empty())
       Fail(ErrorCode::kInvalidArgument, "optimized model: the external initializers file '", options.external_data_file,
@@ -43,21 +45,60 @@ class Writer {
     }
     const size_t bytes = t.SizeInBytes();
     const char* data = static_cast<const char*>(t.raw_data());
-    if (may_go_external && data_.is_open() && bytes >= options_.external_min_bytes && bytes > 0) {
+    if (may_go_external && options_.initializer_location) {
+      if (std::optional<ExternalInitializerLocation> at = AskLocation(t, name, bytes)) {
+        SetExternal(out, WrittenPath(at->path), static_cast<uint64_t>(at->offset), bytes);
+        return;
+      }
+    } else if (may_go_external && data_.is_open() && bytes >= options_.external_min_bytes && bytes > 0) {
       const uint64_t offset = (offset_ + kExternalAlignment - 1) / kExternalAlignment * kExternalAlignment;
       for (; offset_ < offset; ++offset_) data_.put('\0');
       data_.write(data, static_cast<std::streamsize>(bytes));
-      out.set_data_location(onnx::TensorProto::EXTERNAL);
-      for (const auto& [key, value] : {std::pair<const char*, std::string>{"location", options_.external_data_file},
-                                       {"offset", std::to_string(offset)}, {"length", std::to_string(bytes)}}) {
-        onnx::StringStringEntryProto* entry = out.add_external_data();
-        entry->set_key(key);
-        entry->set_value(value);
-      }
+      SetExternal(out, options_.external_data_file, offset, bytes);
       offset_ = offset + bytes;
       return;
     }
     out.set_raw_data(data, bytes);
+  }
+
+  static void SetExternal(onnx::TensorProto& out, const std::string& location, uint64_t offset, size_t bytes) {
+    out.set_data_location(onnx::TensorProto::EXTERNAL);
+    for (const auto& [key, value] : {std::pair<const char*, std::string>{"location", location},
+                                     {"offset", std::to_string(offset)}, {"length", std::to_string(bytes)}}) {
+      onnx::StringStringEntryProto* entry = out.add_external_data();
+      entry->set_key(key);
+      entry->set_value(value);
+    }
+  }
+
+  // The caller's choice for initializer `name`, checked: a location must name a file and hold exactly its bytes.
+  std::optional<ExternalInitializerLocation> AskLocation(const Tensor& t, const std::string& name, size_t bytes) {
+    std::optional<ExternalInitializerLocation> original;
+    if (options_.sources != nullptr) {
+      auto source = options_.sources->find(name);
+      if (source != options_.sources->end() && source->second.data == t.raw_data() && source->second.length == bytes)
+        original = ExternalInitializerLocation{source->second.file.string(),
+                                               static_cast<int64_t>(source->second.offset),
+                                               static_cast<int64_t>(source->second.length)};
+    }
+    std::optional<ExternalInitializerLocation> at =
+        options_.initializer_location(name, t, original ? &*original : nullptr);
+    if (!at) return at;
+    if (at->path.empty() || at->path.find('\0') != std::string::npos)
+      Fail(ErrorCode::kInvalidArgument, "optimized model: the location given for initializer '", name,
+           "' has an empty or malformed file path");
+    if (at->offset < 0 || at->size != static_cast<int64_t>(bytes))
+      Fail(ErrorCode::kInvalidArgument, "optimized model: the location given for initializer '", name, "' ('",
+           at->path, "', offset ", at->offset, ", size ", at->size, ") must have a non-negative offset and size ",
+           bytes, ", the initializer's bytes (", t.Describe(), ")");
+    return at;
+  }
+
+  // A location as the model stores it: relative to the model's folder (ONNX's rule for external data).
+  std::string WrittenPath(const std::string& path) const {
+    const std::filesystem::path given(path);
+    if (!given.is_absolute()) return given.generic_string();
+    return given.lexically_normal().lexically_proximate(model_folder_.lexically_normal()).generic_string();
   }
 
   static void FillType(const ValueInfo& info, onnx::TypeProto& out) {
@@ -157,6 +198,7 @@ class Writer {
 
  private:
   const ModelWriteOptions& options_;
+  std::filesystem::path model_folder_;  // absolute
   std::filesystem::path data_path_;
   std::ofstream data_;
   uint64_t offset_ = 0;

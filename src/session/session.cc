@@ -529,6 +529,10 @@ void Session::Impl::SaveOptimizedModel() const {
            it->second, "' is not a non-negative integer");
     write.external_min_bytes = static_cast<size_t>(bytes);
   }
+  if (options.optimized_model_initializer_location) {
+    write.initializer_location = options.optimized_model_initializer_location;
+    write.sources = &model->external_sources;
+  }
   SaveModel(*model, *model->graph, options.optimized_model_filepath, write);
   Log(LogLevel::kInfo, "optimized model written to ", options.optimized_model_filepath);
 }

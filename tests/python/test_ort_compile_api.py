@@ -8,8 +8,10 @@ The testdata models are built here with the onnx package:
 - test_cast_back_to_back_non_const_mixed_types_origin.onnx: 9 Casts of non-constant values back to back over mixed
   types, one of them to the type its input already has (what onnxruntime's level 1 removes, and Tessera's basic
   level: 9 Casts unoptimized, 8 at ORT_ENABLE_BASIC).
+- conv_qdq_external_ini.onnx: Conv over DequantizeLinear of int8 weights kept in an external file (the
+  get_initializer_location_func cases).
 Cases not mirrored as passing, each skipped with its reason: the QNN / Windows-policy / example-plugin-EP cases (other
-EPs), and the two get_initializer_location_func cases (not supported: one external file by size instead).
+EPs).
 """
 
 import os
@@ -50,6 +52,28 @@ def models(tmp_path):
                               [helper.make_tensor_value_info("Y", TensorProto.FLOAT, [2, 3])])
     onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), casts)
     return {"resize": str(resize), "casts": str(casts), "dir": tmp_path}
+
+
+@pytest.fixture
+def conv_qdq(tmp_path):
+    """conv_qdq_external_ini.onnx: X -> Conv(DequantizeLinear(W_q int8, W_scale, W_zp), B) -> Y, with W_q (864
+    bytes) in the external file conv_qdq_external_ini.bin and the small initializers inside the model."""
+    rng = np.random.default_rng(0)
+    inits = [numpy_helper.from_array(rng.integers(-100, 100, (8, 2, 3, 3)).astype(np.int8), "W_q"),
+             numpy_helper.from_array(np.array(0.02, np.float32), "W_scale"),
+             numpy_helper.from_array(np.array(0, np.int8), "W_zp"),
+             numpy_helper.from_array(rng.standard_normal(8).astype(np.float32), "B")]
+    graph = helper.make_graph(
+        [helper.make_node("DequantizeLinear", ["W_q", "W_scale", "W_zp"], ["W"]),
+         helper.make_node("Conv", ["X", "W", "B"], ["Y"], pads=[1, 1, 1, 1])],
+        "conv_qdq", [helper.make_tensor_value_info("X", TensorProto.FLOAT, [1, 2, 6, 6])],
+        [helper.make_tensor_value_info("Y", TensorProto.FLOAT, [1, 8, 6, 6])], inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    model.ir_version = 8
+    path = tmp_path / "conv_qdq_external_ini.onnx"
+    onnx.save(model, str(path), save_as_external_data=True, all_tensors_to_one_file=True,
+              location="conv_qdq_external_ini.bin", size_threshold=128)
+    return str(path)
 
 
 def _compiler(path_or_bytes, **kwargs):
@@ -170,16 +194,44 @@ def test_compile_to_stream_that_raises_exception(models):
     assert "My Python Error" in str(error.value)
 
 
-@pytest.mark.skip(reason="get_initializer_location_func is not supported (ModelCompiler raises NotImplemented naming "
-                         "it): Tessera writes initializers of at least external_initializers_size_threshold bytes to "
-                         "one external_initializers_file_path")
-def test_compile_with_basic_initializer_location_func():
-    pass
+def test_compile_with_basic_initializer_location_func(conv_qdq, tmp_path):
+    output_model_path = tmp_path / "conv_qdq.init_handler.onnx"
+    initializer_file_path = str(tmp_path / "conv_qdq.init_handler.bin")
+    with open(initializer_file_path, "wb") as ext_init_file:
+        def store_large_initializer_externally(initializer_name, initializer_value, external_info):
+            assert initializer_name
+            byte_size = initializer_value.tensor_size_in_bytes()
+            if byte_size < 64:
+                return None
+            value_np = initializer_value.numpy()
+            file_offset = ext_init_file.tell()
+            ext_init_file.write(value_np.tobytes())
+            return onnxrt.OrtExternalInitializerInfo(initializer_file_path, file_offset, byte_size)
+
+        model_compiler = onnxrt.ModelCompiler(
+            onnxrt.SessionOptions(), conv_qdq, embed_compiled_data_into_model=True,
+            external_initializers_file_path=None, get_initializer_location_func=store_large_initializer_externally)
+        model_compiler.compile_to_file(str(output_model_path))
+    assert output_model_path.exists()
+    assert os.path.exists(initializer_file_path)
 
 
-@pytest.mark.skip(reason="get_initializer_location_func is not supported (as above)")
-def test_compile_with_initializer_func_that_reuses():
-    pass
+def test_compile_with_initializer_func_that_reuses(conv_qdq, tmp_path):
+    output_model_path = tmp_path / "conv_qdq.init_handler_reuse.onnx"
+
+    def reuse_external_initializers(initializer_name, initializer_value, external_info):
+        assert initializer_name
+        assert initializer_value.data_ptr() != 0
+        assert initializer_value.tensor_size_in_bytes() > 0
+        if external_info is not None:
+            return external_info
+        return None
+
+    model_compiler = onnxrt.ModelCompiler(
+        onnxrt.SessionOptions(), conv_qdq, embed_compiled_data_into_model=True, external_initializers_file_path=None,
+        get_initializer_location_func=reuse_external_initializers)
+    model_compiler.compile_to_file(str(output_model_path))
+    assert output_model_path.exists()
 
 
 @pytest.mark.skip(reason=_NEEDS_OTHER_EP + " (a model that must be compiled before it loads)")
@@ -189,10 +241,80 @@ def test_fail_load_uncompiled_model_and_then_compile():
 
 # ---- Tessera's own cases ------------------------------------------------------------------------------------------
 
-def test_initializer_location_func_is_refused_by_name(models):
-    with pytest.raises(onnxrt.NotImplemented, match="get_initializer_location_func"):
-        onnxrt.ModelCompiler(onnxrt.SessionOptions(), models["resize"],
-                             get_initializer_location_func=lambda name, value, info: None)
+def _run(path, feeds, folders=None):
+    options = onnxrt.SessionOptions()
+    if folders:
+        options.whitelisted_data_folders = folders
+    return onnxrt.InferenceSession(path, sess_options=options, providers=["CPUExecutionProvider"]).run(None, feeds)[0]
+
+
+def test_initializer_locations_written_as_chosen_and_the_model_runs(conv_qdq, tmp_path):
+    """What the ORT cases above only write: the written models load and compute what the input model does; the
+    function sees every initializer, the input's external ones with their location; sizes are checked."""
+    feeds = {"X": np.random.default_rng(3).standard_normal((1, 2, 6, 6)).astype(np.float32)}
+    expected = _run(conv_qdq, feeds)
+    out = tmp_path / "out"
+    out.mkdir()
+    seen = {}
+
+    def keep_where_they_are(name, value, external_info):
+        seen[name] = (value.numpy().copy(), external_info)
+        return external_info
+
+    onnxrt.ModelCompiler(onnxrt.SessionOptions(), conv_qdq,
+                         get_initializer_location_func=keep_where_they_are).compile_to_file(str(out / "reuse.onnx"))
+    assert set(seen) == {"W_q", "W_scale", "W_zp", "B"}
+    info = seen["W_q"][1]
+    assert info is not None and os.path.isabs(info.filepath)
+    assert os.path.samefile(info.filepath, os.path.join(os.path.dirname(conv_qdq), "conv_qdq_external_ini.bin"))
+    assert info.byte_size == seen["W_q"][0].nbytes and info.file_offset >= 0
+    assert seen["B"][1] is None  # stored inside the input model
+    written = onnx.load(str(out / "reuse.onnx"), load_external_data=False)
+    locations = {t.name: {e.key: e.value for e in t.external_data} for t in written.graph.initializer}
+    assert locations["W_q"]["location"] == "../conv_qdq_external_ini.bin"
+    assert locations["B"] == {}
+    # The data lies outside the written model's folder: loading it needs that folder allowed.
+    np.testing.assert_array_equal(_run(str(out / "reuse.onnx"), feeds, folders=str(tmp_path)), expected)
+
+    # A file of the function's own (absolute path): written relative to the model, which runs from its folder.
+    with open(out / "own.bin", "wb") as data:
+        def everything_to_my_file(name, value, external_info):
+            offset = data.tell()
+            data.write(value.numpy().tobytes())
+            return onnxrt.OrtExternalInitializerInfo(str(out / "own.bin"), offset, value.tensor_size_in_bytes())
+
+        onnxrt.ModelCompiler(onnxrt.SessionOptions(), conv_qdq,
+                             get_initializer_location_func=everything_to_my_file).compile_to_file(str(out / "own.onnx"))
+    written = onnx.load(str(out / "own.onnx"), load_external_data=False)
+    assert all(t.data_location == TensorProto.EXTERNAL and t.external_data[0].value == "own.bin"
+               for t in written.graph.initializer)
+    np.testing.assert_array_equal(_run(str(out / "own.onnx"), feeds), expected)
+
+    # Wrong sizes, wrong return types and exceptions fail the compile naming the initializer.
+    def wrong_size(name, value, external_info):
+        return onnxrt.OrtExternalInitializerInfo("x.bin", 0, value.tensor_size_in_bytes() + 1)
+
+    with pytest.raises(onnxrt.InvalidArgument, match="the location given for initializer"):
+        onnxrt.ModelCompiler(onnxrt.SessionOptions(), conv_qdq,
+                             get_initializer_location_func=wrong_size).compile_to_file(str(out / "bad.onnx"))
+
+    def wrong_type(name, value, external_info):
+        return "x.bin"
+
+    with pytest.raises(onnxrt.Fail, match="must return an OrtExternalInitializerInfo or None"):
+        onnxrt.ModelCompiler(onnxrt.SessionOptions(), conv_qdq,
+                             get_initializer_location_func=wrong_type).compile_to_file(str(out / "bad.onnx"))
+
+    def raises(name, value, external_info):
+        raise ValueError("no room for " + name)
+
+    with pytest.raises(onnxrt.Fail, match="no room for"):
+        onnxrt.ModelCompiler(onnxrt.SessionOptions(), conv_qdq,
+                             get_initializer_location_func=raises).compile_to_bytes()
+    with pytest.raises(TypeError, match="callable"):
+        onnxrt.ModelCompiler(onnxrt.SessionOptions(), conv_qdq, get_initializer_location_func=42)
+    with pytest.raises(onnxrt.InvalidArgument, match="must be >= 0"):
+        onnxrt.OrtExternalInitializerInfo("x.bin", -1, 4)
 
 
 def test_external_initializers_by_size_and_the_callers_options_unchanged(models):

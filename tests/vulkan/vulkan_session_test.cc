@@ -1,14 +1,18 @@
 // The Vulkan EP in sessions: discovery, CopyTensors in every direction, whole models against the CPU EP (fusions
 // included), IO binding with device outputs, recorded command buffers replayed, concurrent runs, fallback and errors.
+#include <unistd.h>
+
 #include <filesystem>
 #include <thread>
 
+#include "session/profile_reader.h"
 #include "unit/session/graph_builder.h"
 #include "vulkan/vulkan_test_util.h"
 
 namespace tessera::test {
 namespace {
 
+namespace fs = std::filesystem;
 using VulkanSessionTest = VulkanTest;
 
 TEST_F(VulkanSessionTest, DiscoveryDescribesTheDeviceAndItsMemory) {
@@ -155,6 +159,54 @@ TEST_F(VulkanSessionTest, IoBindingWithDeviceOutputsAndRecordedCommandBuffers) {
       EXPECT_EQ(CompareTensors(cpu[0], ToHostTensor(y), 1e-5, 1e-4), "") << "seed " << seed;
     }
   }
+}
+
+// Profiling: every Vulkan step of an eager run has a device time from timestamp queries, inside its run on the
+// host timeline; runs that replay a recorded command buffer add none (no marker enters a capture).
+TEST_F(VulkanSessionTest, ProfiledRunsHaveDeviceTimesForEveryVulkanStep) {
+  const fs::path dir = fs::temp_directory_path() / ("tessera_vulkan_profiling_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  for (const char* capture : {"0", "1"}) {
+    SCOPED_TRACE(std::string("enable_graph_capture=") + capture);
+    SessionOptions options;
+    options.AddProvider(kVulkanEpName, {{"enable_graph_capture", capture}});
+    options.enable_profiling = true;
+    options.profile_file_prefix = (dir / (std::string("prof") + capture)).string();
+    Session session = MakeSession(SmallResidualNet(), options, TestEnv());
+    Tensor x = ToVulkan(RandomTensor(DataType::kFloat, {2, 3, 16, 16}, 10));
+    IoBinding binding = session.CreateIoBinding();
+    binding.BindInput("x", x);
+    binding.BindOutput("prob", MemoryInfo::Host());
+    for (int run = 0; run < 3; ++run) session.Run(binding);
+    const Profile profile = ReadProfile(session.EndProfiling());
+    size_t vulkan_steps = 0, timed = 0;
+    std::vector<ProfileEvent> runs;
+    for (const ProfileEvent& e : profile.events)
+      if (e.phase == "X" && e.category == "Session" && e.name == "model_run") runs.push_back(e);
+    ASSERT_EQ(runs.size(), 3u);
+    for (const ProfileEvent& e : profile.events) {
+      if (e.phase != "X") continue;
+      if (e.category == "Node") vulkan_steps += e.provider() == kVulkanEpName;
+      if (e.category != "Kernel") continue;
+      EXPECT_EQ(e.provider(), kVulkanEpName) << e.name;
+      EXPECT_GE(e.dur_us, 0) << e.name;
+      bool inside = false;
+      for (const ProfileEvent& run : runs)
+        inside |= e.ts_us >= run.ts_us - 0.002 && e.ts_us + e.dur_us <= run.ts_us + run.dur_us + 0.002;
+      EXPECT_TRUE(inside) << e.name << " at " << e.ts_us;
+      ++timed;
+    }
+    size_t steps_per_run = 0;
+    for (const PartitionEntry& e : session.Partition()) steps_per_run += !e.is_copy && e.ep == kVulkanEpName;
+    ASSERT_GT(steps_per_run, 0u);
+    if (std::string(capture) == "0") {
+      EXPECT_EQ(vulkan_steps, 3 * steps_per_run);
+      EXPECT_EQ(timed, vulkan_steps);  // every step of every run
+    } else {
+      EXPECT_EQ(timed, steps_per_run);  // the warm-up run's: the capture is not timed, replays have no steps
+    }
+  }
+  fs::remove_all(dir);
 }
 
 // An attention mask as transformer exports compute it, in bool: the padding mask cast to bool and reshaped, And-ed

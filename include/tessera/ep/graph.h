@@ -123,6 +123,15 @@ struct Model {
   std::map<std::string, std::string> metadata;
   std::filesystem::path path;  // empty for models loaded from memory
   std::unique_ptr<Graph> graph;
+  // Initializers the file kept as external data read from a file: by name, the file (absolute), the offset and
+  // length there, and the buffer the loader read them into (a graph initializer still holding that buffer is the
+  // data as stored; an optimizer's rewrite holds another).
+  struct ExternalSource {
+    std::filesystem::path file;
+    uint64_t offset = 0, length = 0;
+    const void* data = nullptr;
+  };
+  std::map<std::string, ExternalSource> external_sources;
 };
 
 }  // namespace tessera

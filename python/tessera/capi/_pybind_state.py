@@ -10,6 +10,7 @@ describes a device the onnxruntime way.
 from .._tessera import (  # noqa: F401
     Fail,
     InvalidArgument,
+    OrtExternalInitializerInfo,
     OrtSyncStream,
     OrtValue,
     RunOptions,

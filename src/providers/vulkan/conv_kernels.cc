@@ -168,14 +168,15 @@ class ConvKernel : public Kernel {
       const uint32_t gx = U32(ctx, (cols + 63) / 64), gy = U32(ctx, (Kg + 63) / 64);
       const uint64_t depth = static_cast<uint64_t>(Cg) * win.KH * win.KW;
       push.splits = SplitsFor(uint64_t{gx} * gy * push.groups, (depth + 15) / 16);
+      const std::string shader = ProductShader(stream, "conv2d", suffix);
       if (push.splits == 1) {
-        stream.Dispatch(std::string("conv2d") + suffix, &push, sizeof(push), gx, gy, push.groups);
+        stream.Dispatch(shader, &push, sizeof(push), gx, gy, push.groups);
       } else {  // split-K: partial sums, then conv_reduce applies the epilogue
         Tensor partial = Tensor::Allocate(DataType::kFloat, Shape({static_cast<int64_t>(push.splits * K * cols)}),
                                           ctx.allocator());
         ConvPush first = push;
         first.y = Address(ctx, partial, "split-K partial sums");
-        stream.Dispatch(std::string("conv2d") + suffix, &first, sizeof(first), gx, gy, push.groups * push.splits);
+        stream.Dispatch(shader, &first, sizeof(first), gx, gy, push.groups * push.splits);
         ConvReducePush reduce{first.y, push.bias, push.residual, push.y,    push.N,     push.K,   win.OH * win.OW,
                               push.splits, push.act, push.act_a,  push.act_b, push.flags};
         DispatchLinear(stream, std::string("conv_reduce") + suffix, &reduce, sizeof(reduce), y.NumElements());

@@ -36,7 +36,7 @@ void DispatchProduct(const KernelContext& ctx, VulkanStream& stream, const char*
   const uint32_t x = (push.N + 63) / 64, y = (push.M + 63) / 64;
   const uint32_t splits = SplitsFor(uint64_t{x} * y * batches, (push.K + 15) / 16);
   push.splits = splits;
-  const std::string shader = std::string("matmul") + suffix;
+  const std::string shader = ProductShader(stream, "matmul", suffix);
   if (splits == 1) {
     stream.Dispatch(shader, &push, sizeof(push), x, y, batches);
     return;

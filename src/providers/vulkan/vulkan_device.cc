@@ -94,7 +94,31 @@ std::string DeviceUuid(VkPhysicalDevice device) {
 namespace {
 
 // The physical device's description when the EP can drive it.
-std::optional<PhysicalDeviceInfo> Describe(VkPhysicalDevice device) {
+// Whether `device` multiplies 16 x 16 x 16 float16 matrices into float accumulators at subgroup scope through
+// VK_NV_cooperative_matrix (what coop_tile.glsl needs).
+bool HasNvCoopF16(VkInstance instance, VkPhysicalDevice device) {
+  if (!HasExtension(device, VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME)) return false;
+  VkPhysicalDeviceCooperativeMatrixFeaturesNV coop{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV};
+  VkPhysicalDeviceFeatures2 features{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
+  features.pNext = &coop;
+  vkGetPhysicalDeviceFeatures2(device, &features);
+  if (!coop.cooperativeMatrix) return false;
+  auto properties = reinterpret_cast<PFN_vkGetPhysicalDeviceCooperativeMatrixPropertiesNV>(
+      vkGetInstanceProcAddr(instance, "vkGetPhysicalDeviceCooperativeMatrixPropertiesNV"));
+  if (properties == nullptr) return false;
+  uint32_t count = 0;
+  if (properties(device, &count, nullptr) != VK_SUCCESS) return false;
+  std::vector<VkCooperativeMatrixPropertiesNV> kinds(count, {VK_STRUCTURE_TYPE_COOPERATIVE_MATRIX_PROPERTIES_NV});
+  if (properties(device, &count, kinds.data()) != VK_SUCCESS) return false;
+  for (const VkCooperativeMatrixPropertiesNV& k : kinds)
+    if (k.MSize == 16 && k.NSize == 16 && k.KSize == 16 && k.AType == VK_COMPONENT_TYPE_FLOAT16_NV &&
+        k.BType == VK_COMPONENT_TYPE_FLOAT16_NV && k.CType == VK_COMPONENT_TYPE_FLOAT32_NV &&
+        k.DType == VK_COMPONENT_TYPE_FLOAT32_NV && k.scope == VK_SCOPE_SUBGROUP_NV)
+      return true;
+  return false;
+}
+
+std::optional<PhysicalDeviceInfo> Describe(VkInstance instance, VkPhysicalDevice device) {
   PhysicalDeviceInfo info;
   info.handle = device;
   vkGetPhysicalDeviceProperties(device, &info.properties);
@@ -120,6 +144,7 @@ std::optional<PhysicalDeviceInfo> Describe(VkPhysicalDevice device) {
   for (uint32_t i = 0; i < family_count && !found; ++i) {
     if (families[i].queueFlags & VK_QUEUE_COMPUTE_BIT) {
       info.compute_queue_family = i;
+      info.timestamp_valid_bits = families[i].timestampValidBits;
       found = true;
     }
   }
@@ -140,6 +165,9 @@ std::optional<PhysicalDeviceInfo> Describe(VkPhysicalDevice device) {
     info.pci_bus_id = os.str();
   }
   info.cooperative_matrix = HasExtension(device, "VK_KHR_cooperative_matrix");
+  const char* coop_setting = std::getenv("TESSERA_VULKAN_COOPERATIVE_MATRIX");
+  info.coop_f16 = info.float16 && info.subgroup_size == 32 && HasNvCoopF16(instance, device) &&
+                  !(coop_setting != nullptr && std::string(coop_setting) == "0");
   info.device_uuid = DeviceUuid(device);
 
   VkPhysicalDeviceMemoryProperties memory{};
@@ -190,7 +218,7 @@ VulkanInstance::VulkanInstance() {
   std::vector<VkPhysicalDevice> physical(count);
   vkEnumeratePhysicalDevices(instance_, &count, physical.data());
   for (VkPhysicalDevice device : physical)
-    if (auto info = Describe(device)) devices_.push_back(*info);
+    if (auto info = Describe(instance_, device)) devices_.push_back(*info);
 }
 
 VulkanInstance::~VulkanInstance() {
@@ -224,8 +252,10 @@ VulkanDevice::VulkanDevice(std::shared_ptr<const VulkanInstance> instance, uint3
     device_ = external->device;
     queue_ = external->queue;
     info_.compute_queue_family = external->queue_family;
+    info_.timestamp_valid_bits = families[external->queue_family].timestampValidBits;
     info_.float16 = info_.float16 && external->float16;
     info_.storage8 = info_.storage8 && external->storage8;
+    info_.coop_f16 = false;  // needs VK_NV_cooperative_matrix enabled on the device, which the EP cannot check
   } else {
     CreateOwnDevice();
   }
@@ -233,7 +263,8 @@ VulkanDevice::VulkanDevice(std::shared_ptr<const VulkanInstance> instance, uint3
   Log(LogLevel::kInfo, kEpName, ": device ", ordinal_, " ", info_.properties.deviceName, " (",
       owns_device_ ? "own VkDevice" : "the application's VkDevice", ", queue family ", info_.compute_queue_family,
       "): float16 kernels ", info_.float16 ? "on" : "off", ", 8-bit storage ", info_.storage8 ? "on" : "off",
-      ", cooperative matrix ", info_.cooperative_matrix ? "yes" : "no", ", subgroup ", info_.subgroup_size);
+      ", cooperative matrix ", info_.cooperative_matrix ? "yes" : "no", ", float16 matrix kernels on ",
+      info_.coop_f16 ? "cooperative matrices" : "FMA tiles", ", subgroup ", info_.subgroup_size);
 }
 
 void VulkanDevice::CreateOwnDevice() {
@@ -257,10 +288,20 @@ void VulkanDevice::CreateOwnDevice() {
   vkGetPhysicalDeviceFeatures(info_.handle, &supported);
   features.features.shaderInt64 = supported.shaderInt64;
 
+  VkPhysicalDeviceCooperativeMatrixFeaturesNV coop{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV};
+  std::vector<const char*> extensions;
+  if (info_.coop_f16) {
+    coop.cooperativeMatrix = VK_TRUE;
+    features11.pNext = &coop;
+    extensions.push_back(VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME);
+  }
+
   VkDeviceCreateInfo create{VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO};
   create.pNext = &features;
   create.queueCreateInfoCount = 1;
   create.pQueueCreateInfos = &queue;
+  create.enabledExtensionCount = static_cast<uint32_t>(extensions.size());
+  create.ppEnabledExtensionNames = extensions.data();
   Check(vkCreateDevice(info_.handle, &create, nullptr, &device_), "vkCreateDevice");
   vkGetDeviceQueue(device_, info_.compute_queue_family, 0, &queue_);
 }

@@ -43,8 +43,13 @@ struct PhysicalDeviceInfo {
   uint32_t compute_queue_family = 0;
   bool float16 = false;   // shaderFloat16 and 16-bit storage buffers: the float16 kernels
   bool storage8 = false;  // 8-bit storage buffers: the kernels of bool (and int8 / uint8) tensors
-  bool cooperative_matrix = false;
+  bool cooperative_matrix = false;  // VK_KHR_cooperative_matrix is there (metadata)
+  // The matrix kernels' cooperative-matrix variants (shaders/coop_tile.glsl) can run: VK_NV_cooperative_matrix with
+  // 16 x 16 x 16 float16 products into float accumulators at subgroup scope, subgroups of 32 and the float16 kernels;
+  // enabled on the EP's own VkDevice unless TESSERA_VULKAN_COOPERATIVE_MATRIX=0 (never on an application's device).
+  bool coop_f16 = false;
   uint32_t subgroup_size = 0;
+  uint32_t timestamp_valid_bits = 0;  // of the compute queue family: 0 when it writes no timestamps (profiling)
   VkDeviceSize device_local_bytes = 0;
   std::string pci_bus_id;  // "0000:2a:00.0" when VK_EXT_pci_bus_info is there, else ""
   std::string device_uuid;  // VkPhysicalDeviceIDProperties::deviceUUID as 32 hex digits (matches across instances)

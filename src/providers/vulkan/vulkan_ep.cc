@@ -19,6 +19,7 @@
 #include "vulkan_devices.h"
 #include "vulkan_kernels.h"
 #include "vulkan_memory.h"
+#include "vulkan_profiling.h"
 #include "vulkan_stream.h"
 #include "vulkan_transfer.h"
 
@@ -191,7 +192,11 @@ class VulkanExecutionProvider : public ExecutionProvider {
   }
 
   uint32_t capability_flags() const override {
-    return kEpRunHooks | kEpGraphCapture | (config_.run_streams ? kEpRunStreams : 0u);
+    return kEpRunHooks | kEpGraphCapture | kEpProfiling | (config_.run_streams ? kEpRunStreams : 0u);
+  }
+  std::unique_ptr<DeviceTimer> CreateDeviceTimer(Stream& stream) override {
+    auto* vulkan = dynamic_cast<VulkanStream*>(&stream);
+    return vulkan != nullptr ? VulkanDeviceTimer::Create(*vulkan) : nullptr;
   }
   // Each run's work is submitted when it has been recorded, not only when the host waits for it.
   void OnRunEnd(Stream* stream) override {
@@ -259,6 +264,7 @@ class VulkanEpFactory : public EpFactory {
           {"float16", info.float16 ? "1" : "0"},
           {"8bit_storage", info.storage8 ? "1" : "0"},
           {"cooperative_matrix", info.cooperative_matrix ? "1" : "0"},
+          {"float16_matrix_kernels", info.coop_f16 ? "cooperative_matrix_nv" : "fma_tiles"},
           {"memory_bytes", std::to_string(info.device_local_bytes)},
           {"device_uuid", info.device_uuid},
       };

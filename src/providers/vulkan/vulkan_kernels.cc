@@ -1,6 +1,7 @@
 #include "vulkan_kernels.h"
 
 #include <algorithm>
+#include <string_view>
 
 #include "tessera/status.h"
 
@@ -39,6 +40,11 @@ void DispatchRows(VulkanStream& stream, const std::string& shader, const void* p
   const uint32_t x = static_cast<uint32_t>(std::min<uint64_t>(rows, 65535));
   const uint32_t y = static_cast<uint32_t>((rows + x - 1) / x);
   stream.Dispatch(shader, push, push_bytes, x, y);
+}
+
+std::string ProductShader(const VulkanStream& stream, const char* base, const char* suffix) {
+  if (std::string_view(suffix) == "_f16" && stream.device().info().coop_f16) return std::string(base) + "_coop_f16";
+  return std::string(base) + suffix;
 }
 
 uint32_t SplitsFor(uint64_t workgroups, uint64_t k_tiles) {

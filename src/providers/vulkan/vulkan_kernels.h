@@ -38,6 +38,10 @@ void DispatchLinear(VulkanStream& stream, const std::string& shader, const void*
 void RecordAddressCopy(VulkanStream& stream, uint64_t src, uint64_t dst, size_t bytes);
 // Dispatches a row shader (one workgroup per row) over `rows` rows.
 void DispatchRows(VulkanStream& stream, const std::string& shader, const void* push, size_t push_bytes, uint64_t rows);
+// The shader of a tiled product (`base` "matmul" or "conv2d") for `suffix` ("_f32" / "_f16"): the float16 variant on
+// cooperative matrices ("<base>_coop_f16", shaders/coop_tile.glsl) where the stream's device has them
+// (PhysicalDeviceInfo::coop_f16), else "<base><suffix>".
+std::string ProductShader(const VulkanStream& stream, const char* base, const char* suffix);
 // Split-K: into how many depth chunks a matrix product or convolution of `workgroups` output tiles and `k_tiles`
 // 16-deep steps is split, so that small grids (batch 1, late layers) still fill the GPU: 1 when the grid has 128
 // tiles or more; otherwise enough chunks for about 256 workgroups, each at least 4 steps deep, at most 32.

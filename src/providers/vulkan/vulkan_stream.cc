@@ -200,6 +200,20 @@ void VulkanStream::CopyBuffer(const BufferRange& src, const BufferRange& dst, si
   if (++current_.num_commands >= kMaxBatchCommands && !capturing_) FlushLocked();
 }
 
+void VulkanStream::ResetQueries(VkQueryPool pool, uint32_t first, uint32_t count) {
+  Guard lock(*this);
+  BeginBatchLocked();
+  vkCmdResetQueryPool(current_.commands, pool, first, count);
+}
+
+bool VulkanStream::WriteTimestamp(VkQueryPool pool, uint32_t query) {
+  Guard lock(*this);
+  if (capturing_) return false;
+  BeginBatchLocked();
+  vkCmdWriteTimestamp(current_.commands, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, pool, query);
+  return true;
+}
+
 void VulkanStream::KeepAlive(std::shared_ptr<void> owner) {
   Guard lock(*this);
   BeginBatchLocked();

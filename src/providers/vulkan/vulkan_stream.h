@@ -72,6 +72,12 @@ class VulkanStream : public Stream {
   void Dispatch(const std::string& shader, const void* push, size_t push_bytes, uint32_t groups_x,
                 uint32_t groups_y = 1, uint32_t groups_z = 1);
   void CopyBuffer(const BufferRange& src, const BufferRange& dst, size_t bytes);
+  // Records vkCmdResetQueryPool of queries [first, first + count) of `pool`.
+  void ResetQueries(VkQueryPool pool, uint32_t first, uint32_t count);
+  // Records a write of the device's timestamp into `query` of `pool` once everything recorded before it has
+  // completed. Returns false, recording nothing, while a capture is open (profiling markers never enter a captured
+  // command buffer).
+  bool WriteTimestamp(VkQueryPool pool, uint32_t query);
   // Keeps `owner` alive until the work recorded so far has completed.
   void KeepAlive(std::shared_ptr<void> owner);
   // Submits what has been recorded (nothing when the batch is empty or a capture is open).

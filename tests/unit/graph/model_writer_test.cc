@@ -8,6 +8,8 @@
 #include <unistd.h>
 
 #include <fstream>
+#include <map>
+#include <optional>
 
 #include "graph/model_loader.h"
 #include "ops/op_tester.h"
@@ -116,6 +118,113 @@ TEST_F(ModelWriterTest, LargeInitializersGoToTheExternalFileBesideTheModel) {
     EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
     EXPECT_NE(std::string(e.what()).find("relative to the model's folder"), std::string::npos) << e.what();
   }
+}
+
+// The per-initializer location callback (ONNX Runtime's compile API): it sees where the loaded model kept its
+// external data, may keep an initializer there, store it in a file of its own, or leave it inline.
+TEST_F(ModelWriterTest, TheInitializerLocationCallbackPlacesEachInitializer) {
+  const PassTestGraph g = ConvRelu();
+  onnx::ModelProto proto;
+  ASSERT_TRUE(proto.ParseFromString(g.Serialize()));
+  // The source model keeps w in src/w.bin at offset 64.
+  fs::create_directories(dir_ / "src");
+  fs::create_directories(dir_ / "out");
+  for (auto& init : *proto.mutable_graph()->mutable_initializer()) {
+    if (init.name() != "w") continue;
+    if (init.raw_data().empty()) {  // the builder writes float_data
+      init.set_raw_data(std::string(reinterpret_cast<const char*>(init.float_data().data()),
+                                    init.float_data_size() * sizeof(float)));
+      init.clear_float_data();
+    }
+    std::ofstream data(dir_ / "src" / "w.bin", std::ios::binary);
+    data << std::string(64, 'x') << init.raw_data();
+    const std::string length = std::to_string(init.raw_data().size());
+    init.clear_raw_data();
+    init.set_data_location(onnx::TensorProto::EXTERNAL);
+    for (const auto& [key, value] : {std::pair<std::string, std::string>{"location", "w.bin"}, {"offset", "64"},
+                                     {"length", length}}) {
+      auto* entry = init.add_external_data();
+      entry->set_key(key);
+      entry->set_value(value);
+    }
+  }
+  {
+    std::ofstream file(dir_ / "src" / "m.onnx", std::ios::binary);
+    ASSERT_TRUE(proto.SerializeToOstream(&file));
+  }
+  Environment env;
+  SessionOptions options = OptionsAt(OptimizationLevel::kExtended);
+  options.optimized_model_filepath = (dir_ / "out" / "reuse.onnx").string();
+  std::map<std::string, std::optional<ExternalInitializerLocation>> seen;
+  options.optimized_model_initializer_location = [&](const std::string& name, const Tensor& value,
+                                                     const ExternalInitializerLocation* original)
+      -> std::optional<ExternalInitializerLocation> {
+    EXPECT_GT(value.SizeInBytes(), 0u) << name;
+    seen[name] = original ? std::optional(*original) : std::nullopt;
+    return original ? std::optional(*original) : std::nullopt;  // keep external data where it is
+  };
+  Session reused(env, dir_ / "src" / "m.onnx", options);
+  ASSERT_EQ(seen.size(), 2u);
+  ASSERT_TRUE(seen["w"].has_value());
+  EXPECT_EQ(fs::path(seen["w"]->path), fs::weakly_canonical(dir_ / "src" / "w.bin"));
+  EXPECT_EQ(seen["w"]->offset, 64);
+  EXPECT_EQ(seen["w"]->size, 432);
+  EXPECT_FALSE(seen["b"].has_value());
+  const onnx::ModelProto reuse = ReadProto(dir_ / "out" / "reuse.onnx");
+  for (const auto& init : reuse.graph().initializer()) {
+    if (init.name() == "w") {
+      ASSERT_EQ(init.data_location(), onnx::TensorProto::EXTERNAL);
+      std::map<std::string, std::string> entries;
+      for (const auto& entry : init.external_data()) entries[entry.key()] = entry.value();
+      EXPECT_EQ(entries["location"], "../src/w.bin");  // relative to the written model's folder
+      EXPECT_EQ(entries["offset"], "64");
+      EXPECT_EQ(entries["length"], "432");
+    } else {
+      EXPECT_EQ(init.data_location(), onnx::TensorProto::DEFAULT) << init.name();
+    }
+  }
+  const Session::NamedValues feeds = g.Feeds();
+  const Tensor expected = reused.Run(feeds)[0].tensor();
+  SessionOptions outside;
+  outside.external_data_folders = {(dir_ / "src").string()};  // its data lies outside the written model's folder
+  EXPECT_EQ(CompareTensors(expected, RunFile(dir_ / "out" / "reuse.onnx", feeds, outside), 0, 0), "");
+
+  // Every initializer into a file of the callback's own, at absolute paths: written relative to the model.
+  options.optimized_model_filepath = (dir_ / "out" / "own.onnx").string();
+  std::ofstream own(dir_ / "out" / "own.bin", std::ios::binary);
+  options.optimized_model_initializer_location = [&](const std::string&, const Tensor& value,
+                                                     const ExternalInitializerLocation*) {
+    const int64_t offset = own.tellp();
+    own.write(static_cast<const char*>(value.raw_data()), static_cast<std::streamsize>(value.SizeInBytes()));
+    return std::optional(ExternalInitializerLocation{(dir_ / "out" / "own.bin").string(), offset,
+                                                     static_cast<int64_t>(value.SizeInBytes())});
+  };
+  Session(env, dir_ / "src" / "m.onnx", options);
+  own.close();
+  const onnx::ModelProto own_model = ReadProto(dir_ / "out" / "own.onnx");
+  for (const auto& init : own_model.graph().initializer()) {
+    ASSERT_EQ(init.data_location(), onnx::TensorProto::EXTERNAL) << init.name();
+    ASSERT_GT(init.external_data_size(), 0) << init.name();
+    EXPECT_EQ(init.external_data(0).value(), "own.bin");
+  }
+  EXPECT_EQ(CompareTensors(expected, RunFile(dir_ / "out" / "own.onnx", feeds), 0, 0), "");
+
+  // A location that does not hold the initializer's bytes, or a callback that throws, fails creation by name.
+  options.optimized_model_initializer_location = [](const std::string&, const Tensor& value,
+                                                    const ExternalInitializerLocation*) {
+    return std::optional(ExternalInitializerLocation{"x.bin", 0, static_cast<int64_t>(value.SizeInBytes()) + 1});
+  };
+  try {
+    Session(env, dir_ / "src" / "m.onnx", options);
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
+    EXPECT_NE(std::string(e.what()).find("the location given for initializer '"), std::string::npos) << e.what();
+  }
+  options.optimized_model_initializer_location = [](const std::string& name, const Tensor&,
+                                                    const ExternalInitializerLocation*)
+      -> std::optional<ExternalInitializerLocation> { throw std::runtime_error("no place for " + name); };
+  EXPECT_THROW(Session(env, dir_ / "src" / "m.onnx", options), std::exception);
 }
 
 // A node of every attribute kind (an unknown op: the loader keeps it, no session runs it) written and read back.

@@ -1,7 +1,7 @@
 #version 450
 // 2-D convolution (NCHW) as an implicit matrix product per group: rows are the group's output channels, columns the
 // output pixels of every image (n, oh, ow), depth the group's input channels times the window. 64 x 64 tiles, 16
-// deep, each of the 256 invocations computing 4 x 4 outputs; bias and activation in the epilogue; an optional
+// deep, each of the 256 invocations computing 4 x 4 outputs (with COOP on cooperative matrices: coop_tile.glsl); bias and activation in the epilogue; an optional
 // residual (same shape as Y) is added before the activation. With splits > 1 (split-K, for grids too small to fill
 // the GPU), workgroup z = group * splits + s covers depth chunk s and writes raw float sums to `partial`
 // ([splits][K][N * OH * OW]); conv_reduce.comp adds them up and applies the epilogue.
@@ -17,8 +17,7 @@ layout(push_constant) uniform Params {
 // flags bit 4: a pointwise convolution (1 x 1 window, stride 1, no padding): depth index = input channel.
 layout(buffer_reference, std430, buffer_reference_align = 4) buffer Partials { float v[]; };
 
-shared float As[16][65];  // one column of padding: the transposing stores hit distinct banks
-shared float Bs[16][64];
+#include "coop_tile.glsl"
 
 void main() {
   uint g = gl_WorkGroupID.z / p.splits, split = gl_WorkGroupID.z % p.splits;
@@ -43,11 +42,12 @@ void main() {
   // Depth chunk of this split (a multiple of 16).
   uint chunk = ((depth + p.splits * 16u - 1u) / (p.splits * 16u)) * 16u;
   uint k_begin = split * chunk, k_end = min(depth, k_begin + chunk);
+  TILE_BEGIN();
   for (uint k0 = k_begin; k0 < k_end; k0 += 16) {
     for (uint e = tid; e < 1024; e += 256) {
       uint r = e / 16, kk = e % 16;
       uint gr = row0 + r, gk = k0 + kk;
-      As[kk][r] = (gr < Kg && gk < k_end) ? LOAD(p.w, (g * Kg + gr) * depth + gk) : 0.0;
+      PUT_A(kk, r, (gr < Kg && gk < k_end) ? LOAD(p.w, (g * Kg + gr) * depth + gk) : 0.0);
       uint kb = e / 64;
       uint gkb = k0 + kb;
       float v = 0.0;
@@ -60,17 +60,13 @@ void main() {
         if (ih >= 0 && ih < int(p.H) && iw >= 0 && iw < int(p.W))
           v = LOAD(p.x, x_base + c * plane + uint(ih) * p.W + uint(iw));
       }
-      Bs[kb][tid % 64] = v;
+      PUT_B(kb, tid % 64, v);
     }
     barrier();
-    for (uint kk = 0; kk < 16; ++kk) {
-      float av[4], bv[4];
-      for (int i = 0; i < 4; ++i) av[i] = As[kk][ty + 16 * i];
-      for (int j = 0; j < 4; ++j) bv[j] = Bs[kk][tx + 16 * j];
-      for (int i = 0; i < 4; ++i) for (int j = 0; j < 4; ++j) acc[i][j] += av[i] * bv[j];
-    }
+    TILE_PRODUCT(acc, tx, ty);
     barrier();
   }
+  TILE_END(acc, tx, ty);
   if (p.splits > 1u) {  // raw sums of this depth chunk
     Partials partial = Partials(p.y);
     for (int i = 0; i < 4; ++i) {

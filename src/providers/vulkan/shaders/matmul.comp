@@ -2,7 +2,8 @@
 // C[batch] = act(alpha * A[batch] x B[batch] + beta * bias), A: M x K, B: K x N, C: M x N (rows contiguous).
 // Element (i, k) of A is at a_batch_stride * batch + i * a_row + k * a_col (strides in elements: transposes are
 // strides); bias element (i, j) at i * bias_row + j * bias_col (0 strides broadcast). 64 x 64 tiles, 16 deep; each
-// of the 256 invocations computes a 4 x 4 block. With splits > 1 (split-K, for grids too small to fill the GPU),
+// of the 256 invocations computes a 4 x 4 block (with COOP, the tile's products run on cooperative matrices:
+// coop_tile.glsl). With splits > 1 (split-K, for grids too small to fill the GPU),
 // workgroup z = batch * splits + s sums depth chunk s and writes raw float sums to `c` as [splits][batches][M][N];
 // matmul_reduce.comp adds them up and applies alpha, beta * bias and the activation.
 #include "common.glsl"
@@ -18,8 +19,7 @@ layout(push_constant) uniform Params {
 } p;
 layout(buffer_reference, std430, buffer_reference_align = 4) buffer Partials { float v[]; };
 
-shared float As[16][65];  // one column of padding: the transposing stores hit distinct banks
-shared float Bs[16][64];
+#include "coop_tile.glsl"
 
 void main() {
   uint batch = gl_WorkGroupID.z / p.splits, split = gl_WorkGroupID.z % p.splits;
@@ -32,25 +32,22 @@ void main() {
   uint a_base = batch * p.a_batch, b_base = batch * p.b_batch;
   float acc[4][4];
   for (int i = 0; i < 4; ++i) for (int j = 0; j < 4; ++j) acc[i][j] = 0.0;
+  TILE_BEGIN();
   for (uint k0 = k_begin; k0 < k_end; k0 += 16) {
     for (uint e = tid; e < 1024; e += 256) {
       // A tile: 64 rows x 16 deep; B tile: 16 deep x 64 columns.
       uint r = e / 16, kk = e % 16;
       uint gr = row0 + r, gk = k0 + kk;
-      As[kk][r] = (gr < p.M && gk < k_end) ? LOAD(p.a, a_base + gr * p.a_row + gk * p.a_col) : 0.0;
+      PUT_A(kk, r, (gr < p.M && gk < k_end) ? LOAD(p.a, a_base + gr * p.a_row + gk * p.a_col) : 0.0);
       uint kb = e / 64, cc = e % 64;
       uint gkb = k0 + kb, gc = col0 + cc;
-      Bs[kb][cc] = (gkb < k_end && gc < p.N) ? LOAD(p.b, b_base + gkb * p.b_row + gc * p.b_col) : 0.0;
+      PUT_B(kb, cc, (gkb < k_end && gc < p.N) ? LOAD(p.b, b_base + gkb * p.b_row + gc * p.b_col) : 0.0);
     }
     barrier();
-    for (uint kk = 0; kk < 16; ++kk) {
-      float av[4], bv[4];
-      for (int i = 0; i < 4; ++i) av[i] = As[kk][ty + 16 * i];
-      for (int j = 0; j < 4; ++j) bv[j] = Bs[kk][tx + 16 * j];
-      for (int i = 0; i < 4; ++i) for (int j = 0; j < 4; ++j) acc[i][j] += av[i] * bv[j];
-    }
+    TILE_PRODUCT(acc, tx, ty);
     barrier();
   }
+  TILE_END(acc, tx, ty);
   if (p.splits > 1u) {
     Partials partial = Partials(p.c);
     for (int i = 0; i < 4; ++i) {
