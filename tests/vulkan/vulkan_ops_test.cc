@@ -1,6 +1,7 @@
 // Every Vulkan kernel against the CPU EP on random inputs (float32; float16 where the device has it).
 #include <array>
 #include <cmath>
+#include <optional>
 
 #include "vulkan/vulkan_test_util.h"
 
@@ -107,6 +108,69 @@ TEST_F(VulkanOpsTest, GemmTransposesAlphaBetaAndBias) {
       }
     }
   }
+}
+
+// ai.tessera::FusedMatMul (matmul_epilogue_fusion): alpha, bias and activation in the product's epilogue, the
+// addend (same shape, broadcast, widening) added after it; float32 and float16.
+TEST_F(VulkanOpsTest, FusedMatMulEpilogues) {
+  struct Case {
+    Shape a, b;
+    float alpha;
+    bool bias;
+    std::string activation;
+    std::optional<Shape> addend;
+  };
+  const std::vector<Case> cases = {
+      {{2, 3, 16}, {16, 24}, 1.0f, true, "Gelu", std::nullopt},
+      {{130, 70}, {70, 65}, 0.5f, true, "Relu", Shape{130, 65}},  // two tiles each way, a ragged slice
+      {{2, 4, 8}, {8, 6}, 1.0f, true, "", Shape{6}},
+      {{2, 3, 5, 8}, {2, 3, 8, 5}, 0.125f, false, "", Shape{2, 1, 1, 5}},
+      {{3, 8}, {8, 6}, 1.0f, true, "Relu", Shape{2, 3, 6}},  // the addend widens the product
+      {{4, 8}, {8}, 2.0f, false, "Relu", Shape{4}},
+      {{128, 96}, {96, 200}, 1.0f, true, "GeluTanh", std::nullopt},
+  };
+  for (DataType type : {kF32, kF16}) {
+    for (const Case& c : cases) {
+      SCOPED_TRACE(std::string(DataTypeName(type)) + " " + c.a.ToString() + " x " + c.b.ToString() + " " + c.activation);
+      OpTester t("FusedMatMul", 1, "ai.tessera");
+      if (c.alpha != 1.0f) t.Attr("alpha", c.alpha);
+      if (!c.activation.empty()) t.Attr("activation", c.activation);
+      t.Input("A", RandomTensor(type, c.a, 80)).Input("B", RandomTensor(type, c.b, 81), true);
+      if (c.bias) t.Input("bias", RandomTensor(type, Shape{c.b[c.b.rank() - 1]}, 82), true);
+      else if (c.addend) t.OmittedInput();
+      if (c.addend) t.Input("addend", RandomTensor(type, *c.addend, 83));
+      t.OutputName("Y");
+      if (type == kF16) t.Tolerance(3e-2, 3e-2); else t.Tolerance(1e-4, 1e-4);
+      CompareOnVulkan(t);
+    }
+  }
+}
+
+// Products of transformer and convolution sizes in float16: several 64-deep slices, split depth, transposed and
+// batched operands (on devices with cooperative matrices these run on them; elsewhere on the FMA tiles).
+TEST_F(VulkanOpsTest, Float16ProductsOfModelSizes) {
+  OpTester projection("MatMul", 13);
+  projection.Input("A", RandomTensor(kF16, {1, 128, 768}, 84)).Input("B", RandomTensor(kF16, {768, 256}, 85), true);
+  projection.OutputName("Y").Tolerance(5e-2, 2e-2);
+  CompareOnVulkan(projection);
+  OpTester scores("MatMul", 13);
+  scores.Input("A", RandomTensor(kF16, {1, 4, 128, 64}, 86)).Input("B", RandomTensor(kF16, {1, 4, 64, 128}, 87));
+  scores.OutputName("Y").Tolerance(5e-2, 2e-2);
+  CompareOnVulkan(scores);
+  OpTester gemm("Gemm", 13);
+  gemm.Attr("transB", int64_t{1});
+  gemm.Input("A", RandomTensor(kF16, {3, 1000}, 88)).Input("B", RandomTensor(kF16, {100, 1000}, 89), true);
+  gemm.Input("C", RandomTensor(kF16, {100}, 90), true).OutputName("Y").Tolerance(5e-2, 2e-2);
+  CompareOnVulkan(gemm);
+  OpTester conv("Conv", 11);
+  conv.Attr("pads", std::vector<int64_t>{1, 1, 1, 1});
+  conv.Input("X", RandomTensor(kF16, {1, 96, 14, 14}, 91)).Input("W", RandomTensor(kF16, {80, 96, 3, 3}, 92), true);
+  conv.Input("B", RandomTensor(kF16, {80}, 93), true).OutputName("Y").Tolerance(5e-2, 2e-2);
+  CompareOnVulkan(conv);
+  OpTester pointwise("Conv", 11);
+  pointwise.Input("X", RandomTensor(kF16, {1, 160, 9, 9}, 94)).Input("W", RandomTensor(kF16, {70, 160, 1, 1}, 95), true);
+  pointwise.OutputName("Y").Tolerance(5e-2, 2e-2);
+  CompareOnVulkan(pointwise);
 }
 
 struct ConvCase {

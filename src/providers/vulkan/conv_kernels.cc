@@ -33,22 +33,6 @@ struct ConvReducePush {
   uint32_t flags;
 };
 
-Activation ShaderActivation(const FusedActivation& a) {
-  switch (a.kind) {
-    case FusedActivation::Kind::kNone: return Activation::kNone;
-    case FusedActivation::Kind::kRelu: return Activation::kRelu;
-    case FusedActivation::Kind::kLeakyRelu: return Activation::kLeakyRelu;
-    case FusedActivation::Kind::kClip: return Activation::kClip;
-    case FusedActivation::Kind::kSigmoid: return Activation::kSigmoid;
-    case FusedActivation::Kind::kHardSigmoid: return Activation::kHardSigmoid;
-    case FusedActivation::Kind::kHardSwish: return Activation::kHardSwish;
-    case FusedActivation::Kind::kTanh: return Activation::kTanh;
-    case FusedActivation::Kind::kGelu: return Activation::kGelu;
-    case FusedActivation::Kind::kGeluTanh: return Activation::kGeluTanh;
-    case FusedActivation::Kind::kSwish: return Activation::kSwish;
-  }
-  return Activation::kNone;
-}
 
 // The spatial dims of a 1-D or 2-D window as (height, width), height 1 for 1-D.
 std::pair<int64_t, int64_t> HeightWidth(const std::vector<int64_t>& v, int64_t one = 1) {
@@ -167,7 +151,7 @@ class ConvKernel : public Kernel {
       const uint64_t cols = static_cast<uint64_t>(N) * win.OH * win.OW;
       const uint32_t gx = U32(ctx, (cols + 63) / 64), gy = U32(ctx, (Kg + 63) / 64);
       const uint64_t depth = static_cast<uint64_t>(Cg) * win.KH * win.KW;
-      push.splits = SplitsFor(uint64_t{gx} * gy * push.groups, (depth + 15) / 16);
+      push.splits = SplitsFor(uint64_t{gx} * gy * push.groups, depth);
       const std::string shader = ProductShader(stream, "conv2d", suffix);
       if (push.splits == 1) {
         stream.Dispatch(shader, &push, sizeof(push), gx, gy, push.groups);

@@ -1,7 +1,10 @@
 // MatMul (numpy semantics, batched with broadcasting) and Gemm (transposes, alpha, beta, C broadcast), both on the
 // tiled matrix-product shader (shaders/matmul.comp). Transposed operands are read through strides, never copied.
 #include <algorithm>
+#include <climits>
 
+#include "tessera/ep/broadcast.h"
+#include "tessera/ep/fused_activation.h"
 #include "tessera/status.h"
 #include "vulkan_kernels.h"
 
@@ -34,7 +37,7 @@ struct MatMulReducePush {
 void DispatchProduct(const KernelContext& ctx, VulkanStream& stream, const char* suffix, MatMulPush push,
                      uint32_t batches) {
   const uint32_t x = (push.N + 63) / 64, y = (push.M + 63) / 64;
-  const uint32_t splits = SplitsFor(uint64_t{x} * y * batches, (push.K + 15) / 16);
+  const uint32_t splits = SplitsFor(uint64_t{x} * y * batches, push.K);
   push.splits = splits;
   const std::string shader = ProductShader(stream, "matmul", suffix);
   if (splits == 1) {
@@ -54,13 +57,22 @@ void DispatchProduct(const KernelContext& ctx, VulkanStream& stream, const char*
   stream.KeepAlive(partial.buffer());
 }
 
+// MatMul, and ai.tessera::FusedMatMul: Y = act(alpha * A x B + bias) + addend (matmul_epilogue_fusion), alpha, the
+// bias (a vector of N) and the activation in the product's epilogue; the addend (any shape that broadcasts with
+// the product) added by the broadcasting Add shader, in place when it does not widen the product.
 class MatMulKernel : public Kernel {
  public:
-  explicit MatMulKernel(const KernelInfo& /*info*/) {}
+  explicit MatMulKernel(const KernelInfo& info) : fused_(info.node().op_type == "FusedMatMul") {
+    if (!fused_) return;
+    alpha_ = info.node().GetFloat("alpha", 1.0f);
+    activation_ = ReadFusedActivation(info.node());
+  }
   void Compute(KernelContext& ctx) const override {
     const Node& node = ctx.node();
     const Tensor& a = ctx.Input(0);
     const Tensor& b = ctx.Input(1);
+    const Tensor* bias = fused_ ? ctx.OptionalInput(2) : nullptr;
+    const Tensor* addend = fused_ ? ctx.OptionalInput(3) : nullptr;
     if (a.type() != b.type())
       Fail(ErrorCode::kInvalidArgument, node, ": inputs have types ", DataTypeName(a.type()), " and ",
            DataTypeName(b.type()));
@@ -97,8 +109,33 @@ class MatMulKernel : public Kernel {
     std::vector<int64_t> out_dims = out_batch;
     if (!a_vector) out_dims.push_back(M);
     if (!b_vector) out_dims.push_back(N);
-    Tensor& c = ctx.Output(0, a.type(), Shape(out_dims));
-    if (c.NumElements() == 0) return;
+    if (bias != nullptr && (bias->type() != a.type() || bias->shape().rank() != 1 || bias->shape()[0] != N))
+      Fail(ErrorCode::kInvalidArgument, node, ": the bias must be a vector of ", N, " ", DataTypeName(a.type()),
+           ", got ", bias->Describe());
+    // The product goes to Y, or to a temporary when the addend widens it.
+    Shape y_shape(out_dims);
+    if (addend != nullptr) {
+      if (addend->type() != a.type())
+        Fail(ErrorCode::kInvalidArgument, node, ": the addend is ", DataTypeName(addend->type()), ", the product ",
+             DataTypeName(a.type()));
+      y_shape = BroadcastShapes(node, Shape(out_dims), addend->shape());
+    }
+    Tensor& y = ctx.Output(0, a.type(), y_shape);
+    const bool widened = y_shape != Shape(out_dims);
+    Tensor product = widened ? Tensor::Allocate(a.type(), Shape(out_dims), ctx.allocator()) : y;
+    Tensor& c = product;
+    if (y.NumElements() == 0) return;
+    if (c.NumElements() > 0) RecordProduct(ctx, a, b, bias, c, M, N, K, batch_rank, out_batch, a_strides, b_strides);
+    if (addend != nullptr) {
+      RecordBroadcastBinary(ctx, std::string("binary") + FloatSuffix(ctx, a.type()), /*Add*/ 0u, c, *addend, y);
+      if (widened) StreamOf(ctx).KeepAlive(product.buffer());
+    }
+  }
+
+ private:
+  void RecordProduct(const KernelContext& ctx, const Tensor& a, const Tensor& b, const Tensor* bias, Tensor& c,
+                     int64_t M, int64_t N, int64_t K, size_t batch_rank, const std::vector<int64_t>& out_batch,
+                     const std::vector<int64_t>& a_strides, const std::vector<int64_t>& b_strides) const {
     int64_t batches = 1;
     for (int64_t d : out_batch) batches *= d;
 
@@ -116,8 +153,18 @@ class MatMulKernel : public Kernel {
     push.a_col = 1;
     push.b_row = U32(ctx, N);
     push.b_col = 1;
-    push.alpha = 1.0f;
+    push.alpha = alpha_;
     push.c_batch = U32(ctx, M * N);
+    if (bias != nullptr) {  // bias[j] for every row
+      push.bias = Address(ctx, *bias, "bias");
+      push.has_bias = 1;
+      push.beta = 1.0f;
+      push.bias_row = 0;
+      push.bias_col = 1;
+    }
+    push.act = static_cast<uint32_t>(ShaderActivation(activation_));
+    push.act_a = activation_.alpha;
+    push.act_b = activation_.beta;
     // B shared by every batch with A's batches contiguous: one product of (batches * M) rows.
     bool b_shared = true, a_contiguous = true;
     int64_t expect = M * K;
@@ -152,6 +199,10 @@ class MatMulKernel : public Kernel {
       DispatchProduct(ctx, stream, suffix, part, U32(ctx, inner));
     }
   }
+
+  bool fused_;
+  float alpha_ = 1.0f;
+  FusedActivation activation_;
 };
 
 class GemmKernel : public Kernel {
@@ -217,6 +268,8 @@ class GemmKernel : public Kernel {
 void RegisterMatMulKernels(KernelRegistry& registry, const PhysicalDeviceInfo& device) {
   const std::vector<DataType> floats = FloatTypes(device);
   registry.Register<MatMulKernel>(Def("MatMul", "", 1, kLatestOnnxOpset, {{0, floats}, {1, floats}}));
+  registry.Register<MatMulKernel>(
+      Def("FusedMatMul", "ai.tessera", 1, INT_MAX, {{0, floats}, {1, floats}, {2, floats}, {3, floats}}));
   registry.Register<GemmKernel>(Def("Gemm", "", 7, kLatestOnnxOpset, {{0, floats}, {1, floats}, {2, floats}}));
 }
 

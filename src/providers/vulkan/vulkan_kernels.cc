@@ -42,15 +42,32 @@ void DispatchRows(VulkanStream& stream, const std::string& shader, const void* p
   stream.Dispatch(shader, push, push_bytes, x, y);
 }
 
+Activation ShaderActivation(const FusedActivation& a) {
+  switch (a.kind) {
+    case FusedActivation::Kind::kNone: return Activation::kNone;
+    case FusedActivation::Kind::kRelu: return Activation::kRelu;
+    case FusedActivation::Kind::kLeakyRelu: return Activation::kLeakyRelu;
+    case FusedActivation::Kind::kClip: return Activation::kClip;
+    case FusedActivation::Kind::kSigmoid: return Activation::kSigmoid;
+    case FusedActivation::Kind::kHardSigmoid: return Activation::kHardSigmoid;
+    case FusedActivation::Kind::kHardSwish: return Activation::kHardSwish;
+    case FusedActivation::Kind::kTanh: return Activation::kTanh;
+    case FusedActivation::Kind::kGelu: return Activation::kGelu;
+    case FusedActivation::Kind::kGeluTanh: return Activation::kGeluTanh;
+    case FusedActivation::Kind::kSwish: return Activation::kSwish;
+  }
+  return Activation::kNone;
+}
+
 std::string ProductShader(const VulkanStream& stream, const char* base, const char* suffix) {
   if (std::string_view(suffix) == "_f16" && stream.device().info().coop_f16) return std::string(base) + "_coop_f16";
   return std::string(base) + suffix;
 }
 
-uint32_t SplitsFor(uint64_t workgroups, uint64_t k_tiles) {
+uint32_t SplitsFor(uint64_t workgroups, uint64_t depth) {
   if (workgroups == 0 || workgroups >= 128) return 1;
   const uint64_t wanted = (256 + workgroups - 1) / workgroups;
-  const uint64_t deepest = std::max<uint64_t>(k_tiles / 4, 1);
+  const uint64_t deepest = std::max<uint64_t>(depth / (2 * kTileDepth), 1);
   return static_cast<uint32_t>(std::clamp<uint64_t>(std::min(wanted, deepest), 1, 32));
 }
 

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "tessera/ep/fused_activation.h"
 #include "tessera/ep/kernel.h"
 #include "vulkan_device.h"
 #include "vulkan_stream.h"
@@ -20,6 +21,9 @@ enum class Activation : uint32_t {
   kFloor = 17, kCeil = 18, kElu = 19, kSoftplus = 20, kSoftsign = 21, kSin = 22, kCos = 23, kRound = 24, kSign = 25,
   kSelu = 26, kSwish = 27,
 };
+
+// The shader's activation code for a fused node's activation.
+Activation ShaderActivation(const FusedActivation& a);
 
 // The run's stream; throws kRuntime naming the node when the kernel was not given a Vulkan stream.
 VulkanStream& StreamOf(const KernelContext& ctx);
@@ -42,10 +46,13 @@ void DispatchRows(VulkanStream& stream, const std::string& shader, const void* p
 // cooperative matrices ("<base>_coop_f16", shaders/coop_tile.glsl) where the stream's device has them
 // (PhysicalDeviceInfo::coop_f16), else "<base><suffix>".
 std::string ProductShader(const VulkanStream& stream, const char* base, const char* suffix);
-// Split-K: into how many depth chunks a matrix product or convolution of `workgroups` output tiles and `k_tiles`
-// 16-deep steps is split, so that small grids (batch 1, late layers) still fill the GPU: 1 when the grid has 128
-// tiles or more; otherwise enough chunks for about 256 workgroups, each at least 4 steps deep, at most 32.
-uint32_t SplitsFor(uint64_t workgroups, uint64_t k_tiles);
+// Depth of the slices the tiled products (matmul.comp, conv2d.comp) stage per step (TILE_K in coop_tile.glsl).
+inline constexpr uint32_t kTileDepth = 64;
+// Split-K: into how many depth chunks a matrix product or convolution of `workgroups` output tiles over `depth`
+// is split, so that small grids (batch 1, late layers) still fill the GPU: 1 when the grid has 128 tiles or more;
+// otherwise enough chunks for about 256 workgroups, each at least 2 slices (2 * kTileDepth) deep, at most 32. The
+// shaders round chunks up to whole slices (a last chunk may be empty: its partial sums are zeros).
+uint32_t SplitsFor(uint64_t workgroups, uint64_t depth);
 
 // A uint32 push-constant value; throws kNotImplemented naming the node when `value` does not fit (tensors of 2^32
 // elements or more).

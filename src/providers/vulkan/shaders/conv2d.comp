@@ -1,6 +1,6 @@
 #version 450
 // 2-D convolution (NCHW) as an implicit matrix product per group: rows are the group's output channels, columns the
-// output pixels of every image (n, oh, ow), depth the group's input channels times the window. 64 x 64 tiles, 16
+// output pixels of every image (n, oh, ow), depth the group's input channels times the window. 64 x 64 tiles, 64
 // deep, each of the 256 invocations computing 4 x 4 outputs (with COOP on cooperative matrices: coop_tile.glsl); bias and activation in the epilogue; an optional
 // residual (same shape as Y) is added before the activation. With splits > 1 (split-K, for grids too small to fill
 // the GPU), workgroup z = group * splits + s covers depth chunk s and writes raw float sums to `partial`
@@ -39,13 +39,13 @@ void main() {
   int ih0 = int(oh * p.SH) - p.PH, iw0 = int(ow * p.SW) - p.PW;
   uint x_base = (n * p.C + g * Cg) * p.H * p.W;
   uint plane = p.H * p.W;
-  // Depth chunk of this split (a multiple of 16).
-  uint chunk = ((depth + p.splits * 16u - 1u) / (p.splits * 16u)) * 16u;
+  // Depth chunk of this split (whole slices).
+  uint chunk = ((depth + p.splits * TILE_K - 1u) / (p.splits * TILE_K)) * TILE_K;
   uint k_begin = split * chunk, k_end = min(depth, k_begin + chunk);
   TILE_BEGIN();
-  for (uint k0 = k_begin; k0 < k_end; k0 += 16) {
-    for (uint e = tid; e < 1024; e += 256) {
-      uint r = e / 16, kk = e % 16;
+  for (uint k0 = k_begin; k0 < k_end; k0 += TILE_K) {
+    for (uint e = tid; e < 64u * TILE_K; e += 256) {
+      uint r = e / TILE_K, kk = e % TILE_K;
       uint gr = row0 + r, gk = k0 + kk;
       PUT_A(kk, r, (gr < Kg && gk < k_end) ? LOAD(p.w, (g * Kg + gr) * depth + gk) : 0.0);
       uint kb = e / 64;

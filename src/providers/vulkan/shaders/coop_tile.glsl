@@ -1,7 +1,9 @@
-// The product of one 64 x 64 output tile over a 16-deep slice, shared by matmul.comp and conv2d.comp (workgroups of
-// 16 x 16 invocations). The shader stages the slice with PUT_A(kk, r, v) (A: 64 rows x 16 deep) and PUT_B(kb, c, v)
-// (B: 16 deep x 64 columns), then TILE_PRODUCT(acc, tx, ty) adds it to the tile; after the last slice
-// TILE_END(acc, tx, ty) leaves in acc[i][j] the sum of output (row0 + ty + 16 i, col0 + tx + 16 j).
+// The product of one 64 x 64 output tile over a TILE_K-deep slice, shared by matmul.comp and conv2d.comp (workgroups
+// of 16 x 16 invocations). The shader stages the slice with PUT_A(kk, r, v) (A: 64 rows x TILE_K deep) and
+// PUT_B(kb, c, v) (B: TILE_K deep x 64 columns), then TILE_PRODUCT(acc, tx, ty) adds it to the tile; after the last
+// slice TILE_END(acc, tx, ty) leaves in acc[i][j] the sum of output (row0 + ty + 16 i, col0 + tx + 16 j). Slices are
+// 64 deep (kTileDepth in vulkan_kernels.h): each step issues 32 loads per invocation before it waits, so that a
+// product is not one global-memory latency per 16 elements of depth.
 //
 // Plain: each invocation keeps its 4 x 4 outputs in registers (float FMAs).
 // COOP (float16 variants on devices with VK_NV_cooperative_matrix; vulkan_device.h): the slice is staged as float16
@@ -9,16 +11,17 @@
 // cooperative matrices with float accumulators (the GPU's matrix units); TILE_END stores the accumulators to shared
 // memory, from which each invocation reads its 4 x 4 outputs for the shader's epilogue. Values are staged exactly
 // (they are float16 already); sums are float, as in the plain path, in another order.
+#define TILE_K 64u
 #ifdef COOP
 #extension GL_NV_cooperative_matrix : require
 #extension GL_KHR_memory_scope_semantics : require
 #extension GL_KHR_shader_subgroup_basic : require
 // Row strides of the staged tiles in elements (multiples of 8: 16-byte aligned rows for the matrix loads; the
 // padding spreads rows over the shared-memory banks).
-const uint kStrideA = 24u, kStrideB = 72u, kStrideC = 68u;
-shared float16_t As[64 * kStrideA];  // row-major: 64 rows x 16 deep
-shared float16_t Bs[16 * kStrideB];  // row-major: 16 deep x 64 columns
-shared float Cs[64 * kStrideC];      // the finished tile
+const uint kStrideA = TILE_K + 8u, kStrideB = 72u, kStrideC = 68u;
+shared float16_t As[64 * kStrideA];      // row-major: 64 rows x TILE_K deep
+shared float16_t Bs[TILE_K * kStrideB];  // row-major: TILE_K deep x 64 columns
+shared float Cs[64 * kStrideC];          // the finished tile
 #define PUT_A(kk, r, v) As[(r) * kStrideA + (kk)] = float16_t(v)
 #define PUT_B(kb, c, v) Bs[(kb) * kStrideB + (c)] = float16_t(v)
 fcoopmatNV<32, gl_ScopeSubgroup, 16, 16> coop_acc0, coop_acc1;
@@ -26,15 +29,17 @@ fcoopmatNV<32, gl_ScopeSubgroup, 16, 16> coop_acc0, coop_acc1;
 #define TILE_BEGIN()                                                   \
   coop_acc0 = fcoopmatNV<32, gl_ScopeSubgroup, 16, 16>(0.0);           \
   coop_acc1 = fcoopmatNV<32, gl_ScopeSubgroup, 16, 16>(0.0)
-#define TILE_PRODUCT(acc, tx, ty)                                      \
-  {                                                                    \
-    fcoopmatNV<16, gl_ScopeSubgroup, 16, 16> fa, fb0, fb1;             \
-    uint sg = gl_SubgroupID;                                           \
-    coopMatLoadNV(fa, As, (sg / 2u) * 16u * kStrideA, kStrideA, false); \
-    coopMatLoadNV(fb0, Bs, (sg % 2u) * 32u, kStrideB, false);          \
-    coopMatLoadNV(fb1, Bs, (sg % 2u) * 32u + 16u, kStrideB, false);    \
-    coop_acc0 = coopMatMulAddNV(fa, fb0, coop_acc0);                   \
-    coop_acc1 = coopMatMulAddNV(fa, fb1, coop_acc1);                   \
+#define TILE_PRODUCT(acc, tx, ty)                                                        \
+  {                                                                                      \
+    uint sg = gl_SubgroupID;                                                             \
+    for (uint ks = 0u; ks < TILE_K; ks += 16u) {                                         \
+      fcoopmatNV<16, gl_ScopeSubgroup, 16, 16> fa, fb0, fb1;                             \
+      coopMatLoadNV(fa, As, (sg / 2u) * 16u * kStrideA + ks, kStrideA, false);           \
+      coopMatLoadNV(fb0, Bs, ks * kStrideB + (sg % 2u) * 32u, kStrideB, false);          \
+      coopMatLoadNV(fb1, Bs, ks * kStrideB + (sg % 2u) * 32u + 16u, kStrideB, false);    \
+      coop_acc0 = coopMatMulAddNV(fa, fb0, coop_acc0);                                   \
+      coop_acc1 = coopMatMulAddNV(fa, fb1, coop_acc1);                                   \
+    }                                                                                    \
   }
 #define TILE_END(acc, tx, ty)                                                                    \
   {                                                                                              \
@@ -47,13 +52,13 @@ fcoopmatNV<32, gl_ScopeSubgroup, 16, 16> coop_acc0, coop_acc1;
       for (int j = 0; j < 4; ++j) acc[i][j] = Cs[((ty) + 16u * uint(i)) * kStrideC + (tx) + 16u * uint(j)]; \
   }
 #else
-shared float As[16][65];  // one column of padding: the transposing stores hit distinct banks
-shared float Bs[16][64];
+shared float As[TILE_K][65];  // one column of padding: the transposing stores hit distinct banks
+shared float Bs[TILE_K][64];
 #define PUT_A(kk, r, v) As[kk][r] = (v)
 #define PUT_B(kb, c, v) Bs[kb][c] = (v)
 #define TILE_BEGIN()
 #define TILE_PRODUCT(acc, tx, ty)                                                    \
-  for (uint kk = 0; kk < 16; ++kk) {                                                 \
+  for (uint kk = 0; kk < TILE_K; ++kk) {                                             \
     float av[4], bv[4];                                                              \
     for (int i = 0; i < 4; ++i) av[i] = As[kk][(ty) + 16 * i];                       \
     for (int j = 0; j < 4; ++j) bv[j] = Bs[kk][(tx) + 16 * j];                       \

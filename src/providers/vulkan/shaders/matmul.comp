@@ -1,7 +1,7 @@
 #version 450
 // C[batch] = act(alpha * A[batch] x B[batch] + beta * bias), A: M x K, B: K x N, C: M x N (rows contiguous).
 // Element (i, k) of A is at a_batch_stride * batch + i * a_row + k * a_col (strides in elements: transposes are
-// strides); bias element (i, j) at i * bias_row + j * bias_col (0 strides broadcast). 64 x 64 tiles, 16 deep; each
+// strides); bias element (i, j) at i * bias_row + j * bias_col (0 strides broadcast). 64 x 64 tiles, 64 deep; each
 // of the 256 invocations computes a 4 x 4 block (with COOP, the tile's products run on cooperative matrices:
 // coop_tile.glsl). With splits > 1 (split-K, for grids too small to fill the GPU),
 // workgroup z = batch * splits + s sums depth chunk s and writes raw float sums to `c` as [splits][batches][M][N];
@@ -24,7 +24,7 @@ layout(buffer_reference, std430, buffer_reference_align = 4) buffer Partials { f
 void main() {
   uint batch = gl_WorkGroupID.z / p.splits, split = gl_WorkGroupID.z % p.splits;
   uint batches = gl_NumWorkGroups.z / p.splits;
-  uint chunk = ((p.K + p.splits * 16u - 1u) / (p.splits * 16u)) * 16u;
+  uint chunk = ((p.K + p.splits * TILE_K - 1u) / (p.splits * TILE_K)) * TILE_K;
   uint k_begin = split * chunk, k_end = min(p.K, k_begin + chunk);
   uint row0 = gl_WorkGroupID.y * 64, col0 = gl_WorkGroupID.x * 64;
   uint tx = gl_LocalInvocationID.x, ty = gl_LocalInvocationID.y;
@@ -33,10 +33,10 @@ void main() {
   float acc[4][4];
   for (int i = 0; i < 4; ++i) for (int j = 0; j < 4; ++j) acc[i][j] = 0.0;
   TILE_BEGIN();
-  for (uint k0 = k_begin; k0 < k_end; k0 += 16) {
-    for (uint e = tid; e < 1024; e += 256) {
-      // A tile: 64 rows x 16 deep; B tile: 16 deep x 64 columns.
-      uint r = e / 16, kk = e % 16;
+  for (uint k0 = k_begin; k0 < k_end; k0 += TILE_K) {
+    for (uint e = tid; e < 64u * TILE_K; e += 256) {
+      // A tile: 64 rows x TILE_K deep; B tile: TILE_K deep x 64 columns.
+      uint r = e / TILE_K, kk = e % TILE_K;
       uint gr = row0 + r, gk = k0 + kk;
       PUT_A(kk, r, (gr < p.M && gk < k_end) ? LOAD(p.a, a_base + gr * p.a_row + gk * p.a_col) : 0.0);
       uint kb = e / 64, cc = e % 64;
