@@ -67,7 +67,7 @@ std::string ProductShader(const VulkanStream& stream, const char* base, const ch
 uint32_t SplitsFor(uint64_t workgroups, uint64_t depth) {
   if (workgroups == 0 || workgroups >= 128) return 1;
   const uint64_t wanted = (256 + workgroups - 1) / workgroups;
-  const uint64_t deepest = std::max<uint64_t>(depth / (2 * kTileDepth), 1);
+  const uint64_t deepest = std::max<uint64_t>(depth / 64, 1);
   return static_cast<uint32_t>(std::clamp<uint64_t>(std::min(wanted, deepest), 1, 32));
 }
 

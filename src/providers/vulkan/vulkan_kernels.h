@@ -46,12 +46,10 @@ void DispatchRows(VulkanStream& stream, const std::string& shader, const void* p
 // cooperative matrices ("<base>_coop_f16", shaders/coop_tile.glsl) where the stream's device has them
 // (PhysicalDeviceInfo::coop_f16), else "<base><suffix>".
 std::string ProductShader(const VulkanStream& stream, const char* base, const char* suffix);
-// Depth of the slices the tiled products (matmul.comp, conv2d.comp) stage per step (TILE_K in coop_tile.glsl).
-inline constexpr uint32_t kTileDepth = 64;
 // Split-K: into how many depth chunks a matrix product or convolution of `workgroups` output tiles over `depth`
 // is split, so that small grids (batch 1, late layers) still fill the GPU: 1 when the grid has 128 tiles or more;
-// otherwise enough chunks for about 256 workgroups, each at least 2 slices (2 * kTileDepth) deep, at most 32. The
-// shaders round chunks up to whole slices (a last chunk may be empty: its partial sums are zeros).
+// otherwise enough chunks for about 256 workgroups, each at least 64 deep, at most 32. The shaders round chunks up
+// to whole slices of theirs (16 or 64 deep, coop_tile.glsl; a last chunk may be empty: its partial sums are zeros).
 uint32_t SplitsFor(uint64_t workgroups, uint64_t depth);
 
 // A uint32 push-constant value; throws kNotImplemented naming the node when `value` does not fit (tensors of 2^32

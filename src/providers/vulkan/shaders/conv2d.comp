@@ -1,10 +1,10 @@
 #version 450
 // 2-D convolution (NCHW) as an implicit matrix product per group: rows are the group's output channels, columns the
-// output pixels of every image (n, oh, ow), depth the group's input channels times the window. 64 x 64 tiles, 64
-// deep, each of the 256 invocations computing 4 x 4 outputs (with COOP on cooperative matrices: coop_tile.glsl); bias and activation in the epilogue; an optional
-// residual (same shape as Y) is added before the activation. With splits > 1 (split-K, for grids too small to fill
-// the GPU), workgroup z = group * splits + s covers depth chunk s and writes raw float sums to `partial`
-// ([splits][K][N * OH * OW]); conv_reduce.comp adds them up and applies the epilogue.
+// output pixels of every image (n, oh, ow), depth the group's input channels times the window. 64 x 64 tiles, 16 or
+// 64 deep (coop_tile.glsl), each of the 256 invocations computing 4 x 4 outputs; bias and activation in the
+// epilogue; an optional residual (same shape as Y) is added before the activation. With splits > 1 (split-K, for
+// grids too small to fill the GPU), workgroup z = group * splits + s covers depth chunk s and writes raw float sums to
+// `partial` ([splits][K][N * OH * OW]); conv_reduce.comp adds them up and applies the epilogue.
 #include "common.glsl"
 layout(local_size_x = 16, local_size_y = 16) in;
 layout(push_constant) uniform Params {
@@ -18,6 +18,38 @@ layout(push_constant) uniform Params {
 layout(buffer_reference, std430, buffer_reference_align = 4) buffer Partials { float v[]; };
 
 #include "coop_tile.glsl"
+
+// What an invocation's B column (one output pixel of one image) reads: its image's input planes and window origin.
+struct Column {
+  bool ok;
+  uint x_base, pix;
+  int ih0, iw0;
+  uint window, plane;
+};
+
+// Element e = tid + 256 i of the slice at depth k0: the weight of output channel row0 + e / TILE_K (of the group's
+// Kg, first_k the group's first) at depth e % TILE_K; the input value at depth e / 64 of this invocation's column
+// (window element and channel, or the channel of a pointwise convolution). Zeros outside and past k_end.
+void LoadSlice(uint k0, uint k_end, uint row0, uint first_k, uint Kg, uint depth, uint tid, Column col,
+               out float ra[kPerInvocation], out float rb[kPerInvocation]) {
+  for (uint i = 0u; i < kPerInvocation; ++i) {
+    uint e = tid + 256u * i;
+    uint gr = row0 + e / TILE_K, gk = k0 + e % TILE_K;
+    ra[i] = (gr < Kg && gk < k_end) ? LOAD(p.w, (first_k + gr) * depth + gk) : 0.0;
+    uint gkb = k0 + e / 64u;
+    float v = 0.0;
+    if (gkb < k_end && col.ok && (p.flags & 4u) != 0u) {
+      v = LOAD(p.x, col.x_base + gkb * col.plane + col.pix);
+    } else if (gkb < k_end && col.ok) {
+      uint c = gkb / col.window, rs = gkb - c * col.window;
+      uint kh = rs / p.KW, kw = rs - kh * p.KW;
+      int ih = col.ih0 + int(kh * p.DH), iw = col.iw0 + int(kw * p.DW);
+      if (ih >= 0 && ih < int(p.H) && iw >= 0 && iw < int(p.W))
+        v = LOAD(p.x, col.x_base + c * col.plane + uint(ih) * p.W + uint(iw));
+    }
+    rb[i] = v;
+  }
+}
 
 void main() {
   uint g = gl_WorkGroupID.z / p.splits, split = gl_WorkGroupID.z % p.splits;
@@ -43,26 +75,20 @@ void main() {
   uint chunk = ((depth + p.splits * TILE_K - 1u) / (p.splits * TILE_K)) * TILE_K;
   uint k_begin = split * chunk, k_end = min(depth, k_begin + chunk);
   TILE_BEGIN();
-  for (uint k0 = k_begin; k0 < k_end; k0 += TILE_K) {
-    for (uint e = tid; e < 64u * TILE_K; e += 256) {
-      uint r = e / TILE_K, kk = e % TILE_K;
-      uint gr = row0 + r, gk = k0 + kk;
-      PUT_A(kk, r, (gr < Kg && gk < k_end) ? LOAD(p.w, (g * Kg + gr) * depth + gk) : 0.0);
-      uint kb = e / 64;
-      uint gkb = k0 + kb;
-      float v = 0.0;
-      if (gkb < k_end && col_ok && (p.flags & 4u) != 0u) {
-        v = LOAD(p.x, x_base + gkb * plane + pix);
-      } else if (gkb < k_end && col_ok) {
-        uint c = gkb / window, rs = gkb - c * window;
-        uint kh = rs / p.KW, kw = rs - kh * p.KW;
-        int ih = ih0 + int(kh * p.DH), iw = iw0 + int(kw * p.DW);
-        if (ih >= 0 && ih < int(p.H) && iw >= 0 && iw < int(p.W))
-          v = LOAD(p.x, x_base + c * plane + uint(ih) * p.W + uint(iw));
-      }
-      PUT_B(kb, tid % 64, v);
+  // Each invocation stages kPerInvocation weights and input values per slice, loaded into registers one slice
+  // ahead: the next slice's loads are in flight while this one is multiplied.
+  Column column = Column(col_ok, x_base, pix, ih0, iw0, window, plane);
+  float ra[kPerInvocation], rb[kPerInvocation];
+  uint k0 = k_begin;
+  if (k0 < k_end) LoadSlice(k0, k_end, row0, g * Kg, Kg, depth, tid, column, ra, rb);
+  for (; k0 < k_end; k0 += TILE_K) {
+    for (uint i = 0u; i < kPerInvocation; ++i) {
+      uint e = tid + 256u * i;
+      PUT_A(e % TILE_K, e / TILE_K, ra[i]);
+      PUT_B(e / 64u, tid % 64u, rb[i]);
     }
     barrier();
+    if (k0 + TILE_K < k_end) LoadSlice(k0 + TILE_K, k_end, row0, g * Kg, Kg, depth, tid, column, ra, rb);
     TILE_PRODUCT(acc, tx, ty);
     barrier();
   }

@@ -1,7 +1,7 @@
 #version 450
 // C[batch] = act(alpha * A[batch] x B[batch] + beta * bias), A: M x K, B: K x N, C: M x N (rows contiguous).
 // Element (i, k) of A is at a_batch_stride * batch + i * a_row + k * a_col (strides in elements: transposes are
-// strides); bias element (i, j) at i * bias_row + j * bias_col (0 strides broadcast). 64 x 64 tiles, 64 deep; each
+// strides); bias element (i, j) at i * bias_row + j * bias_col (0 strides broadcast). 64 x 64 tiles, 16 or 64 deep; each
 // of the 256 invocations computes a 4 x 4 block (with COOP, the tile's products run on cooperative matrices:
 // coop_tile.glsl). With splits > 1 (split-K, for grids too small to fill the GPU),
 // workgroup z = batch * splits + s sums depth chunk s and writes raw float sums to `c` as [splits][batches][M][N];
@@ -21,6 +21,20 @@ layout(buffer_reference, std430, buffer_reference_align = 4) buffer Partials { f
 
 #include "coop_tile.glsl"
 
+// Element e = tid + 256 i of the slice at depth k0: A's row e / TILE_K, depth e % TILE_K (consecutive invocations
+// read consecutive depths: coalesced for row-major A); B's depth e / 64, column e % 64 (coalesced for row-major B).
+// Zeros outside the matrices and past k_end.
+void LoadSlice(uint k0, uint k_end, uint row0, uint col0, uint tid, uint a_base, uint b_base,
+               out float ra[kPerInvocation], out float rb[kPerInvocation]) {
+  for (uint i = 0u; i < kPerInvocation; ++i) {
+    uint e = tid + 256u * i;
+    uint gr = row0 + e / TILE_K, gk = k0 + e % TILE_K;
+    ra[i] = (gr < p.M && gk < k_end) ? LOAD(p.a, a_base + gr * p.a_row + gk * p.a_col) : 0.0;
+    uint gkb = k0 + e / 64u, gc = col0 + e % 64u;
+    rb[i] = (gkb < k_end && gc < p.N) ? LOAD(p.b, b_base + gkb * p.b_row + gc * p.b_col) : 0.0;
+  }
+}
+
 void main() {
   uint batch = gl_WorkGroupID.z / p.splits, split = gl_WorkGroupID.z % p.splits;
   uint batches = gl_NumWorkGroups.z / p.splits;
@@ -33,17 +47,19 @@ void main() {
   float acc[4][4];
   for (int i = 0; i < 4; ++i) for (int j = 0; j < 4; ++j) acc[i][j] = 0.0;
   TILE_BEGIN();
-  for (uint k0 = k_begin; k0 < k_end; k0 += TILE_K) {
-    for (uint e = tid; e < 64u * TILE_K; e += 256) {
-      // A tile: 64 rows x TILE_K deep; B tile: TILE_K deep x 64 columns.
-      uint r = e / TILE_K, kk = e % TILE_K;
-      uint gr = row0 + r, gk = k0 + kk;
-      PUT_A(kk, r, (gr < p.M && gk < k_end) ? LOAD(p.a, a_base + gr * p.a_row + gk * p.a_col) : 0.0);
-      uint kb = e / 64, cc = e % 64;
-      uint gkb = k0 + kb, gc = col0 + cc;
-      PUT_B(kb, cc, (gkb < k_end && gc < p.N) ? LOAD(p.b, b_base + gkb * p.b_row + gc * p.b_col) : 0.0);
+  // Each invocation stages kPerInvocation elements of A and of B per slice, loaded into registers one slice ahead:
+  // the next slice's loads are in flight while this one is multiplied.
+  float ra[kPerInvocation], rb[kPerInvocation];
+  uint k0 = k_begin;
+  if (k0 < k_end) LoadSlice(k0, k_end, row0, col0, tid, a_base, b_base, ra, rb);
+  for (; k0 < k_end; k0 += TILE_K) {
+    for (uint i = 0u; i < kPerInvocation; ++i) {
+      uint e = tid + 256u * i;
+      PUT_A(e % TILE_K, e / TILE_K, ra[i]);
+      PUT_B(e / 64u, e % 64u, rb[i]);
     }
     barrier();
+    if (k0 + TILE_K < k_end) LoadSlice(k0 + TILE_K, k_end, row0, col0, tid, a_base, b_base, ra, rb);
     TILE_PRODUCT(acc, tx, ty);
     barrier();
   }
