@@ -13,21 +13,25 @@ namespace tessera::vulkan_ep {
 
 namespace {
 
-// conv2d.comp's push constants (depthwise_conv2d.comp reads the same, up to flags).
 struct ConvPush {
   uint64_t x, w, bias, y, residual;
   uint32_t N, C, H, W, K, OH, OW;
   uint32_t KH, KW, SH, SW;
   int32_t PH, PW;
   uint32_t DH, DW;
-  uint32_t act;
+  uint32_t groups, act;
   float act_a, act_b;
-  uint32_t flags;  // bit 0: bias, bit 1: residual, bit 2: pointwise; bits 8-31: groups
+  uint32_t flags;
   uint32_t splits;
-  uint64_t work;  // the stream's split workspace when splits > 1
 };
 static_assert(sizeof(ConvPush) <= kPushConstantBytes);
 
+struct ConvReducePush {
+  uint64_t partial, bias, residual, y;
+  uint32_t N, K, pixels, splits, act;
+  float act_a, act_b;
+  uint32_t flags;
+};
 
 
 // The spatial dims of a 1-D or 2-D window as (height, width), height 1 for 1-D.
@@ -118,10 +122,8 @@ class ConvKernel : public Kernel {
     push.PW = win.PW;
     push.DH = win.DH;
     push.DW = win.DW;
-    const uint32_t groups = U32(ctx, group_);
-    if (groups >= (1u << 24))
-      Fail(ErrorCode::kNotImplemented, node, ": ", groups, " groups exceed the Vulkan convolution's 2^24");
-    push.flags = (groups << 8) | (b != nullptr ? 1u : 0u);
+    push.groups = U32(ctx, group_);
+    push.flags = b != nullptr ? 1u : 0u;
     // Pointwise (1 x 1, stride 1, no padding): the implicit product reads X directly (conv2d.comp, flags bit 4).
     if (win.KH == 1 && win.KW == 1 && win.SH == 1 && win.SW == 1 && win.PH == 0 && win.PW == 0 &&
         win.OH == static_cast<uint32_t>(H) && win.OW == static_cast<uint32_t>(W))
@@ -149,10 +151,21 @@ class ConvKernel : public Kernel {
       const uint64_t cols = static_cast<uint64_t>(N) * win.OH * win.OW;
       const uint32_t gx = U32(ctx, (cols + 63) / 64), gy = U32(ctx, (Kg + 63) / 64);
       const uint64_t depth = static_cast<uint64_t>(Cg) * win.KH * win.KW;
-      push.splits = SplitsFor(uint64_t{gx} * gy * groups, depth);
-      if (push.splits > 1)  // split-K in one dispatch (split_k.glsl)
-        push.work = stream.SplitWorkspace(static_cast<size_t>(push.splits) * K * cols);
-      stream.Dispatch(ProductShader(stream, "conv2d", suffix), &push, sizeof(push), gx, gy, groups * push.splits);
+      push.splits = SplitsFor(uint64_t{gx} * gy * push.groups, depth);
+      const std::string shader = ProductShader(stream, "conv2d", suffix);
+      if (push.splits == 1) {
+        stream.Dispatch(shader, &push, sizeof(push), gx, gy, push.groups);
+      } else {  // split-K: partial sums, then conv_reduce applies the epilogue
+        Tensor partial = Tensor::Allocate(DataType::kFloat, Shape({static_cast<int64_t>(push.splits * K * cols)}),
+                                          ctx.allocator());
+        ConvPush first = push;
+        first.y = Address(ctx, partial, "split-K partial sums");
+        stream.Dispatch(shader, &first, sizeof(first), gx, gy, push.groups * push.splits);
+        ConvReducePush reduce{first.y, push.bias, push.residual, push.y,    push.N,     push.K,   win.OH * win.OW,
+                              push.splits, push.act, push.act_a,  push.act_b, push.flags};
+        DispatchLinear(stream, std::string("conv_reduce") + suffix, &reduce, sizeof(reduce), y.NumElements());
+        stream.KeepAlive(partial.buffer());
+      }
     }
     if (separate_residual) {
       BroadcastShapes(node, y.shape(), z->shape());

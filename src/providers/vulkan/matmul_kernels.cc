@@ -22,19 +22,39 @@ struct MatMulPush {
   uint32_t act;
   float act_a, act_b;
   uint32_t splits;
-  uint64_t work;  // the stream's split workspace when splits > 1
 };
-static_assert(sizeof(MatMulPush) <= kPushConstantBytes);
+
+struct MatMulReducePush {
+  uint64_t partial, bias, c;
+  uint32_t total, N, MN, splits;
+  float alpha, beta;
+  uint32_t bias_row, bias_col, has_bias, act;
+  float act_a, act_b;
+};
 
 // Records `batches` products of push.M x push.N (at push.c, batch stride push.c_batch == M * N), split along the depth
-// when the grid is too small to fill the GPU (SplitsFor; the chunks are added up in the same dispatch, split_k.glsl).
+// when the grid is too small to fill the GPU (SplitsFor): partial sums in a scratch buffer, then matmul_reduce.
 void DispatchProduct(const KernelContext& ctx, VulkanStream& stream, const char* suffix, MatMulPush push,
                      uint32_t batches) {
   const uint32_t x = (push.N + 63) / 64, y = (push.M + 63) / 64;
-  push.splits = SplitsFor(uint64_t{x} * y * batches, push.K);
-  if (push.splits > 1)
-    push.work = stream.SplitWorkspace(static_cast<size_t>(push.splits) * push.M * push.N * batches);
-  stream.Dispatch(ProductShader(stream, "matmul", suffix), &push, sizeof(push), x, y, batches * push.splits);
+  const uint32_t splits = SplitsFor(uint64_t{x} * y * batches, push.K);
+  push.splits = splits;
+  const std::string shader = ProductShader(stream, "matmul", suffix);
+  if (splits == 1) {
+    stream.Dispatch(shader, &push, sizeof(push), x, y, batches);
+    return;
+  }
+  const uint64_t total = uint64_t{push.M} * push.N * batches;
+  Tensor partial = Tensor::Allocate(DataType::kFloat, Shape({static_cast<int64_t>(total * splits)}), ctx.allocator());
+  MatMulPush first = push;
+  first.c = Address(ctx, partial, "split-K partial sums");
+  stream.Dispatch(shader, &first, sizeof(first), x, y, batches * splits);
+  MatMulReducePush reduce{first.c,       push.bias,  push.c,       U32(ctx, static_cast<int64_t>(total)),
+                          push.N,        push.M * push.N, splits, push.alpha,
+                          push.beta,     push.bias_row, push.bias_col, push.has_bias,
+                          push.act,      push.act_a,    push.act_b};
+  DispatchLinear(stream, std::string("matmul_reduce") + suffix, &reduce, sizeof(reduce), total);
+  stream.KeepAlive(partial.buffer());
 }
 
 // MatMul, and ai.tessera::FusedMatMul: Y = act(alpha * A x B + bias) + addend (matmul_epilogue_fusion), alpha, the

@@ -1,6 +1,5 @@
 #include "vulkan_stream.h"
 
-#include <algorithm>
 #include <cstring>
 #include <functional>
 
@@ -213,28 +212,6 @@ bool VulkanStream::WriteTimestamp(VkQueryPool pool, uint32_t query) {
   BeginBatchLocked();
   vkCmdWriteTimestamp(current_.commands, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, pool, query);
   return true;
-}
-
-uint64_t VulkanStream::SplitWorkspace(size_t partial_floats) {
-  Guard lock(*this);
-  BeginBatchLocked();
-  if (!split_workspace_ || partial_floats > split_floats_) {
-    const size_t floats = std::max(partial_floats, split_floats_ * 2);
-    const size_t bytes = kSplitCounters * sizeof(uint32_t) + floats * sizeof(float);
-    void* address = device_.AllocateBuffer(bytes, false);
-    VulkanDevice* device = &device_;
-    std::shared_ptr<void> owner(address, [device](void* p) { device->FreeBuffer(p, false); });
-    const BufferRange range = device_.Resolve(address, bytes);
-    vkCmdFillBuffer(current_.commands, range.buffer, range.offset, kSplitCounters * sizeof(uint32_t), 0);
-    BarrierLocked(current_.commands, false);
-    // The previous workspace lives on with the work recorded so far.
-    if (split_workspace_) current_.keep_alive.push_back(std::move(split_workspace_));
-    split_workspace_ = std::move(owner);
-    split_floats_ = floats;
-    split_address_ = reinterpret_cast<uint64_t>(address);
-  }
-  current_.keep_alive.push_back(split_workspace_);
-  return split_address_;
 }
 
 void VulkanStream::KeepAlive(std::shared_ptr<void> owner) {

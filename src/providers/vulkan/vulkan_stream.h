@@ -78,12 +78,6 @@ class VulkanStream : public Stream {
   // completed. Returns false, recording nothing, while a capture is open (profiling markers never enter a captured
   // command buffer).
   bool WriteTimestamp(VkQueryPool pool, uint32_t query);
-  // The workspace of split-K products (shaders/split_k.glsl): kSplitCounters uint32 arrival counters, zero between
-  // products (the last workgroup of each tile resets its counter), then room for `partial_floats` floats. Returns
-  // its device address. It belongs to this stream (its products run one after another), grows (doubling) when a
-  // product needs more, and stays alive as long as any work recorded with it, captured work included.
-  uint64_t SplitWorkspace(size_t partial_floats);
-  static constexpr uint32_t kSplitCounters = 128;  // = kSplitCounters in split_k.glsl
   // Keeps `owner` alive until the work recorded so far has completed.
   void KeepAlive(std::shared_ptr<void> owner);
   // Submits what has been recorded (nothing when the batch is empty or a capture is open).
@@ -139,9 +133,6 @@ class VulkanStream : public Stream {
   bool capturing_ = false;
   std::unique_ptr<CapturedWork> capture_;  // while capturing: the command buffer being recorded
   VkQueue queue_ = VK_NULL_HANDLE;
-  std::shared_ptr<void> split_workspace_;  // device memory, freed when the last work using it is done
-  size_t split_floats_ = 0;
-  uint64_t split_address_ = 0;
 };
 
 // Queues work on `stream` when it is a Vulkan stream of `device`; otherwise (null, or another EP's stream) on a

@@ -3,22 +3,19 @@
 // output pixels of every image (n, oh, ow), depth the group's input channels times the window. 64 x 64 tiles, 16 or
 // 64 deep (coop_tile.glsl), each of the 256 invocations computing 4 x 4 outputs; bias and activation in the
 // epilogue; an optional residual (same shape as Y) is added before the activation. With splits > 1 (split-K, for
-// grids too small to fill the GPU), workgroup z = group * splits + s covers depth chunk s into the split workspace
-// ([splits][K][N * OH * OW] floats) and the last workgroup of each tile adds the chunks up before the epilogue
-// (split_k.glsl).
+// grids too small to fill the GPU), workgroup z = group * splits + s covers depth chunk s and writes raw float sums to
+// `partial` ([splits][K][N * OH * OW]); conv_reduce.comp adds them up and applies the epilogue.
 #include "common.glsl"
-#include "split_k.glsl"
 layout(local_size_x = 16, local_size_y = 16) in;
 layout(push_constant) uniform Params {
   TBuf x; TBuf w; TBuf bias; TBuf y; TBuf residual;
   uint N; uint C; uint H; uint W; uint K; uint OH; uint OW;
   uint KH; uint KW; uint SH; uint SW; int PH; int PW; uint DH; uint DW;
-  uint act; float act_a; float act_b;
-  uint flags;   // bit 0: bias, bit 1: residual, bit 2: pointwise (1 x 1 window, stride 1, no padding: depth index =
-                // input channel); bits 8-31: groups
-  uint splits;  // > 1: split-K through `work` (split_k.glsl)
-  SplitSpace work;
+  uint groups; uint act; float act_a; float act_b; uint flags;  // flags: 1 = bias, 2 = residual
+  uint splits;  // > 1: write raw sums of depth chunk z % splits to `y` as floats (partials)
 } p;
+// flags bit 4: a pointwise convolution (1 x 1 window, stride 1, no padding): depth index = input channel.
+layout(buffer_reference, std430, buffer_reference_align = 4) buffer Partials { float v[]; };
 
 #include "coop_tile.glsl"
 
@@ -56,8 +53,7 @@ void LoadSlice(uint k0, uint k_end, uint row0, uint first_k, uint Kg, uint depth
 
 void main() {
   uint g = gl_WorkGroupID.z / p.splits, split = gl_WorkGroupID.z % p.splits;
-  uint groups = p.flags >> 8;
-  uint Kg = p.K / groups, Cg = p.C / groups;
+  uint Kg = p.K / p.groups, Cg = p.C / p.groups;
   uint window = p.KH * p.KW;
   uint depth = Cg * window;
   uint pixels = p.OH * p.OW;
@@ -97,22 +93,17 @@ void main() {
     barrier();
   }
   TILE_END(acc, tx, ty);
-  if (p.splits > 1u) {
-    for (int i = 0; i < 4; ++i)
+  if (p.splits > 1u) {  // raw sums of this depth chunk
+    Partials partial = Partials(p.y);
+    for (int i = 0; i < 4; ++i) {
+      uint r = row0 + ty + 16 * i;
+      if (r >= Kg) continue;
       for (int j = 0; j < 4; ++j) {
-        uint r = row0 + ty + 16 * i, col = col0 + tx + 16 * j;
-        if (r < Kg && col < cols) p.work.partial[(split * p.K + g * Kg + r) * cols + col] = acc[i][j];
+        uint col = col0 + tx + 16 * j;
+        if (col < cols) partial.v[(split * p.K + g * Kg + r) * cols + col] = acc[i][j];
       }
-    uint tile = (g * gl_NumWorkGroups.y + gl_WorkGroupID.y) * gl_NumWorkGroups.x + gl_WorkGroupID.x;
-    if (!SplitArrive(p.work, tile, p.splits)) return;
-    for (int i = 0; i < 4; ++i)
-      for (int j = 0; j < 4; ++j) {
-        uint r = row0 + ty + 16 * i, col = col0 + tx + 16 * j;
-        float sum = 0.0;
-        if (r < Kg && col < cols)
-          for (uint s = 0u; s < p.splits; ++s) sum += p.work.partial[(s * p.K + g * Kg + r) * cols + col];
-        acc[i][j] = sum;
-      }
+    }
+    return;
   }
   for (int i = 0; i < 4; ++i) {
     uint r = row0 + ty + 16 * i;

@@ -7,7 +7,7 @@ layout(push_constant) uniform Params {
   TBuf x; TBuf w; TBuf bias; TBuf y; TBuf residual;
   uint N; uint C; uint H; uint W; uint K; uint OH; uint OW;
   uint KH; uint KW; uint SH; uint SW; int PH; int PW; uint DH; uint DW;
-  uint act; float act_a; float act_b; uint flags;  // conv2d.comp's push constants (flags: bit 0 bias, 1 residual)
+  uint groups; uint act; float act_a; float act_b; uint flags;
 } p;
 void main() {
   uint i = FlatIndex();

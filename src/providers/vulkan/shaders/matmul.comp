@@ -3,11 +3,10 @@
 // Element (i, k) of A is at a_batch_stride * batch + i * a_row + k * a_col (strides in elements: transposes are
 // strides); bias element (i, j) at i * bias_row + j * bias_col (0 strides broadcast). 64 x 64 tiles, 16 or 64 deep; each
 // of the 256 invocations computes a 4 x 4 block (with COOP, the tile's products run on cooperative matrices:
-// coop_tile.glsl). With splits > 1 (split-K, for grids too small to fill the GPU), workgroup z = batch * splits + s
-// sums depth chunk s into the split workspace `work` ([splits][batches][M][N] floats) and the last workgroup of each
-// tile adds the chunks up before the epilogue (split_k.glsl).
+// coop_tile.glsl). With splits > 1 (split-K, for grids too small to fill the GPU),
+// workgroup z = batch * splits + s sums depth chunk s and writes raw float sums to `c` as [splits][batches][M][N];
+// matmul_reduce.comp adds them up and applies alpha, beta * bias and the activation.
 #include "common.glsl"
-#include "split_k.glsl"
 layout(local_size_x = 16, local_size_y = 16) in;
 layout(push_constant) uniform Params {
   TBuf a; TBuf b; TBuf c; TBuf bias;
@@ -17,8 +16,8 @@ layout(push_constant) uniform Params {
   float alpha; float beta; uint bias_row; uint bias_col; uint has_bias;
   uint act; float act_a; float act_b;
   uint splits;
-  SplitSpace work;  // splits > 1
 } p;
+layout(buffer_reference, std430, buffer_reference_align = 4) buffer Partials { float v[]; };
 
 #include "coop_tile.glsl"
 
@@ -66,21 +65,16 @@ void main() {
   }
   TILE_END(acc, tx, ty);
   if (p.splits > 1u) {
-    for (int i = 0; i < 4; ++i)
+    Partials partial = Partials(p.c);
+    for (int i = 0; i < 4; ++i) {
+      uint r = row0 + ty + 16 * i;
+      if (r >= p.M) continue;
       for (int j = 0; j < 4; ++j) {
-        uint r = row0 + ty + 16 * i, c = col0 + tx + 16 * j;
-        if (r < p.M && c < p.N) p.work.partial[((split * batches + batch) * p.M + r) * p.N + c] = acc[i][j];
+        uint c = col0 + tx + 16 * j;
+        if (c < p.N) partial.v[((split * batches + batch) * p.M + r) * p.N + c] = acc[i][j];
       }
-    uint tile = (batch * gl_NumWorkGroups.y + gl_WorkGroupID.y) * gl_NumWorkGroups.x + gl_WorkGroupID.x;
-    if (!SplitArrive(p.work, tile, p.splits)) return;
-    for (int i = 0; i < 4; ++i)
-      for (int j = 0; j < 4; ++j) {
-        uint r = row0 + ty + 16 * i, c = col0 + tx + 16 * j;
-        float sum = 0.0;
-        if (r < p.M && c < p.N)
-          for (uint s = 0u; s < p.splits; ++s) sum += p.work.partial[((s * batches + batch) * p.M + r) * p.N + c];
-        acc[i][j] = sum;
-      }
+    }
+    return;
   }
   for (int i = 0; i < 4; ++i) {
     uint r = row0 + ty + 16 * i;
