@@ -166,9 +166,9 @@ std::optional<PhysicalDeviceInfo> Describe(VkInstance instance, VkPhysicalDevice
   }
   info.cooperative_matrix = HasExtension(device, "VK_KHR_cooperative_matrix");
   const char* coop_setting = std::getenv("TESSERA_VULKAN_COOPERATIVE_MATRIX");
-  // 35 KB of shared memory per workgroup (coop_tile.glsl).
+  // 22.3 KB of shared memory per workgroup (coop_tile.glsl).
   info.coop_f16 = info.float16 && info.subgroup_size == 32 &&
-                  info.properties.limits.maxComputeSharedMemorySize >= 36 * 1024 && HasNvCoopF16(instance, device) &&
+                  info.properties.limits.maxComputeSharedMemorySize >= 24 * 1024 && HasNvCoopF16(instance, device) &&
                   !(coop_setting != nullptr && std::string(coop_setting) == "0");
   info.device_uuid = DeviceUuid(device);
 

@@ -2,8 +2,8 @@
 // of 16 x 16 invocations). The shader stages the slice with PUT_A(kk, r, v) (A: 64 rows x TILE_K deep) and
 // PUT_B(kb, c, v) (B: TILE_K deep x 64 columns), then TILE_PRODUCT(acc, tx, ty) adds it to the tile; after the last
 // slice TILE_END(acc, tx, ty) leaves in acc[i][j] the sum of output (row0 + ty + 16 i, col0 + tx + 16 j). Slices are
-// 16 deep (plain: 8.3 KB of shared memory, within the 16 KB every Vulkan device has) or 64 deep (COOP: 35 KB, on
-// devices with that much, vulkan_device.cc); the shaders load each slice into registers (kPerInvocation values of A
+// 16 deep (plain: 8.3 KB of shared memory, within the 16 KB every Vulkan device has; COOP: 22.3 KB, on devices with
+// at least 24 KB, vulkan_device.cc); the shaders load each slice into registers (kPerInvocation values of A
 // and of B per invocation, all loads issued before any is used) while the slice before it is multiplied, so that a
 // product pays about one global-memory latency per slice, not one per element staged.
 //
@@ -13,11 +13,9 @@
 // cooperative matrices with float accumulators (the GPU's matrix units); TILE_END stores the accumulators to shared
 // memory, from which each invocation reads its 4 x 4 outputs for the shader's epilogue. Values are staged exactly
 // (they are float16 already); sums are float, as in the plain path, in another order.
-#ifdef COOP
-#define TILE_K 64u
-#else
+// Slices are 16 deep on both paths: on an H200, cooperative slices of 32 and 64 (fewer, larger steps) measured
+// slower (BERT-base fp16 3.26 / 3.88 / 4.25 ms recorded; bench/results/gpu-2026-11-27-session21/).
 #define TILE_K 16u
-#endif
 // Elements of A and of B each invocation stages per slice (64 x TILE_K over 256 invocations).
 const uint kPerInvocation = 64u * TILE_K / 256u;
 #ifdef COOP
@@ -29,7 +27,7 @@ const uint kPerInvocation = 64u * TILE_K / 256u;
 const uint kStrideA = TILE_K + 8u, kStrideB = 72u, kStrideC = 68u;
 shared float16_t As[64 * kStrideA];      // row-major: 64 rows x TILE_K deep
 shared float16_t Bs[TILE_K * kStrideB];  // row-major: TILE_K deep x 64 columns
-shared float Cs[64 * kStrideC];          // the finished tile (35 KB in all)
+shared float Cs[64 * kStrideC];          // the finished tile (22.3 KB in all)
 #define PUT_A(kk, r, v) As[(r) * kStrideA + (kk)] = float16_t(v)
 #define PUT_B(kb, c, v) Bs[(kb) * kStrideB + (c)] = float16_t(v)
 fcoopmatNV<32, gl_ScopeSubgroup, 16, 16> coop_acc0, coop_acc1;
