@@ -16,7 +16,15 @@ float Source(uint o, float scale, uint in_size, float length) {
   switch (p.coord) {
     case 0u: return Div(fo + 0.5, scale) - 0.5;
     case 1u: return Div(fo, scale);
-    case 2u: return length > 1.0 ? Div(fo * float(in_size - 1u), length - 1.0) : 0.0;
+    case 2u: {
+      if (length <= 1.0) return 0.0;
+      // o * (in - 1) / (length - 1): when the quotient is a whole number, that number exactly (the products of these
+      // small integers are exact in float, so the check is exact). A division that lands one ulp below it (NVIDIA's)
+      // would otherwise floor to the pixel before.
+      float num = fo * float(in_size - 1u), den = length - 1.0;
+      float q = Div(num, den), whole = round(q);
+      return whole * den == num ? whole : q;
+    }
     case 3u: return length > 1.0 ? Div(fo + 0.5, scale) - 0.5 : 0.0;
     case 4u: return Div(fo + 0.5, scale);
     default: return Div(fo, scale);
