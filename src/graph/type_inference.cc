@@ -233,7 +233,7 @@ using Rule = void (*)(Graph&, const Node&);
 // Rules for default-domain operators; anything else uses FirstTypedInput.
 const std::unordered_map<std::string_view, Rule>& DefaultDomainRules() {
   static const std::unordered_map<std::string_view, Rule> rules = {
-      {"Cast", InferCast}, {"CastLike", InferCastLike},
+      {"Cast", InferCast}, {"CastLike", InferCastLike}, {"BitCast", InferCast},
       {"Shape", InferInt64}, {"Size", InferInt64}, {"NonZero", InferInt64}, {"ArgMax", InferInt64},
       {"ArgMin", InferInt64}, {"NonMaxSuppression", InferInt64}, {"SequenceLength", InferInt64},
       {"MatMulInteger", InferInt32}, {"ConvInteger", InferInt32},

@@ -180,6 +180,32 @@ TEST(ActivationsTest, ClipFromOptionalInputs) {
   not_scalar.Run({"cpu"});
 }
 
+// ONNX SwiGLU (opset 28): Swish_alpha(A) * B, float and float16 (computed in float), shapes must match.
+TEST(ActivationsTest, SwiGLU) {
+  const Tensor a = RandomTensor(DataType::kFloat, {3, 2500}, 17, -6, 6);  // more than one block of 2048
+  const Tensor b = RandomTensor(DataType::kFloat, {3, 2500}, 18, -2, 2);
+  for (float alpha : {1.0f, 1.702f}) {
+    Tensor y = Tensor::Allocate(DataType::kFloat, a.shape());
+    for (int64_t i = 0; i < a.NumElements(); ++i) {
+      const double v = a.Data<float>()[i];
+      y.Data<float>()[i] = static_cast<float>(v / (1 + std::exp(-static_cast<double>(alpha) * v)) * b.Data<float>()[i]);
+    }
+    OpTester t("SwiGLU", 28);
+    if (alpha != 1.0f) t.Attr("alpha", alpha);
+    t.Input("A", a).Input("B", b).Output("Y", y).Tolerance(1e-5, 1e-5);
+    t.Run();
+  }
+  OpTester half("SwiGLU", 28);
+  half.Input("A", RandomTensor(DataType::kFloat16, {4, 9}, 19, -4, 4))
+      .Input("B", RandomTensor(DataType::kFloat16, {4, 9}, 20))
+      .OutputName("Y");
+  half.CompareWithCpu({"cpu"});
+  OpTester mismatch("SwiGLU", 28);
+  mismatch.Input("A", RandomTensor(DataType::kFloat, {2, 3}, 21)).Input("B", RandomTensor(DataType::kFloat, {3}, 22));
+  mismatch.OutputName("Y").ExpectFailure("does not broadcast");
+  mismatch.Run({"cpu"});
+}
+
 }  // namespace
 }  // namespace tessera::test
 

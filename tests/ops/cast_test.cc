@@ -39,6 +39,28 @@ TEST(CastTest, IntegersToFloatsAndBetweenIntegers) {
   CheckCast(Make<uint32_t>({2}, {4000000000u, 5}), Make<uint64_t>({2}, {4000000000ull, 5}));
 }
 
+// BitCast (opset 26): the same bytes as another type of the same width; other widths fail by name.
+TEST(CastTest, BitCastKeepsTheBits) {
+  OpTester("BitCast", 26)
+      .Attr("to", int64_t{static_cast<int64_t>(DataType::kInt32)})
+      .Input("x", Tensor::FromVector<float>({3}, {1.0f, -2.0f, 0.0f}))
+      .Output("y", Tensor::FromVector<int32_t>({3}, {0x3f800000, static_cast<int32_t>(0xc0000000u), 0}))
+      .Run({"cpu"});
+  OpTester("BitCast", 26)
+      .Attr("to", int64_t{static_cast<int64_t>(DataType::kUInt8)})
+      .Input("x", Tensor::FromVector<int8_t>({2, 2}, {-1, 1, -128, 127}))
+      .Output("y", Tensor::FromVector<uint8_t>({2, 2}, {255, 1, 128, 127}))
+      .Run({"cpu"});
+  OpTester widths("BitCast", 26);
+  widths.Attr("to", int64_t{static_cast<int64_t>(DataType::kInt64)}).Input("x", Tensor::FromVector<float>({1}, {1}));
+  widths.OutputName("y").ExpectFailure("the widths must match");
+  widths.Run({"cpu"});
+  OpTester unknown("BitCast", 26);
+  unknown.Attr("to", int64_t{17}).Input("x", Tensor::FromVector<uint8_t>({1}, {1}));  // float8e4m3fn
+  unknown.OutputName("y").ExpectFailure("unknown element type 17");
+  unknown.Run({"cpu"});
+}
+
 TEST(CastTest, BoolConversions) {
   CheckCast(Make<float>({4}, {0.0f, 0.5f, -2.0f, 0.0f}), Make<bool>({4}, {false, true, true, false}));
   CheckCast(Make<int64_t>({3}, {0, 36, -1}), Make<bool>({3}, {false, true, true}));

@@ -45,5 +45,33 @@ TEST(CumSumOpTest, Int64FirstAxis) {
       .Run();
 }
 
+// CumProd (opset 26): the spec's example in every mode, a middle axis in float, wrapping int32 products.
+TEST(CumSumOpTest, CumProdModes) {
+  const Tensor x = Tensor::FromVector<float>({3}, {1, 2, 3});
+  const std::vector<std::pair<std::pair<int64_t, int64_t>, std::vector<float>>> cases = {
+      {{0, 0}, {1, 2, 6}}, {{1, 0}, {1, 1, 2}}, {{0, 1}, {6, 6, 3}}, {{1, 1}, {6, 3, 1}}};
+  for (const auto& [modes, expected] : cases)
+    OpTester("CumProd", 26)
+        .Attr("exclusive", modes.first)
+        .Attr("reverse", modes.second)
+        .Input("x", x)
+        .Input("axis", Tensor::FromVector<int64_t>({}, {0}))
+        .Output("y", Tensor::FromVector<float>({3}, expected))
+        .Run();
+  OpTester("CumProd", 26)
+      .Input("x", Tensor::FromVector<float>({2, 3, 2}, {1, 2, 3, 4, 5, 6, -1, 2, 0.5f, 4, 2, 0}))
+      .Input("axis", Tensor::FromVector<int32_t>({}, {1}))
+      .Output("y", Tensor::FromVector<float>({2, 3, 2}, {1, 2, 3, 8, 15, 48, -1, 2, -0.5f, 8, -1, 0}))
+      .Run();
+  OpTester("CumProd", 26)
+      .Input("x", Tensor::FromVector<int32_t>({3}, {65536, 65536, 3}))
+      .Input("axis", Tensor::FromVector<int64_t>({}, {0}))
+      .Output("y", Tensor::FromVector<int32_t>({3}, {65536, 0, 0}))  // 2^32 wraps to 0
+      .Run();
+  OpTester before("CumProd", 25);  // not an op before opset 26
+  before.Input("x", x).Input("axis", Tensor::FromVector<int64_t>({}, {0})).OutputName("y").ExpectFailure("CumProd");
+  before.Run({"cpu"});
+}
+
 }  // namespace
 }  // namespace tessera::test

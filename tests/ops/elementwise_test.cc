@@ -178,6 +178,19 @@ TEST(ElementwiseTest, ModFollowsDivisorSignUnlessFmod) {
   invalid.Run({"cpu"});
 }
 
+// Mod-28 defines floating-point Mod with fmod = 0: a - floor(a / b) * b, a zero result with b's sign, b = +-inf
+// giving a (same sign) or b.
+TEST(ElementwiseTest, FloatModWithFloorFromOpset28) {
+  const float inf = std::numeric_limits<float>::infinity();
+  OpTester t("Mod", 28);
+  t.Input("A", Make<float>({7}, {5.5f, -5.5f, 5.5f, 4.0f, 0.0f, 3.0f, -3.0f}))
+      .Input("B", Make<float>({7}, {2.0f, 2.0f, -2.0f, -2.0f, -1.0f, -inf, -inf}))
+      .Output("C", Make<float>({7}, {1.5f, 0.5f, -0.5f, -0.0f, -0.0f, -inf, -3.0f}));
+  t.Run({"cpu"});
+  const Tensor c = t.RunOn("cpu")[0];
+  EXPECT_TRUE(std::signbit(c.Data<float>()[3]) && std::signbit(c.Data<float>()[4]));  // zeros take b's sign
+}
+
 TEST(ElementwiseTest, PowWithMixedBaseAndExponentTypes) {
   const Tensor base = RandomTensor(DataType::kFloat, {3, 4}, 1, 0.1, 3.0);
   const Tensor exponent = RandomTensor(DataType::kFloat, {4}, 2, -2.0, 2.0);
@@ -404,6 +417,27 @@ TEST(ElementwiseTest, BitShiftBothDirectionsAndOversizedShifts) {
   bad.Attr("direction", std::string("UP")).Input("X", Make<uint32_t>({1}, {1})).Input("Y", Make<uint32_t>({1}, {1}));
   bad.OutputName("Z").ExpectFailure("direction");
   bad.Run({"cpu"});
+}
+
+// BitShift-28 on signed integers: arithmetic right shifts, left shifts past the sign bit dropped, out-of-range
+// (negative or too large) amounts give the sign extension alone.
+TEST(ElementwiseTest, BitShiftOnSignedIntegersFromOpset28) {
+  OpTester right("BitShift", 28);
+  right.Attr("direction", std::string("RIGHT"))
+      .Input("X", Make<int8_t>({5}, {-128, -7, 64, -1, 5}))
+      .Input("Y", Make<int8_t>({5}, {1, 1, 6, 9, -1}))
+      .Output("Z", Make<int8_t>({5}, {-64, -4, 1, -1, 0}));
+  right.Run({"cpu"});
+  OpTester left("BitShift", 28);
+  left.Attr("direction", std::string("LEFT"))
+      .Input("X", Make<int64_t>({4}, {1, -3, int64_t{1} << 62, -1}))
+      .Input("Y", Make<int64_t>({4}, {63, 2, 1, 64}))
+      .Output("Z", Make<int64_t>({4}, {std::numeric_limits<int64_t>::min(), -12, std::numeric_limits<int64_t>::min(), 0}));
+  left.Run({"cpu"});
+  OpTester before("BitShift", 27);  // signed types only from opset 28
+  before.Attr("direction", std::string("LEFT")).Input("X", Make<int32_t>({1}, {1})).Input("Y", Make<int32_t>({1}, {1}));
+  before.OutputName("Z").ExpectFailure("BitShift");
+  before.Run({"cpu"});
 }
 
 TEST(ElementwiseTest, NarrowAndUnsignedIntegerTypes) {

@@ -184,6 +184,30 @@ TEST(ShapeOpsTest, ConstantFromEachValueAttribute) {
   OpTester("Constant", 13).Attr("value_string", std::string("hi")).Output("y", Str({}, {"hi"})).Run({"cpu"});
 }
 
+// Range-27: float16 and bfloat16, computed in float (stash_type 1, the default) or in the type's own arithmetic.
+TEST(ShapeOpsTest, RangeInHalfTypesWithStashType) {
+  auto half = [](std::vector<float> v) {
+    Tensor t = Tensor::Allocate(DataType::kFloat16, Shape{static_cast<int64_t>(v.size())});
+    for (size_t i = 0; i < v.size(); ++i) t.Data<Float16>()[i] = ToFloat16(v[i]);
+    return t;
+  };
+  auto scalar = [&](float v) { return half({v}).Reshaped(Shape{}); };
+  // 2048 + i: exact in float, and float16 steps of 2 above 2048 round 2049 to 2048 (ties to even) and 2051 to 2052.
+  OpTester("Range", 27)
+      .Input("a", scalar(2048)).Input("b", scalar(2052)).Input("c", scalar(1))
+      .Output("y", half({2048, 2049, 2050, 2051}))
+      .Run({"cpu"});
+  OpTester("Range", 27)
+      .Attr("stash_type", int64_t{10})
+      .Input("a", scalar(0.5f)).Input("b", scalar(2.0f)).Input("c", scalar(0.5f))
+      .Output("y", half({0.5f, 1.0f, 1.5f}))
+      .Run({"cpu"});
+  OpTester bad("Range", 27);
+  bad.Attr("stash_type", int64_t{11}).Input("a", scalar(0)).Input("b", scalar(2)).Input("c", scalar(1));
+  bad.OutputName("y").ExpectFailure("stash_type");
+  bad.Run({"cpu"});
+}
+
 TEST(ShapeOpsTest, Range) {
   OpTester("Range", 11)
       .Input("a", I64({}, {10}))

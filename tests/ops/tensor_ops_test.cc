@@ -360,6 +360,21 @@ TEST(TensorOpsTest, DepthToSpaceAndBack) {
       .Run();
   // SpaceToDepth inverts DCR DepthToSpace.
   OpTester("SpaceToDepth", 13).Attr("blocksize", int64_t{2}).Input("x", dcr).Output("y", x).Run();
+  // SpaceToDepth-28's mode: CRD inverts CRD DepthToSpace; DCR is the default.
+  OpTester("SpaceToDepth", 28)
+      .Attr("blocksize", int64_t{2})
+      .Attr("mode", std::string("CRD"))
+      .Input("x", ReferenceDepthToSpace(x, 2, true))
+      .Output("y", x)
+      .Run();
+  OpTester("SpaceToDepth", 28).Attr("blocksize", int64_t{2}).Input("x", dcr).Output("y", x).Run();
+  OpTester("SpaceToDepth", 28)
+      .Attr("blocksize", int64_t{2})
+      .Attr("mode", std::string("RCD"))
+      .Input("x", dcr)
+      .Output("y", x)
+      .ExpectFailure("mode must be 'DCR' or 'CRD'")
+      .Run({"cpu"});
   OpTester("SpaceToDepth", 13)
       .Attr("blocksize", int64_t{2})
       .Input("x", Iota({1, 1, 3, 2}))

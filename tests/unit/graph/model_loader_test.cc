@@ -615,12 +615,12 @@ TEST(ModelLoaderTest, OpsetAndIrVersionLimits) {
     proto.set_ir_version(version);
     ExpectLoadError(proto, {"IR version " + std::to_string(version)});
   }
-  for (int64_t opset : {0, 26}) {  // up to 25 (kLatestOnnxOpset) loads
+  for (int64_t opset : {0, 29}) {  // up to 28 (kLatestOnnxOpset) loads
     onnx::ModelProto proto = ReluModel();
     proto.mutable_opset_import(0)->set_version(opset);
-    ExpectLoadError(proto, {"opset " + std::to_string(opset), "supported: 1..25"});
+    ExpectLoadError(proto, {"opset " + std::to_string(opset), "supported: 1..28"});
   }
-  for (int64_t opset : {22, 23, 24, 25}) {
+  for (int64_t opset : {22, 23, 24, 25, 26, 27, 28}) {
     onnx::ModelProto proto = ReluModel();
     proto.mutable_opset_import(0)->set_version(opset);
     EXPECT_EQ(Load(proto)->graph->nodes[0]->opset, opset);

@@ -192,6 +192,53 @@ class QuickGeluKernel : public Kernel {
   float alpha_;
 };
 
+// ONNX SwiGLU (opset 28): Y = Swish_alpha(A) * B, A the gate and B the value, of one shape (no broadcasting). Float
+// runs the QuickGelu loop of the instruction set, then the product; float16 and bfloat16 compute in float per block.
+class SwiGluKernel : public Kernel {
+ public:
+  explicit SwiGluKernel(const KernelInfo& info) : alpha_(info.node().GetFloat("alpha", 1.0f)) {}
+
+  void Compute(KernelContext& ctx) const override {
+    const Tensor& a = ctx.Input(0);
+    const Tensor& b = ctx.Input(1);
+    if (a.type() != b.type() || a.shape() != b.shape())
+      Fail(ErrorCode::kInvalidArgument, ctx.node().Describe(), ": A and B must have one type and shape (SwiGLU does ",
+           "not broadcast), got ", a.Describe(), " and ", b.Describe());
+    Tensor& y = ctx.Output(0, a.type(), a.shape());
+    constexpr int64_t kBlock = 2048;
+    DispatchType(a.type(), FloatTypes{}, ctx.node(), [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      const T* pa = a.Data<T>();
+      const T* pb = b.Data<T>();
+      T* py = y.Data<T>();
+      ctx.thread_pool().ParallelFor((a.NumElements() + kBlock - 1) / kBlock, 1, [&](int64_t first, int64_t last) {
+        float gate[kBlock];
+        for (int64_t block = first; block < last; ++block) {
+          const int64_t begin = block * kBlock, n = std::min(kBlock, a.NumElements() - begin);
+          if constexpr (std::is_same_v<T, float>) {
+            QuickGeluSpan(pa + begin, py + begin, n, alpha_);
+            for (int64_t i = 0; i < n; ++i) py[begin + i] *= pb[begin + i];
+          } else if constexpr (std::is_same_v<T, double>) {
+            for (int64_t i = begin; i < begin + n; ++i)
+              py[i] = pa[i] / (1.0 + std::exp(-static_cast<double>(alpha_) * pa[i])) * pb[i];
+          } else {
+            for (int64_t i = 0; i < n; ++i) gate[i] = ToFloat(pa[begin + i]);
+            QuickGeluSpan(gate, gate, n, alpha_);
+            for (int64_t i = 0; i < n; ++i) {
+              const float v = gate[i] * ToFloat(pb[begin + i]);
+              if constexpr (std::is_same_v<T, Float16>) py[begin + i] = ToFloat16(v);
+              else py[begin + i] = ToBFloat16(v);
+            }
+          }
+        }
+      });
+    });
+  }
+
+ private:
+  float alpha_;
+};
+
 // An attribute-free activation whose float loop is `span` (built per instruction set, as above); other types take
 // the generic element loop.
 template <typename Op, void (*kSpan)(const float*, float*, int64_t)>
@@ -437,6 +484,12 @@ void RegisterActivationKernels(KernelRegistry& registry) {
   swish.until_version = kLatestOpset;
   swish.input_types[0] = DataTypesOf(FloatTypes{});
   registry.Register<QuickGeluKernel>(std::move(swish));
+  KernelDef swiglu;
+  swiglu.op_type = "SwiGLU";
+  swiglu.since_version = 28;
+  swiglu.until_version = kLatestOpset;
+  swiglu.input_types = {{0, DataTypesOf(FloatTypes{})}, {1, DataTypesOf(FloatTypes{})}};
+  registry.Register<SwiGluKernel>(std::move(swiglu));
   for (const auto& [name, form] : {std::pair{"Gelu", ContribGeluKernel::Form::kGelu},
                                     std::pair{"BiasGelu", ContribGeluKernel::Form::kBiasGelu},
                                     std::pair{"FastGelu", ContribGeluKernel::Form::kFastGelu}}) {

@@ -1,7 +1,8 @@
-// CumSum (opset 11, 14): running sums along one axis, optionally exclusive (each output omits its own
-// element) and/or reversed (sums run from the end). The input is an [outer, n, inner] problem; the
+// CumSum (opset 11, 14) and CumProd (opset 26): running sums / products along one axis, optionally exclusive (each
+// output omits its own element: the first is 0 / 1) and/or reversed (they run from the end). The input is an [outer, n, inner] problem; the
 // inner dimension is the contiguous one, so each step adds a whole row of `inner` values.
 #include <algorithm>
+#include <type_traits>
 #include <vector>
 
 #include "providers/cpu/cpu_kernels.h"
@@ -13,7 +14,9 @@ namespace {
 class CumSum : public Kernel {
  public:
   explicit CumSum(const KernelInfo& info)
-      : exclusive_(info.node().GetInt("exclusive", 0) != 0), reverse_(info.node().GetInt("reverse", 0) != 0) {}
+      : product_(info.node().op_type == "CumProd"),
+        exclusive_(info.node().GetInt("exclusive", 0) != 0),
+        reverse_(info.node().GetInt("reverse", 0) != 0) {}
 
   void Compute(KernelContext& ctx) const override {
     const Tensor& x = ctx.Input(0);
@@ -44,7 +47,7 @@ class CumSum : public Kernel {
     ctx.thread_pool().ParallelFor(outer, std::max<int64_t>(1, 16384 / (n * inner)), [&](int64_t begin, int64_t end) {
       std::vector<Acc> sum(static_cast<size_t>(inner));
       for (int64_t o = begin; o < end; ++o) {
-        std::fill(sum.begin(), sum.end(), Acc{0});
+        std::fill(sum.begin(), sum.end(), product_ ? Acc{1} : Acc{0});
         for (int64_t step = 0; step < n; ++step) {
           const int64_t i = reverse_ ? n - 1 - step : step;
           const T* xr = x + (o * n + i) * inner;
@@ -52,11 +55,11 @@ class CumSum : public Kernel {
           if (exclusive_) {
             for (int64_t j = 0; j < inner; ++j) {
               yr[j] = Narrow<T>(sum[j]);
-              sum[j] += Widen(xr[j]);
+              sum[j] = Step<Acc>(sum[j], Widen(xr[j]));
             }
           } else {
             for (int64_t j = 0; j < inner; ++j) {
-              sum[j] += Widen(xr[j]);
+              sum[j] = Step<Acc>(sum[j], Widen(xr[j]));
               yr[j] = Narrow<T>(sum[j]);
             }
           }
@@ -65,6 +68,19 @@ class CumSum : public Kernel {
     });
   }
 
+  // sum + x or sum * x; integers wrap around (in unsigned arithmetic) instead of overflowing.
+  template <typename Acc>
+  Acc Step(Acc sum, Acc x) const {
+    if constexpr (std::is_integral_v<Acc>) {
+      using U = std::make_unsigned_t<Acc>;
+      return static_cast<Acc>(product_ ? static_cast<U>(static_cast<U>(sum) * static_cast<U>(x))
+                                       : static_cast<U>(static_cast<U>(sum) + static_cast<U>(x)));
+    } else {
+      return product_ ? static_cast<Acc>(sum * x) : static_cast<Acc>(sum + x);
+    }
+  }
+
+  bool product_;
   bool exclusive_;
   bool reverse_;
 };
@@ -76,7 +92,11 @@ void RegisterCumSumKernels(KernelRegistry& registry) {
   def.op_type = "CumSum";
   def.since_version = 11;
   def.host_inputs = {1};
+  KernelDef product = def;
+  product.op_type = "CumProd";
+  product.since_version = 26;
   registry.Register<CumSum>(std::move(def));
+  registry.Register<CumSum>(std::move(product));
 }
 
 }  // namespace tessera::cpu

@@ -72,20 +72,26 @@ struct DivOp {
   }
 };
 
-// fmod = 0: the remainder takes the divisor's sign (integers only); fmod = 1: the dividend's (C fmod).
+// fmod = 0: the remainder takes the divisor's sign (a - floor(a / b) * b; for floating point from opset 28, which
+// defines it: a zero result carries b's sign, b = +-inf gives a for a of b's sign and b otherwise); fmod = 1: the
+// dividend's (C fmod).
 class ModOp {
  public:
-  explicit ModOp(const Node& node) : fmod_(node.GetInt("fmod", 0) != 0) {}
+  explicit ModOp(const Node& node) : fmod_(node.GetInt("fmod", 0) != 0), float_floor_(node.opset >= 28) {}
   template <typename T>
   void Validate(const Node& node, const Tensor& divisor) const {
-    if (!fmod_ && !std::is_integral_v<T>)
-      Fail(ErrorCode::kInvalidModel, node.Describe(), ": floating-point Mod requires attribute fmod = 1");
+    if (!fmod_ && !std::is_integral_v<T> && !float_floor_)
+      Fail(ErrorCode::kInvalidModel, node.Describe(),
+           ": floating-point Mod requires attribute fmod = 1 before opset 28");
     CheckNoZeroDivisor<T>(node, divisor);
   }
   template <typename C>
   C operator()(C a, C b) const {
     if constexpr (!std::is_integral_v<C>) {
-      return std::fmod(a, b);
+      const C r = std::fmod(a, b);
+      if (fmod_ || std::isnan(r)) return r;
+      if (r == C(0)) return std::copysign(C(0), b);
+      return (r < 0) != (b < 0) ? static_cast<C>(r + b) : r;
     } else if constexpr (std::is_unsigned_v<C>) {
       return a % b;
     } else {
@@ -96,6 +102,7 @@ class ModOp {
 
  private:
   bool fmod_;
+  bool float_floor_;
 };
 
 // Max and Min propagate NaN like numpy.maximum / numpy.minimum.
@@ -114,14 +121,28 @@ struct MinOp {
   }
 };
 
-// Shifts by at least the bit width give 0 (in C++ they are undefined).
+// Shifts by at least the bit width (or, signed, by a negative amount) give what the sign extension alone gives: 0,
+// or -1 for a right shift of a negative value (in C++ they are undefined). Signed types (opset 28): right shifts are
+// arithmetic, left shifts drop the bits shifted past the sign bit.
 class BitShiftOp {
  public:
   explicit BitShiftOp(const Node& node) : left_(IsLeft(node)) {}
   template <typename C>
   C operator()(C a, C b) const {
-    if (b >= sizeof(C) * 8) return C(0);
-    return static_cast<C>(left_ ? static_cast<WrapType<C>>(a) << b : a >> b);
+    const bool out_of_range = [&] {
+      if constexpr (std::is_signed_v<C>) {
+        if (b < 0) return true;
+      }
+      return static_cast<uint64_t>(b) >= sizeof(C) * 8;
+    }();
+    if (out_of_range) {
+      if constexpr (std::is_signed_v<C>) {
+        if (!left_ && a < 0) return C(-1);
+      }
+      return C(0);
+    }
+    if (left_) return static_cast<C>(static_cast<WrapType<C>>(a) << b);
+    return static_cast<C>(a >> b);
   }
 
  private:
@@ -592,6 +613,7 @@ void RegisterElementwiseKernels(KernelRegistry& registry) {
   RegisterBinary<DivOp, AllNumericTypes>(registry, "Div", 1);
   RegisterBinary<ModOp, AllNumericTypes>(registry, "Mod", 10);
   RegisterBinary<BitShiftOp, UnsignedTypes>(registry, "BitShift", 11);
+  RegisterBinary<BitShiftOp, TypeList<int8_t, int16_t, int32_t, int64_t>>(registry, "BitShift", 28);
   registry.Register<PowKernel>(
       Def("Pow", 1, {{0, DataTypesOf(PowBaseTypes{})}, {1, DataTypesOf(PowExponentTypes{})}}));
 

@@ -4,6 +4,7 @@
 // notation plus "INF", "+INF", "-INF" and "NaN" in any case; numbers format as the shortest text that
 // reads back to the same value ("0.1", "1e-05"), infinities as "INF" / "-INF", NaN as "NaN", bool as
 // "1" / "0".
+#include <cstring>
 #include <algorithm>
 #include <charconv>
 #include <cmath>
@@ -174,6 +175,31 @@ class CastLikeKernel : public Kernel {
   }
 };
 
+// BitCast (opset 26): the input's bytes as elements of type `to`, of the same width (little endian, as this host).
+class BitCastKernel : public Kernel {
+ public:
+  explicit BitCastKernel(const KernelInfo& info) {
+    const Node& node = info.node();
+    const int64_t to = node.GetInt("to");
+    if (to <= 0 || to > static_cast<int64_t>(DataType::kBFloat16) || to == static_cast<int64_t>(DataType::kString))
+      Fail(ErrorCode::kNotImplemented, node.Describe(), ": attribute to = ", to,
+           " is not an element type Tessera has (or is string, which BitCast excludes)");
+    to_ = static_cast<DataType>(to);
+  }
+  void Compute(KernelContext& ctx) const override {
+    const Tensor& x = ctx.Input(0);
+    if (x.type() == DataType::kString || SizeOf(x.type()) != SizeOf(to_))
+      Fail(ErrorCode::kInvalidArgument, ctx.node().Describe(), ": ", DataTypeName(x.type()), " (",
+           x.type() == DataType::kString ? 0 : SizeOf(x.type()) * 8, " bits) cannot be reinterpreted as ",
+           DataTypeName(to_), " (", SizeOf(to_) * 8, " bits): the widths must match");
+    Tensor& y = ctx.Output(0, to_, x.shape());
+    if (x.NumElements() > 0) std::memcpy(y.raw_data(), x.raw_data(), x.SizeInBytes());
+  }
+
+ private:
+  DataType to_ = DataType::kUndefined;
+};
+
 }  // namespace
 
 void RegisterCastKernels(KernelRegistry& registry) {
@@ -191,6 +217,12 @@ void RegisterCastKernels(KernelRegistry& registry) {
   cast_like.until_version = kLatestOpset;
   cast_like.input_types = {{0, types}, {1, types}};
   registry.Register<CastLikeKernel>(std::move(cast_like));
+
+  KernelDef bit_cast;
+  bit_cast.op_type = "BitCast";
+  bit_cast.since_version = 26;
+  bit_cast.until_version = kLatestOpset;
+  registry.Register<BitCastKernel>(std::move(bit_cast));
 }
 
 }  // namespace tessera::cpu

@@ -294,9 +294,31 @@ void FillRange(const Node& node, const Tensor& start_t, const Tensor& limit_t, c
   for (int64_t i = 0; i < count; ++i) out[i] = static_cast<T>(start + static_cast<T>(i) * delta);
 }
 
+// Range-27's float16 and bfloat16: with stash_type 1 (float, the default) the values are computed in float and rounded
+// once; with stash_type the input's own type, every product and sum is rounded to it, as in that type's arithmetic.
+template <typename Half>
+void FillHalfRange(const Node& node, const Tensor& start_t, const Tensor& limit_t, const Tensor& delta_t,
+                   KernelContext& ctx, bool stash_in_float) {
+  const auto round = [](float v) {
+    if constexpr (std::is_same_v<Half, Float16>) return ToFloat(ToFloat16(v));
+    else return ToFloat(ToBFloat16(v));
+  };
+  const float start = ToFloat(start_t.Data<Half>()[0]), limit = ToFloat(limit_t.Data<Half>()[0]);
+  const float delta = ToFloat(delta_t.Data<Half>()[0]);
+  if (delta == 0.0f) Fail(ErrorCode::kInvalidArgument, node.Describe(), ": delta must not be zero");
+  const int64_t count = RangeCount(start, limit, delta);
+  Half* out = ctx.Output(0, DataTypeOf<Half>(), Shape{count}).template Data<Half>();
+  for (int64_t i = 0; i < count; ++i) {
+    const float v = stash_in_float ? start + static_cast<float>(i) * delta
+                                   : round(start + round(round(static_cast<float>(i)) * delta));
+    if constexpr (std::is_same_v<Half, Float16>) out[i] = ToFloat16(v);
+    else out[i] = ToBFloat16(v);
+  }
+}
+
 class RangeKernel : public Kernel {
  public:
-  explicit RangeKernel(const KernelInfo&) {}
+  explicit RangeKernel(const KernelInfo& info) : stash_type_(info.node().GetInt("stash_type", 1)) {}
   void Compute(KernelContext& ctx) const override {
     const Node& node = ctx.node();
     const Tensor &start = ctx.Input(0), &limit = ctx.Input(1), &delta = ctx.Input(2);
@@ -316,11 +338,24 @@ class RangeKernel : public Kernel {
         return FillRange<int32_t>(node, start, limit, delta, ctx);
       case DataType::kInt64:
         return FillRange<int64_t>(node, start, limit, delta, ctx);
+      case DataType::kFloat16:
+      case DataType::kBFloat16: {
+        const auto stash = static_cast<DataType>(stash_type_);
+        if (stash != DataType::kFloat && stash != start.type())
+          Fail(ErrorCode::kInvalidModel, node.Describe(), ": stash_type ", stash_type_, " must be 1 (float) or the ",
+               "inputs' type (", static_cast<int>(start.type()), ")");
+        if (start.type() == DataType::kFloat16)
+          return FillHalfRange<Float16>(node, start, limit, delta, ctx, stash == DataType::kFloat);
+        return FillHalfRange<BFloat16>(node, start, limit, delta, ctx, stash == DataType::kFloat);
+      }
       default:
         Fail(ErrorCode::kNotImplemented, node.Describe(), ": element type ", DataTypeName(start.type()),
              " is not supported");
     }
   }
+
+ private:
+  int64_t stash_type_;
 };
 
 class EyeLikeKernel : public Kernel {

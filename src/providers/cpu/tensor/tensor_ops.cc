@@ -465,7 +465,11 @@ class DepthSpaceKernel : public Kernel {
   DepthSpaceKernel(const KernelInfo& info, bool to_space) : to_space_(to_space) {
     const Node& node = info.node();
     block_ = node.GetInt("blocksize");
-    column_row_depth_ = to_space && node.GetString("mode", "DCR") == "CRD";
+    // DepthToSpace-13 and SpaceToDepth-28 take mode DCR (default) or CRD.
+    const std::string mode = node.GetString("mode", "DCR");
+    if (mode != "DCR" && mode != "CRD")
+      Fail(ErrorCode::kInvalidModel, node.Describe(), ": mode must be 'DCR' or 'CRD', not '", mode, "'");
+    column_row_depth_ = mode == "CRD";
     if (block_ <= 0) Fail(ErrorCode::kInvalidModel, node.Describe(), ": blocksize ", block_, " must be positive");
   }
   void Compute(KernelContext& ctx) const override {
@@ -500,7 +504,10 @@ class DepthSpaceKernel : public Kernel {
   }
   std::pair<StridedView, Shape> ToDepth(const Shape& s) const {
     const int64_t b = block_, n = s[0], c = s[1], h = s[2] / b, w = s[3] / b;
-    return {Permuted({n, c, h, b, w, b}, {0, 3, 5, 1, 2, 4}), Shape{n, c * b * b, h, w}};
+    // Output channel (i * b + j) * c + k (DCR) or (k * b + i) * b + j (CRD) holds input (k, h * b + i, w * b + j).
+    const StridedView view = column_row_depth_ ? Permuted({n, c, h, b, w, b}, {0, 1, 3, 5, 2, 4})
+                                               : Permuted({n, c, h, b, w, b}, {0, 3, 5, 1, 2, 4});
+    return {view, Shape{n, c * b * b, h, w}};
   }
   bool to_space_;
   int64_t block_ = 1;
