@@ -128,6 +128,9 @@ TEST_F(VulkanOpsTest, FusedMatMulEpilogues) {
       {{3, 8}, {8, 6}, 1.0f, true, "Relu", Shape{2, 3, 6}},  // the addend widens the product
       {{4, 8}, {8}, 2.0f, false, "Relu", Shape{4}},
       {{128, 96}, {96, 200}, 1.0f, true, "GeluTanh", std::nullopt},
+      // Addends of the product's shape go into the epilogue: split-K's reduce, batches looped outside the shader.
+      {{8, 512}, {512, 40}, 1.0f, true, "Relu", Shape{8, 40}},
+      {{2, 3, 5, 8}, {2, 3, 8, 5}, 0.5f, false, "", Shape{2, 3, 5, 5}},
   };
   for (DataType type : {kF32, kF16}) {
     for (const Case& c : cases) {

@@ -22,7 +22,10 @@ struct MatMulPush {
   uint32_t act;
   float act_a, act_b;
   uint32_t splits;
+  uint32_t has_addend;
+  uint64_t addend;  // FusedMatMul's addend of C's shape (has_addend), added after the activation
 };
+static_assert(sizeof(MatMulPush) <= kPushConstantBytes);
 
 struct MatMulReducePush {
   uint64_t partial, bias, c;
@@ -30,6 +33,8 @@ struct MatMulReducePush {
   float alpha, beta;
   uint32_t bias_row, bias_col, has_bias, act;
   float act_a, act_b;
+  uint32_t has_addend;
+  uint64_t addend;
 };
 
 // Records `batches` products of push.M x push.N (at push.c, batch stride push.c_batch == M * N), split along the depth
@@ -52,14 +57,15 @@ void DispatchProduct(const KernelContext& ctx, VulkanStream& stream, const char*
   MatMulReducePush reduce{first.c,       push.bias,  push.c,       U32(ctx, static_cast<int64_t>(total)),
                           push.N,        push.M * push.N, splits, push.alpha,
                           push.beta,     push.bias_row, push.bias_col, push.has_bias,
-                          push.act,      push.act_a,    push.act_b};
+                          push.act,      push.act_a,    push.act_b, push.has_addend, push.addend};
   DispatchLinear(stream, std::string("matmul_reduce") + suffix, &reduce, sizeof(reduce), total);
   stream.KeepAlive(partial.buffer());
 }
 
 // MatMul, and ai.tessera::FusedMatMul: Y = act(alpha * A x B + bias) + addend (matmul_epilogue_fusion), alpha, the
-// bias (a vector of N) and the activation in the product's epilogue; the addend (any shape that broadcasts with
-// the product) added by the broadcasting Add shader, in place when it does not widen the product.
+// bias (a vector of N) and the activation in the product's epilogue; the addend in the epilogue too when it has the
+// product's shape, else (any shape that broadcasts with the product) added by the broadcasting Add shader, in place
+// when it does not widen the product.
 class MatMulKernel : public Kernel {
  public:
   explicit MatMulKernel(const KernelInfo& info) : fused_(info.node().op_type == "FusedMatMul") {
@@ -125,15 +131,19 @@ class MatMulKernel : public Kernel {
     Tensor product = widened ? Tensor::Allocate(a.type(), Shape(out_dims), ctx.allocator()) : y;
     Tensor& c = product;
     if (y.NumElements() == 0) return;
-    if (c.NumElements() > 0) RecordProduct(ctx, a, b, bias, c, M, N, K, batch_rank, out_batch, a_strides, b_strides);
-    if (addend != nullptr) {
+    // An addend of the product's own shape is added in the product's epilogue; others by the broadcasting Add.
+    const Tensor* in_epilogue = addend != nullptr && addend->shape() == Shape(out_dims) ? addend : nullptr;
+    if (c.NumElements() > 0)
+      RecordProduct(ctx, a, b, bias, in_epilogue, c, M, N, K, batch_rank, out_batch, a_strides, b_strides);
+    if (addend != nullptr && in_epilogue == nullptr) {
       RecordBroadcastBinary(ctx, std::string("binary") + FloatSuffix(ctx, a.type()), /*Add*/ 0u, c, *addend, y);
       if (widened) StreamOf(ctx).KeepAlive(product.buffer());
     }
   }
 
  private:
-  void RecordProduct(const KernelContext& ctx, const Tensor& a, const Tensor& b, const Tensor* bias, Tensor& c,
+  void RecordProduct(const KernelContext& ctx, const Tensor& a, const Tensor& b, const Tensor* bias,
+                     const Tensor* addend, Tensor& c,
                      int64_t M, int64_t N, int64_t K, size_t batch_rank, const std::vector<int64_t>& out_batch,
                      const std::vector<int64_t>& a_strides, const std::vector<int64_t>& b_strides) const {
     int64_t batches = 1;
@@ -161,6 +171,10 @@ class MatMulKernel : public Kernel {
       push.beta = 1.0f;
       push.bias_row = 0;
       push.bias_col = 1;
+    }
+    if (addend != nullptr) {
+      push.addend = Address(ctx, *addend, "addend");
+      push.has_addend = 1;
     }
     push.act = static_cast<uint32_t>(ShaderActivation(activation_));
     push.act_a = activation_.alpha;
@@ -196,6 +210,7 @@ class MatMulKernel : public Kernel {
       part.a += a_off * element;
       part.b += b_off * element;
       part.c += o * inner * M * N * element;
+      if (part.has_addend != 0) part.addend += o * inner * M * N * element;
       DispatchProduct(ctx, stream, suffix, part, U32(ctx, inner));
     }
   }

@@ -1,5 +1,6 @@
 #version 450
-// C[batch] = act(alpha * A[batch] x B[batch] + beta * bias), A: M x K, B: K x N, C: M x N (rows contiguous).
+// C[batch] = act(alpha * A[batch] x B[batch] + beta * bias) (+ addend, of C's shape), A: M x K, B: K x N, C: M x N
+// (rows contiguous).
 // Element (i, k) of A is at a_batch_stride * batch + i * a_row + k * a_col (strides in elements: transposes are
 // strides); bias element (i, j) at i * bias_row + j * bias_col (0 strides broadcast). 64 x 64 tiles, 16 or 64 deep; each
 // of the 256 invocations computes a 4 x 4 block (with COOP, the tile's products run on cooperative matrices:
@@ -16,6 +17,7 @@ layout(push_constant) uniform Params {
   float alpha; float beta; uint bias_row; uint bias_col; uint has_bias;
   uint act; float act_a; float act_b;
   uint splits;
+  uint has_addend; TBuf addend;  // FusedMatMul's addend of C's shape, added after the activation
 } p;
 layout(buffer_reference, std430, buffer_reference_align = 4) buffer Partials { float v[]; };
 
@@ -84,7 +86,10 @@ void main() {
       if (c >= p.N) continue;
       float v = p.alpha * acc[i][j];
       if (p.has_bias != 0u) v += p.beta * LOAD(p.bias, r * p.bias_row + c * p.bias_col);
-      STORE(p.c, batch * p.c_batch + r * p.N + c, Activate(v, p.act, p.act_a, p.act_b));
+      uint at = batch * p.c_batch + r * p.N + c;
+      v = Activate(v, p.act, p.act_a, p.act_b);
+      if (p.has_addend != 0u) v += LOAD(p.addend, at);
+      STORE(p.c, at, v);
     }
   }
 }

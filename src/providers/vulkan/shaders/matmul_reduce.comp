@@ -1,12 +1,14 @@
 #version 450
 // The epilogue of a split-K matrix product (matmul.comp with splits > 1): c[b][i][j] = act(alpha * sum over s of
-// partial[s][b][i][j] + beta * bias[i * bias_row + j * bias_col]), one invocation per output element.
+// partial[s][b][i][j] + beta * bias[i * bias_row + j * bias_col]) (+ addend[b][i][j]), one invocation per output
+// element.
 #include "common.glsl"
 layout(local_size_x = 256) in;
 layout(push_constant) uniform Params {
   FBuf partial; TBuf bias; TBuf c;
   uint total; uint N; uint MN; uint splits; float alpha; float beta; uint bias_row; uint bias_col; uint has_bias;
   uint act; float act_a; float act_b;
+  uint has_addend; TBuf addend;
 } p;
 void main() {
   uint i = FlatIndex();
@@ -18,5 +20,7 @@ void main() {
     uint within = i % p.MN;
     v += p.beta * LOAD(p.bias, (within / p.N) * p.bias_row + (within % p.N) * p.bias_col);
   }
-  STORE(p.c, i, Activate(v, p.act, p.act_a, p.act_b));
+  v = Activate(v, p.act, p.act_a, p.act_b);
+  if (p.has_addend != 0u) v += LOAD(p.addend, i);
+  STORE(p.c, i, v);
 }
