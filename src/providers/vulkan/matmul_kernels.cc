@@ -128,8 +128,7 @@ class MatMulKernel : public Kernel {
     }
     Tensor& y = ctx.Output(0, a.type(), y_shape);
     const bool widened = y_shape != Shape(out_dims);
-    Tensor product = widened ? Tensor::Allocate(a.type(), Shape(out_dims), ctx.allocator()) : y;
-    Tensor& c = product;
+    Tensor c = widened ? Tensor::Allocate(a.type(), Shape(out_dims), ctx.allocator()) : y;  // y's buffer if not widened
     if (y.NumElements() == 0) return;
     // An addend of the product's own shape is added in the product's epilogue; others by the broadcasting Add.
     const Tensor* in_epilogue = addend != nullptr && addend->shape() == Shape(out_dims) ? addend : nullptr;
@@ -137,7 +136,7 @@ class MatMulKernel : public Kernel {
       RecordProduct(ctx, a, b, bias, in_epilogue, c, M, N, K, batch_rank, out_batch, a_strides, b_strides);
     if (addend != nullptr && in_epilogue == nullptr) {
       RecordBroadcastBinary(ctx, std::string("binary") + FloatSuffix(ctx, a.type()), /*Add*/ 0u, c, *addend, y);
-      if (widened) StreamOf(ctx).KeepAlive(product.buffer());
+      if (widened) StreamOf(ctx).KeepAlive(c.buffer());
     }
   }
 

@@ -49,7 +49,7 @@ std::string ProductShader(const VulkanStream& stream, const char* base, const ch
 // Split-K: into how many depth chunks a matrix product or convolution of `workgroups` output tiles over `depth`
 // is split, so that small grids (batch 1, late layers) still fill the GPU: 1 when the grid has 128 tiles or more;
 // otherwise enough chunks for about 256 workgroups, each at least 64 deep, at most 32. The shaders round chunks up
-// to whole slices of theirs (16 or 64 deep, coop_tile.glsl; a last chunk may be empty: its partial sums are zeros).
+// to whole 16-deep slices (coop_tile.glsl).
 uint32_t SplitsFor(uint64_t workgroups, uint64_t depth);
 
 // A uint32 push-constant value; throws kNotImplemented naming the node when `value` does not fit (tensors of 2^32

@@ -1,7 +1,7 @@
 #version 450
 // 2-D convolution (NCHW) as an implicit matrix product per group: rows are the group's output channels, columns the
-// output pixels of every image (n, oh, ow), depth the group's input channels times the window. 64 x 64 tiles, 16 or
-// 64 deep (coop_tile.glsl), each of the 256 invocations computing 4 x 4 outputs; bias and activation in the
+// output pixels of every image (n, oh, ow), depth the group's input channels times the window. 64 x 64 tiles, 16
+// deep (coop_tile.glsl), each of the 256 invocations computing 4 x 4 outputs; bias and activation in the
 // epilogue; an optional residual (same shape as Y) is added before the activation. With splits > 1 (split-K, for
 // grids too small to fill the GPU), workgroup z = group * splits + s covers depth chunk s and writes raw float sums to
 // `partial` ([splits][K][N * OH * OW]); conv_reduce.comp adds them up and applies the epilogue.

@@ -2,7 +2,7 @@
 // C[batch] = act(alpha * A[batch] x B[batch] + beta * bias) (+ addend, of C's shape), A: M x K, B: K x N, C: M x N
 // (rows contiguous).
 // Element (i, k) of A is at a_batch_stride * batch + i * a_row + k * a_col (strides in elements: transposes are
-// strides); bias element (i, j) at i * bias_row + j * bias_col (0 strides broadcast). 64 x 64 tiles, 16 or 64 deep; each
+// strides); bias element (i, j) at i * bias_row + j * bias_col (0 strides broadcast). 64 x 64 tiles, 16 deep; each
 // of the 256 invocations computes a 4 x 4 block (with COOP, the tile's products run on cooperative matrices:
 // coop_tile.glsl). With splits > 1 (split-K, for grids too small to fill the GPU),
 // workgroup z = batch * splits + s sums depth chunk s and writes raw float sums to `c` as [splits][batches][M][N];
