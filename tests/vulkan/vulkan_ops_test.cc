@@ -176,6 +176,49 @@ TEST_F(VulkanOpsTest, Float16ProductsOfModelSizes) {
   CompareOnVulkan(pointwise);
 }
 
+// Float16 products in every operand layout and grid: row- and column-major operands (Gemm's transposes), shared and
+// batched B, split depth (small grids) and one pass (grids of >= 128 tiles), tiles cut by the matrices' edges, every
+// epilogue (on devices with cooperative matrices these run on them; elsewhere on the FMA tiles).
+TEST_F(VulkanOpsTest, Float16ProductsInEveryLayoutAndGrid) {
+  if (VulkanDevice().device->metadata.at("float16") != "1") GTEST_SKIP() << "the device has no float16 arithmetic";
+  for (int trans_a : {0, 1}) {
+    for (int trans_b : {0, 1}) {
+      for (const std::array<int64_t, 3>& mnk : {std::array<int64_t, 3>{80, 48, 256}, {512, 1024, 64}, {96, 40, 64}}) {
+        const int64_t M = mnk[0], N = mnk[1], K = mnk[2];
+        SCOPED_TRACE("Gemm transA " + std::to_string(trans_a) + " transB " + std::to_string(trans_b) + " " +
+                     std::to_string(M) + "x" + std::to_string(N) + "x" + std::to_string(K));
+        OpTester gemm("Gemm", 13);
+        gemm.Attr("transA", int64_t{trans_a}).Attr("transB", int64_t{trans_b}).Attr("alpha", 0.5f);
+        gemm.Input("A", RandomTensor(kF16, trans_a ? Shape{K, M} : Shape{M, K}, 140));
+        gemm.Input("B", RandomTensor(kF16, trans_b ? Shape{N, K} : Shape{K, N}, 141), true);
+        gemm.Input("C", RandomTensor(kF16, {N}, 142), true).OutputName("Y").Tolerance(5e-2, 2e-2);
+        CompareOnVulkan(gemm);
+      }
+    }
+  }
+  // BERT's shapes: projections with the bias, GELU and residual in the epilogue (split depth), attention's batched
+  // scores and context.
+  OpTester ffn("FusedMatMul", 1, "ai.tessera");
+  ffn.Attr("activation", std::string("Gelu"));
+  ffn.Input("A", RandomTensor(kF16, {1, 128, 768}, 143)).Input("B", RandomTensor(kF16, {768, 512}, 144), true);
+  ffn.Input("bias", RandomTensor(kF16, {512}, 145), true).Input("addend", RandomTensor(kF16, {1, 128, 512}, 146));
+  ffn.OutputName("Y").Tolerance(5e-2, 2e-2);
+  CompareOnVulkan(ffn);
+  OpTester wide("FusedMatMul", 1, "ai.tessera");
+  wide.Attr("activation", std::string("Relu"));
+  wide.Input("A", RandomTensor(kF16, {4, 128, 64}, 147)).Input("B", RandomTensor(kF16, {64, 2048}, 148), true);
+  wide.Input("bias", RandomTensor(kF16, {2048}, 149), true).OutputName("Y").Tolerance(5e-2, 2e-2);
+  CompareOnVulkan(wide);
+  OpTester scores("MatMul", 13);
+  scores.Input("A", RandomTensor(kF16, {2, 12, 128, 64}, 150)).Input("B", RandomTensor(kF16, {2, 12, 64, 128}, 151));
+  scores.OutputName("Y").Tolerance(5e-2, 2e-2);
+  CompareOnVulkan(scores);
+  OpTester context("MatMul", 13);
+  context.Input("A", RandomTensor(kF16, {12, 128, 128}, 152)).Input("B", RandomTensor(kF16, {12, 128, 64}, 153));
+  context.OutputName("Y").Tolerance(5e-2, 2e-2);
+  CompareOnVulkan(context);
+}
+
 struct ConvCase {
   Shape x, w;
   std::vector<int64_t> pads, strides, dilations;

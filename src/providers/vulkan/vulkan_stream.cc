@@ -113,17 +113,27 @@ void* VulkanStream::native_handle() const { return queue_; }
 
 std::unique_ptr<Event> VulkanStream::CreateEvent() { return std::make_unique<VulkanEvent>(); }
 
-void VulkanStream::BarrierLocked(VkCommandBuffer commands, bool to_host) {
+void VulkanStream::OrderLocked(VkPipelineStageFlags stage, VkAccessFlags reads_writes, VkAccessFlags writes) {
+  if (current_.unsynced_stages != 0) {
+    VkMemoryBarrier barrier{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
+    barrier.srcAccessMask = current_.unsynced_writes;
+    barrier.dstAccessMask = reads_writes;
+    vkCmdPipelineBarrier(current_.commands, current_.unsynced_stages, stage, 0, 1, &barrier, 0, nullptr, 0, nullptr);
+  }
+  current_.unsynced_stages = stage;
+  current_.unsynced_writes = writes;
+}
+
+void VulkanStream::EndBarrierLocked() {
   VkMemoryBarrier barrier{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
   barrier.srcAccessMask = VK_ACCESS_MEMORY_WRITE_BIT;
-  barrier.dstAccessMask = VK_ACCESS_MEMORY_READ_BIT | VK_ACCESS_MEMORY_WRITE_BIT;
-  VkPipelineStageFlags dst = VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT;
-  if (to_host) {
-    barrier.dstAccessMask |= VK_ACCESS_HOST_READ_BIT;
-    dst |= VK_PIPELINE_STAGE_HOST_BIT;
-  }
-  vkCmdPipelineBarrier(commands, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT, dst, 0, 1,
-                       &barrier, 0, nullptr, 0, nullptr);
+  barrier.dstAccessMask = VK_ACCESS_MEMORY_READ_BIT | VK_ACCESS_MEMORY_WRITE_BIT | VK_ACCESS_HOST_READ_BIT;
+  vkCmdPipelineBarrier(current_.commands, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT,
+                       VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT |
+                           VK_PIPELINE_STAGE_HOST_BIT,
+                       0, 1, &barrier, 0, nullptr, 0, nullptr);
+  current_.unsynced_stages = 0;
+  current_.unsynced_writes = 0;
 }
 
 void VulkanStream::RecycleLocked() {
@@ -185,8 +195,9 @@ void VulkanStream::Dispatch(const std::string& shader, const void* push, size_t 
   std::memcpy(constants, push, push_bytes);
   vkCmdPushConstants(current_.commands, device_.pipeline_layout(), VK_SHADER_STAGE_COMPUTE_BIT, 0, kPushConstantBytes,
                      constants);
+  OrderLocked(VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT,
+              VK_ACCESS_SHADER_WRITE_BIT);
   vkCmdDispatch(current_.commands, groups_x, groups_y, groups_z);
-  BarrierLocked(current_.commands, false);
   if (++current_.num_commands >= kMaxBatchCommands && !capturing_) FlushLocked();
 }
 
@@ -195,8 +206,9 @@ void VulkanStream::CopyBuffer(const BufferRange& src, const BufferRange& dst, si
   Guard lock(*this);
   BeginBatchLocked();
   VkBufferCopy region{src.offset, dst.offset, bytes};
+  OrderLocked(VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_READ_BIT | VK_ACCESS_TRANSFER_WRITE_BIT,
+              VK_ACCESS_TRANSFER_WRITE_BIT);
   vkCmdCopyBuffer(current_.commands, src.buffer, dst.buffer, 1, &region);
-  BarrierLocked(current_.commands, false);
   if (++current_.num_commands >= kMaxBatchCommands && !capturing_) FlushLocked();
 }
 
@@ -250,7 +262,7 @@ void VulkanStream::FlushLocked() {
     if (!wait_semaphores_.empty()) SubmitLocked(VK_NULL_HANDLE);  // carry the waits into the timeline
     return;
   }
-  BarrierLocked(current_.commands, true);  // the host may read what the batch wrote once the semaphore passes
+  EndBarrierLocked();  // the host may read what the batch wrote once the semaphore passes
   Check(vkEndCommandBuffer(current_.commands), "vkEndCommandBuffer");
   Batch batch = std::move(current_);
   current_ = Batch{};
@@ -326,7 +338,7 @@ std::unique_ptr<CapturedWork> VulkanStream::EndCapture() {
   Guard lock(*this);
   if (!capturing_) Fail(ErrorCode::kRuntime, kEpName, ": EndCapture without BeginCapture");
   capturing_ = false;
-  BarrierLocked(current_.commands, true);
+  EndBarrierLocked();
   Check(vkEndCommandBuffer(current_.commands), "vkEndCommandBuffer (capture)");
   std::unique_ptr<CapturedWork> work = std::move(capture_);
   work->keep_alive = std::move(current_.keep_alive);
