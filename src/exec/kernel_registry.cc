@@ -22,6 +22,8 @@ void KernelRegistry::Register(KernelDef def, KernelFactory create) {
 
 namespace {
 bool AcceptsTypes(const KernelDef& def, const Node& node, const Graph& graph) {
+  for (size_t i = def.max_inputs; i < node.inputs.size(); ++i)
+    if (node.HasInput(i)) return false;
   for (const auto& [index, types] : def.input_types) {
     if (!node.HasInput(static_cast<size_t>(index)) || types.empty()) continue;
     const DataType t = graph.TypeOf(node.inputs[static_cast<size_t>(index)]);
@@ -42,8 +44,11 @@ const KernelRegistration* KernelRegistry::Find(const Node& node, const Graph& gr
   return nullptr;
 }
 
-bool KernelRegistry::HasOp(const std::string& op_type, const std::string& domain) const {
-  return by_op_.count({op_type, domain}) != 0;
+bool KernelRegistry::HasOp(const std::string& op_type, const std::string& domain, size_t num_inputs) const {
+  auto [begin, end] = by_op_.equal_range({op_type, domain});
+  for (auto it = begin; it != end; ++it)
+    if (num_inputs <= kernels_[it->second].def.max_inputs) return true;
+  return false;
 }
 
 const Tensor& KernelContext::Input(size_t i) const {

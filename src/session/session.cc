@@ -475,9 +475,9 @@ void Session::Impl::Optimize() {
   OptimizerContext context;
   context.evaluator = evaluator;
   context.can_fuse = [runner](const Node& anchor, const Graph& g, const std::string& op_type,
-                              const std::string& domain) {
+                              const std::string& domain, size_t num_inputs) {
     const ExecutionProvider* ep = runner(anchor, g);
-    return ep != nullptr && ep->kernels().HasOp(op_type, domain) && ep->PrefersFusion(op_type, domain);
+    return ep != nullptr && ep->kernels().HasOp(op_type, domain, num_inputs) && ep->PrefersFusion(op_type, domain);
   };
   context.fused_op_preferred = [this](const std::string& op_type, const std::string& domain) {
     for (const auto& ep : eps)

@@ -6,6 +6,7 @@
 #include <thread>
 
 #include "session/profile_reader.h"
+#include "unit/graph/passes/attention_graphs.h"
 #include "unit/session/graph_builder.h"
 #include "vulkan/vulkan_test_util.h"
 
@@ -259,6 +260,66 @@ TEST_F(VulkanSessionTest, BoolAttentionMasksRunOnTheDeviceAndRecord) {
     EXPECT_EQ(CompareTensors(cpu[0], ToHostTensor(out), 0, 0), "") << padded << " padded positions";
   }
   EXPECT_NE(session.GraphStatus().find("explicit"), std::string::npos) << session.GraphStatus();
+}
+
+// ai.tessera::Attention on the Vulkan EP (attention_fusion): the exporters' attention subgraphs (an additive mask,
+// torch SDPA's Boolean mask with its NaN guard, float16, key lengths across the kernel's 64-key chunks, head sizes
+// above 64, one decoding step, no mask) become one Vulkan step whose outputs match the unfused graph on
+// the CPU. A decoding step's cache writes stay ScatterElements: the Vulkan kernel does not take the cache-update form
+// (cache_update_fusion asks for a kernel of 8 inputs).
+TEST_F(VulkanSessionTest, FusedAttentionRunsOnTheDeviceAndMatchesTheCpu) {
+  const bool storage8 = VulkanDevice().device->metadata.at("8bit_storage") == "1";
+  const bool half = VulkanDevice().device->metadata.at("float16") == "1";
+  struct Case {
+    const char* name;
+    AttentionSpec spec;
+    int64_t symbolic_size;
+  };
+  std::vector<Case> cases = {
+      {"additive mask", {}, 2},
+      {"130 keys, head 80", {.seq = 130, .heads = 2, .head = 80}, 2},
+      {"one decoding step over cached keys", {.seq = 70, .heads = 2, .head = 16, .q_seq = 1}, 1},
+      {"no mask, batch 3", {.seq = 9, .heads = 4, .head = 32, .mask = false}, 3},
+  };
+  if (storage8) cases.push_back({"SDPA Boolean mask", {.seq = 66, .heads = 2, .head = 64, .sdpa = true}, 2});
+  if (half) cases.push_back({"float16", {.seq = 40, .heads = 3, .head = 64, .half = true}, 2});
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    const PassTestGraph g = AttentionGraph(c.spec);
+    const std::string bytes = g.Serialize();
+    SessionOptions options;
+    options.AddProvider(kVulkanEpName, {});
+    Session vulkan(TestEnv(), bytes.data(), bytes.size(), options);
+    size_t fused = 0;
+    for (const PartitionEntry& e : vulkan.Partition())
+      if (e.op_type == "Attention" && e.domain == "ai.tessera" && e.ep == kVulkanEpName) ++fused;
+    EXPECT_EQ(fused, 1u);
+    Session reference(TestEnv(), bytes.data(), bytes.size(), OptionsAt(OptimizationLevel::kNone));
+    const Session::NamedValues feeds = g.Feeds(c.symbolic_size);
+    const std::vector<Value> got = vulkan.Run(feeds), want = reference.Run(feeds);
+    ASSERT_EQ(got.size(), want.size());
+    for (size_t i = 0; i < got.size(); ++i)
+      EXPECT_EQ(CompareTensors(want[i].tensor(), got[i].tensor(), c.spec.half ? 2e-2 : 1e-5, c.spec.half ? 2e-2 : 1e-4), "")
+          << "output " << i;
+  }
+  const PassTestGraph step = DecodingStepGraph({.heads = 2, .positions = 20, .head = 8});
+  const std::string bytes = step.Serialize();
+  SessionOptions options;
+  options.AddProvider(kVulkanEpName, {});
+  Session vulkan(TestEnv(), bytes.data(), bytes.size(), options);
+  size_t attention = 0, scatters = 0;
+  for (const PartitionEntry& e : vulkan.Partition()) {
+    if (e.op_type == "Attention" && e.ep == kVulkanEpName) ++attention;
+    if (e.op_type == "ScatterElements") ++scatters;
+  }
+  EXPECT_EQ(attention, 1u);
+  EXPECT_EQ(scatters, 2u);
+  Session reference(TestEnv(), bytes.data(), bytes.size(), OptionsAt(OptimizationLevel::kNone));
+  const Session::NamedValues feeds = step.Feeds();
+  const std::vector<Value> got = vulkan.Run(feeds), want = reference.Run(feeds);
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i)
+    EXPECT_EQ(CompareTensors(want[i].tensor(), got[i].tensor(), 1e-5, 1e-4), "") << "output " << i;
 }
 
 TEST_F(VulkanSessionTest, ConcurrentRunsOnOneSession) {

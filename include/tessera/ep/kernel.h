@@ -11,6 +11,7 @@
 #pragma once
 
 #include <climits>
+#include <cstdint>
 #include <functional>
 #include <map>
 #include <memory>
@@ -61,6 +62,9 @@ struct KernelDef {
   // only when an IoBinding binds the model output to the same tensor as the model input the node reads there, and no
   // other step reads that input; the kernel tells by comparing the two buffers.
   std::vector<int> in_place_inputs;
+  // The most inputs the kernel takes: a node with an input given past them is not this kernel's (the optional
+  // inputs of a longer form it does not implement, e.g. ai.tessera::Attention's cache updates).
+  size_t max_inputs = SIZE_MAX;
   // Whether the kernel computes 16-bit float operands (float16, bfloat16) by widening them to float32 inside the
   // node and rounding its results back (the CPU EP's float-compute adapters). The session then runs connected
   // regions of such nodes in float32 end to end, converting only where values enter and leave the region
@@ -177,7 +181,8 @@ class KernelRegistry {
   // The registration for `node` (op, domain, opset in range, known input types accepted), or nullptr.
   const KernelRegistration* Find(const Node& node, const Graph& graph) const;
   // Whether any kernel for op/domain exists (at any opset or type), for error messages.
-  bool HasOp(const std::string& op_type, const std::string& domain) const;
+  // Whether a kernel of op_type in domain is registered; with num_inputs > 0, one that takes that many inputs.
+  bool HasOp(const std::string& op_type, const std::string& domain, size_t num_inputs = 0) const;
   const std::vector<KernelRegistration>& all() const { return kernels_; }
 
  private:

@@ -237,7 +237,7 @@ size_t FuseAttention(Graph& graph, const CanFuse& can_fuse) {
     bool free = true, runs = true;
     for (const Node* n : match->nodes) {
       free = free && claimed.count(n) == 0;
-      runs = runs && can_fuse(*n, graph, "Attention", "ai.tessera");
+      runs = runs && can_fuse(*n, graph, "Attention", "ai.tessera", 0);
     }
     if (!free || !runs) continue;
     Node* last = match->last;

@@ -43,7 +43,9 @@ size_t FuseCacheUpdates(Graph& graph, const CanFuse& can_fuse) {
       // Read by this Attention alone, once (a graph output may also be it: the updated cache).
       const std::vector<Node*>& readers = index.Consumers(value);
       if (readers.size() != 1 || readers[0] != &attention || index.ReadBySubgraph(value)) continue;
-      if (!can_fuse(*scatter, graph, "Attention", "ai.tessera")) continue;
+      // The EPs of both the scatter and the attention take the cache-update form (8 inputs).
+      if (!can_fuse(*scatter, graph, "Attention", "ai.tessera", 8) || !can_fuse(attention, graph, "Attention", "ai.tessera", 8))
+        continue;
       writes[operand].scatter = scatter;
     }
     if (writes[0].scatter == nullptr && writes[1].scatter == nullptr) continue;

@@ -67,7 +67,7 @@ size_t FuseConvActivation(Graph& graph, const CanFuse& can_fuse) {
   size_t fused = 0;
   for (const auto& node : graph.nodes) {
     std::optional<ConvMatch> match = Match(graph, index, *node);
-    if (!match || !can_fuse(*node, graph, "FusedConv", "ai.tessera")) continue;
+    if (!match || !can_fuse(*node, graph, "FusedConv", "ai.tessera", 0)) continue;
     bool taken = false;
     for (const Node* follower : match->followers) taken = taken || claimed.count(follower);
     if (taken) continue;

@@ -142,7 +142,7 @@ size_t FuseGelu(Graph& graph, const CanFuse& can_fuse) {
   for (const auto& node : graph.nodes) {
     std::optional<GeluMatch> match = Match(graph, index, *node);
     if (!match) continue;
-    if (AnyClaimed(match->nodes, doomed) || !can_fuse(*node, graph, "Gelu", "")) continue;
+    if (AnyClaimed(match->nodes, doomed) || !can_fuse(*node, graph, "Gelu", "", 0)) continue;
     Node& gelu = CollapseMatch(match->nodes, "Gelu", FusedOpset(*node, 20), {match->x}, "_gelu", doomed);
     if (match->tanh) gelu.attributes["approximate"] = StringAttribute("approximate", "tanh");
     ++fused;

@@ -20,6 +20,7 @@
 
 #include "graph/passes/constant_folding.h"
 #include "graph/passes/float32_regions.h"
+#include "graph/passes/graph_rewrite.h"
 #include "tessera/session_options.h"
 
 namespace tessera {
@@ -29,9 +30,8 @@ struct OptimizerContext {
   ConstantEvaluator evaluator;
   // Whether the EP that will run `anchor` (the first EP in priority order with a kernel for it) also has
   // a kernel for the fused op: fusions into non-standard ops check this so a fused node never lands on
-  // an EP that cannot run it.
-  std::function<bool(const Node& anchor, const Graph& graph, const std::string& op_type, const std::string& domain)>
-      can_fuse;
+  // an EP that cannot run it. `num_inputs` > 0: a kernel that takes a node of that many inputs (KernelDef::max_inputs).
+  CanFuse can_fuse;
   // The channel-inner layout the EP that will run the convolution `conv` prefers for it
   // (ExecutionProvider::PreferredChannelBlock); nullopt keeps it NCHW.
   std::function<std::optional<int64_t>(const Node& conv, const Graph& graph)> channel_block;

@@ -18,9 +18,10 @@
 
 namespace tessera {
 
-// Whether the EP that would run `anchor` has a kernel for op_type in domain (OptimizerContext::can_fuse).
+// Whether the EP that would run `anchor` has a kernel for op_type in domain that takes a node of `num_inputs`
+// inputs (0: any; KernelDef::max_inputs) and prefers the fusion (OptimizerContext::can_fuse).
 using CanFuse = std::function<bool(const Node& anchor, const Graph& graph, const std::string& op_type,
-                                   const std::string& domain)>;
+                                   const std::string& domain, size_t num_inputs)>;
 
 class GraphIndex {
  public:

@@ -79,7 +79,7 @@ size_t FuseHardSwish(Graph& graph, const CanFuse& can_fuse) {
     std::optional<Match> match = MatchAt(graph, index, *node);
     if (!match) continue;
     Node* last = match->nodes.back();
-    if (AnyClaimed(match->nodes, doomed) || !can_fuse(*last, graph, "HardSwish", "")) continue;
+    if (AnyClaimed(match->nodes, doomed) || !can_fuse(*last, graph, "HardSwish", "", 0)) continue;
     CollapseMatch(match->nodes, "HardSwish", FusedOpset(*last, 14), {match->x}, "_hard_swish", doomed);
     ++fused;
   }

@@ -82,7 +82,7 @@ size_t FuseIntegerMatMulToFloat(Graph& graph, const CanFuse& can_fuse) {
   for (const auto& node : graph.nodes) {
     std::optional<IntegerMatMulMatch> match = Match(graph, index, *node);
     if (!match || AnyClaimed(match->nodes, doomed) ||
-        !can_fuse(*node, graph, "MatMulIntegerToFloat", "com.microsoft"))
+        !can_fuse(*node, graph, "MatMulIntegerToFloat", "com.microsoft", 0))
       continue;
     Node& fused_node =
         CollapseMatch(match->nodes, "MatMulIntegerToFloat", 1, std::move(match->inputs), "_to_float", doomed);

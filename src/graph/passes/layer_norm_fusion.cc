@@ -118,7 +118,7 @@ size_t FuseLayerNorm(Graph& graph, const CanFuse& can_fuse) {
   for (const auto& node : graph.nodes) {
     if (doomed.count(node.get())) continue;
     std::optional<LayerNormMatch> match = Match(graph, index, *node);
-    if (!match || !can_fuse(*node, graph, "LayerNormalization", "")) continue;
+    if (!match || !can_fuse(*node, graph, "LayerNormalization", "", 0)) continue;
     Rewrite(*match, doomed);
     ++fused;
   }

@@ -113,7 +113,7 @@ size_t FuseMatMulEpilogue(Graph& graph, const CanFuse& can_fuse) {
   for (const auto& node : graph.nodes) {
     if (claimed.count(node.get())) continue;
     std::optional<MatMulMatch> match = Match(graph, index, *node);
-    if (!match || !can_fuse(*node, graph, "FusedMatMul", "ai.tessera")) continue;
+    if (!match || !can_fuse(*node, graph, "FusedMatMul", "ai.tessera", 0)) continue;
     bool taken = false;
     for (const Node* follower : match->followers) taken = taken || claimed.count(follower);
     if (taken) continue;

@@ -124,7 +124,7 @@ class BlockedLayoutRewriter {
     const BlockedValue* z = node.HasInput(3) ? Find(node.inputs[3]) : nullptr;
     if ((x && x->channels != in_channels) || !ChannelsFit(in_channels, out_channels, group, *block)) return std::nullopt;
     if (node.HasInput(3) && (!z || z->channels != out_channels || z->block != *block)) return std::nullopt;
-    if (!can_fuse_(node, graph_, "NchwcConv", kDomain)) return std::nullopt;
+    if (!can_fuse_(node, graph_, "NchwcConv", kDomain, 0)) return std::nullopt;
     if (x && x->block != *block) {  // blocked for another EP's convs: this one reads the plain twin
       EmitPlainTwin(node.inputs[0]);
       x = nullptr;
@@ -148,7 +148,7 @@ class BlockedLayoutRewriter {
     const BlockedValue* x = Find(node.inputs[0]);
     const bool global = node.op_type.starts_with("Global");
     if (!x || (!global && node.GetInts("kernel_shape").size() != 2)) return std::nullopt;
-    if (!can_fuse_(node, graph_, pool->second, kDomain)) return std::nullopt;
+    if (!can_fuse_(node, graph_, pool->second, kDomain, 0)) return std::nullopt;
     node.op_type = pool->second;
     node.domain = kDomain;
     node.opset = 1;

@@ -94,8 +94,8 @@ size_t FuseSharedInputMatMuls(Graph& graph, const CanFuse& can_fuse) {
       if (group.size() < 2) continue;
       Node& first = *group.front();
       const bool fused = first.op_type == "FusedMatMul";
-      if (!can_fuse(first, graph, fused ? "FusedMatMul" : "MatMul", fused ? "ai.tessera" : "") ||
-          !can_fuse(first, graph, "Split", ""))
+      if (!can_fuse(first, graph, fused ? "FusedMatMul" : "MatMul", fused ? "ai.tessera" : "", 0) ||
+          !can_fuse(first, graph, "Split", "", 0))
         continue;
       std::vector<const Tensor*> weights, biases;
       std::vector<int64_t> widths;

@@ -17,7 +17,7 @@ size_t FuseSilu(Graph& graph, const CanFuse& can_fuse) {
         continue;
       const DataType type = graph.TypeOf(value);
       if (type != DataType::kFloat && type != DataType::kFloat16) break;
-      if (AnyClaimed({sigmoid, &mul}, doomed) || !can_fuse(mul, graph, "QuickGelu", "com.microsoft")) break;
+      if (AnyClaimed({sigmoid, &mul}, doomed) || !can_fuse(mul, graph, "QuickGelu", "com.microsoft", 0)) break;
       Node& quick = CollapseMatch({sigmoid, &mul}, "QuickGelu", 1, {value}, "_silu", doomed);
       quick.domain = "com.microsoft";
       quick.attributes["alpha"] = FloatAttribute("alpha", 1.0f);

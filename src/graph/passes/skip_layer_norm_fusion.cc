@@ -121,7 +121,7 @@ Node MakeFusedNode(const SkipLayerNormMatch& match) {
 
 bool RunsWithFusedKernel(const SkipLayerNormMatch& match, const Graph& graph, const CanFuse& can_fuse) {
   for (const Node* node : {match.add, match.layer_norm, match.bias_add})
-    if (node != nullptr && !can_fuse(*node, graph, "SkipLayerNormalization", "ai.tessera")) return false;
+    if (node != nullptr && !can_fuse(*node, graph, "SkipLayerNormalization", "ai.tessera", 0)) return false;
   return true;
 }
 

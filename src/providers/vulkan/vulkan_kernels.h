@@ -77,6 +77,7 @@ void RegisterConvKernels(KernelRegistry& registry, const PhysicalDeviceInfo& dev
 void RegisterNormalizationKernels(KernelRegistry& registry, const PhysicalDeviceInfo& device);
 void RegisterTensorKernels(KernelRegistry& registry, const PhysicalDeviceInfo& device);
 void RegisterLogicKernels(KernelRegistry& registry, const PhysicalDeviceInfo& device);
+void RegisterAttentionKernels(KernelRegistry& registry, const PhysicalDeviceInfo& device);
 
 inline void RegisterVulkanKernels(KernelRegistry& registry, const PhysicalDeviceInfo& device) {
   RegisterElementwiseKernels(registry, device);
@@ -85,6 +86,7 @@ inline void RegisterVulkanKernels(KernelRegistry& registry, const PhysicalDevice
   RegisterNormalizationKernels(registry, device);
   RegisterTensorKernels(registry, device);
   RegisterLogicKernels(registry, device);
+  RegisterAttentionKernels(registry, device);
 }
 
 }  // namespace tessera::vulkan_ep

@@ -12,7 +12,7 @@
 #include "providers/cpu/common/float_width.h"
 #include "providers/cpu/common/target_clones.h"
 #include "providers/cpu/cpu_kernels.h"
-#include "providers/cpu/nn/attention_geometry.h"
+#include "tessera/ep/attention_geometry.h"
 
 namespace tessera::cpu {
 namespace {

@@ -1,10 +1,10 @@
 // ai.tessera::Attention (graph/passes/attention_fusion): checks and geometry shared with the CPU kernel
-// (providers/cpu/nn/attention_geometry), the fused device kernel in attention.cu. The cache-update form
+// (tessera/ep/attention_geometry.h), the fused device kernel in attention.cu. The cache-update form
 // (graph/passes/cache_update_fusion) writes its rows in the one-query kernel's launch (attention_decode.cu) when it
 // can, else with ScatterElements' kernel before the attention.
 #include <array>
 
-#include "providers/cpu/nn/attention_geometry.h"
+#include "tessera/ep/attention_geometry.h"
 #include "providers/cuda/kernels/attention.h"
 #include "providers/cuda/kernels/cuda_kernels.h"
 #include "providers/cuda/kernels/kernel_utils.h"
@@ -27,11 +27,11 @@ struct PendingUpdate {
 // the stream); the updates themselves are written later (`pending`), by the one-query kernel or ScatterElements'.
 const Tensor& ReadCache(KernelContext& ctx, size_t operand, int64_t axis, Tensor& scratch, PendingUpdate& pending) {
   const Tensor& cache = ctx.Input(operand);
-  if (!cpu::UpdatesCache(ctx, operand)) return cache;
-  const size_t first = operand == 1 ? cpu::kKeyIndicesInput : cpu::kValueIndicesInput;
+  if (!UpdatesCache(ctx, operand)) return cache;
+  const size_t first = operand == 1 ? kKeyIndicesInput : kValueIndicesInput;
   const Tensor& indices = ctx.Input(first);
   const Tensor& updates = ctx.Input(first + 1);
-  cpu::CheckCacheUpdate(ctx.node(), operand == 1 ? "K" : "V", cache, indices, updates, axis);
+  CheckCacheUpdate(ctx.node(), operand == 1 ? "K" : "V", cache, indices, updates, axis);
   Tensor& out = ctx.NumOutputs() > operand ? ctx.Output(operand, cache.type(), cache.shape())
                                            : (scratch = Tensor::Allocate(cache.type(), cache.shape(), ctx.allocator()));
   if (out.raw_data() != cache.raw_data() && out.SizeInBytes() > 0)
@@ -44,7 +44,7 @@ const Tensor& ReadCache(KernelContext& ctx, size_t operand, int64_t axis, Tensor
 
 // Whether the one-query kernel can write `p` itself (its blocks each own one (batch, head) of the cache: no
 // broadcasting of the cache there), filling `u`.
-bool FuseUpdate(const PendingUpdate& p, const std::array<int64_t, 4>& axes, const cpu::AttentionGeometry& g,
+bool FuseUpdate(const PendingUpdate& p, const std::array<int64_t, 4>& axes, const AttentionGeometry& g,
                 launch::AttentionArgs::CacheUpdate& u) {
   if (p.cache == nullptr) return true;
   const Shape& cache = p.cache->shape();
@@ -88,7 +88,7 @@ void LaunchScatter(KernelContext& ctx, const PendingUpdate& p) {
 class AttentionKernel : public Kernel {
  public:
   explicit AttentionKernel(const KernelInfo& info)
-      : ep_(CudaEpOf(info)), attributes_(cpu::ReadAttentionAttributes(info.node())) {}
+      : ep_(CudaEpOf(info)), attributes_(ReadAttentionAttributes(info.node())) {}
 
   void Compute(KernelContext& ctx) const override {
     DeviceGuard guard(ep_.ordinal());
@@ -98,7 +98,7 @@ class AttentionKernel : public Kernel {
     const Tensor& k = ReadCache(ctx, 1, attributes_.k_axes[2], k_scratch, k_pending);
     const Tensor& v = ReadCache(ctx, 2, attributes_.v_axes[2], v_scratch, v_pending);
     const Tensor* mask = ctx.OptionalInput(3);
-    const cpu::AttentionGeometry g = cpu::MakeAttentionGeometry(ctx.node(), attributes_, q, k, v, mask);
+    const AttentionGeometry g = MakeAttentionGeometry(ctx.node(), attributes_, q, k, v, mask);
     Tensor& y = ctx.Output(0, q.type(), g.output_shape);
     launch::AttentionArgs args;
     args.type = FloatElementType(ctx, q.type());
@@ -159,14 +159,14 @@ class AttentionKernel : public Kernel {
 
  private:
   const CudaExecutionProvider& ep_;
-  cpu::AttentionAttributes attributes_;
+  AttentionAttributes attributes_;
   StepGraphs steps_;
 };
 
 }  // namespace
 
 void RegisterAttentionKernels(KernelRegistry& registry) {
-  registry.Register<AttentionKernel>(cpu::AttentionKernelDef());
+  registry.Register<AttentionKernel>(AttentionKernelDef());
 }
 
 }  // namespace tessera::cuda

@@ -175,7 +175,7 @@ PassTestGraph EightChannelChain() {
 
 TEST(NchwcLayoutTest, RewritesForTheGivenChannelBlock) {
   std::unique_ptr<Model> model = Load(EightChannelChain());
-  const CanFuse yes = [](const Node&, const Graph&, const std::string&, const std::string&) { return true; };
+  const CanFuse yes = [](const Node&, const Graph&, const std::string&, const std::string&, size_t) { return true; };
   EXPECT_EQ(ConvertToBlockedLayout(*model->graph, yes, 8), 3u);
   const Graph& graph = *model->graph;
   ASSERT_EQ(graph.nodes.size(), 4u);
@@ -199,7 +199,7 @@ TEST(NchwcLayoutTest, RewritesForTheGivenChannelBlock) {
 // A blocked value takes its shape from the plain value's, when the model states that one ([N, C/B, H, W, B], or
 // [N, 1, H, W, C] for block 0); the CUDA EP's convolutions prepare their plans from it.
 TEST(NchwcLayoutTest, BlockedValuesTakeTheirShapesFromThePlainValues) {
-  const CanFuse yes = [](const Node&, const Graph&, const std::string&, const std::string&) { return true; };
+  const CanFuse yes = [](const Node&, const Graph&, const std::string&, const std::string&, size_t) { return true; };
   const auto dims = [](const Graph& graph, const std::string& value) {
     std::vector<int64_t> out;
     const ValueInfo* info = graph.FindValueInfo(value);
@@ -240,7 +240,7 @@ PassTestGraph ResidualGraph(bool late_reader) {
 }
 
 TEST(NchwcLayoutTest, ResidualIsOverwrittenOnlyAtItsLastUse) {
-  const CanFuse yes = [](const Node&, const Graph&, const std::string&, const std::string&) { return true; };
+  const CanFuse yes = [](const Node&, const Graph&, const std::string&, const std::string&, size_t) { return true; };
   for (bool late_reader : {false, true}) {
     SCOPED_TRACE(late_reader ? "a read after the residual conv" : "residual conv is a's last reader");
     std::unique_ptr<Model> model = Load(ResidualGraph(late_reader));
@@ -271,7 +271,7 @@ PassTestGraph TwentyFourChannelGraph() {
 }
 
 TEST(NchwcLayoutTest, PadsTwentyFourChannelsToWholeBlocksAndKeepsThemAwayFromSigmoid) {
-  const CanFuse yes = [](const Node&, const Graph&, const std::string&, const std::string&) { return true; };
+  const CanFuse yes = [](const Node&, const Graph&, const std::string&, const std::string&, size_t) { return true; };
   std::unique_ptr<Model> model = Load(TwentyFourChannelGraph());
   FuseConvActivation(*model->graph, yes);
   ConvertToBlockedLayout(*model->graph, yes, 16);
@@ -287,7 +287,7 @@ TEST(NchwcLayoutTest, PadsTwentyFourChannelsToWholeBlocksAndKeepsThemAwayFromSig
 }
 
 std::vector<std::string> OpsAfterPass(const PassTestGraph& g, int64_t block) {
-  const CanFuse yes = [](const Node&, const Graph&, const std::string&, const std::string&) { return true; };
+  const CanFuse yes = [](const Node&, const Graph&, const std::string&, const std::string&, size_t) { return true; };
   std::unique_ptr<Model> model = Load(g);
   ConvertToBlockedLayout(*model->graph, yes, block);
   std::vector<std::string> ops;
@@ -317,7 +317,7 @@ TEST(NchwcLayoutTest, NhwcTakesOddChannelCountsAndConcatsAlongTheLastAxis) {
   AddConv(g, "left", "grouped", 12, 12, 3, 1, 2);  // grouped: stays plain
   AddConv(g, "x", "narrow", 3, 4, 3, 1);           // fewer than 8 output channels: stays plain
   std::unique_ptr<Model> model = Load(g);
-  const CanFuse yes = [](const Node&, const Graph&, const std::string&, const std::string&) { return true; };
+  const CanFuse yes = [](const Node&, const Graph&, const std::string&, const std::string&, size_t) { return true; };
   EXPECT_EQ(ConvertToBlockedLayout(*model->graph, yes, 0), 4u);
   std::vector<std::string> ops;
   for (const auto& node : model->graph->nodes) ops.push_back(node->op_type);
@@ -331,7 +331,7 @@ TEST(NchwcLayoutTest, NhwcTakesOddChannelCountsAndConcatsAlongTheLastAxis) {
 // Each conv's EP picks its block: a value flows blocked only into a conv of the same block, and a conv given no
 // block stays NCHW.
 TEST(NchwcLayoutTest, EachConvGetsItsOwnEpsChannelBlock) {
-  const CanFuse yes = [](const Node&, const Graph&, const std::string&, const std::string&) { return true; };
+  const CanFuse yes = [](const Node&, const Graph&, const std::string&, const std::string&, size_t) { return true; };
   std::unique_ptr<Model> mixed = Load(EightChannelChain());
   const ChannelBlockFor by_name = [](const Node& conv, const Graph&) -> std::optional<int64_t> {
     return conv.outputs[0] == "c1" ? 0 : 8;
@@ -363,7 +363,7 @@ TEST(NchwcLayoutTest, Float16ValuesKeepTheirType) {
   for (auto& [name, info] : graph.value_infos)
     if (info.type == DataType::kFloat) info.type = DataType::kFloat16;
   for (auto& input : graph.inputs) input.type = DataType::kFloat16;
-  const CanFuse yes = [](const Node&, const Graph&, const std::string&, const std::string&) { return true; };
+  const CanFuse yes = [](const Node&, const Graph&, const std::string&, const std::string&, size_t) { return true; };
   EXPECT_EQ(ConvertToBlockedLayout(graph, yes, 0), 3u);
   EXPECT_EQ(graph.TypeOf(graph.nodes[0]->outputs[0]), DataType::kFloat16);
   EXPECT_EQ(graph.TypeOf(graph.nodes[1]->outputs[0]), DataType::kFloat16);
@@ -371,7 +371,7 @@ TEST(NchwcLayoutTest, Float16ValuesKeepTheirType) {
 
 TEST(NchwcLayoutTest, NothingChangesWhenAnotherEpRunsTheNodes) {
   std::unique_ptr<Model> model = Load(EightChannelChain());
-  const CanFuse no = [](const Node&, const Graph&, const std::string&, const std::string&) { return false; };
+  const CanFuse no = [](const Node&, const Graph&, const std::string&, const std::string&, size_t) { return false; };
   EXPECT_EQ(ConvertToBlockedLayout(*model->graph, no, 8), 0u);
   ASSERT_EQ(model->graph->nodes.size(), 3u);
   EXPECT_EQ(model->graph->nodes[0]->op_type, "Conv");
@@ -408,7 +408,7 @@ TEST(NchwcLayoutTest, SplitAlongChannelsStaysBlockedForEveryBlock) {
     for (int64_t block : {0, 8, 16}) {
       SCOPED_TRACE("opset " + std::to_string(opset) + ", block " + std::to_string(block));
       std::unique_ptr<Model> model = Load(g);
-      const CanFuse yes = [](const Node&, const Graph&, const std::string&, const std::string&) { return true; };
+      const CanFuse yes = [](const Node&, const Graph&, const std::string&, const std::string&, size_t) { return true; };
       ConvertToBlockedLayout(*model->graph, yes, block);
       std::vector<std::string> ops;
       for (const auto& node : model->graph->nodes) ops.push_back(node->op_type);
@@ -438,7 +438,7 @@ TEST(NchwcLayoutTest, SplitIntoPartialBlocksStaysPlain) {
   AddConv(g, "a", "y", 12, 16, 1, 0);
   AddConv(g, "b", "z", 20, 16, 1, 0);
   std::unique_ptr<Model> model = Load(g);
-  const CanFuse yes = [](const Node&, const Graph&, const std::string&, const std::string&) { return true; };
+  const CanFuse yes = [](const Node&, const Graph&, const std::string&, const std::string&, size_t) { return true; };
   ConvertToBlockedLayout(*model->graph, yes, 8);
   EXPECT_EQ(model->graph->nodes[1]->op_type, "ReorderFromBlocked");
   EXPECT_EQ(model->graph->nodes[2]->op_type, "Split");
@@ -462,7 +462,7 @@ TEST(NchwcLayoutTest, QuantizeDequantizePairsBetweenConvsStayBlocked) {
   for (int64_t block : {0, 8, 16}) {
     SCOPED_TRACE("block " + std::to_string(block));
     std::unique_ptr<Model> model = Load(g);
-    const CanFuse yes = [](const Node&, const Graph&, const std::string&, const std::string&) { return true; };
+    const CanFuse yes = [](const Node&, const Graph&, const std::string&, const std::string&, size_t) { return true; };
     ConvertToBlockedLayout(*model->graph, yes, block);
     std::vector<std::string> ops;
     for (const auto& node : model->graph->nodes) ops.push_back(node->op_type);

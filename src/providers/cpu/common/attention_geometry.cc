@@ -1,11 +1,11 @@
-#include "providers/cpu/nn/attention_geometry.h"
+#include "tessera/ep/attention_geometry.h"
 
 #include <algorithm>
 #include <string>
 
 #include "tessera/status.h"
 
-namespace tessera::cpu {
+namespace tessera {
 
 namespace {
 
@@ -170,4 +170,4 @@ int64_t CacheIndex(const Node& node, const Tensor& indices, int64_t i, int64_t a
   return at < 0 ? at + axis_dim : at;
 }
 
-}  // namespace tessera::cpu
+}  // namespace tessera

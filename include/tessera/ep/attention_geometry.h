@@ -1,4 +1,4 @@
-// The geometry of ai.tessera::Attention (graph/passes/attention_fusion.h), shared by its CPU and CUDA kernels:
+// EP SDK: the geometry of ai.tessera::Attention (graph/passes/attention_fusion.h), shared by the kernels of every EP:
 // the attributes read once per kernel, and per call the sizes and element strides of every operand along the
 // canonical axes (batch, heads, sequence, head_size), with stride 0 where a dim of size 1 broadcasts.
 #pragma once
@@ -10,7 +10,7 @@
 #include "tessera/ep/kernel.h"
 #include "tessera/tensor.h"
 
-namespace tessera::cpu {
+namespace tessera {
 
 // The KernelDef every EP registers its Attention kernel under: ai.tessera, since version 1, float32 and float16.
 KernelDef AttentionKernelDef();
@@ -55,4 +55,4 @@ void CheckCacheUpdate(const Node& node, const char* what, const Tensor& cache, c
 // kInvalidArgument naming the node when it falls outside [0, axis_dim).
 int64_t CacheIndex(const Node& node, const Tensor& indices, int64_t i, int64_t axis_dim);
 
-}  // namespace tessera::cpu
+}  // namespace tessera

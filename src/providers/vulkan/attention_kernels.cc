@@ -1,0 +1,94 @@
+// ai.tessera::Attention (graph/passes/attention_fusion.h) on the Vulkan EP: the fused scaled dot-product attention
+// of BERT- and GPT-style exports in one dispatch per batch entry (shaders/attention.comp), reading Q, K and V through
+// the strides of the absorbed Transposes and writing the output in the layout the absorbed output Transpose gave.
+// The geometry and its checks are the EP SDK's (tessera/ep/attention_geometry.h). The cache-update form (inputs 4-7)
+// is not taken (KernelDef::max_inputs): cache_update_fusion leaves the updates to ScatterElements for this EP.
+#include "tessera/ep/attention_geometry.h"
+#include "tessera/status.h"
+#include "vulkan_kernels.h"
+
+namespace tessera::vulkan_ep {
+
+namespace {
+
+struct AttentionPush {
+  uint64_t q, k, v, out, mask;
+  uint32_t heads, q_len, k_len, head_size, v_head_size;
+  uint32_t q_h, q_s, q_d, k_h, k_s, k_d, v_h, v_s, v_d;
+  uint32_t o_h, o_s, o_d, m_h, m_q, m_k;
+  float scale;
+  uint32_t flags;  // 1: mask, 2: fully masked rows give zeros
+};
+static_assert(sizeof(AttentionPush) <= kPushConstantBytes);
+
+// The largest head size attention.comp holds (its kMaxHeadSize).
+constexpr int64_t kMaxHeadSize = 512;
+
+class AttentionKernel : public Kernel {
+ public:
+  explicit AttentionKernel(const KernelInfo& info) : attributes_(ReadAttentionAttributes(info.node())) {}
+
+  void Compute(KernelContext& ctx) const override {
+    const Node& node = ctx.node();
+    const Tensor& q = ctx.Input(0);
+    const Tensor& k = ctx.Input(1);
+    const Tensor& v = ctx.Input(2);
+    const Tensor* mask = ctx.OptionalInput(3);
+    const AttentionGeometry g = MakeAttentionGeometry(node, attributes_, q, k, v, mask);
+    if (g.head_size > kMaxHeadSize || g.v_head_size > kMaxHeadSize)
+      Fail(ErrorCode::kNotImplemented, node, ": head sizes ", g.head_size, " / ", g.v_head_size,
+           " exceed the Vulkan kernel's ", kMaxHeadSize);
+    Tensor& out = ctx.Output(0, q.type(), g.output_shape);
+    if (out.NumElements() == 0) return;
+    const size_t element = SizeOf(q.type());
+    AttentionPush push{};
+    push.q = Address(ctx, q, "Q");
+    push.k = Address(ctx, k, "K");
+    push.v = Address(ctx, v, "V");
+    push.out = Address(ctx, out, "output");
+    push.mask = mask != nullptr ? Address(ctx, *mask, "mask") : push.out;
+    push.heads = U32(ctx, g.heads);
+    push.q_len = U32(ctx, g.q_len);
+    push.k_len = U32(ctx, g.k_len);
+    push.head_size = U32(ctx, g.head_size);
+    push.v_head_size = U32(ctx, g.v_head_size);
+    push.q_h = U32(ctx, g.q[1]), push.q_s = U32(ctx, g.q[2]), push.q_d = U32(ctx, g.q[3]);
+    push.k_h = U32(ctx, g.k[1]), push.k_s = U32(ctx, g.k[2]), push.k_d = U32(ctx, g.k[3]);
+    push.v_h = U32(ctx, g.v[1]), push.v_s = U32(ctx, g.v[2]), push.v_d = U32(ctx, g.v[3]);
+    push.o_h = U32(ctx, g.out[1]), push.o_s = U32(ctx, g.out[2]), push.o_d = U32(ctx, g.out[3]);
+    push.m_h = U32(ctx, g.mask[1]), push.m_q = U32(ctx, g.mask[2]), push.m_k = U32(ctx, g.mask[3]);
+    push.scale = attributes_.scale;
+    push.flags = (g.has_mask ? 1u : 0u) | (attributes_.masked_rows_zero ? 2u : 0u);
+    const size_t mask_element = g.bool_mask ? 1 : element;
+    const std::string shader = std::string(g.bool_mask ? "attention_bool_mask" : "attention") + FloatSuffix(ctx, q.type());
+    VulkanStream& stream = StreamOf(ctx);
+    // One dispatch per batch entry, its offsets added to the addresses (the push constants hold no batch strides).
+    for (int64_t b = 0; b < g.batch; ++b) {
+      AttentionPush entry = push;
+      entry.q += static_cast<uint64_t>(b * g.q[0]) * element;
+      entry.k += static_cast<uint64_t>(b * g.k[0]) * element;
+      entry.v += static_cast<uint64_t>(b * g.v[0]) * element;
+      entry.out += static_cast<uint64_t>(b * g.out[0]) * element;
+      if (g.has_mask) entry.mask += static_cast<uint64_t>(b * g.mask[0]) * mask_element;
+      DispatchRows(stream, shader, &entry, sizeof(entry), static_cast<uint64_t>(g.heads * g.q_len));
+    }
+  }
+
+ private:
+  AttentionAttributes attributes_;
+};
+
+}  // namespace
+
+void RegisterAttentionKernels(KernelRegistry& registry, const PhysicalDeviceInfo& device) {
+  KernelDef def = AttentionKernelDef();
+  def.in_place_inputs.clear();
+  def.max_inputs = 4;  // Q, K, V, mask: no cache updates
+  const std::vector<DataType> floats = FloatTypes(device);
+  std::vector<DataType> masks = floats;
+  if (device.storage8) masks.push_back(DataType::kBool);
+  def.input_types = {{0, floats}, {1, floats}, {2, floats}, {3, masks}};
+  registry.Register<AttentionKernel>(std::move(def));
+}
+
+}  // namespace tessera::vulkan_ep

@@ -1,0 +1,88 @@
+#version 450
+// ai.tessera::Attention (graph/passes/attention_fusion.h) for one batch entry: out = softmax(scale * Q.K^T + mask) . V
+// per head, read and written through element strides along (heads, position, feature) (the absorbed Transposes; the
+// kernel adds each batch entry's offsets to the addresses). One workgroup of 64 invocations per query row (h, i):
+// the row of Q goes to shared memory, then the keys are taken 64 at a time with an online softmax -- invocation t
+// scores key j0 + t, the chunk's maximum and sum are read from shared memory by every invocation, and invocation t
+// accumulates output features t, t + 64, ... (head sizes up to 512: 8 per invocation) rescaled by the running
+// maximum. Sums in float. A row whose scores are all -inf gives zeros with masked_rows_zero (flags bit 2), else NaN
+// (as softmax of -inf everywhere). BOOL_MASK: the mask is bytes (add 0 where set, -inf where not), else of type T.
+#include "common.glsl"
+#ifdef BOOL_MASK
+#extension GL_EXT_shader_8bit_storage : require
+layout(buffer_reference, std430, buffer_reference_align = 1) buffer MBuf { uint8_t v[]; };
+#else
+#define MBuf TBuf
+#endif
+layout(local_size_x = 64) in;
+layout(push_constant) uniform Params {
+  TBuf q; TBuf k; TBuf v; TBuf out_; MBuf mask;
+  uint heads; uint q_len; uint k_len; uint head_size; uint v_head_size;
+  uint q_h; uint q_s; uint q_d; uint k_h; uint k_s; uint k_d; uint v_h; uint v_s; uint v_d;
+  uint o_h; uint o_s; uint o_d; uint m_h; uint m_q; uint m_k;
+  float scale; uint flags;  // flags: 1 = mask, 2 = masked rows give zeros
+} p;
+const uint kMaxHeadSize = 512u;
+shared float qs[kMaxHeadSize];
+shared float ps[64];  // the chunk's scores, then their exponentials
+
+void main() {
+  uint row = gl_WorkGroupID.x + gl_WorkGroupID.y * gl_NumWorkGroups.x;
+  if (row >= p.heads * p.q_len) return;
+  uint h = row / p.q_len, i = row % p.q_len, t = gl_LocalInvocationID.x;
+  for (uint d = t; d < p.head_size; d += 64u) qs[d] = LOAD(p.q, h * p.q_h + i * p.q_s + d * p.q_d);
+  const float neg_inf = uintBitsToFloat(0xff800000u);
+  float m = neg_inf, l = 0.0;
+  float acc[kMaxHeadSize / 64u];
+  for (uint o = 0u; o < kMaxHeadSize / 64u; ++o) acc[o] = 0.0;
+  barrier();
+  for (uint j0 = 0u; j0 < p.k_len; j0 += 64u) {
+    uint j = j0 + t;
+    float s = neg_inf;
+    if (j < p.k_len) {
+      uint kb = h * p.k_h + j * p.k_s;
+      float dot = 0.0;
+      for (uint d = 0u; d < p.head_size; ++d) dot += qs[d] * LOAD(p.k, kb + d * p.k_d);
+      s = p.scale * dot;
+      if ((p.flags & 1u) != 0u) {
+        uint mi = h * p.m_h + i * p.m_q + j * p.m_k;
+#ifdef BOOL_MASK
+        if (uint(p.mask.v[mi]) == 0u) s = neg_inf;
+#else
+        s += LOAD(p.mask, mi);
+#endif
+      }
+    }
+    ps[t] = s;
+    barrier();
+    uint n = min(64u, p.k_len - j0);
+    float chunk_max = neg_inf;
+    for (uint c = 0u; c < n; ++c) chunk_max = max(chunk_max, ps[c]);
+    float m_new = max(m, chunk_max);
+    barrier();  // every invocation has read the scores
+    // exp(-inf - -inf) is NaN: while every score so far is -inf, nothing is accumulated.
+    ps[t] = (j < p.k_len && m_new != neg_inf) ? exp(s - m_new) : 0.0;
+    barrier();
+    float rescale = (m == neg_inf) ? 0.0 : exp(m - m_new);
+    float sum = 0.0;
+    for (uint c = 0u; c < n; ++c) sum += ps[c];
+    l = l * rescale + sum;
+    for (uint o = 0u; o < kMaxHeadSize / 64u; ++o) {
+      uint f = t + 64u * o;
+      if (f >= p.v_head_size) break;
+      float a = acc[o] * rescale;
+      uint vb = h * p.v_h + j0 * p.v_s + f * p.v_d;
+      for (uint c = 0u; c < n; ++c) a += ps[c] * LOAD(p.v, vb + c * p.v_s);
+      acc[o] = a;
+    }
+    m = m_new;
+    barrier();  // every invocation has read the exponentials before the next chunk's scores
+  }
+  bool all_masked = m == neg_inf;
+  for (uint o = 0u; o < kMaxHeadSize / 64u; ++o) {
+    uint f = t + 64u * o;
+    if (f >= p.v_head_size) break;
+    float value = all_masked ? ((p.flags & 2u) != 0u ? 0.0 : uintBitsToFloat(0x7fc00000u)) : acc[o] / l;
+    STORE(p.out_, h * p.o_h + i * p.o_s + f * p.o_d, value);
+  }
+}
