@@ -41,8 +41,15 @@ void main() {
     float s = neg_inf;
     if (j < p.k_len) {
       uint kb = h * p.k_h + j * p.k_s;
+      // Eight independent loads in flight per step (the loop bound is not a constant the compiler unrolls by).
       float dot = 0.0;
-      for (uint d = 0u; d < p.head_size; ++d) dot += qs[d] * LOAD(p.k, kb + d * p.k_d);
+      uint d = 0u;
+      for (; d + 8u <= p.head_size; d += 8u) {
+        float k8[8];
+        for (uint u = 0u; u < 8u; ++u) k8[u] = LOAD(p.k, kb + (d + u) * p.k_d);
+        for (uint u = 0u; u < 8u; ++u) dot += qs[d + u] * k8[u];
+      }
+      for (; d < p.head_size; ++d) dot += qs[d] * LOAD(p.k, kb + d * p.k_d);
       s = p.scale * dot;
       if ((p.flags & 1u) != 0u) {
         uint mi = h * p.m_h + i * p.m_q + j * p.m_k;
@@ -56,23 +63,35 @@ void main() {
     ps[t] = s;
     barrier();
     uint n = min(64u, p.k_len - j0);
-    float chunk_max = neg_inf;
-    for (uint c = 0u; c < n; ++c) chunk_max = max(chunk_max, ps[c]);
+    // Four independent partial maxima and sums: shorter dependency chains through shared memory.
+    vec4 max4 = vec4(neg_inf);
+    uint c4 = 0u;
+    for (; c4 + 4u <= n; c4 += 4u) max4 = max(max4, vec4(ps[c4], ps[c4 + 1u], ps[c4 + 2u], ps[c4 + 3u]));
+    for (; c4 < n; ++c4) max4.x = max(max4.x, ps[c4]);
+    float chunk_max = max(max(max4.x, max4.y), max(max4.z, max4.w));
     float m_new = max(m, chunk_max);
     barrier();  // every invocation has read the scores
     // exp(-inf - -inf) is NaN: while every score so far is -inf, nothing is accumulated.
     ps[t] = (j < p.k_len && m_new != neg_inf) ? exp(s - m_new) : 0.0;
     barrier();
     float rescale = (m == neg_inf) ? 0.0 : exp(m - m_new);
-    float sum = 0.0;
-    for (uint c = 0u; c < n; ++c) sum += ps[c];
+    vec4 sum4 = vec4(0.0);
+    for (c4 = 0u; c4 + 4u <= n; c4 += 4u) sum4 += vec4(ps[c4], ps[c4 + 1u], ps[c4 + 2u], ps[c4 + 3u]);
+    for (; c4 < n; ++c4) sum4.x += ps[c4];
+    float sum = (sum4.x + sum4.y) + (sum4.z + sum4.w);
     l = l * rescale + sum;
     for (uint o = 0u; o < kMaxHeadSize / 64u; ++o) {
       uint f = t + 64u * o;
       if (f >= p.v_head_size) break;
       float a = acc[o] * rescale;
       uint vb = h * p.v_h + j0 * p.v_s + f * p.v_d;
-      for (uint c = 0u; c < n; ++c) a += ps[c] * LOAD(p.v, vb + c * p.v_s);
+      uint c = 0u;
+      for (; c + 8u <= n; c += 8u) {
+        float v8[8];
+        for (uint u = 0u; u < 8u; ++u) v8[u] = LOAD(p.v, vb + (c + u) * p.v_s);
+        for (uint u = 0u; u < 8u; ++u) a += ps[c + u] * v8[u];
+      }
+      for (; c < n; ++c) a += ps[c] * LOAD(p.v, vb + c * p.v_s);
       acc[o] = a;
     }
     m = m_new;
