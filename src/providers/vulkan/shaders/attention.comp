@@ -2,10 +2,10 @@
 // ai.tessera::Attention (graph/passes/attention_fusion.h) for one batch entry: out = softmax(scale * Q.K^T + mask) . V
 // per head, read and written through element strides along (heads, position, feature) (the absorbed Transposes; the
 // kernel adds each batch entry's offsets to the addresses). One workgroup of 64 invocations per query row (h, i):
-// the row of Q goes to shared memory, then the keys are taken 64 at a time with an online softmax -- invocation t
-// scores key j0 + t, the chunk's maximum and sum are read from shared memory by every invocation, and invocation t
-// accumulates output features t, t + 64, ... (head sizes up to 512: 8 per invocation) rescaled by the running
-// maximum. Sums in float. A row whose scores are all -inf gives zeros with masked_rows_zero (flags bit 2), else NaN
+// the row of Q goes to shared memory, then the keys are taken a chunk at a time with an online softmax -- the
+// chunk's keys are staged in shared memory, invocation t scores key j0 + t, the chunk's maximum and sum are read from
+// shared memory by every invocation, and invocation t accumulates output features t, t + 64, ... (head sizes up to
+// 512: 8 per invocation) rescaled by the running maximum. Sums in float. A row whose scores are all -inf gives zeros with masked_rows_zero (flags bit 2), else NaN
 // (as softmax of -inf everywhere). BOOL_MASK: the mask is bytes (add 0 where set, -inf where not), else of type T.
 #include "common.glsl"
 #ifdef BOOL_MASK
@@ -23,33 +23,42 @@ layout(push_constant) uniform Params {
   float scale; uint flags;  // flags: 1 = mask, 2 = masked rows give zeros
 } p;
 const uint kMaxHeadSize = 512u;
+// Keys are taken `chunk` at a time (64, or fewer for large heads: chunk * (head_size + 1) <= kStagedKeys floats): each
+// chunk of K is staged in shared memory with coalesced loads (one key row per padded row: the scores' reads of
+// different keys fall in different banks), then invocation t < chunk scores key j0 + t.
+const uint kStagedKeys = 2112u;
 shared float qs[kMaxHeadSize];
+shared float ks[kStagedKeys];
 shared float ps[64];  // the chunk's scores, then their exponentials
 
 void main() {
   uint row = gl_WorkGroupID.x + gl_WorkGroupID.y * gl_NumWorkGroups.x;
   if (row >= p.heads * p.q_len) return;
   uint h = row / p.q_len, i = row % p.q_len, t = gl_LocalInvocationID.x;
-  for (uint d = t; d < p.head_size; d += 64u) qs[d] = LOAD(p.q, h * p.q_h + i * p.q_s + d * p.q_d);
+  uint hs = p.head_size, stride = hs + 1u;
+  uint chunk = min(64u, kStagedKeys / stride);
+  for (uint d = t; d < hs; d += 64u) qs[d] = LOAD(p.q, h * p.q_h + i * p.q_s + d * p.q_d);
   const float neg_inf = uintBitsToFloat(0xff800000u);
   float m = neg_inf, l = 0.0;
   float acc[kMaxHeadSize / 64u];
   for (uint o = 0u; o < kMaxHeadSize / 64u; ++o) acc[o] = 0.0;
-  barrier();
-  for (uint j0 = 0u; j0 < p.k_len; j0 += 64u) {
-    uint j = j0 + t;
+  for (uint j0 = 0u; j0 < p.k_len; j0 += chunk) {
+    uint n = min(chunk, p.k_len - j0);
+    for (uint e = t; e < n * hs; e += 64u) {
+      uint c = e / hs, d = e - c * hs;
+      ks[c * stride + d] = LOAD(p.k, h * p.k_h + (j0 + c) * p.k_s + d * p.k_d);
+    }
+    barrier();  // the chunk of K (and, at the first, the row of Q) is staged
     float s = neg_inf;
-    if (j < p.k_len) {
-      uint kb = h * p.k_h + j * p.k_s;
-      // Eight independent loads in flight per step (the loop bound is not a constant the compiler unrolls by).
-      float dot = 0.0;
+    if (t < n) {
+      uint j = j0 + t;
+      vec4 dot4 = vec4(0.0);
       uint d = 0u;
-      for (; d + 8u <= p.head_size; d += 8u) {
-        float k8[8];
-        for (uint u = 0u; u < 8u; ++u) k8[u] = LOAD(p.k, kb + (d + u) * p.k_d);
-        for (uint u = 0u; u < 8u; ++u) dot += qs[d + u] * k8[u];
-      }
-      for (; d < p.head_size; ++d) dot += qs[d] * LOAD(p.k, kb + d * p.k_d);
+      for (; d + 4u <= hs; d += 4u)
+        dot4 += vec4(qs[d], qs[d + 1u], qs[d + 2u], qs[d + 3u]) *
+                vec4(ks[t * stride + d], ks[t * stride + d + 1u], ks[t * stride + d + 2u], ks[t * stride + d + 3u]);
+      float dot = (dot4.x + dot4.y) + (dot4.z + dot4.w);
+      for (; d < hs; ++d) dot += qs[d] * ks[t * stride + d];
       s = p.scale * dot;
       if ((p.flags & 1u) != 0u) {
         uint mi = h * p.m_h + i * p.m_q + j * p.m_k;
@@ -62,7 +71,6 @@ void main() {
     }
     ps[t] = s;
     barrier();
-    uint n = min(64u, p.k_len - j0);
     // Four independent partial maxima and sums: shorter dependency chains through shared memory.
     vec4 max4 = vec4(neg_inf);
     uint c4 = 0u;
@@ -72,7 +80,7 @@ void main() {
     float m_new = max(m, chunk_max);
     barrier();  // every invocation has read the scores
     // exp(-inf - -inf) is NaN: while every score so far is -inf, nothing is accumulated.
-    ps[t] = (j < p.k_len && m_new != neg_inf) ? exp(s - m_new) : 0.0;
+    ps[t] = (t < n && m_new != neg_inf) ? exp(s - m_new) : 0.0;
     barrier();
     float rescale = (m == neg_inf) ? 0.0 : exp(m - m_new);
     vec4 sum4 = vec4(0.0);
@@ -80,6 +88,7 @@ void main() {
     for (; c4 < n; ++c4) sum4.x += ps[c4];
     float sum = (sum4.x + sum4.y) + (sum4.z + sum4.w);
     l = l * rescale + sum;
+    // Invocation t: output features t, t + 64, ...; V's rows read along the features (coalesced), eight in flight.
     for (uint o = 0u; o < kMaxHeadSize / 64u; ++o) {
       uint f = t + 64u * o;
       if (f >= p.v_head_size) break;
@@ -95,7 +104,7 @@ void main() {
       acc[o] = a;
     }
     m = m_new;
-    barrier();  // every invocation has read the exponentials before the next chunk's scores
+    barrier();  // every invocation is done with this chunk's K and exponentials
   }
   bool all_masked = m == neg_inf;
   for (uint o = 0u; o < kMaxHeadSize / 64u; ++o) {
