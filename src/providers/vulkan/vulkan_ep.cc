@@ -5,7 +5,9 @@
 // the application's dispatches before and after a run share its queue (vulkan_device.h, ExternalDevice);
 // enable_graph_capture (0/1: IoBinding runs are recorded once into a command buffer and resubmitted,
 // the Vulkan counterpart of CUDA graphs), memory_limit_bytes (N: cap of the session's device arena), run_streams (0/1,
-// default 1: concurrent runs of a session get streams of their own).
+// default 1: concurrent runs of a session get streams of their own), fused_attention (0/1, default 0: let the
+// attention fusion rewrite attention subgraphs into ai.tessera::Attention for this EP; off by default because the
+// unfused kernels run BERT-base faster on an H100/H200 today, bench/results/gpu-2026-11-27-session22/).
 #include <charconv>
 #include <optional>
 #include <type_traits>
@@ -30,6 +32,7 @@ namespace {
 struct EpConfig {
   bool enable_graph_capture = false;
   bool run_streams = true;
+  bool fused_attention = false;
   size_t memory_limit_bytes = 0;
   std::optional<ExternalDevice> external;  // the application's device and queue
 };
@@ -58,10 +61,12 @@ Handle ParseHandle(const std::string& key, const std::string& value) {
 EpConfig ParseOptions(const ProviderOptions& options) {
   EpConfig config;
   for (const auto& [key, value] : options) {
-    if (key == "enable_graph_capture" || key == "run_streams") {
+    if (key == "enable_graph_capture" || key == "run_streams" || key == "fused_attention") {
       if (value != "0" && value != "1")
         Fail(ErrorCode::kInvalidArgument, kEpName, ": provider option '", key, "' must be 0 or 1, got '", value, "'");
-      (key == "run_streams" ? config.run_streams : config.enable_graph_capture) = value == "1";
+      (key == "run_streams" ? config.run_streams
+       : key == "fused_attention" ? config.fused_attention
+                                  : config.enable_graph_capture) = value == "1";
     } else if (key == "memory_limit_bytes") {
       config.memory_limit_bytes = static_cast<size_t>(ParseInteger(key, value));
     } else if (key == "vk_physical_device" || key == "vk_device" || key == "vk_queue" ||
@@ -80,7 +85,7 @@ EpConfig ParseOptions(const ProviderOptions& options) {
       // Consumed by device selection (the EP device's ordinal); accepted for onnxruntime-style option lists.
     } else {
       Fail(ErrorCode::kInvalidArgument, kEpName, ": unknown provider option '", key,
-           "' (known: enable_graph_capture, memory_limit_bytes, run_streams, device_id, vk_instance, ",
+           "' (known: enable_graph_capture, memory_limit_bytes, run_streams, fused_attention, device_id, vk_instance, ",
            "vk_physical_device, vk_device, vk_queue, queue_family_index, vk_float16, vk_8bit_storage)");
     }
   }
@@ -203,6 +208,10 @@ class VulkanExecutionProvider : public ExecutionProvider {
     if (auto* vulkan = dynamic_cast<VulkanStream*>(stream)) vulkan->Flush();
   }
   bool graph_capture_enabled() const override { return config_.enable_graph_capture; }
+  // ai.tessera::Attention runs here when a graph has it; the fusion makes it only with fused_attention = 1.
+  bool PrefersFusion(const std::string& op_type, const std::string& domain) const override {
+    return !(op_type == "Attention" && domain == "ai.tessera") || config_.fused_attention;
+  }
   void BeginCapture(Stream& stream, int /*key*/) override { static_cast<VulkanStream&>(stream).BeginCapture(); }
   void EndCapture(Stream& stream, int key) override {
     std::unique_ptr<CapturedWork> work = static_cast<VulkanStream&>(stream).EndCapture();
