@@ -281,6 +281,7 @@ TEST_F(VulkanSessionTest, FusedAttentionRunsOnTheDeviceAndMatchesTheCpu) {
       {"130 keys, head 80", {.seq = 130, .heads = 2, .head = 80}, 2},
       {"one decoding step over cached keys", {.seq = 70, .heads = 2, .head = 16, .q_seq = 1}, 1},
       {"no mask, batch 3", {.seq = 9, .heads = 4, .head = 32, .mask = false}, 3},
+      {"head 512 (four keys per chunk)", {.seq = 11, .heads = 1, .head = 512}, 1},
   };
   if (storage8) cases.push_back({"SDPA Boolean mask", {.seq = 66, .heads = 2, .head = 64, .sdpa = true}, 2});
   if (half) cases.push_back({"float16", {.seq = 40, .heads = 3, .head = 64, .half = true}, 2});
