@@ -23,8 +23,7 @@ layout(push_constant) uniform Params {
   float scale; uint flags;  // flags: 1 = mask, 2 = masked rows give zeros
 } p;
 const uint kMaxHeadSize = 512u;
-// Keys are taken `chunk` at a time (64, or fewer for large heads: chunk * (head_size + 1) <= kStagedKeys floats and
-// chunk * head_size <= 64 * kPerInvocation values to stage): each
+// Keys are taken `chunk` at a time (64, or fewer for large heads: chunk * (head_size + 1) <= kStagedKeys floats): each
 // chunk of K is staged in shared memory with coalesced loads (one key row per padded row: the scores' reads of
 // different keys fall in different banks), then invocation t < chunk scores key j0 + t.
 const uint kStagedKeys = 2112u;
@@ -32,47 +31,23 @@ shared float qs[kMaxHeadSize];
 shared float ks[kStagedKeys];
 shared float ps[64];  // the chunk's scores, then their exponentials
 
-// Each invocation stages at most kPerInvocation values of a chunk of K (chunk * head_size <= 2048 over 64
-// invocations), all loads issued before any is stored: one memory latency per chunk, not one per value. The next
-// chunk's loads are issued before this chunk's products with V, so they are in flight while those run.
-const uint kPerInvocation = 32u;
-float staged[kPerInvocation];
-
-void LoadChunk(uint h, uint j0, uint n, uint hs, uint t) {
-  for (uint u = 0u; u < kPerInvocation; ++u) {
-    uint e = t + 64u * u;
-    if (e < n * hs) {
-      uint c = e / hs, d = e - c * hs;
-      staged[u] = LOAD(p.k, h * p.k_h + (j0 + c) * p.k_s + d * p.k_d);
-    }
-  }
-}
-
-void StoreChunk(uint n, uint hs, uint stride, uint t) {
-  for (uint u = 0u; u < kPerInvocation; ++u) {
-    uint e = t + 64u * u;
-    if (e < n * hs) {
-      uint c = e / hs, d = e - c * hs;
-      ks[c * stride + d] = staged[u];
-    }
-  }
-}
-
 void main() {
   uint row = gl_WorkGroupID.x + gl_WorkGroupID.y * gl_NumWorkGroups.x;
   if (row >= p.heads * p.q_len) return;
   uint h = row / p.q_len, i = row % p.q_len, t = gl_LocalInvocationID.x;
   uint hs = p.head_size, stride = hs + 1u;
-  uint chunk = min(min(64u, kStagedKeys / stride), 64u * kPerInvocation / hs);
+  uint chunk = min(64u, kStagedKeys / stride);
   for (uint d = t; d < hs; d += 64u) qs[d] = LOAD(p.q, h * p.q_h + i * p.q_s + d * p.q_d);
   const float neg_inf = uintBitsToFloat(0xff800000u);
   float m = neg_inf, l = 0.0;
   float acc[kMaxHeadSize / 64u];
   for (uint o = 0u; o < kMaxHeadSize / 64u; ++o) acc[o] = 0.0;
-  LoadChunk(h, 0u, min(chunk, p.k_len), hs, t);
   for (uint j0 = 0u; j0 < p.k_len; j0 += chunk) {
     uint n = min(chunk, p.k_len - j0);
-    StoreChunk(n, hs, stride, t);
+    for (uint e = t; e < n * hs; e += 64u) {
+      uint c = e / hs, d = e - c * hs;
+      ks[c * stride + d] = LOAD(p.k, h * p.k_h + (j0 + c) * p.k_s + d * p.k_d);
+    }
     barrier();  // the chunk of K (and, at the first, the row of Q) is staged
     float s = neg_inf;
     if (t < n) {
@@ -107,24 +82,23 @@ void main() {
     // exp(-inf - -inf) is NaN: while every score so far is -inf, nothing is accumulated.
     ps[t] = (t < n && m_new != neg_inf) ? exp(s - m_new) : 0.0;
     barrier();
-    if (j0 + chunk < p.k_len) LoadChunk(h, j0 + chunk, min(chunk, p.k_len - j0 - chunk), hs, t);
     float rescale = (m == neg_inf) ? 0.0 : exp(m - m_new);
     vec4 sum4 = vec4(0.0);
     for (c4 = 0u; c4 + 4u <= n; c4 += 4u) sum4 += vec4(ps[c4], ps[c4 + 1u], ps[c4 + 2u], ps[c4 + 3u]);
     for (; c4 < n; ++c4) sum4.x += ps[c4];
     float sum = (sum4.x + sum4.y) + (sum4.z + sum4.w);
     l = l * rescale + sum;
-    // Invocation t: output features t, t + 64, ...; V's rows read along the features (coalesced), sixteen in flight.
+    // Invocation t: output features t, t + 64, ...; V's rows read along the features (coalesced), eight in flight.
     for (uint o = 0u; o < kMaxHeadSize / 64u; ++o) {
       uint f = t + 64u * o;
       if (f >= p.v_head_size) break;
       float a = acc[o] * rescale;
       uint vb = h * p.v_h + j0 * p.v_s + f * p.v_d;
       uint c = 0u;
-      for (; c + 16u <= n; c += 16u) {
-        float v16[16];
-        for (uint u = 0u; u < 16u; ++u) v16[u] = LOAD(p.v, vb + (c + u) * p.v_s);
-        for (uint u = 0u; u < 16u; ++u) a += ps[c + u] * v16[u];
+      for (; c + 8u <= n; c += 8u) {
+        float v8[8];
+        for (uint u = 0u; u < 8u; ++u) v8[u] = LOAD(p.v, vb + (c + u) * p.v_s);
+        for (uint u = 0u; u < 8u; ++u) a += ps[c + u] * v8[u];
       }
       for (; c < n; ++c) a += ps[c] * LOAD(p.v, vb + c * p.v_s);
       acc[o] = a;
