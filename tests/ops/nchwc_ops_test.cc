@@ -170,6 +170,18 @@ TEST(NchwcOpsTest, PoolsMatchPlainPools) {
     CheckPool("MaxPool", block, [](OpTester& t) {
       t.Attr("kernel_shape", std::vector<int64_t>{2, 3}).Attr("dilations", std::vector<int64_t>{2, 1});
     });
+    // Windows of 9 and more positions take the separable path (column maxima, then row maxima): SPP's large
+    // same-size windows, strides with ceil_mode, dilations, windows wider than the padded input.
+    for (int64_t k : {5, 9, 13}) {
+      CheckPool("MaxPool", block, [k](OpTester& t) {
+        t.Attr("kernel_shape", std::vector<int64_t>{k, k}).Attr("pads", std::vector<int64_t>{k / 2, k / 2, k / 2, k / 2});
+      });
+    }
+    CheckPool("MaxPool", block, [](OpTester& t) {
+      t.Attr("kernel_shape", std::vector<int64_t>{3, 4}).Attr("strides", std::vector<int64_t>{2, 3});
+      t.Attr("pads", std::vector<int64_t>{1, 2, 0, 1}).Attr("dilations", std::vector<int64_t>{1, 2});
+      t.Attr("ceil_mode", int64_t{1});
+    });
     CheckPool("AveragePool", block, [](OpTester& t) {
       t.Attr("kernel_shape", std::vector<int64_t>{3, 3}).Attr("strides", std::vector<int64_t>{2, 2});
       t.Attr("pads", std::vector<int64_t>{1, 0, 1, 1}).Attr("count_include_pad", int64_t{1});

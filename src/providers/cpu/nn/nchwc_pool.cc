@@ -68,6 +68,38 @@ void PoolRow(const WindowGeometry& g, const std::vector<AxisWindow>& cols, const
   }
 }
 
+// Separable max pooling: the maximum over a rectangular window is the maximum over its rows of the maxima over its
+// columns. ColumnMaxRow takes input row h ([W, width]) to `out` ([OW, width], each output column's window maximum);
+// RowMaxRow takes output row oh from those ([H, OW, width]). k_h + k_w comparisons per output instead of k_h * k_w
+// (SPP's 13 x 13 window: 26 instead of 169), with the same result: positions outside the input are skipped on each
+// axis, and a NaN is never selected in either form.
+template <int64_t kWidth>
+void ColumnMaxRow(const std::vector<AxisWindow>& cols, const float* x_row, float* out, int64_t output_width,
+                  int64_t runtime_width) {
+  const int64_t width = kWidth > 0 ? kWidth : runtime_width;
+  for (int64_t ow = 0; ow < output_width; ++ow) {
+    float* acc = out + ow * width;
+    for (int64_t b = 0; b < width; ++b) acc[b] = std::numeric_limits<float>::lowest();
+    const AxisWindow& col = cols[ow];
+    for (int64_t c = 0, w = col.first; c < col.count; ++c, w += col.step) {
+      const float* v = x_row + w * width;
+      for (int64_t b = 0; b < width; ++b) acc[b] = Select(acc[b] < v[b], v[b], acc[b]);
+    }
+  }
+}
+
+template <int64_t kWidth>
+void RowMaxRow(const WindowGeometry& g, const float* column_maxima, float* y, int64_t oh, int64_t runtime_width) {
+  const int64_t width = kWidth > 0 ? kWidth : runtime_width, row_size = g.output[1] * width;
+  const AxisWindow rows = WindowAlong(g, 0, oh);
+  float* out = y + oh * row_size;
+  for (int64_t e = 0; e < row_size; ++e) out[e] = std::numeric_limits<float>::lowest();
+  for (int64_t r = 0, h = rows.first; r < rows.count; ++r, h += rows.step) {
+    const float* v = column_maxima + h * row_size;
+    for (int64_t e = 0; e < row_size; ++e) out[e] = Select(out[e] < v[e], v[e], out[e]);
+  }
+}
+
 class NchwcPool : public Kernel {
  public:
   NchwcPool(const KernelInfo& info, PoolKind kind, bool global)
@@ -108,6 +140,27 @@ class NchwcPool : public Kernel {
     const int64_t grain = std::max<int64_t>(1, 65536 / std::max<int64_t>(1, row_work));
     std::vector<AxisWindow> cols(g.output[1]);
     for (int64_t ow = 0; ow < g.output[1]; ++ow) cols[ow] = WindowAlong(g, 1, ow);
+    if (kind_ == PoolKind::kMax && g.kernel[0] > 1 && g.kernel[1] > 1 && g.KernelSize() >= 9) {
+      // Separable (above): every input row's column maxima, then each output row from k_h of them.
+      const int64_t planes = x.shape()[0] * x.shape()[1], column_size = g.input[0] * g.output[1] * width;
+      std::vector<float> maxima(static_cast<size_t>(planes * column_size));
+      const int64_t column_grain = std::max<int64_t>(1, 65536 / std::max<int64_t>(1, g.output[1] * width * g.kernel[1]));
+      ctx.thread_pool().ParallelFor(planes * g.input[0], column_grain, [&](int64_t begin, int64_t end) {
+        for (int64_t task = begin; task < end; ++task) {
+          const int64_t i = task / g.input[0], h = task % g.input[0];
+          ColumnMaxRow<kWidth>(cols, xd + i * in_size + h * g.input[1] * width,
+                               maxima.data() + i * column_size + h * g.output[1] * width, g.output[1], width);
+        }
+      });
+      const int64_t row_grain = std::max<int64_t>(1, 65536 / std::max<int64_t>(1, g.output[1] * width * g.kernel[0]));
+      ctx.thread_pool().ParallelFor(rows, row_grain, [&](int64_t begin, int64_t end) {
+        for (int64_t task = begin; task < end; ++task) {
+          const int64_t i = task / g.output[0], oh = task % g.output[0];
+          RowMaxRow<kWidth>(g, maxima.data() + i * column_size, yd + i * out_size, oh, width);
+        }
+      });
+      return;
+    }
     ctx.thread_pool().ParallelFor(rows, grain, [&](int64_t begin, int64_t end) {
       std::vector<float> acc(kWidth > 0 ? 0 : width);
       for (int64_t task = begin; task < end; ++task) {
