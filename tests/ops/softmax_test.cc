@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <string>
 
 #include "ops/op_tester.h"
 
@@ -79,6 +80,23 @@ TEST(SoftmaxOpTest, LongRowsAlongLastAxis) {
       x.Data<float>()[1] = -1e30f;  // exp underflows to 0 without disturbing the rest
       OpTester t(OpName(k), 13);
       t.Input("input", x).Output("output", NaiveSoftmax(x, k, 3, n, 1));
+      t.Run();
+    }
+  }
+}
+
+// Rows shorter than 8 take the short-row path (16 rows at a time, then the rest one by one): a detector's two-class
+// scores over thousands of anchors, single-element rows, large magnitudes, a whole row at -1e30.
+TEST(SoftmaxOpTest, ManyShortRows) {
+  for (Kind k : {Kind::kSoftmax, Kind::kLogSoftmax}) {
+    for (int64_t n : {1, 2, 3, 7}) {
+      SCOPED_TRACE(std::string(OpName(k)) + " rows of " + std::to_string(n));
+      const int64_t rows = 16 * 300 + 5;
+      Tensor x = RandomTensor(DataType::kFloat, {rows, n}, 11, -60, 60);
+      x.Data<float>()[3 * n] = -1e30f;
+      for (int64_t i = 0; i < n; ++i) x.Data<float>()[5 * n + i] = -1e30f;
+      OpTester t(OpName(k), 13);
+      t.Input("input", x).Output("output", NaiveSoftmax(x, k, rows, n, 1));
       t.Run();
     }
   }

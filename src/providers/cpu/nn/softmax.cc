@@ -129,6 +129,51 @@ void NormalizeColumns(const float* x, float* y, int64_t n, int64_t inner, int64_
   }
 }
 
+// Rows shorter than kShortRow (a detector's two-class scores over thousands of anchors): kLanes rows at a time, the
+// loops running across the rows so they vectorize (a row-at-a-time loop pays three calls per two elements).
+constexpr int64_t kShortRow = 8;
+
+TESSERA_TARGET_CLONES("arch=x86-64-v4", "arch=x86-64-v3", "default")
+void NormalizeShortRows(const float* x, float* y, int64_t rows, int64_t n, bool log) {
+  int64_t r0 = 0;
+  for (; r0 + kLanes <= rows; r0 += kLanes) {
+    const float* xr = x + r0 * n;
+    float* yr = y + r0 * n;
+    float max[kLanes], sum[kLanes];
+    for (int64_t l = 0; l < kLanes; ++l) max[l] = std::numeric_limits<float>::lowest(), sum[l] = 0.0f;
+    for (int64_t k = 0; k < n; ++k)
+      for (int64_t l = 0; l < kLanes; ++l) max[l] = Select(max[l] < xr[l * n + k], xr[l * n + k], max[l]);
+    for (int64_t k = 0; k < n; ++k)
+      for (int64_t l = 0; l < kLanes; ++l) {
+        const float e = Exp(xr[l * n + k] - max[l]);
+        if (!log) yr[l * n + k] = e;
+        sum[l] += e;
+      }
+    if (log) {  // (x - max) - log(sum): exact where max + log(sum) would round away log(sum) (|max| ~ 1e30)
+      for (int64_t l = 0; l < kLanes; ++l) sum[l] = std::log(sum[l]);
+      for (int64_t k = 0; k < n; ++k)
+        for (int64_t l = 0; l < kLanes; ++l) yr[l * n + k] = (xr[l * n + k] - max[l]) - sum[l];
+    } else {
+      for (int64_t l = 0; l < kLanes; ++l) sum[l] = 1.0f / sum[l];
+      for (int64_t k = 0; k < n; ++k)
+        for (int64_t l = 0; l < kLanes; ++l) yr[l * n + k] *= sum[l];
+    }
+  }
+  for (; r0 < rows; ++r0) {  // the last rows, one at a time
+    const float* xr = x + r0 * n;
+    float* yr = y + r0 * n;
+    float max = std::numeric_limits<float>::lowest(), sum = 0.0f;
+    for (int64_t k = 0; k < n; ++k) max = std::max(max, xr[k]);
+    for (int64_t k = 0; k < n; ++k) {
+      const float e = Exp(xr[k] - max);
+      if (!log) yr[k] = e;
+      sum += e;
+    }
+    const float scale = 1.0f / sum, log_sum = std::log(sum);
+    for (int64_t k = 0; k < n; ++k) yr[k] = log ? (xr[k] - max) - log_sum : yr[k] * scale;
+  }
+}
+
 // Softmax or LogSoftmax of one contiguous float row.
 template <SoftmaxKind Kind>
 void NormalizeRow(const float* x, float* y, int64_t n) {
@@ -168,6 +213,12 @@ class Softmax : public Kernel {
   static void Run(KernelContext& ctx, const SoftmaxLayout& l, const T* x, T* y) {
     const int64_t block = l.n * l.inner;
     if constexpr (std::is_same_v<T, float> && Kind != SoftmaxKind::kHardmax) {
+      if (l.inner == 1 && l.n < kShortRow) {
+        ctx.thread_pool().ParallelFor(l.outer, std::max<int64_t>(kLanes, 8192 / block), [&](int64_t begin, int64_t end) {
+          NormalizeShortRows(x + begin * block, y + begin * block, end - begin, l.n, Kind == SoftmaxKind::kLogSoftmax);
+        });
+        return;
+      }
       if (l.inner == 1) {
         ctx.thread_pool().ParallelFor(l.outer, std::max<int64_t>(1, 8192 / block), [&](int64_t begin, int64_t end) {
           for (int64_t o = begin; o < end; ++o) NormalizeRow<Kind>(x + o * block, y + o * block, l.n);
