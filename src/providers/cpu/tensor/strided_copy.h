@@ -21,6 +21,7 @@
 #include "tessera/ep/thread_pool.h"
 #include "tessera/status.h"
 #include "tessera/tensor.h"
+#include "providers/cpu/tensor/transpose_tile.h"
 
 namespace tessera::cpu {
 
@@ -197,6 +198,12 @@ void CopyTiles(const S* src, const StridedView& view, size_t unit_dim, S* dst, c
       const int64_t r0 = (task % row_blocks) * kTile, r1 = std::min(rows, r0 + kTile);
       const S* s = src + src_pos.offset();
       S* d = dst + dst_pos.offset();
+      if (sizeof(S) == 4 && src_col_stride > 0 && HasTransposeTile4()) {  // 8 x 8 blocks through registers
+        for (int64_t c0 = 0; c0 < cols; c0 += kTile)
+          TransposeTile4(s + r0 + c0 * src_col_stride, src_col_stride, d + r0 * dst_row_stride + c0, dst_row_stride,
+                         r1 - r0, std::min(cols, c0 + kTile) - c0);
+        continue;
+      }
       for (int64_t c0 = 0; c0 < cols; c0 += kTile) {
         const int64_t c1 = std::min(cols, c0 + kTile);
         if (strided_writes) {
