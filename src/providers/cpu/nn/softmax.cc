@@ -91,10 +91,12 @@ float ExpShifted(const float* x, float* y, int64_t n, float shift) {
   return sum;
 }
 
+// y = x - max - log_sum (LogSoftmax; subtracted one at a time: exact where max + log_sum would round log_sum away,
+// |max| ~ 1e30), or y *= scale (Softmax) when x is null.
 TESSERA_TARGET_CLONES("arch=x86-64-v4", "arch=x86-64-v3", "default")
-void ScaleOrShift(float* y, const float* x, int64_t n, float scale, float shift) {
+void ScaleOrShift(float* y, const float* x, int64_t n, float scale, float max, float log_sum) {
   if (x) {
-    for (int64_t i = 0; i < n; ++i) y[i] = x[i] - shift;
+    for (int64_t i = 0; i < n; ++i) y[i] = (x[i] - max) - log_sum;
   } else {
     for (int64_t i = 0; i < n; ++i) y[i] *= scale;
   }
@@ -123,9 +125,9 @@ void NormalizeColumns(const float* x, float* y, int64_t n, int64_t inner, int64_
     for (int64_t i = 0; i < n; ++i)
       for (int64_t j = 0; j < width; ++j) y[i * inner + j] *= sum[j];
   } else {
-    for (int64_t j = 0; j < width; ++j) sum[j] = max[j] + std::log(sum[j]);
+    for (int64_t j = 0; j < width; ++j) sum[j] = std::log(sum[j]);  // (x - max) - log(sum), as ScaleOrShift
     for (int64_t i = 0; i < n; ++i)
-      for (int64_t j = 0; j < width; ++j) y[i * inner + j] = x[i * inner + j] - sum[j];
+      for (int64_t j = 0; j < width; ++j) y[i * inner + j] = (x[i * inner + j] - max[j]) - sum[j];
   }
 }
 
@@ -179,9 +181,9 @@ template <SoftmaxKind Kind>
 void NormalizeRow(const float* x, float* y, int64_t n) {
   const float max = RowMax(x, n);
   if constexpr (Kind == SoftmaxKind::kSoftmax) {
-    ScaleOrShift(y, nullptr, n, 1.0f / ExpShifted(x, y, n, max), 0.0f);
+    ScaleOrShift(y, nullptr, n, 1.0f / ExpShifted(x, y, n, max), 0.0f, 0.0f);
   } else {
-    ScaleOrShift(y, x, n, 0.0f, max + std::log(ExpShifted(x, nullptr, n, max)));
+    ScaleOrShift(y, x, n, 0.0f, max, std::log(ExpShifted(x, nullptr, n, max)));
   }
 }
 
