@@ -49,4 +49,18 @@ inline constexpr int kMaxOneQueryHead = 128;
 bool AttentionOneQueryFits(const AttentionArgs& args);
 cudaError_t AttentionOneQuery(const AttentionArgs& args, cudaStream_t stream);
 
+// ---- ai.onnx Attention's parts (onnx_attention.cu) ----------------------------------------------------------------
+// present[b, h, t, f] = t < past ? past[b, h, t, f] : x[b * xs[0] + h * xs[1] + (t - past) * xs[2] + f] for a
+// contiguous present [batch, heads, past + positions, features]; past (contiguous [batch, heads, past, features]) may
+// be null when past is 0.
+cudaError_t ConcatenatePast(ElementType type, const void* past, const void* x, const int64_t x_strides[3], void* present,
+                            int64_t batch, int64_t heads, int64_t past_positions, int64_t positions, int64_t features,
+                            cudaStream_t stream);
+// bias [dims[0], dims[1], dims[2], dims[3]] (contiguous, of `type`): 0, plus the mask's value at (b, h, i, j)
+// (element strides mask_strides; bool: 0 where set, -inf where not; float: the value), -inf where j >= mask_keys
+// (a mask shorter than the keys), and -inf where causal and j > i + past. mask may be null.
+cudaError_t AttentionBias(ElementType type, const void* mask, bool bool_mask, const int64_t mask_strides[4],
+                          int64_t mask_keys, bool causal, int64_t past, const int64_t dims[4], void* bias,
+                          cudaStream_t stream);
+
 }  // namespace tessera::cuda::launch

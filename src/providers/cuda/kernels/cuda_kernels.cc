@@ -39,6 +39,11 @@ const std::map<std::string, std::function<bool(const Node&)>>& Predicates() {
       {"LayerNormalization", [](const Node& n) { return OutputCount(n) == 1; }},
       {"ScatterElements", [](const Node& n) { return n.GetString("reduction", "none") == "none"; }},
       {"ScatterND", [](const Node& n) { return n.GetString("reduction", "none") == "none"; }},
+      // ai.onnx Attention without softcap or the qk_matmul_output output (ai.tessera::Attention: always).
+      {"Attention",
+       [](const Node& n) {
+         return n.domain != "" || (n.GetFloat("softcap", 0.0f) == 0.0f && (n.outputs.size() < 4 || n.outputs[3].empty()));
+       }},
       {"BatchNormalization",
        [](const Node& n) {
          return OutputCount(n) == 1 && n.GetInt("training_mode", 0) == 0 && n.GetInt("spatial", 1) == 1;
@@ -67,6 +72,8 @@ void RegisterCudaKernels(KernelRegistry& registry) {
   RegisterSplitKernels(registry);
   RegisterScatterKernels(registry);
   RegisterReorderKernels(registry);
+  RegisterRotaryEmbeddingKernels(registry);
+  RegisterOnnxAttentionKernels(registry);
 }
 
 bool NodeIsSupported(const Node& node) {

@@ -24,6 +24,8 @@ void RegisterAttentionKernels(KernelRegistry& registry);  // Attention (ai.tesse
 void RegisterSkipLayerNormKernels(KernelRegistry& registry);  // SkipLayerNormalization (ai.tessera, com.microsoft)
 void RegisterSplitKernels(KernelRegistry& registry);        // Split
 void RegisterScatterKernels(KernelRegistry& registry);      // ScatterElements ScatterND (reduction "none")
+void RegisterRotaryEmbeddingKernels(KernelRegistry& registry);  // RotaryEmbedding (ai.onnx 23, com.microsoft)
+void RegisterOnnxAttentionKernels(KernelRegistry& registry);    // Attention (ai.onnx 23-24)
 
 void RegisterCudaKernels(KernelRegistry& registry);
 

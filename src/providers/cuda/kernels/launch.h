@@ -172,6 +172,27 @@ cudaError_t SmallRowsProduct(ElementType type, const void* a, const void* wt, vo
                              int64_t k, float alpha, const void* bias, const EpilogueActivation& activation,
                              const void* addend, cudaStream_t stream);
 
+// ---- RotaryEmbedding (rotary_embedding.cu) --------------------------------------------------------------------
+// Semantics in tessera/ep/rotary_geometry.h. x and y (may be the same buffer) share the element strides below; the
+// caches are [rows, rot / 2]. positions: null (row = b * seq + s), one value per (b, s) ([batch, seq]) or, with
+// `first_only`, one value p0 (row = p0 + s); int32 or int64. A row outside [0, max_position) is clamped into it (the
+// device cannot report it without a host synchronization; the CPU EP rejects it).
+struct RotaryArgs {
+  ElementType type = ElementType::kFloat;
+  const void* x = nullptr;
+  const void* cos = nullptr;
+  const void* sin = nullptr;
+  const void* positions = nullptr;
+  bool int64_positions = true;
+  bool first_only = false;
+  bool interleaved = false;
+  int64_t max_position = 0;
+  void* y = nullptr;
+  int64_t batch = 0, heads = 0, seq = 0, head_size = 0, rot = 0;
+  int64_t batch_stride = 0, head_stride = 0, token_stride = 0;
+};
+cudaError_t RotaryEmbedding(const RotaryArgs& args, cudaStream_t stream);
+
 // ---- ScatterElements / ScatterND (scatter.cu) ----------------------------------------------------------------
 // Both write `updates` into `out`, which already holds the data (the kernel copied it, or `out` is the data's own
 // buffer: an in-place update). Negative indices count from the back; an index outside the data's dimension is
