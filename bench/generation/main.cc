@@ -109,12 +109,14 @@ int main(int argc, char** argv) {
     tessera::GenerationLoopOptions loop_options;
     if (!prompt_model.empty()) {
       const auto start = std::chrono::steady_clock::now();
-      // Eager: its shapes change with every prompt length (and graph capture would need every node capturable).
+      // No explicit graph (its shapes change with every prompt length): the EP's automatic graphs, one per prompt
+      // length, where the model allows them (prompt_graph_status says).
       tessera::SessionOptions prompt_so = so;
       for (auto& provider : prompt_so.providers) provider.options.erase("enable_cuda_graph");
       prompt_session = std::make_unique<tessera::Session>(env, prompt_model, prompt_so);
       std::printf("prompt_session_create_ms %.1f\n",
                   std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
+      std::printf("prompt_graph_status %s\n", prompt_session->GraphStatus().c_str());
       loop_options.prompt_session = prompt_session.get();
     }
     tessera::GenerationLoop loop(env, session, loop_options);

@@ -197,6 +197,15 @@ void SynchronizeStreams(const Frame& frame) {
 
 void RunCopyStep(Frame& frame, const PlanStep& step) {
   Stream* stream = frame.StreamOf(step);
+  // A capture run (the frame is retained for the graph) copies host values synchronously, outside the recorded work:
+  // GraphCaptureBlocker lets a captured plan copy only host values computed from shapes alone, which are the same at
+  // every replay of the graph (one per input-shape signature), and the retained frame keeps the copy's buffer.
+  const Value& src = frame.values[step.inputs[0]];
+  if (frame.request.retained_frame != nullptr && stream != nullptr && src.is_tensor() &&
+      src.tensor().memory_info().IsHostReadable()) {
+    frame.values[step.outputs[0]] = CopyValue(src, frame.AllocatorOf(step), step.transfer, nullptr);
+    return;
+  }
   if (stream == nullptr) SynchronizeStreams(frame);  // copies between two devices: both sides must be idle
   frame.values[step.outputs[0]] = CopyValue(frame.values[step.inputs[0]], frame.AllocatorOf(step), step.transfer, stream);
 }

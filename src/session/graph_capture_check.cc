@@ -11,8 +11,18 @@ std::string GraphCaptureBlocker(const ExecutionPlan& plan, const ExecutionProvid
   std::vector<bool> from_shapes(plan.slots.size(), false);
   for (size_t s = 0; s < plan.slots.size(); ++s) from_shapes[s] = !plan.slots[s].constant.is_none();
   for (const PlanStep& step : plan.steps) {
-    if (step.kind == PlanStep::Kind::kCopy)
+    if (step.kind == PlanStep::Kind::kCopy) {
+      // A host value computed from shapes alone, read on the device: the capture run copies it outside the recorded
+      // work into a buffer the graph keeps (ExecutePlan), which holds the right value for every replay of that
+      // graph's input shapes.
+      const int src = step.inputs[0], dst = step.outputs[0];
+      if (src >= 0 && dst >= 0 && from_shapes[src] && plan.slots[src].location.IsHostReadable() &&
+          plan.slots[dst].location == ep.memory_info()) {
+        from_shapes[dst] = true;
+        continue;
+      }
       return step.label + " crosses memory spaces inside the run (a node runs on another execution provider)";
+    }
     if (step.ep != &ep) {
       const bool shape_only = step.subgraphs.empty() && std::all_of(step.inputs.begin(), step.inputs.end(), [&](int s) {
                                 return s < 0 || from_shapes[s];

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "providers/cuda/cuda_common.h"
+#include "providers/cuda/cuda_graph.h"
 #include "providers/cuda/cuda_stream.h"
 #include "providers/cuda/kernels/copy_buffers.h"
 
@@ -63,14 +64,20 @@ void CopyOne(const Tensor& src, Tensor& dst, cudaStream_t stream, bool async) {
     CheckCuda(status, "peer copy of ", src, " to ", dst);
     return;
   }
+  // A synchronous copy while this thread captures a whole run is not part of the graph (the executor copies host
+  // values computed from shapes that way, into buffers the graph keeps): the legacy stream's calls are allowed then.
+  cudaStreamCaptureMode mode = cudaStreamCaptureModeRelaxed;
+  const bool outside_capture = !async && WholeRunCaptureOnThisThread();
+  if (outside_capture) cudaThreadExchangeStreamCaptureMode(&mode);
   // Unified addressing tells CUDA the direction from the pointers.
-  const cudaError_t status = async ? cudaMemcpyAsync(dst.raw_data(), src.raw_data(), bytes, cudaMemcpyDefault, stream)
-                                   : cudaMemcpy(dst.raw_data(), src.raw_data(), bytes, cudaMemcpyDefault);
-  CheckCuda(status, "copy of ", src, " to ", dst);
+  cudaError_t status = async ? cudaMemcpyAsync(dst.raw_data(), src.raw_data(), bytes, cudaMemcpyDefault, stream)
+                             : cudaMemcpy(dst.raw_data(), src.raw_data(), bytes, cudaMemcpyDefault);
   // cudaMemcpy may return before the data has landed (pageable host -> device: once staged; device ->
   // device: once queued). A synchronous copy promises the data is in place, and the session's
   // non-blocking streams are not ordered after the legacy stream, so wait for it.
-  if (!async) CheckCuda(cudaStreamSynchronize(cudaStreamLegacy), "synchronizing after the copy of ", src);
+  if (!async && status == cudaSuccess) status = cudaStreamSynchronize(cudaStreamLegacy);
+  if (outside_capture) cudaThreadExchangeStreamCaptureMode(&mode);
+  CheckCuda(status, "copy of ", src, " to ", dst);
 }
 
 // A GPU taking part in the copy, made current so that CUDA attributes the work to it.

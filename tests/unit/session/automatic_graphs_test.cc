@@ -269,6 +269,35 @@ TEST_F(AutomaticGraphsTest, HostShapeArithmeticIsCapturedPerShape) {
   EXPECT_EQ(session.AutomaticGraphCaptures(), 2u);
 }
 
+// A value computed on the host from shapes alone and read as data on the device (torch exports: position ids,
+// sequence lengths) is copied once, when the graph of its input shapes is captured, into a buffer the graph keeps:
+// such models are captured too, and each shape replays its own value.
+TEST_F(AutomaticGraphsTest, ValuesComputedFromShapesAndReadOnTheDeviceAreCapturedPerShape) {
+  const std::string model = GraphBuilder()
+                                .Input("x", {-1, 2})
+                                .Node("Relu", {"x"}, {"r"})
+                                .Node("Shape", {"r"}, {"s"})
+                                .Node("Cast", {"s"}, {"sf"})  // on the CPU: its result is copied to the device
+                                .IntAttribute("to", 1)
+                                .Node("Add", {"r", "sf"}, {"y"})
+                                .Output("y")
+                                .Serialize();
+  Session session = MakeSession(model, AutomaticOptions(), TestEnv());
+  EXPECT_EQ(session.GraphStatus().rfind("automatic:", 0), 0u) << session.GraphStatus();
+  for (int64_t rows : {2, 3, 2, 5}) {
+    for (int run = 0; run < 3; ++run) {
+      const std::vector<float> x = Values(static_cast<size_t>(rows) * 2, static_cast<float>(run) - 1.5f);
+      const std::vector<float> y =
+          session.Run({{"x", Value(Tensor::FromVector<float>({rows, 2}, x))}})[0].tensor().ToVector<float>();
+      ASSERT_EQ(y.size(), x.size());
+      for (size_t i = 0; i < x.size(); ++i)
+        EXPECT_EQ(y[i], std::max(x[i], 0.0f) + (i % 2 == 0 ? static_cast<float>(rows) : 2.0f))
+            << rows << " rows, run " << run << ", element " << i;
+    }
+  }
+  EXPECT_EQ(session.AutomaticGraphCaptures(), 3u);
+}
+
 TEST_F(AutomaticGraphsTest, ModelsAGraphCannotHoldRunEagerlyAndSayWhy) {
   const std::string with_cpu_node = GraphBuilder()
                                         .Input("x", {-1, 4})
