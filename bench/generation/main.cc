@@ -144,6 +144,9 @@ int main(int argc, char** argv) {
                   (t_full - t_one) / static_cast<double>(tokens.size() - 1));
     std::printf("graph_replays %zu of %zu runs (%zu of the prompt model)\n", stats.graph_replays, stats.steps,
                 stats.prompt_runs);
+    if (prompt_session != nullptr)
+      std::printf("prompt_automatic_graphs %zu captured, %zu replays\n", prompt_session->AutomaticGraphCaptures(),
+                  prompt_session->AutomaticGraphReplays());
     std::printf("tokens");
     for (int64_t t : tokens) std::printf(" %lld", static_cast<long long>(t));
     std::printf("\n");

@@ -206,7 +206,8 @@ TEST_F(CudaEpTest, NativeSyncPointsOrderApplicationAndTesseraStreams) {
   for (int64_t i = 0; i < kCount; ++i) source.Data<float>()[i] = static_cast<float>(i % 1013);
   Tensor x = Tensor::Allocate(DataType::kFloat, {kCount}, CudaDeviceAllocator());
   Tensor y = Tensor::Allocate(DataType::kFloat, {kCount}, CudaDeviceAllocator());
-  ASSERT_EQ(cudaMemset(x.raw_data(), 0, x.SizeInBytes()), cudaSuccess);
+  // On the application's (non-blocking) stream: a cudaMemset on the legacy stream is not ordered before the upload.
+  ASSERT_EQ(cudaMemsetAsync(x.raw_data(), 0, x.SizeInBytes(), app), cudaSuccess);
   ASSERT_EQ(cudaMemcpyAsync(x.raw_data(), source.raw_data(), x.SizeInBytes(), cudaMemcpyHostToDevice, app), cudaSuccess);
   ASSERT_EQ(cudaEventRecord(uploaded, app), cudaSuccess);
   std::unique_ptr<Stream> stream = TestEnv().CreateStream(CudaDevice());

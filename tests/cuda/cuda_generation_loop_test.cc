@@ -57,10 +57,17 @@ TEST_F(CudaGenerationLoopTest, APromptModelTakesThePromptInOneRunBeforeTheGraphS
   EXPECT_EQ(loop.last_stats().prompt_runs, 1u);
   EXPECT_EQ(loop.last_stats().steps, 6u);
   EXPECT_EQ(loop.last_stats().graph_replays, 3u);  // steps 1-5: two warm-ups, then captures and replays
-  EXPECT_EQ(loop.Generate(prompt, 6), expected);
+  // The prompt session's automatic graphs (its host shape arithmetic, position + sequence length, feeds a device
+  // Add: copied once per captured length): the second prompt of a length is captured, later ones replay.
+  ASSERT_EQ(prompt_model.GraphStatus().rfind("automatic:", 0), 0u) << prompt_model.GraphStatus();
+  for (int run = 0; run < 3; ++run) EXPECT_EQ(loop.Generate(prompt, 6), expected) << run;
+  EXPECT_EQ(prompt_model.AutomaticGraphCaptures(), 1u);
+  EXPECT_EQ(prompt_model.AutomaticGraphReplays(), 3u);
+  const std::vector<int64_t> shorter{4, 4, 1};
+  for (int run = 0; run < 3; ++run) EXPECT_EQ(loop.Generate(shorter, 5), CpuTokens(shorter, 5)) << run;
+  EXPECT_EQ(prompt_model.AutomaticGraphCaptures(), 2u);
 
-  // One model for both, eager steps (explicit capture refuses it: the host's shape arithmetic, position +
-  // sequence length, feeds a device Add).
+  // One model for both: eager steps (no explicit graphs for a step of symbolic length).
   Session own = MakeSession(TinyDecoderPromptModel(-1), CudaOptions(false), TestEnv());
   GenerationLoop self(TestEnv(), own);
   EXPECT_EQ(self.Generate(prompt, 6), expected);
