@@ -36,6 +36,7 @@ const KernelRegistry& CpuKernelRegistry() {
     cpu::RegisterRmsNormalizationKernels(r);
     cpu::RegisterOnnxAttentionKernels(r);
     cpu::RegisterMultiHeadAttentionKernels(r);
+    cpu::RegisterGroupQueryAttentionKernels(r);
     cpu::RegisterRotaryEmbeddingKernels(r);
     cpu::RegisterSoftmaxKernels(r);
     cpu::RegisterReductionKernels(r);

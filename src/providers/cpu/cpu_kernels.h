@@ -18,6 +18,7 @@ void RegisterNormalizationKernels(KernelRegistry& registry);   // nn/normalizati
 void RegisterAttentionKernels(KernelRegistry& registry);        // nn/attention.cc (ai.tessera)
 void RegisterOnnxAttentionKernels(KernelRegistry& registry);     // nn/onnx_attention.cc (ai.onnx opset 23)
 void RegisterMultiHeadAttentionKernels(KernelRegistry& registry);  // nn/multi_head_attention.cc (com.microsoft)
+void RegisterGroupQueryAttentionKernels(KernelRegistry& registry);  // nn/group_query_attention.cc (com.microsoft)
 void RegisterRmsNormalizationKernels(KernelRegistry& registry);  // nn/rms_normalization.cc (+ com.microsoft)
 void RegisterRotaryEmbeddingKernels(KernelRegistry& registry);   // nn/rotary_embedding.cc (+ com.microsoft)
 void RegisterEmbedLayerNormKernels(KernelRegistry& registry);  // nn/embed_layer_norm.cc (com.microsoft)
