@@ -17,11 +17,12 @@
 //   kernel (onnxruntime-node) on prompts with and without padding, packed QKV, rotary (interleaved or not, partial),
 //   decoding with an exact or a longer (shared) past, a later prompt after a cached one, windows, softcap, scale,
 //   float16.
-// Not implemented (refused by name): position_ids, attention_bias and head_sink inputs (9-11), smooth_softmax,
-// qk_output. Arithmetic in float32 for float16 / bfloat16.
+// Not implemented (refused by name, tessera/ep/gqa_geometry.h): position_ids, attention_bias and head_sink inputs
+// (9-11), smooth_softmax, qk_output. Arithmetic in float32 for float16 / bfloat16.
 #include <cmath>
 #include <cstring>
 
+#include "tessera/ep/gqa_geometry.h"
 #include "providers/cpu/common/elementwise_kernel.h"
 #include "providers/cpu/cpu_kernels.h"
 #include "providers/cpu/nn/attention_core.h"
@@ -32,28 +33,7 @@ namespace {
 
 class GroupQueryAttention : public Kernel {
  public:
-  explicit GroupQueryAttention(const KernelInfo& info)
-      : heads_(info.node().GetInt("num_heads", 0)),
-        kv_heads_(info.node().GetInt("kv_num_heads", 0)),
-        window_(info.node().GetInt("local_window_size", -1)),
-        rotary_(info.node().GetInt("do_rotary", 0) != 0),
-        interleaved_(info.node().GetInt("rotary_interleaved", 0) != 0),
-        has_scale_(info.node().HasAttribute("scale")),
-        scale_(info.node().GetFloat("scale", 0.0f)),
-        softcap_(info.node().GetFloat("softcap", 0.0f)) {
-    const Node& node = info.node();
-    if (heads_ <= 0 || kv_heads_ <= 0 || heads_ % kv_heads_ != 0)
-      Fail(ErrorCode::kInvalidModel, node.Describe(), ": num_heads (", heads_, ") must be a positive multiple of ",
-           "kv_num_heads (", kv_heads_, ")");
-    if (node.GetInt("smooth_softmax", 0) != 0)
-      Fail(ErrorCode::kNotImplemented, node.Describe(), ": smooth_softmax = 1 is not supported");
-    if (node.GetInt("qk_output", 0) != 0)
-      Fail(ErrorCode::kNotImplemented, node.Describe(), ": qk_output other than 0 is not supported");
-    const char* names[] = {"position_ids", "attention_bias", "head_sink"};
-    for (size_t i = 9; i < node.inputs.size() && i < 12; ++i)
-      if (!node.inputs[i].empty())
-        Fail(ErrorCode::kNotImplemented, node.Describe(), ": input ", i, " (", names[i - 9], ") is not supported");
-  }
+  explicit GroupQueryAttention(const KernelInfo& info) : attributes_(ReadGqaAttributes(info.node())) {}
 
   void Compute(KernelContext& ctx) const override {
     DispatchType(ctx.Input(0).type(), TypeList<float, Float16, BFloat16>{}, ctx.node(), [&](auto tag) {
@@ -75,51 +55,21 @@ class GroupQueryAttention : public Kernel {
     const Tensor& total_length = ctx.Input(6);
     const Tensor* cos = ctx.OptionalInput(7);
     const Tensor* sin = ctx.OptionalInput(8);
-
-    if (query.shape().rank() != 3)
-      Fail(ErrorCode::kInvalidArgument, node.Describe(), ": query is ", query, ", expected [batch, sequence, hidden]");
-    const int64_t batch = query.shape()[0], s_len = query.shape()[1];
-    const bool packed = key == nullptr;
-    if (packed != (value == nullptr))
-      Fail(ErrorCode::kInvalidArgument, node.Describe(), ": key and value come together (or neither, packed QKV)");
-    const int64_t width = query.shape()[2];
-    const int64_t head = packed ? width / (heads_ + 2 * kv_heads_) : width / heads_;
-    if (head <= 0 || (packed ? head * (heads_ + 2 * kv_heads_) : head * heads_) != width)
-      Fail(ErrorCode::kInvalidArgument, node.Describe(), ": query is ", query, ", not ",
-           packed ? "(num_heads + 2 kv_num_heads)" : "num_heads", " heads of one size");
-    HeadView vq, vk, vv;
-    if (packed) {
-      vq = {batch, heads_, s_len, head, s_len * width, head, width};
-      vk = {batch, kv_heads_, s_len, head, s_len * width, head, width};
-      vv = vk;
-    } else {
-      for (const Tensor* t : {key, value})
-        if (t->type() != query.type() || t->shape() != Shape{batch, s_len, kv_heads_ * head})
-          Fail(ErrorCode::kInvalidArgument, node.Describe(), ": key / value is ", *t, ", expected ",
-               DataTypeName(query.type()), " [", batch, ", ", s_len, ", ", kv_heads_ * head, "]");
-      vq = HeadView::Bshd(batch, heads_, s_len, head);
-      vk = HeadView::Bshd(batch, kv_heads_, s_len, head);
-      vv = vk;
-    }
-    const T* q_data = query.Data<T>();
-    const T* k_data = packed ? q_data + heads_ * head : key->Data<T>();
-    const T* v_data = packed ? q_data + (heads_ + kv_heads_) * head : value->Data<T>();
-
-    if ((past_k == nullptr) != (past_v == nullptr))
-      Fail(ErrorCode::kInvalidArgument, node.Describe(), ": past_key and past_value come together");
-    const int64_t past_rows = past_k != nullptr && past_k->shape().rank() == 4 ? past_k->shape()[2] : 0;
-    for (const Tensor* p : {past_k, past_v})
-      if (p != nullptr && (p->type() != query.type() || p->shape() != Shape{batch, kv_heads_, past_rows, head}))
-        Fail(ErrorCode::kInvalidArgument, node.Describe(), ": past_key / past_value is ", *p, ", expected [", batch,
-             ", ", kv_heads_, ", past, ", head, "]");
-    if (seqlens.type() != DataType::kInt32 || seqlens.NumElements() != batch)
-      Fail(ErrorCode::kInvalidArgument, node.Describe(), ": seqlens_k is ", seqlens, ", expected int32 [", batch, "]");
     if (total_length.type() != DataType::kInt32 || total_length.NumElements() != 1)
       Fail(ErrorCode::kInvalidArgument, node.Describe(), ": total_sequence_length is ", total_length,
            ", expected one int32");
-    const int64_t total = total_length.Data<int32_t>()[0];
-    const int64_t present_rows = std::max(past_rows, total);
-    const bool first_prompt = total == s_len;
+    const GqaGeometry g = MakeGqaGeometry(node, attributes_, query, key, value, past_k, past_v, seqlens,
+                                          total_length.Data<int32_t>()[0], cos, sin);
+    const int64_t batch = g.batch, s_len = g.s, head = g.head, heads = attributes_.heads, kv_heads = attributes_.kv_heads;
+    const int64_t total = g.total, present_rows = g.present_rows, rot = g.rot;
+    const bool first_prompt = g.first_prompt;
+    const auto view = [&](const GqaRows& r, int64_t n) { return HeadView{batch, n, s_len, head, r.batch, r.head, r.position}; };
+    HeadView vq = view(g.q, heads);
+    const HeadView vk = view(g.k, kv_heads), vv = view(g.v, kv_heads);
+    const T* q_data = query.Data<T>();
+    const T* k_data = g.packed ? q_data + g.k.element_offset : key->Data<T>();
+    const T* v_data = g.packed ? q_data + g.v.element_offset : value->Data<T>();
+
     // Per item: where its new rows start and how many keys it has.
     std::vector<int64_t> past(static_cast<size_t>(batch)), keys(static_cast<size_t>(batch));
     for (int64_t b = 0; b < batch; ++b) {
@@ -132,30 +82,23 @@ class GroupQueryAttention : public Kernel {
       keys[static_cast<size_t>(b)] = first_prompt ? length : start + s_len;
     }
 
-    int64_t rot = 0;
-    if (rotary_) {
-      if (cos == nullptr || sin == nullptr || cos->type() != query.type() || cos->shape() != sin->shape() ||
-          cos->shape().rank() != 2 || 2 * cos->shape()[1] > head || cos->shape()[1] <= 0)
-        Fail(ErrorCode::kInvalidArgument, node.Describe(), ": do_rotary needs cos_cache and sin_cache of the query's ",
-             "type, [max_position, rotary_dim / 2] with rotary_dim <= ", head);
-      rot = 2 * cos->shape()[1];
+    if (attributes_.rotary)
       for (int64_t b = 0; b < batch; ++b)
-        if (past[static_cast<size_t>(b)] + s_len > cos->shape()[0])
+        if (past[static_cast<size_t>(b)] + s_len > g.rotary_rows)
           Fail(ErrorCode::kInvalidArgument, node.Describe(), ": positions up to ", past[static_cast<size_t>(b)] + s_len - 1,
-               " exceed the rotary caches' ", cos->shape()[0], " rows");
-    }
+               " exceed the rotary caches' ", g.rotary_rows, " rows");
 
     // Q (rotated, when asked) in a [B, S, Nq, H] scratch; the new K rows go straight into the present cache.
     Tensor q_scratch;
-    if (rotary_) {
-      q_scratch = Tensor::Allocate(query.type(), Shape{batch, s_len, heads_ * head}, ctx.allocator());
-      Rotate<T>(q_data, vq, q_scratch.Data<T>(), HeadView::Bshd(batch, heads_, s_len, head), past, *cos, *sin, rot);
-      vq = HeadView::Bshd(batch, heads_, s_len, head);
+    if (attributes_.rotary) {
+      q_scratch = Tensor::Allocate(query.type(), Shape{batch, s_len, heads * head}, ctx.allocator());
+      Rotate<T>(q_data, vq, q_scratch.Data<T>(), HeadView::Bshd(batch, heads, s_len, head), past, *cos, *sin, rot);
+      vq = HeadView::Bshd(batch, heads, s_len, head);
       q_data = q_scratch.Data<T>();
     }
     Tensor present_k = Present(ctx, 1, past_k, present_rows, head, past);
     Tensor present_v = Present(ctx, 2, past_v, present_rows, head, past);
-    const HeadView vp = HeadView::Bnsh(batch, kv_heads_, present_rows, head);
+    const HeadView vp = HeadView::Bnsh(batch, kv_heads, present_rows, head);
     const auto rows_at = [&](const HeadView& view, int64_t b) {  // view of the new rows [past, past + S) of item b
       HeadView rows = view;
       rows.batch = 1;
@@ -163,7 +106,7 @@ class GroupQueryAttention : public Kernel {
     };
     for (int64_t b = 0; b < batch; ++b) {
       const auto [target, offset] = rows_at(vp, b);
-      if (rotary_) {
+      if (attributes_.rotary) {
         std::vector<int64_t> start{past[static_cast<size_t>(b)]};
         Rotate<T>(k_data + b * vk.sb, {1, vk.heads, vk.positions, vk.features, vk.sb, vk.sh, vk.sp},
                   present_k.Data<T>() + offset, target, start, *cos, *sin, rot);
@@ -173,9 +116,9 @@ class GroupQueryAttention : public Kernel {
       CopyRows<T>(v_data + b * vv.sb, vv, present_v.Data<T>() + offset, target);
     }
 
-    Tensor& y = ctx.Output(0, query.type(), Shape{batch, s_len, heads_ * head});
-    const float scale = has_scale_ ? scale_ : 1.0f / std::sqrt(static_cast<float>(head));
-    const int64_t window = window_;
+    Tensor& y = ctx.Output(0, query.type(), Shape{batch, s_len, heads * head});
+    const float scale = g.scale;
+    const int64_t window = attributes_.window;
     const auto bias = [&](int64_t b, int64_t /*h*/, int64_t i, int64_t j, float score) {
       const int64_t position = past[static_cast<size_t>(b)] + i;
       if (j > position || j >= keys[static_cast<size_t>(b)] || (window > 0 && j <= position - window))
@@ -183,7 +126,7 @@ class GroupQueryAttention : public Kernel {
       return score;
     };
     AttentionRows<T>(ctx.thread_pool(), q_data, vq, present_k.Data<T>(), vp, present_v.Data<T>(), vp, y.Data<T>(),
-                     HeadView::Bshd(batch, heads_, s_len, head), scale, softcap_, bias);
+                     HeadView::Bshd(batch, heads, s_len, head), scale, attributes_.softcap, bias);
   }
 
   // Output `index` (or a scratch when the graph omits it) [B, Nkv, rows, H]: item b's first past[b] rows from the past,
@@ -192,7 +135,7 @@ class GroupQueryAttention : public Kernel {
   Tensor Present(KernelContext& ctx, size_t index, const Tensor* past, int64_t rows, int64_t head,
                  const std::vector<int64_t>& past_of) const {
     const Tensor& query = ctx.Input(0);
-    const Shape shape{query.shape()[0], kv_heads_, rows, head};
+    const Shape shape{query.shape()[0], attributes_.kv_heads, rows, head};
     Tensor out = ctx.NumOutputs() > index && !ctx.node().outputs[index].empty()
                      ? ctx.Output(index, query.type(), shape)
                      : Tensor::Allocate(query.type(), shape, ctx.allocator());
@@ -202,8 +145,8 @@ class GroupQueryAttention : public Kernel {
     const size_t element = SizeOf(query.type());
     const int64_t past_rows = past->shape()[2];
     for (int64_t b = 0; b < shape[0]; ++b)
-      for (int64_t h = 0; h < kv_heads_; ++h) {
-        const int64_t r = b * kv_heads_ + h;
+      for (int64_t h = 0; h < attributes_.kv_heads; ++h) {
+        const int64_t r = b * attributes_.kv_heads + h;
         std::memcpy(static_cast<char*>(out.raw_data()) + static_cast<size_t>(r * rows * head) * element,
                     static_cast<const char*>(past->raw_data()) + static_cast<size_t>(r * past_rows * head) * element,
                     static_cast<size_t>(std::min(past_of[static_cast<size_t>(b)], past_rows) * head) * element);
@@ -233,7 +176,7 @@ class GroupQueryAttention : public Kernel {
           T* out = dst + to.Offset(b, h, p);
           const int64_t row = (starts[static_cast<size_t>(b)] + p) * half;
           for (int64_t j = 0; j < half; ++j) {
-            const int64_t i1 = interleaved_ ? 2 * j : j, i2 = interleaved_ ? 2 * j + 1 : j + half;
+            const int64_t i1 = attributes_.interleaved ? 2 * j : j, i2 = attributes_.interleaved ? 2 * j + 1 : j + half;
             const float cj = Load(c[row + j]), sj = Load(s[row + j]), x1 = Load(in[i1]), x2 = Load(in[i2]);
             out[i1] = Store<T>(cj * x1 - sj * x2);
             out[i2] = Store<T>(sj * x1 + cj * x2);
@@ -242,9 +185,7 @@ class GroupQueryAttention : public Kernel {
         }
   }
 
-  int64_t heads_, kv_heads_, window_;
-  bool rotary_, interleaved_, has_scale_;
-  float scale_, softcap_;
+  GqaAttributes attributes_;
 };
 
 }  // namespace

@@ -63,4 +63,31 @@ cudaError_t AttentionBias(ElementType type, const void* mask, bool bool_mask, co
                           int64_t mask_keys, bool causal, int64_t past, const int64_t dims[4], void* bias,
                           cudaStream_t stream);
 
+// ---- com.microsoft GroupQueryAttention's parts (group_query_attention.cu) --------------------------------------------
+// Semantics in providers/cpu/nn/group_query_attention.cc. Item b has length L_b = seqlens_k[b] + 1 (int32, read on the
+// device) and its new rows start at past_b = first_prompt ? 0 : L_b - S.
+struct GqaArgs {
+  ElementType type = ElementType::kFloat;
+  const int32_t* seqlens = nullptr;
+  bool first_prompt = false;
+  int64_t batch = 0, s = 0, kv_heads = 0, q_heads = 0, head = 0, present_rows = 0, past_rows = 0;
+  // Rotary (rot = 0: none): cos / sin [rotary rows, rot / 2] of `type`, pairs interleaved or split in halves.
+  const void* cos = nullptr;
+  const void* sin = nullptr;
+  int64_t rot = 0, rotary_rows = 0;
+  bool interleaved = false;
+};
+// present [B, Nkv, R, H] (contiguous): item b's rows [0, past_b) from past ([B, Nkv, P, H], null when none), the new rows
+// x (element strides `x_strides` along batch, head, position; features contiguous) at [past_b, past_b + S), rotated
+// when `rotate`, zeros after them; with `in_place` (present is the past's buffer) only the new rows are written.
+cudaError_t GqaPresent(const GqaArgs& args, const void* past, const void* x, const int64_t x_strides[3], bool rotate,
+                       bool in_place, void* present, cudaStream_t stream);
+// q_out [B, S, Nq, H] (contiguous) = the query (strides `q_strides` along batch, head, position) rotated at each
+// item's positions past_b + s.
+cudaError_t GqaRotateQuery(const GqaArgs& args, const void* q, const int64_t q_strides[3], void* q_out,
+                           cudaStream_t stream);
+// bias [B, S, R] of `type`: 0 where query s (position p = past_b + s) may read key j -- j <= p, j below the item's
+// key count (L_b), and with window > 0 j > p - window -- else -inf.
+cudaError_t GqaBias(const GqaArgs& args, int64_t window, void* bias, cudaStream_t stream);
+
 }  // namespace tessera::cuda::launch
