@@ -1,7 +1,8 @@
 // The CUDA kernels of the opset-23 transformer ops against the CPU EP: ai.onnx Attention (multi-head and
 // grouped-query heads, 3-D and 4-D operands, bool / additive / short masks, causal masking after a past, present
 // outputs) and RotaryEmbedding (ai.onnx and com.microsoft: position forms, interleaved pairs, partial rotation), in
-// float32 and float16. Each case also checks that the node really runs on the CUDA EP; the forms the CUDA kernel
+// float32 and float16, and com.microsoft GroupQueryAttention (prompts with padding, packed QKV, rotary, decoding with a
+// shared cache, later prompts, windows; the cache updated in place). Each case also checks that the node really runs on the CUDA EP; the forms the CUDA kernel
 // leaves to the CPU (softcap, qk_matmul_output) are checked to fall back and still agree.
 #include <cmath>
 
@@ -169,6 +170,119 @@ TEST_F(CudaTransformerOpsTest, RotaryEmbedding) {
     CompareFloat16WithCpu("RotaryEmbedding", c.contrib ? 1 : 23, inputs(kF16, 2), build, 4e-3, 4e-3,
                           c.contrib ? "com.microsoft" : "");
   }
+}
+
+struct GqaCase {
+  int64_t batch = 1, s = 1, nq = 4, nkv = 2, head = 32, past_rows = -1;
+  std::vector<int32_t> seqlens;
+  int32_t total = 0;
+  bool packed = false, interleaved = false;
+  int64_t rotary = 0, window = -1;
+};
+
+// Inputs: query, [key, value,] [past_key, past_value,] [cos, sin] in `type`.
+std::vector<Tensor> GqaInputs(const GqaCase& c, DataType type, uint32_t seed) {
+  std::vector<Tensor> in;
+  const int64_t width = c.packed ? (c.nq + 2 * c.nkv) * c.head : c.nq * c.head;
+  in.push_back(RandomTensor(type, {c.batch, c.s, width}, seed));
+  if (!c.packed) {
+    in.push_back(RandomTensor(type, {c.batch, c.s, c.nkv * c.head}, seed + 1));
+    in.push_back(RandomTensor(type, {c.batch, c.s, c.nkv * c.head}, seed + 2));
+  }
+  if (c.past_rows >= 0) {
+    in.push_back(RandomTensor(type, {c.batch, c.nkv, c.past_rows, c.head}, seed + 3));
+    in.push_back(RandomTensor(type, {c.batch, c.nkv, c.past_rows, c.head}, seed + 4));
+  }
+  if (c.rotary > 0) {
+    auto [cos, sin] = RotaryCaches(type, 64, c.rotary / 2);
+    in.push_back(cos);
+    in.push_back(sin);
+  }
+  return in;
+}
+
+void BuildGqa(const GqaCase& c, OpTester& t, const std::vector<Tensor>& in) {
+  t.Attr("num_heads", c.nq).Attr("kv_num_heads", c.nkv);
+  if (c.rotary > 0) t.Attr("do_rotary", int64_t{1}).Attr("rotary_interleaved", int64_t{c.interleaved});
+  if (c.window > 0) t.Attr("local_window_size", c.window);
+  size_t next = 0;
+  t.Input("query", in[next++]);
+  if (c.packed) {
+    t.OmittedInput().OmittedInput();
+  } else {
+    t.Input("key", in[next]).Input("value", in[next + 1]);
+    next += 2;
+  }
+  if (c.past_rows >= 0) {
+    t.Input("past_key", in[next]).Input("past_value", in[next + 1]);
+    next += 2;
+  } else {
+    t.OmittedInput().OmittedInput();
+  }
+  t.Input("seqlens_k", Tensor::FromVector<int32_t>({c.batch}, c.seqlens), true);
+  t.Input("total_sequence_length", Tensor::FromVector<int32_t>({}, {c.total}), true);
+  if (c.rotary > 0) t.Input("cos_cache", in[next], true).Input("sin_cache", in[next + 1], true);
+}
+
+TEST_F(CudaTransformerOpsTest, GroupQueryAttention) {
+  std::vector<GqaCase> cases(6);
+  cases[0].batch = 2, cases[0].s = 5, cases[0].seqlens = {2, 4}, cases[0].total = 5;  // a padded prompt
+  cases[1].s = 6, cases[1].nkv = 1, cases[1].seqlens = {5}, cases[1].total = 6, cases[1].packed = true,
+  cases[1].rotary = 32;                                                                // packed, rotary
+  cases[2].batch = 2, cases[2].past_rows = 16, cases[2].seqlens = {6, 9}, cases[2].total = 10, cases[2].rotary = 16,
+  cases[2].interleaved = true;                                                         // decoding, shared cache
+  cases[3].s = 3, cases[3].past_rows = 10, cases[3].seqlens = {6}, cases[3].total = 7;  // a later prompt
+  cases[4].s = 7, cases[4].nq = 2, cases[4].nkv = 1, cases[4].seqlens = {6}, cases[4].total = 7, cases[4].window = 3;
+  cases[5].nq = 8, cases[5].head = 64, cases[5].past_rows = 7, cases[5].seqlens = {7}, cases[5].total = 8;
+  for (size_t i = 0; i < cases.size(); ++i) {
+    SCOPED_TRACE("case " + std::to_string(i));
+    const GqaCase& c = cases[i];
+    OpTester t("GroupQueryAttention", 1, "com.microsoft");
+    BuildGqa(c, t, GqaInputs(c, kF32, 100 + 10 * static_cast<uint32_t>(i)));
+    t.OutputName("output").OutputName("present_key").OutputName("present_value").Tolerance(1e-4, 1e-4);
+    CompareOnCuda(t);
+    CompareFloat16WithCpu(
+        "GroupQueryAttention", 1, GqaInputs(c, kF16, 105 + 10 * static_cast<uint32_t>(i)),
+        [&](OpTester& o, const std::vector<Tensor>& in) { BuildGqa(c, o, in); }, 4e-3, 1e-2, "com.microsoft");
+  }
+}
+
+// present bound over past on the device (one buffer per cache): the new rows change, the rest stays.
+TEST_F(CudaTransformerOpsTest, GroupQueryAttentionCacheInPlace) {
+  GqaCase c;
+  c.batch = 2, c.past_rows = 16, c.seqlens = {6, 9}, c.total = 10, c.rotary = 32;
+  const std::vector<Tensor> in = GqaInputs(c, kF32, 7);
+  OpTester t("GroupQueryAttention", 1, "com.microsoft");
+  BuildGqa(c, t, in);
+  t.OutputName("output").OutputName("present_key").OutputName("present_value");
+  const std::vector<Tensor> expected = t.RunOn("cpu");
+  SessionOptions options;
+  options.AddProvider(kCudaEpName);
+  const std::string model = t.SerializedModel();
+  Session session(TestEnv(), model.data(), model.size(), options);
+  Tensor cache_k = ToCuda(in[3]), cache_v = ToCuda(in[4]);
+  IoBinding binding = session.CreateIoBinding();
+  binding.BindInput("query", Value(ToCuda(in[0])));
+  binding.BindInput("key", Value(ToCuda(in[1])));
+  binding.BindInput("value", Value(ToCuda(in[2])));
+  binding.BindInput("past_key", Value(cache_k));
+  binding.BindInput("past_value", Value(cache_v));
+  binding.BindOutput("output", MemoryInfo::Host());
+  binding.BindOutput("present_key", Value(cache_k));
+  binding.BindOutput("present_value", Value(cache_v));
+  session.Run(binding);
+  EXPECT_EQ(CompareTensors(expected[0], binding.BoundOutputs()[0].tensor(), 1e-4, 1e-4), "");
+  const Tensor k = ToHost(cache_k), v = ToHost(cache_v);
+  for (int64_t b = 0; b < c.batch; ++b)
+    for (int64_t r = 0; r < c.past_rows; ++r) {
+      const bool new_row = r == c.seqlens[static_cast<size_t>(b)];
+      for (int64_t h = 0; h < c.nkv; ++h)
+        for (int64_t f = 0; f < c.head; ++f) {
+          const int64_t at = ((b * c.nkv + h) * c.past_rows + r) * c.head + f;
+          EXPECT_NEAR(k.Data<float>()[at], (new_row ? expected[1] : in[3]).Data<float>()[at], 1e-5) << b << " " << r;
+          EXPECT_NEAR(v.Data<float>()[at], (new_row ? expected[2] : in[4]).Data<float>()[at], 1e-5) << b << " " << r;
+        }
+    }
 }
 
 }  // namespace

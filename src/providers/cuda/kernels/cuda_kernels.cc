@@ -44,6 +44,13 @@ const std::map<std::string, std::function<bool(const Node&)>>& Predicates() {
        [](const Node& n) {
          return n.domain != "" || (n.GetFloat("softcap", 0.0f) == 0.0f && (n.outputs.size() < 4 || n.outputs[3].empty()));
        }},
+      // GroupQueryAttention without softcap (the fused kernel has none) or what no EP implements (the CPU EP names it).
+      {"GroupQueryAttention",
+       [](const Node& n) {
+         for (size_t i = 9; i < n.inputs.size(); ++i)
+           if (!n.inputs[i].empty()) return false;
+         return n.GetFloat("softcap", 0.0f) == 0.0f && n.GetInt("smooth_softmax", 0) == 0 && n.GetInt("qk_output", 0) == 0;
+       }},
       {"BatchNormalization",
        [](const Node& n) {
          return OutputCount(n) == 1 && n.GetInt("training_mode", 0) == 0 && n.GetInt("spatial", 1) == 1;
@@ -74,6 +81,7 @@ void RegisterCudaKernels(KernelRegistry& registry) {
   RegisterReorderKernels(registry);
   RegisterRotaryEmbeddingKernels(registry);
   RegisterOnnxAttentionKernels(registry);
+  RegisterGroupQueryAttentionKernels(registry);
 }
 
 bool NodeIsSupported(const Node& node) {

@@ -26,6 +26,7 @@ void RegisterSplitKernels(KernelRegistry& registry);        // Split
 void RegisterScatterKernels(KernelRegistry& registry);      // ScatterElements ScatterND (reduction "none")
 void RegisterRotaryEmbeddingKernels(KernelRegistry& registry);  // RotaryEmbedding (ai.onnx 23, com.microsoft)
 void RegisterOnnxAttentionKernels(KernelRegistry& registry);    // Attention (ai.onnx 23-24)
+void RegisterGroupQueryAttentionKernels(KernelRegistry& registry);  // GroupQueryAttention (com.microsoft)
 
 void RegisterCudaKernels(KernelRegistry& registry);
 
