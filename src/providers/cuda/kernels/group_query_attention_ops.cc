@@ -42,7 +42,7 @@ class GroupQueryAttentionKernel : public Kernel {
     const size_t element = SizeOf(query.type());
     launch::GqaArgs args;
     args.type = FloatElementType(ctx, query.type());
-    args.seqlens = seqlens.Data<int32_t>();
+    args.seqlens = static_cast<const int32_t*>(seqlens.raw_data());  // on the device
     args.first_prompt = g.first_prompt;
     args.batch = g.batch;
     args.s = g.s;
