@@ -2,7 +2,8 @@
 // grouped-query heads, 3-D and 4-D operands, bool / additive / short masks, causal masking after a past, present
 // outputs) and RotaryEmbedding (ai.onnx and com.microsoft: position forms, interleaved pairs, partial rotation), in
 // float32 and float16, and com.microsoft GroupQueryAttention (prompts with padding, packed QKV, rotary, decoding with a
-// shared cache, later prompts, windows; the cache updated in place). Each case also checks that the node really runs on the CUDA EP; the forms the CUDA kernel
+// shared cache, later prompts, windows; the cache updated in place) and MultiHeadAttention in the forms that do not become
+// ai.tessera::Attention (past, unidirectional, packed, key padding lengths, keys in heads). Each case also checks that the node really runs on the CUDA EP; the forms the CUDA kernel
 // leaves to the CPU (softcap, qk_matmul_output) are checked to fall back and still agree.
 #include <cmath>
 
@@ -283,6 +284,98 @@ TEST_F(CudaTransformerOpsTest, GroupQueryAttentionCacheInPlace) {
           EXPECT_NEAR(v.Data<float>()[at], (new_row ? expected[2] : in[4]).Data<float>()[at], 1e-5) << b << " " << r;
         }
     }
+}
+
+struct MhaCase {
+  int64_t batch = 2, s = 3, l = 3, heads = 2, head = 16, v_head = 16, past = 0;
+  int form = 0;     // 0: Q, K, V [B, S|L, D]; 1: packed QKV; 2: packed KV; 3: K, V in heads [B, N, L, H]
+  bool bias = false, unidirectional = false, present = false;
+  int padding = 0;  // 0: none; 1: lengths [B]; 2: [B, T]; 3: [B, S, T]
+  int attention_bias = 0;  // 0: none; 1: [1, N, S, T]; 2: [B, 1, S, T]
+};
+
+// Inputs in `type` (masks int32), in input order, with the names BuildMha gives them.
+std::vector<std::pair<std::string, Tensor>> MhaInputs(const MhaCase& c, DataType type, uint32_t seed) {
+  std::vector<std::pair<std::string, Tensor>> in;
+  const int64_t d = c.heads * c.head, dv = c.heads * c.v_head, total = c.past + c.l;
+  if (c.form == 1) {
+    in.push_back({"query", RandomTensor(type, {c.batch, c.s, c.heads, 3, c.head}, seed)});
+    in.push_back({"", Tensor()});
+    in.push_back({"", Tensor()});
+  } else {
+    in.push_back({"query", RandomTensor(type, {c.batch, c.s, d}, seed)});
+    if (c.form == 2) {
+      in.push_back({"key", RandomTensor(type, {c.batch, c.l, c.heads, 2, c.head}, seed + 1)});
+      in.push_back({"", Tensor()});
+    } else if (c.form == 3) {
+      in.push_back({"key", RandomTensor(type, {c.batch, c.heads, c.l, c.head}, seed + 1)});
+      in.push_back({"value", RandomTensor(type, {c.batch, c.heads, c.l, c.v_head}, seed + 2)});
+    } else {
+      in.push_back({"key", RandomTensor(type, {c.batch, c.l, d}, seed + 1)});
+      in.push_back({"value", RandomTensor(type, {c.batch, c.l, dv}, seed + 2)});
+    }
+  }
+  in.push_back({c.bias ? "bias" : "", c.bias ? RandomTensor(type, {2 * d + dv}, seed + 3) : Tensor()});
+  Tensor mask;
+  if (c.padding == 1) mask = Tensor::FromVector<int32_t>({c.batch}, std::vector<int32_t>{static_cast<int32_t>(total - 1), static_cast<int32_t>(total)});
+  if (c.padding == 2 || c.padding == 3) {
+    const Shape shape = c.padding == 2 ? Shape{c.batch, total} : Shape{c.batch, c.s, total};
+    mask = Tensor::Allocate(DataType::kInt32, shape);
+    for (int64_t i = 0; i < mask.NumElements(); ++i) mask.Data<int32_t>()[i] = i % total == 0 || i % 3 != 1;
+  }
+  in.push_back({c.padding ? "key_padding_mask" : "", mask});
+  Tensor added;
+  if (c.attention_bias == 1) added = RandomTensor(type, {1, c.heads, c.s, total}, seed + 4);
+  if (c.attention_bias == 2) added = RandomTensor(type, {c.batch, 1, c.s, total}, seed + 4);
+  in.push_back({c.attention_bias ? "attention_bias" : "", added});
+  if (c.past > 0) {
+    in.push_back({"past_key", RandomTensor(type, {c.batch, c.heads, c.past, c.head}, seed + 5)});
+    in.push_back({"past_value", RandomTensor(type, {c.batch, c.heads, c.past, c.v_head}, seed + 6)});
+  }
+  return in;
+}
+
+void BuildMha(const MhaCase& c, OpTester& t, const std::vector<std::pair<std::string, Tensor>>& in) {
+  t.Attr("num_heads", c.heads);
+  if (c.unidirectional) t.Attr("unidirectional", int64_t{1});
+  for (const auto& [name, value] : in)
+    if (name.empty()) t.OmittedInput(); else t.Input(name, value);
+}
+
+TEST_F(CudaTransformerOpsTest, MultiHeadAttentionWithPastMasksAndPackedForms) {
+  std::vector<MhaCase> cases(6);
+  cases[0].s = 1, cases[0].l = 1, cases[0].past = 7, cases[0].bias = true, cases[0].unidirectional = true,
+  cases[0].present = true;  // a decoder step with past and present
+  cases[1].form = 1, cases[1].bias = true, cases[1].padding = 1, cases[1].s = cases[1].l = 5;  // packed QKV, lengths
+  cases[2].form = 2, cases[2].padding = 2, cases[2].l = 6;                                     // packed KV, [B, T]
+  cases[3].form = 3, cases[3].attention_bias = 1, cases[3].l = 9, cases[3].v_head = 8;          // cross attention
+  cases[4].padding = 3, cases[4].attention_bias = 2, cases[4].past = 4, cases[4].present = true, cases[4].bias = true;
+  cases[5].s = cases[5].l = 4, cases[5].unidirectional = true, cases[5].heads = 4, cases[5].head = 64,
+  cases[5].v_head = 64;  // a causal prompt
+  for (size_t i = 0; i < cases.size(); ++i) {
+    SCOPED_TRACE("case " + std::to_string(i));
+    const MhaCase& c = cases[i];
+    OpTester t("MultiHeadAttention", 1, "com.microsoft");
+    BuildMha(c, t, MhaInputs(c, kF32, 200 + 10 * static_cast<uint32_t>(i)));
+    t.OutputName("Y");
+    if (c.present) t.OutputName("present_key").OutputName("present_value");
+    t.Tolerance(1e-4, 1e-4);
+    CompareOnCuda(t);
+    std::vector<Tensor> half;
+    std::vector<std::string> names;
+    for (const auto& [name, value] : MhaInputs(c, kF16, 205 + 10 * static_cast<uint32_t>(i))) {
+      names.push_back(name);
+      half.push_back(value);
+    }
+    CompareFloat16WithCpu(
+        "MultiHeadAttention", 1, half,
+        [&](OpTester& o, const std::vector<Tensor>& values) {
+          std::vector<std::pair<std::string, Tensor>> named;
+          for (size_t k = 0; k < values.size(); ++k) named.push_back({names[k], values[k]});
+          BuildMha(c, o, named);
+        },
+        4e-3, 1e-2, "com.microsoft");
+  }
 }
 
 }  // namespace

@@ -90,4 +90,25 @@ cudaError_t GqaRotateQuery(const GqaArgs& args, const void* q, const int64_t q_s
 // key count (L_b), and with window > 0 j > p - window -- else -inf.
 cudaError_t GqaBias(const GqaArgs& args, int64_t window, void* bias, cudaStream_t stream);
 
+// ---- com.microsoft MultiHeadAttention's parts (multi_head_attention.cu) ------------------------------------------------
+// Semantics in providers/cpu/nn/multi_head_attention.cc.
+// dst [B, N, P + L, F] (contiguous) = past [B, N, P, F] (null when P = 0) then x (element strides `x_strides` along
+// batch, head, position; features contiguous) plus bias[h * F + f] (null: none), rounded to the element type.
+cudaError_t MhaRows(ElementType type, const void* past, const void* x, const int64_t x_strides[3], const void* bias,
+                    void* dst, int64_t batch, int64_t heads, int64_t past_rows, int64_t rows, int64_t features,
+                    cudaStream_t stream);
+struct MhaBiasArgs {
+  ElementType type = ElementType::kFloat;
+  int64_t batch = 0, heads = 0, s = 0, total = 0, past = 0;  // heads: 1 when nothing differs per head
+  const void* attention_bias = nullptr;  // of `type`, element strides sb / sh over batch and heads
+  int64_t attention_bias_sb = 0, attention_bias_sh = 0;
+  const int32_t* padding = nullptr;  // key_padding_mask: lengths [B], or 0/1 per key [B, T] / [B, S, T]
+  int padding_form = 0;               // 0 none, 1 lengths, 2 [B, T], 3 [B, S, T]
+  bool unidirectional = false;
+  float mask_filter = -10000.0f;      // added for each reason a key is masked
+};
+// bias [B, heads, S, T] of `type`: attention_bias + mask_filter where the key is padding + mask_filter where
+// unidirectional and key j > query i + past.
+cudaError_t MhaBias(const MhaBiasArgs& args, void* bias, cudaStream_t stream);
+
 }  // namespace tessera::cuda::launch

@@ -51,6 +51,10 @@ const std::map<std::string, std::function<bool(const Node&)>>& Predicates() {
            if (!n.inputs[i].empty()) return false;
          return n.GetFloat("softcap", 0.0f) == 0.0f && n.GetInt("smooth_softmax", 0) == 0 && n.GetInt("qk_output", 0) == 0;
        }},
+      // MultiHeadAttention without the forms no EP implements (shared buffers, beam search, the qk output: the CPU EP
+      // names them).
+      {"MultiHeadAttention",
+       [](const Node& n) { return !n.HasInput(8) && !n.HasInput(9) && (n.outputs.size() < 4 || n.outputs[3].empty()); }},
       {"BatchNormalization",
        [](const Node& n) {
          return OutputCount(n) == 1 && n.GetInt("training_mode", 0) == 0 && n.GetInt("spatial", 1) == 1;
@@ -82,6 +86,7 @@ void RegisterCudaKernels(KernelRegistry& registry) {
   RegisterRotaryEmbeddingKernels(registry);
   RegisterOnnxAttentionKernels(registry);
   RegisterGroupQueryAttentionKernels(registry);
+  RegisterMultiHeadAttentionKernels(registry);
 }
 
 bool NodeIsSupported(const Node& node) {

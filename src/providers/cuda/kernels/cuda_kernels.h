@@ -27,6 +27,7 @@ void RegisterScatterKernels(KernelRegistry& registry);      // ScatterElements S
 void RegisterRotaryEmbeddingKernels(KernelRegistry& registry);  // RotaryEmbedding (ai.onnx 23, com.microsoft)
 void RegisterOnnxAttentionKernels(KernelRegistry& registry);    // Attention (ai.onnx 23-24)
 void RegisterGroupQueryAttentionKernels(KernelRegistry& registry);  // GroupQueryAttention (com.microsoft)
+void RegisterMultiHeadAttentionKernels(KernelRegistry& registry);   // MultiHeadAttention (com.microsoft)
 
 void RegisterCudaKernels(KernelRegistry& registry);
 
