@@ -50,12 +50,7 @@ bool AttentionOneQueryFits(const AttentionArgs& args);
 cudaError_t AttentionOneQuery(const AttentionArgs& args, cudaStream_t stream);
 
 // ---- ai.onnx Attention's parts (onnx_attention.cu) ----------------------------------------------------------------
-// present[b, h, t, f] = t < past ? past[b, h, t, f] : x[b * xs[0] + h * xs[1] + (t - past) * xs[2] + f] for a
-// contiguous present [batch, heads, past + positions, features]; past (contiguous [batch, heads, past, features]) may
-// be null when past is 0.
-cudaError_t ConcatenatePast(ElementType type, const void* past, const void* x, const int64_t x_strides[3], void* present,
-                            int64_t batch, int64_t heads, int64_t past_positions, int64_t positions, int64_t features,
-                            cudaStream_t stream);
+// (its present caches: RowsInHeads below)
 // bias [dims[0], dims[1], dims[2], dims[3]] (contiguous, of `type`): 0, plus the mask's value at (b, h, i, j)
 // (element strides mask_strides; bool: 0 where set, -inf where not; float: the value), -inf where j >= mask_keys
 // (a mask shorter than the keys), and -inf where causal and j > i + past. mask may be null.
@@ -93,10 +88,11 @@ cudaError_t GqaBias(const GqaArgs& args, int64_t window, void* bias, cudaStream_
 // ---- com.microsoft MultiHeadAttention's parts (multi_head_attention.cu) ------------------------------------------------
 // Semantics in providers/cpu/nn/multi_head_attention.cc.
 // dst [B, N, P + L, F] (contiguous) = past [B, N, P, F] (null when P = 0) then x (element strides `x_strides` along
-// batch, head, position; features contiguous) plus bias[h * F + f] (null: none), rounded to the element type.
-cudaError_t MhaRows(ElementType type, const void* past, const void* x, const int64_t x_strides[3], const void* bias,
-                    void* dst, int64_t batch, int64_t heads, int64_t past_rows, int64_t rows, int64_t features,
-                    cudaStream_t stream);
+// batch, head, position; features contiguous) plus bias[h * F + f] (null: none), rounded to the element type. Also
+// ai.onnx Attention's present caches (no bias).
+cudaError_t RowsInHeads(ElementType type, const void* past, const void* x, const int64_t x_strides[3], const void* bias,
+                        void* dst, int64_t batch, int64_t heads, int64_t past_rows, int64_t rows, int64_t features,
+                        cudaStream_t stream);
 struct MhaBiasArgs {
   ElementType type = ElementType::kFloat;
   int64_t batch = 0, heads = 0, s = 0, total = 0, past = 0;  // heads: 1 when nothing differs per head

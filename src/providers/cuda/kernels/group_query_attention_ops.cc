@@ -8,6 +8,7 @@
 #include "tessera/ep/gqa_geometry.h"
 #include "providers/cuda/kernels/attention.h"
 #include "providers/cuda/kernels/cuda_kernels.h"
+#include "providers/cuda/kernels/grouped_attention.h"
 #include "providers/cuda/kernels/kernel_utils.h"
 
 namespace tessera::cuda {
@@ -98,13 +99,14 @@ class GroupQueryAttentionKernel : public Kernel {
     Tensor bias = Tensor::Allocate(query.type(), Shape{g.batch, g.s, g.present_rows}, ctx.allocator());
     CheckLaunch(ctx, launch::GqaBias(args, attributes_.window, bias.raw_data(), stream), "GroupQueryAttention bias");
 
-    // One launch per query head of a group: heads = Nkv, query and output heads G apart.
-    const int64_t group = attributes_.heads / attributes_.kv_heads;
+    // One launch per query head of a group: heads = Nkv, query and output heads G apart, one bias for all heads.
     launch::AttentionArgs a;
     a.type = args.type;
+    a.q = q;
     a.k = present_k.raw_data();
     a.v = present_v.raw_data();
     a.mask = bias.raw_data();
+    a.out = y.raw_data();
     a.batch = g.batch;
     a.heads = attributes_.kv_heads;
     a.q_len = g.s;
@@ -118,22 +120,10 @@ class GroupQueryAttentionKernel : public Kernel {
       a.k_strides[d] = a.v_strides[d] = kv_strides[d];
       a.out_strides[d] = out_strides[d];
       a.mask_strides[d] = mask_strides[d];
+      a.q_strides[d] = d < 3 ? q_strides[d] : 1;
     }
-    a.q_strides[0] = q_strides[0];
-    a.q_strides[1] = q_strides[1] * group;
-    a.q_strides[2] = q_strides[2];
-    a.q_strides[3] = 1;
-    a.out_strides[1] *= group;
-    for (int64_t member = 0; member < group; ++member) {
-      launch::AttentionArgs launch_args = a;
-      launch_args.q = static_cast<const char*>(q) + member * q_strides[1] * static_cast<int64_t>(element);
-      launch_args.out = static_cast<char*>(y.raw_data()) + member * out_strides[1] * static_cast<int64_t>(element);
-      const cudaError_t status = launch::Attention(launch_args, stream);
-      if (status == cudaErrorInvalidConfiguration)
-        Fail(ErrorCode::kNotImplemented, node, ": head size ", g.head, " with ", g.batch * attributes_.kv_heads,
-             " batch x heads and ", g.s, " queries does not fit the fused kernel's blocks");
-      CheckLaunch(ctx, status, "GroupQueryAttention launch");
-    }
+    LaunchGroupedAttention(ctx, a, attributes_.heads / attributes_.kv_heads, element, element, stream,
+                           "GroupQueryAttention launch");
   }
 
  private:

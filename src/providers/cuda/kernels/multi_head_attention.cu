@@ -61,7 +61,7 @@ __global__ void MhaBiasKernel(MhaBiasArgs a, T* out) {
 
 }  // namespace
 
-cudaError_t MhaRows(ElementType type, const void* past, const void* x, const int64_t x_strides[3], const void* bias,
+cudaError_t RowsInHeads(ElementType type, const void* past, const void* x, const int64_t x_strides[3], const void* bias,
                     void* dst, int64_t batch, int64_t heads, int64_t past_rows, int64_t rows, int64_t features,
                     cudaStream_t stream) {
   if (past_rows > 0 && past == nullptr) return cudaErrorInvalidValue;

@@ -9,6 +9,7 @@
 #include "tessera/ep/mha_geometry.h"
 #include "providers/cuda/kernels/attention.h"
 #include "providers/cuda/kernels/cuda_kernels.h"
+#include "providers/cuda/kernels/grouped_attention.h"
 #include "providers/cuda/kernels/kernel_utils.h"
 
 namespace tessera::cuda {
@@ -47,7 +48,7 @@ class MultiHeadAttentionKernel : public Kernel {
     const auto in_heads = [&](const MhaOperand& o, const Tensor* past, Tensor& dst, const char* what) {
       const int64_t strides[3] = {o.sb, o.sh, o.sp};
       CheckLaunch(ctx,
-                  launch::MhaRows(type, past != nullptr ? past->raw_data() : nullptr, data(o), strides, bias_of(o),
+                  launch::RowsInHeads(type, past != nullptr ? past->raw_data() : nullptr, data(o), strides, bias_of(o),
                                   dst.raw_data(), g.batch, g.heads, past != nullptr ? g.past : 0, o.positions,
                                   o.features, stream),
                   what);
@@ -115,11 +116,8 @@ class MultiHeadAttentionKernel : public Kernel {
       a.mask_strides[2] = g.total;
       a.mask_strides[3] = 1;
     }
-    const cudaError_t status = launch::Attention(a, stream);
-    if (status == cudaErrorInvalidConfiguration)
-      Fail(ErrorCode::kNotImplemented, node, ": head size ", g.head, " with ", g.batch * g.heads,
-           " batch x heads and ", g.s, " queries does not fit the fused kernel's blocks");
-    CheckLaunch(ctx, status, "MultiHeadAttention launch");
+    LaunchGroupedAttention(ctx, a, 1, static_cast<size_t>(element), static_cast<size_t>(element), stream,
+                           "MultiHeadAttention launch");
   }
 
  private:

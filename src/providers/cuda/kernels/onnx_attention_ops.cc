@@ -9,6 +9,7 @@
 #include "tessera/ep/onnx_attention_geometry.h"
 #include "providers/cuda/kernels/attention.h"
 #include "providers/cuda/kernels/cuda_kernels.h"
+#include "providers/cuda/kernels/grouped_attention.h"
 #include "providers/cuda/kernels/kernel_utils.h"
 
 namespace tessera::cuda {
@@ -60,9 +61,8 @@ class OnnxAttentionKernel : public Kernel {
                                            : (scratch = Tensor::Allocate(q.type(), shape, ctx.allocator()));
         const int64_t strides[3] = {view.batch_stride, view.head_stride, view.position_stride};
         CheckLaunch(ctx,
-                    launch::ConcatenatePast(type, past ? past->raw_data() : nullptr, x.raw_data(), strides,
-                                            out.raw_data(), g.batch, g.kv_heads, g.past, g.new_len, view.features,
-                                            stream),
+                    launch::RowsInHeads(type, past ? past->raw_data() : nullptr, x.raw_data(), strides, nullptr,
+                                        out.raw_data(), g.batch, g.kv_heads, g.past, g.new_len, view.features, stream),
                     "Attention present cache");
         return out;
       };
@@ -101,7 +101,7 @@ class OnnxAttentionKernel : public Kernel {
     }
 
     // One launch per query head of a group: heads = Hkv, query / output / mask heads G apart.
-    const int64_t group = g.q_heads / g.kv_heads;
+    args.out = y.raw_data();
     args.batch = g.batch;
     args.heads = g.kv_heads;
     args.q_len = g.q_len;
@@ -111,23 +111,9 @@ class OnnxAttentionKernel : public Kernel {
     args.scale = g.scale;
     SetStrides(args.q_strides, g.q);
     SetStrides(args.out_strides, g.y);
-    args.q_strides[1] *= group;
-    args.out_strides[1] *= group;
     for (int d = 0; d < 4; ++d) args.mask_strides[d] = mask_strides[d];
-    args.mask_strides[1] *= group;
-    const size_t element = SizeOf(q.type());
-    for (int64_t member = 0; member < group; ++member) {
-      launch::AttentionArgs launch_args = args;
-      launch_args.q = static_cast<const char*>(args.q) + member * g.q.head_stride * element;
-      launch_args.out = static_cast<char*>(y.raw_data()) + member * g.y.head_stride * element;
-      if (args.mask != nullptr && mask_strides[1] != 0)
-        launch_args.mask = static_cast<const char*>(args.mask) + member * mask_strides[1] * mask_element;
-      const cudaError_t status = launch::Attention(launch_args, stream);
-      if (status == cudaErrorInvalidConfiguration)
-        Fail(ErrorCode::kNotImplemented, node, ": head size ", g.head_size, " with ", g.batch * g.kv_heads,
-             " batch x heads and ", g.q_len, " queries does not fit the fused kernel's blocks");
-      CheckLaunch(ctx, status, "Attention launch");
-    }
+    LaunchGroupedAttention(ctx, args, g.q_heads / g.kv_heads, SizeOf(q.type()), mask_element, stream,
+                           "Attention launch");
   }
 
  private:
