@@ -82,6 +82,9 @@ def main(out_dir):
     make(out_dir, "decode_window", 1, 1, 2, 2, 8, 12, [9], 10, window=4)
     make(out_dir, "fp16_decode_rotary", 2, 1, 8, 2, 32, 12, [5, 10], 11, fp16=True, rotary=16)
     make(out_dir, "fp16_prompt_window", 1, 9, 4, 2, 16, None, [8], 9, fp16=True, window=4)
+    # Llama-shaped, for timing (compare_ort.mjs --threads 2 --budget 3): a 512-token prompt, a step over 1001 keys.
+    make(out_dir, "perf_prompt512", 1, 512, 32, 8, 128, None, [511], 512)
+    make(out_dir, "perf_decode", 1, 1, 32, 8, 128, 1024, [1000], 1001)
 
 
 if __name__ == "__main__":

@@ -193,6 +193,17 @@ TEST(GroupQueryAttentionTest, DecodingWithExactAndSharedPasts) {
   Check(c, 6);
 }
 
+// 8+ queries and keys in float32 take the GEMM path of the attention core (attention_core.h).
+TEST(GroupQueryAttentionTest, LongerPromptsThroughTheGemmPath) {
+  Case c;
+  c.batch = 2, c.s = 12, c.nq = 4, c.nkv = 2, c.head = 16, c.seqlens = {11, 8}, c.total = 12, c.rotary = 16,
+  c.softcap = 3.0f;  // item 1 padded after 9 tokens
+  Check(c, 21);
+  c.batch = 1, c.s = 9, c.past_rows = 20, c.seqlens = {15}, c.total = 16, c.rotary = 0, c.softcap = 0.0f,
+  c.window = 5;  // 9 new tokens after 7 cached, a window
+  Check(c, 22);
+}
+
 TEST(GroupQueryAttentionTest, LaterPromptAfterACachedOne) {
   Case c;
   c.s = 3, c.past_rows = 10, c.seqlens = {6}, c.total = 7;

@@ -18,6 +18,7 @@ struct Case {
   float softcap = 0.0f;
   int64_t mode = 0;
   std::optional<float> scale;
+  bool qk_output = true;  // the scores output (the GEMM path of the attention core is taken only without it)
 };
 
 // [B, H, P, F] element (b, h, p, f) of a 4-D tensor, or of a 3-D [B, P, H*F] one.
@@ -110,7 +111,8 @@ void Check(const Case& c, const Tensor* mask, uint32_t seed) {
   t.Input("Q", q).Input("K", k).Input("V", v);
   if (mask) t.Input("attn_mask", *mask); else t.OmittedInput();
   if (has_past) t.Input("past_key", past_k).Input("past_value", past_v);
-  t.Output("Y", e.y).Output("present_key", e.present_k).Output("present_value", e.present_v).Output("qk", e.qk);
+  t.Output("Y", e.y).Output("present_key", e.present_k).Output("present_value", e.present_v);
+  if (c.qk_output) t.Output("qk", e.qk);
   t.Tolerance(1e-5, 1e-4).Run({"cpu"});
 }
 
@@ -143,6 +145,18 @@ TEST(OnnxAttentionTest, CausalWithPastShortFloatMaskAndSoftcap) {
   c.softcap = 1.5f;
   const Tensor mask = RandomTensor(DataType::kFloat, {1, 1, c.s, c.past + c.l - 1}, 20);  // last key padded
   Check(c, &mask, 20);
+}
+
+// 8+ queries and keys in float32 take the GEMM path of the attention core (attention_core.h).
+TEST(OnnxAttentionTest, LongerSequencesThroughTheGemmPath) {
+  Case c;
+  c.batch = 2, c.hq = 4, c.hkv = 2, c.s = 10, c.l = 10, c.past = 3, c.d = 8, c.dv = 6, c.causal = true;
+  c.qk_output = false;
+  const Tensor mask = RandomTensor(DataType::kFloat, {c.batch, 1, c.s, c.past + c.l - 2}, 30);  // last 2 keys padded
+  Check(c, &mask, 30);
+  Case plain;
+  plain.s = 16, plain.l = 12, plain.three_d = true, plain.scale = 0.5f, plain.qk_output = false;
+  Check(plain, nullptr, 31);
 }
 
 // Opset 24 added a seventh input, nonpad_kv_seqlen (the valid lengths of a padded key/value cache); a model that

@@ -1,5 +1,5 @@
 // The scaled dot-product attention the CPU EP's attention ops share (ai.onnx Attention, com.microsoft
-// MultiHeadAttention): for every (batch b, query head h, query i),
+// MultiHeadAttention and GroupQueryAttention): for every (batch b, query head h, query i),
 //   scores[j] = scale * dot(Q[b, h, i], K[b, h / group, j]), mapped to softcap * tanh(scores / softcap) when softcap > 0,
 //   scores[j] = bias(b, h, i, j, scores[j])   (the op's masks: returns the masked or biased score)
 //   Y[b, h, i] = softmax(scores) V[b, h / group, :]
@@ -7,13 +7,17 @@
 // positions, features] through element strides (features contiguous). Arithmetic in float32 for every element type.
 #pragma once
 
+#include <dnnl.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <type_traits>
 #include <vector>
 
 #include "providers/cpu/common/elementwise_kernel.h"
+#include "providers/cpu/common/vector_math.h"
 #include "tessera/ep/thread_pool.h"
 
 namespace tessera::cpu {
@@ -35,15 +39,62 @@ struct HeadView {
 
 inline constexpr float kMaskedScore = -std::numeric_limits<float>::infinity();
 
+// AttentionRows for float32 with several queries per head (prompts, encoders): two row-major GEMMs per block of
+// queries (oneDNN's sgemm: scores = scale Q K^T, then Y = P V) around the row-wise softcap, bias and softmax.
+template <typename Bias>
+void AttentionRowsByGemm(const ThreadPool& pool, const float* q, const HeadView& vq, const float* k, const HeadView& vk,
+                         const float* v, const HeadView& vv, float* y, const HeadView& vy, float scale, float softcap,
+                         const Bias& bias) {
+  const int64_t s_len = vq.positions, d = vq.features, dv = vv.features, total = vk.positions;
+  const int64_t group = vq.heads / vk.heads;
+  constexpr int64_t kBlock = 256;  // queries per GEMM: the block's scores stay ~1 MB for 1024 keys
+  std::vector<float> scores(static_cast<size_t>(std::min(kBlock, s_len) * total));
+  for (int64_t b = 0; b < vq.batch; ++b)
+    for (int64_t h = 0; h < vq.heads; ++h) {
+      const int64_t hk = h / group;
+      for (int64_t first = 0; first < s_len; first += kBlock) {
+        const int64_t rows = std::min(kBlock, s_len - first);
+        dnnl_sgemm('N', 'T', rows, total, d, scale, q + vq.Offset(b, h, first), vq.sp, k + vk.Offset(b, hk, 0), vk.sp,
+                   0.0f, scores.data(), total);
+        pool.ParallelFor(rows, std::max<int64_t>(1, 8192 / std::max<int64_t>(total, 1)), [&](int64_t begin, int64_t end) {
+          for (int64_t r = begin; r < end; ++r) {
+            float* row = scores.data() + r * total;
+            float max = kMaskedScore;
+            for (int64_t j = 0; j < total; ++j) {
+              float score = row[j];
+              if (softcap > 0.0f) score = softcap * std::tanh(score / softcap);
+              row[j] = score = bias(b, h, first + r, j, score);
+              max = std::max(max, score);
+            }
+            for (int64_t j = 0; j < total; ++j) row[j] = Exp(row[j] - max);  // branch-free: vectorizes
+            float sum = 0.0f;
+            for (int64_t j = 0; j < total; ++j) sum += row[j];
+            const float inverse = 1.0f / sum;
+            for (int64_t j = 0; j < total; ++j) row[j] *= inverse;
+          }
+        });
+        dnnl_sgemm('N', 'N', rows, dv, total, 1.0f, scores.data(), total, v + vv.Offset(b, hk, 0), vv.sp, 0.0f,
+                   y + vy.Offset(b, h, first), vy.sp);
+      }
+    }
+}
+
 // Y (through `vy`) from Q (`vq`, heads = query heads), K and V (`vk`, `vv`: key/value heads, `total` positions).
 // `scores_out` (nullable) receives, per (b, h, i) row of `total`, the scores before `bias` (`probabilities` false)
-// or the softmax probabilities (true).
+// or the softmax probabilities (true). float32 without `scores_out` and with 8+ queries and keys goes through
+// AttentionRowsByGemm; single queries (decoding), 16-bit types and the scores output take the row loop.
 template <typename T, typename Bias>
 void AttentionRows(const ThreadPool& pool, const T* q, const HeadView& vq, const T* k, const HeadView& vk, const T* v,
                    const HeadView& vv, T* y, const HeadView& vy, float scale, float softcap, const Bias& bias,
                    T* scores_out = nullptr, bool probabilities = false) {
   const int64_t batch = vq.batch, hq = vq.heads, s_len = vq.positions, d = vq.features, dv = vv.features;
   const int64_t total = vk.positions, group = hq / vk.heads;
+  if constexpr (std::is_same_v<T, float>) {
+    if (scores_out == nullptr && s_len >= 8 && total >= 8) {
+      AttentionRowsByGemm(pool, q, vq, k, vk, v, vv, y, vy, scale, softcap, bias);
+      return;
+    }
+  }
   pool.ParallelFor(batch * hq * s_len, std::max<int64_t>(1, 4096 / std::max<int64_t>(total * d, 1)),
                    [&](int64_t begin, int64_t end) {
     std::vector<float> row(static_cast<size_t>(total)), acc(static_cast<size_t>(dv));
