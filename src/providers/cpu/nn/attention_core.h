@@ -40,40 +40,43 @@ struct HeadView {
 inline constexpr float kMaskedScore = -std::numeric_limits<float>::infinity();
 
 // AttentionRows for float32 with several queries per head (prompts, encoders): two row-major GEMMs per block of
-// queries (oneDNN's sgemm: scores = scale Q K^T, then Y = P V) around the row-wise softcap, bias and softmax.
-template <typename Bias>
+// queries (oneDNN's sgemm: scores = scale Q K^T, then Y = P V) around the row-wise softcap, bias and softmax. Keys from
+// key_end(b, first, rows) on are masked for every query of the block [first, first + rows) of item b (causal masking),
+// so the block's GEMMs stop there.
+template <typename Bias, typename KeyEnd>
 void AttentionRowsByGemm(const ThreadPool& pool, const float* q, const HeadView& vq, const float* k, const HeadView& vk,
                          const float* v, const HeadView& vv, float* y, const HeadView& vy, float scale, float softcap,
-                         const Bias& bias) {
+                         const Bias& bias, const KeyEnd& key_end) {
   const int64_t s_len = vq.positions, d = vq.features, dv = vv.features, total = vk.positions;
   const int64_t group = vq.heads / vk.heads;
-  constexpr int64_t kBlock = 256;  // queries per GEMM: the block's scores stay ~1 MB for 1024 keys
+  constexpr int64_t kBlock = 64;  // queries per GEMM: causal blocks stop early; the scores stay 256 KB per 1024 keys
   std::vector<float> scores(static_cast<size_t>(std::min(kBlock, s_len) * total));
   for (int64_t b = 0; b < vq.batch; ++b)
     for (int64_t h = 0; h < vq.heads; ++h) {
       const int64_t hk = h / group;
       for (int64_t first = 0; first < s_len; first += kBlock) {
         const int64_t rows = std::min(kBlock, s_len - first);
-        dnnl_sgemm('N', 'T', rows, total, d, scale, q + vq.Offset(b, h, first), vq.sp, k + vk.Offset(b, hk, 0), vk.sp,
-                   0.0f, scores.data(), total);
-        pool.ParallelFor(rows, std::max<int64_t>(1, 8192 / std::max<int64_t>(total, 1)), [&](int64_t begin, int64_t end) {
+        const int64_t keys = std::clamp<int64_t>(key_end(b, first, rows), 1, total);
+        dnnl_sgemm('N', 'T', rows, keys, d, scale, q + vq.Offset(b, h, first), vq.sp, k + vk.Offset(b, hk, 0), vk.sp,
+                   0.0f, scores.data(), keys);
+        pool.ParallelFor(rows, std::max<int64_t>(1, 8192 / keys), [&](int64_t begin, int64_t end) {
           for (int64_t r = begin; r < end; ++r) {
-            float* row = scores.data() + r * total;
+            float* row = scores.data() + r * keys;
             float max = kMaskedScore;
-            for (int64_t j = 0; j < total; ++j) {
+            for (int64_t j = 0; j < keys; ++j) {
               float score = row[j];
               if (softcap > 0.0f) score = softcap * std::tanh(score / softcap);
               row[j] = score = bias(b, h, first + r, j, score);
               max = std::max(max, score);
             }
-            for (int64_t j = 0; j < total; ++j) row[j] = Exp(row[j] - max);  // branch-free: vectorizes
+            for (int64_t j = 0; j < keys; ++j) row[j] = Exp(row[j] - max);  // branch-free: vectorizes
             float sum = 0.0f;
-            for (int64_t j = 0; j < total; ++j) sum += row[j];
+            for (int64_t j = 0; j < keys; ++j) sum += row[j];
             const float inverse = 1.0f / sum;
-            for (int64_t j = 0; j < total; ++j) row[j] *= inverse;
+            for (int64_t j = 0; j < keys; ++j) row[j] *= inverse;
           }
         });
-        dnnl_sgemm('N', 'N', rows, dv, total, 1.0f, scores.data(), total, v + vv.Offset(b, hk, 0), vv.sp, 0.0f,
+        dnnl_sgemm('N', 'N', rows, dv, keys, 1.0f, scores.data(), keys, v + vv.Offset(b, hk, 0), vv.sp, 0.0f,
                    y + vy.Offset(b, h, first), vy.sp);
       }
     }
@@ -83,15 +86,23 @@ void AttentionRowsByGemm(const ThreadPool& pool, const float* q, const HeadView&
 // `scores_out` (nullable) receives, per (b, h, i) row of `total`, the scores before `bias` (`probabilities` false)
 // or the softmax probabilities (true). float32 without `scores_out` and with 8+ queries and keys goes through
 // AttentionRowsByGemm; single queries (decoding), 16-bit types and the scores output take the row loop.
-template <typename T, typename Bias>
+// `key_end` (optional): for item b's queries [first, first + rows), the keys from which every score is masked.
+struct AllKeys {
+  int64_t total;
+  int64_t operator()(int64_t, int64_t, int64_t) const { return total; }
+};
+template <typename T, typename Bias, typename KeyEnd = AllKeys>
 void AttentionRows(const ThreadPool& pool, const T* q, const HeadView& vq, const T* k, const HeadView& vk, const T* v,
                    const HeadView& vv, T* y, const HeadView& vy, float scale, float softcap, const Bias& bias,
-                   T* scores_out = nullptr, bool probabilities = false) {
+                   T* scores_out = nullptr, bool probabilities = false, const KeyEnd& key_end = AllKeys{0}) {
   const int64_t batch = vq.batch, hq = vq.heads, s_len = vq.positions, d = vq.features, dv = vv.features;
   const int64_t total = vk.positions, group = hq / vk.heads;
   if constexpr (std::is_same_v<T, float>) {
     if (scores_out == nullptr && s_len >= 8 && total >= 8) {
-      AttentionRowsByGemm(pool, q, vq, k, vk, v, vv, y, vy, scale, softcap, bias);
+      if constexpr (std::is_same_v<KeyEnd, AllKeys>)
+        AttentionRowsByGemm(pool, q, vq, k, vk, v, vv, y, vy, scale, softcap, bias, AllKeys{total});
+      else
+        AttentionRowsByGemm(pool, q, vq, k, vk, v, vv, y, vy, scale, softcap, bias, key_end);
       return;
     }
   }

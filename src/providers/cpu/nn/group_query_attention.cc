@@ -125,8 +125,13 @@ class GroupQueryAttention : public Kernel {
         return kMaskedScore;
       return score;
     };
+    // Causal: the queries [first, first + rows) of item b read no key past position past + first + rows - 1.
+    const auto key_end = [&](int64_t b, int64_t first, int64_t rows) {
+      return std::min(keys[static_cast<size_t>(b)], past[static_cast<size_t>(b)] + first + rows);
+    };
     AttentionRows<T>(ctx.thread_pool(), q_data, vq, present_k.Data<T>(), vp, present_v.Data<T>(), vp, y.Data<T>(),
-                     HeadView::Bshd(batch, heads, s_len, head), scale, attributes_.softcap, bias);
+                     HeadView::Bshd(batch, heads, s_len, head), scale, attributes_.softcap, bias, nullptr, false,
+                     key_end);
   }
 
   // Output `index` (or a scratch when the graph omits it) [B, Nkv, rows, H]: item b's first past[b] rows from the past,
