@@ -157,6 +157,10 @@ TEST(OnnxAttentionTest, LongerSequencesThroughTheGemmPath) {
   Case plain;
   plain.s = 16, plain.l = 12, plain.three_d = true, plain.scale = 0.5f, plain.qk_output = false;
   Check(plain, nullptr, 31);
+  Case causal;  // two blocks of queries: the first stops at key past + 64
+  causal.batch = 1, causal.s = 70, causal.l = 70, causal.past = 5, causal.d = 8, causal.dv = 8, causal.causal = true,
+  causal.qk_output = false;
+  Check(causal, nullptr, 32);
 }
 
 // Opset 24 added a seventh input, nonpad_kv_seqlen (the valid lengths of a padded key/value cache); a model that

@@ -68,9 +68,12 @@ class OnnxAttention : public Kernel {
       }
       return attributes_.is_causal && j > i + past ? kMaskedScore : score;
     };
+    // Causal: the queries [first, first + rows) read no key past position past + first + rows - 1.
+    const bool causal = attributes_.is_causal;
+    const auto key_end = [&](int64_t, int64_t first, int64_t rows) { return causal ? past + first + rows : total; };
     AttentionRows<T>(ctx.thread_pool(), q.Data<T>(), ViewOf(g.q), present_k.Data<T>(), HeadView::Bnsh(batch, hkv, total, d),
                      present_v.Data<T>(), HeadView::Bnsh(batch, hkv, total, dv), y.Data<T>(), ViewOf(g.y), g.scale,
-                     attributes_.softcap, bias, scores_out, attributes_.qk_output_mode == 3);
+                     attributes_.softcap, bias, scores_out, attributes_.qk_output_mode == 3, key_end);
   }
 
   OnnxAttentionAttributes attributes_;
