@@ -47,6 +47,7 @@ class BlockedLayoutRewriter {
       if (blocked_outputs.empty()) {
         std::optional<std::string> blocked_output = TryConv(node);
         if (!blocked_output) blocked_output = TryPool(node);
+        if (!blocked_output) blocked_output = TryResize(node);
         if (!blocked_output) blocked_output = TryPassThrough(node);
         if (blocked_output) blocked_outputs.push_back(*blocked_output);
       }
@@ -152,6 +153,59 @@ class BlockedLayoutRewriter {
     node.op_type = pool->second;
     node.domain = kDomain;
     node.opset = 1;
+    node.inputs[0] = x->name;
+    return WriteBlocked(node, x->channels, x->block, x->type);
+  }
+
+  // Resize (opset 10+) or Upsample of a blocked value over H and W only, nearest or linear, scales or sizes constant.
+  // Both modes work axis by axis, and along an axis of scale 1 every coordinate mode but tf_crop_and_resize maps
+  // each output coordinate to itself, so resizing [N, C/B, H, W, B] by [1, 1, sh, sw, 1] is exact (padding channels
+  // stay zero). The scales or sizes become 5-D constants of their own.
+  std::optional<std::string> TryResize(Node& node) {
+    const bool upsample = node.op_type == "Upsample";
+    if ((node.op_type != "Resize" && !upsample) || !node.domain.empty() || node.inputs.empty() ||
+        node.outputs.size() != 1)
+      return std::nullopt;
+    const BlockedValue* x = Find(node.inputs[0]);
+    const std::string mode = node.GetString("mode", "nearest");
+    if (!x || (mode != "nearest" && mode != "linear") || node.HasAttribute("axes") ||
+        node.GetString("coordinate_transformation_mode", "half_pixel") == "tf_crop_and_resize")
+      return std::nullopt;
+    if (upsample && node.opset < 9) {  // scales as an attribute
+      const std::vector<float> scales = node.GetFloats("scales");
+      if (scales.size() != 4 || scales[0] != 1.0f || scales[1] != 1.0f) return std::nullopt;
+      Attribute blocked_scales = node.attributes["scales"];
+      blocked_scales.floats = {1.0f, 1.0f, scales[2], scales[3], 1.0f};
+      node.attributes["scales"] = std::move(blocked_scales);
+      node.inputs[0] = x->name;
+      return WriteBlocked(node, x->channels, x->block, x->type);
+    }
+    // Resize-11+: X, roi, scales, sizes (one of the last two given); Upsample-9 and Resize-10: X, scales.
+    const size_t scales_input = upsample || node.opset < 11 ? 1 : 2, sizes_input = 3;
+    const bool by_sizes = !upsample && node.opset >= 11 && node.HasInput(sizes_input);
+    const size_t input = by_sizes ? sizes_input : scales_input;
+    const Tensor* given = node.HasInput(input) ? ConstantTensor(graph_, node.inputs[input]) : nullptr;
+    if (given == nullptr || given->NumElements() != 4) return std::nullopt;
+    Tensor blocked;
+    if (by_sizes) {
+      if (given->type() != DataType::kInt64 || node.GetString("keep_aspect_ratio_policy", "stretch") != "stretch")
+        return std::nullopt;
+      const int64_t* sizes = given->Data<int64_t>();
+      if (sizes[1] != x->channels) return std::nullopt;
+      const std::vector<int64_t> dims =
+          x->block == 0 ? std::vector<int64_t>{sizes[0], 1, sizes[2], sizes[3], x->channels}
+                        : std::vector<int64_t>{sizes[0], (x->channels + x->block - 1) / x->block, sizes[2], sizes[3],
+                                               x->block};
+      blocked = Tensor::FromVector<int64_t>(Shape{5}, dims);
+    } else {
+      if (given->type() != DataType::kFloat) return std::nullopt;
+      const float* scales = given->Data<float>();
+      if (scales[0] != 1.0f || scales[1] != 1.0f) return std::nullopt;
+      blocked = Tensor::FromVector<float>(Shape{5}, {1.0f, 1.0f, scales[2], scales[3], 1.0f});
+    }
+    const std::string name = FreshValueName(graph_, node.inputs[input] + "_blocked");
+    graph_.initializers[name] = std::move(blocked);
+    node.inputs[input] = name;
     node.inputs[0] = x->name;
     return WriteBlocked(node, x->channels, x->block, x->type);
   }

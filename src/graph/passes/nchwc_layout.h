@@ -12,6 +12,9 @@
 //       most 1.5x, e.g. 24 -> 32). When Z's other readers are all ancestors of the conv (its last use), it gets
 //       residual_in_place=1: Y may overwrite Z.
 //   MaxPool (no Indices), AveragePool, GlobalMaxPool, GlobalAveragePool of a blocked X -> ai.tessera::Nchwc<op>.
+//   Resize / Upsample of a blocked X over H and W (nearest or linear, constant scales [1, 1, sh, sw] or sizes
+//       [N, C, H', W'], no `axes`, not tf_crop_and_resize) stays a Resize of the blocked tensor with 5-D scales
+//       [1, 1, sh, sw, 1] or sizes (the feature-pyramid upsampling of YOLO-style detectors, before a Concat).
 //   Ops exact on the blocked tensor itself stay as they are but read and write blocked values: unary
 //       elementwise ops, Add/Sub/Mul/Div of two blocked values with the same channel count (broadcasting over
 //       N, H, W is unchanged) or of a blocked value and a one-element constant, Concat of blocked values along

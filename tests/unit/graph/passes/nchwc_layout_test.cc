@@ -5,7 +5,11 @@
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <unistd.h>
+
 #include "graph/model_loader.h"
+#include "graph/model_writer.h"
 #include "graph/passes/conv_activation_fusion.h"
 #include "graph/type_inference.h"
 #include "pass_test_graph.h"
@@ -471,6 +475,117 @@ TEST(NchwcLayoutTest, QuantizeDequantizePairsBetweenConvsStayBlocked) {
     EXPECT_EQ(model->graph->TypeOf(model->graph->nodes[1]->outputs[0]), DataType::kUInt8);
   }
   ExpectSameOutputs(g, OptimizationLevel::kAll, 1e-6f);
+}
+
+
+// Runs `g` rewritten for channel block `block` (saved and reloaded, run without further optimization) against `g`
+// unoptimized: checks the blocked kernels of every block size, not only the host's.
+void ExpectSameOutputsInBlock(const PassTestGraph& g, int64_t block, float tolerance) {
+  const CanFuse yes = [](const Node&, const Graph&, const std::string&, const std::string&, size_t) { return true; };
+  std::unique_ptr<Model> model = Load(g);
+  ConvertToBlockedLayout(*model->graph, yes, block);
+  const std::filesystem::path path = std::filesystem::temp_directory_path() /
+                                     ("nchwc_block_" + std::to_string(getpid()) + "_" + std::to_string(block) + ".onnx");
+  SaveModel(*model, *model->graph, path);
+  Environment env;
+  Session blocked(env, path, OptionsAt(OptimizationLevel::kNone));
+  std::filesystem::remove(path);
+  const std::string bytes = g.Serialize();
+  Session reference(env, bytes.data(), bytes.size(), OptionsAt(OptimizationLevel::kNone));
+  const Session::NamedValues feeds = g.Feeds();
+  const std::vector<Value> got = blocked.Run(feeds), want = reference.Run(feeds);
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i) {
+    const Tensor &a = got[i].tensor(), &b = want[i].tensor();
+    ASSERT_EQ(a.shape(), b.shape()) << "output " << i;
+    float worst = 0;
+    for (int64_t k = 0; k < a.NumElements(); ++k) worst = std::max(worst, std::abs(a.Data<float>()[k] - b.Data<float>()[k]));
+    EXPECT_LE(worst, tolerance) << "output " << i << " in block " << block;
+  }
+}
+
+// A feature pyramid's top-down path (YOLO, YOLOX): a conv's output upsampled 2x and concatenated with a finer
+// conv's output, then convolved. The Resize runs on the blocked tensor, so nothing is reordered in between.
+// `how`: "scales" (Resize-13 nearest), "sizes" (Resize-13 linear, half_pixel), "upsample9", "upsample7".
+PassTestGraph PyramidGraph(const std::string& how, int64_t channels) {
+  PassTestGraph g(how == "upsample9" ? 9 : how == "upsample7" ? 7 : 13);
+  g.Input("x", {1, 3, 8, 8}).Output("y");
+  AddConv(g, "x", "fine", 3, channels, 3, 1);
+  AddConv(g, "fine", "coarse", channels, channels, 3, 1, 1, 2);
+  if (how == "scales") {
+    g.Floats("scales", {4}, {1, 1, 2, 2});
+    g.Node("Resize", {"coarse", "", "scales"}, {"up"});
+  } else if (how == "sizes") {
+    g.Int64s("sizes", {4}, {1, channels, 8, 8});
+    auto& resize = g.Node("Resize", {"coarse", "", "", "sizes"}, {"up"});
+    auto* mode = resize.add_attribute();
+    mode->set_name("mode");
+    mode->set_type(onnx::AttributeProto::STRING);
+    mode->set_s("linear");
+  } else if (how == "upsample9") {
+    g.Floats("scales", {4}, {1, 1, 2, 2});
+    g.Node("Upsample", {"coarse", "scales"}, {"up"});
+  } else {
+    auto& upsample = g.Node("Upsample", {"coarse"}, {"up"});
+    auto* scales = upsample.add_attribute();
+    scales->set_name("scales");
+    scales->set_type(onnx::AttributeProto::FLOATS);
+    for (float v : {1.0f, 1.0f, 2.0f, 2.0f}) scales->add_floats(v);
+  }
+  SetInt(g.Node("Concat", {"up", "fine"}, {"cat"}), "axis", 1);
+  AddConv(g, "cat", "y", 2 * channels, 16, 1, 0);
+  return g;
+}
+
+TEST(NchwcLayoutTest, UpsamplingInAFeaturePyramidStaysBlocked) {
+  for (const std::string how : {"scales", "sizes", "upsample9", "upsample7"}) {
+    for (int64_t block : {0, 8, 16}) {
+      SCOPED_TRACE(how + ", block " + std::to_string(block));
+      const PassTestGraph g = PyramidGraph(how, 32);
+      const std::vector<std::string> ops = OpsAfterPass(g, block);
+      EXPECT_EQ(ops, (std::vector<std::string>{"NchwcConv", "NchwcConv", how.starts_with("upsample") ? "Upsample" : "Resize",
+                                               "Concat", "NchwcConv", "ReorderFromBlocked"}));
+      ExpectSameOutputsInBlock(g, block, kTolerance);
+    }
+  }
+  ExpectSameOutputs(PyramidGraph("scales", 32), OptimizationLevel::kAll, kTolerance);
+}
+
+// 24 channels pad to two blocks of 16: the resize keeps the padding channels zero (the conv after it reads them).
+TEST(NchwcLayoutTest, UpsamplingAPaddedBlockedValue) {
+  PassTestGraph g;
+  g.Input("x", {1, 3, 8, 8}).Output("y");
+  AddConv(g, "x", "c1", 3, 24, 3, 1, 1, 2);
+  g.Floats("scales", {4}, {1, 1, 2, 2});
+  g.Node("Resize", {"c1", "", "scales"}, {"up"});
+  AddConv(g, "up", "y", 24, 16, 3, 1);
+  EXPECT_EQ(OpsAfterPass(g, 16), (std::vector<std::string>{"NchwcConv", "Resize", "NchwcConv", "ReorderFromBlocked"}));
+  ExpectSameOutputsInBlock(g, 16, kTolerance);
+}
+
+// Resizes the blocked layout cannot express exactly read the plain twin: channels resized, tf_crop_and_resize,
+// scales known only at run time.
+TEST(NchwcLayoutTest, ResizesOfChannelsOrWithCroppingOrRuntimeScalesStayPlain) {
+  const auto graph = [](const std::string& variant) {
+    PassTestGraph g(13);
+    g.Input("x", {1, 3, 8, 8}).Output("y");
+    if (variant == "runtime") g.Input("scales", {4});
+    AddConv(g, "x", "c1", 3, 16, 3, 1);
+    if (variant == "channels") g.Floats("scales", {4}, {1, 2, 2, 2});
+    if (variant == "crop") g.Floats("scales", {4}, {1, 1, 2, 2}).Floats("roi", {8}, {0, 0, 0, 0, 1, 1, 1, 1});
+    auto& resize = g.Node("Resize", {"c1", variant == "crop" ? "roi" : "", "scales"}, {"y"});
+    if (variant == "crop") {
+      auto* mode = resize.add_attribute();
+      mode->set_name("coordinate_transformation_mode");
+      mode->set_type(onnx::AttributeProto::STRING);
+      mode->set_s("tf_crop_and_resize");
+    }
+    return g;
+  };
+  for (const std::string variant : {"channels", "crop", "runtime"}) {
+    SCOPED_TRACE(variant);
+    EXPECT_EQ(OpsAfterPass(graph(variant), 16), (std::vector<std::string>{"NchwcConv", "ReorderFromBlocked", "Resize"}));
+  }
 }
 
 }  // namespace
