@@ -5,6 +5,9 @@
 #include <algorithm>
 #include <cmath>
 
+#include "providers/cpu/common/target_clones.h"
+#include "providers/cpu/common/vector_math.h"
+
 namespace tessera::cpu {
 
 const dnnl::engine& DnnlEngine() {
@@ -77,8 +80,9 @@ void AppendShapeKey(std::vector<int64_t>& key, const Shape& shape) {
 
 namespace {
 
+// Float activations call vector_math.h's branch-free Exp / Tanh / Erf so the loops below vectorize.
 template <typename T>
-inline T Activate(const FusedActivation& a, T x) {
+__attribute__((always_inline)) inline T Activate(const FusedActivation& a, T x) {
   using K = FusedActivation::Kind;
   const T alpha = a.alpha, beta = a.beta;
   switch (a.kind) {
@@ -86,26 +90,26 @@ inline T Activate(const FusedActivation& a, T x) {
     case K::kRelu: return x > T(0) ? x : T(0);
     case K::kLeakyRelu: return x >= T(0) ? x : alpha * x;
     case K::kClip: return std::min(std::max(x, alpha), beta);
-    case K::kSigmoid: return T(1) / (T(1) + std::exp(-x));
+    case K::kSigmoid: return T(1) / (T(1) + Exp(-x));
     case K::kHardSigmoid: return std::min(T(1), std::max(T(0), alpha * x + beta));
     case K::kHardSwish: return x * std::min(T(1), std::max(T(0), x / T(6) + T(0.5)));
-    case K::kTanh: return std::tanh(x);
-    case K::kGelu: return T(0.5) * x * (T(1) + std::erf(x / std::sqrt(T(2))));
+    case K::kTanh: return Tanh(x);
+    case K::kGelu: return T(0.5) * x * (T(1) + Erf(x / std::sqrt(T(2))));
     case K::kGeluTanh:
-      return T(0.5) * x * (T(1) + std::tanh(std::sqrt(T(2) / T(M_PI)) * (x + T(0.044715) * x * x * x)));
-    case K::kSwish: return x / (T(1) + std::exp(-alpha * x));
+      return T(0.5) * x * (T(1) + Tanh(std::sqrt(T(2) / T(M_PI)) * (x + T(0.044715) * x * x * x)));
+    case K::kSwish: return x / (T(1) + Exp(-alpha * x));
   }
   return x;
 }
 
 template <typename T, FusedActivation::Kind kKind>
-void ApplyKind(const FusedActivation& a, T* data, int64_t count) {
+__attribute__((always_inline)) inline void ApplyKind(const FusedActivation& a, T* data, int64_t count) {
   const FusedActivation fixed{kKind, a.alpha, a.beta};  // the switch in Activate folds away per loop
   for (int64_t i = 0; i < count; ++i) data[i] = Activate(fixed, data[i]);
 }
 
 template <typename T>
-void ApplyActivationTo(const FusedActivation& a, T* data, int64_t count) {
+__attribute__((always_inline)) inline void ApplyActivationTo(const FusedActivation& a, T* data, int64_t count) {
   using K = FusedActivation::Kind;
   switch (a.kind) {
     case K::kNone: return;
@@ -145,6 +149,7 @@ void AppendActivation(dnnl::post_ops& ops, const FusedActivation& a) {
   }
 }
 
+TESSERA_TARGET_CLONES("arch=x86-64-v4", "arch=x86-64-v3", "default")
 void ApplyActivation(const FusedActivation& a, float* data, int64_t count) { ApplyActivationTo(a, data, count); }
 void ApplyActivation(const FusedActivation& a, double* data, int64_t count) { ApplyActivationTo(a, data, count); }
 
