@@ -24,98 +24,17 @@
 #include "providers/cpu/cpu_kernels.h"
 #include "providers/cpu/tensor/numeric_dispatch.h"
 #include "providers/cpu/tensor/strided_copy.h"
+#include "tessera/ep/resize_geometry.h"
 
 namespace tessera::cpu {
 namespace {
 
-enum class InterpolationMode { kNearest, kLinear, kCubic };
-enum class CoordinateMode {
-  kHalfPixel,
-  kHalfPixelSymmetric,
-  kPytorchHalfPixel,
-  kAlignCorners,
-  kAsymmetric,
-  kTfHalfPixelForNn,
-  kTfCropAndResize
-};
-enum class NearestMode { kRoundPreferFloor, kRoundPreferCeil, kFloor, kCeil, kLegacy };
-enum class AspectRatioPolicy { kStretch, kNotLarger, kNotSmaller };
-
-struct ResizeAttributes {
-  InterpolationMode mode = InterpolationMode::kNearest;
-  CoordinateMode coordinates = CoordinateMode::kHalfPixel;
-  NearestMode nearest = NearestMode::kRoundPreferFloor;
-  AspectRatioPolicy aspect = AspectRatioPolicy::kStretch;
-  double cubic_coeff_a = -0.75;
-  bool exclude_outside = false;
-  bool antialias = false;
-  float extrapolation_value = 0.0f;
-  std::vector<int64_t> axes;             // as written; empty = all axes
-  std::vector<double> attribute_scales;  // Upsample-7/8 carry their scales as an attribute
-  int roi_input = -1, scales_input = -1, sizes_input = -1;  // -1: this opset has no such input
-};
-
-template <typename Enum>
-Enum ParseChoice(const Node& node, const std::string& attribute, const std::string& fallback,
-                 std::initializer_list<std::pair<const char*, Enum>> choices) {
-  const std::string value = node.GetString(attribute, fallback);
-  for (const auto& [name, choice] : choices)
-    if (value == name) return choice;
-  Fail(ErrorCode::kNotImplemented, node.Describe(), ": unsupported ", attribute, " '", value, "'");
-}
-
-ResizeAttributes ReadResizeAttributes(const Node& node) {
-  using enum InterpolationMode;
-  ResizeAttributes a;
-  a.mode = ParseChoice<InterpolationMode>(node, "mode", "nearest",
-                       {{"nearest", kNearest}, {"linear", kLinear}, {"bilinear", kLinear}, {"cubic", kCubic}});
-  if (node.op_type == "Upsample" || node.opset < 11) {
-    a.coordinates = CoordinateMode::kAsymmetric;
-    a.nearest = NearestMode::kLegacy;
-    if (node.op_type == "Upsample" && node.opset < 9) {
-      const std::vector<float> scales = node.GetFloats("scales");
-      a.attribute_scales.assign(scales.begin(), scales.end());
-    } else {
-      a.scales_input = 1;
-    }
-    return a;
-  }
-  using enum CoordinateMode;
-  a.coordinates = ParseChoice<CoordinateMode>(node, "coordinate_transformation_mode", "half_pixel",
-                              {{"half_pixel", kHalfPixel},
-                               {"half_pixel_symmetric", kHalfPixelSymmetric},
-                               {"pytorch_half_pixel", kPytorchHalfPixel},
-                               {"align_corners", kAlignCorners},
-                               {"asymmetric", kAsymmetric},
-                               {"tf_half_pixel_for_nn", kTfHalfPixelForNn},
-                               {"tf_crop_and_resize", kTfCropAndResize}});
-  a.nearest = ParseChoice<NearestMode>(node, "nearest_mode", "round_prefer_floor",
-                          {{"round_prefer_floor", NearestMode::kRoundPreferFloor},
-                           {"round_prefer_ceil", NearestMode::kRoundPreferCeil},
-                           {"floor", NearestMode::kFloor},
-                           {"ceil", NearestMode::kCeil}});
-  a.aspect = ParseChoice<AspectRatioPolicy>(node, "keep_aspect_ratio_policy", "stretch",
-                         {{"stretch", AspectRatioPolicy::kStretch},
-                          {"not_larger", AspectRatioPolicy::kNotLarger},
-                          {"not_smaller", AspectRatioPolicy::kNotSmaller}});
-  a.cubic_coeff_a = node.GetFloat("cubic_coeff_a", -0.75f);
-  a.exclude_outside = node.GetInt("exclude_outside", 0) != 0;
-  a.antialias = node.GetInt("antialias", 0) != 0;
-  a.extrapolation_value = node.GetFloat("extrapolation_value", 0.0f);
-  a.axes = node.GetInts("axes");
-  a.roi_input = 1;
-  a.scales_input = 2;
-  a.sizes_input = 3;
-  return a;
-}
-
-// One axis of the resize, resolved against the input shape and the roi/scales/sizes inputs.
-struct AxisGeometry {
-  int64_t in = 1, out = 1;
-  float scale = 1.0f;           // output / input, as the coordinate transforms use it
-  float resized_length = 1.0f;  // in * scale (* roi extent) for scales, the requested size for sizes
-  float roi_start = 0.0f, roi_end = 1.0f;
-};
+// The shared geometry (tessera/ep/resize_geometry.h) under this file's short names.
+using InterpolationMode = ResizeInterpolation;
+using CoordinateMode = ResizeCoordinateMode;
+using NearestMode = ResizeNearestMode;
+using AxisGeometry = ResizeAxis;
+using AxisTaps = ResizeTaps;
 
 // The values of optional host input `index` as doubles; empty when the input is absent or empty.
 std::vector<double> ReadOptionalNumbers(const KernelContext& ctx, int index) {
@@ -129,145 +48,6 @@ std::vector<double> ReadOptionalNumbers(const KernelContext& ctx, int index) {
   });
 }
 
-std::vector<int64_t> ResizedAxes(const Node& node, const ResizeAttributes& a, int64_t rank) {
-  if (a.axes.empty()) {
-    std::vector<int64_t> all(static_cast<size_t>(rank));
-    std::iota(all.begin(), all.end(), 0);
-    return all;
-  }
-  std::vector<int64_t> axes;
-  for (int64_t axis : a.axes) {
-    if (axis < -rank || axis >= rank)
-      Fail(ErrorCode::kInvalidArgument, node.Describe(), ": axis ", axis, " is out of range for rank ", rank);
-    axes.push_back(axis < 0 ? axis + rank : axis);
-  }
-  return axes;
-}
-
-void ApplyScales(const Node& node, const ResizeAttributes& a, const std::vector<int64_t>& axes,
-                 const std::vector<double>& scales, std::vector<AxisGeometry>& g) {
-  if (scales.size() != axes.size())
-    Fail(ErrorCode::kInvalidArgument, node.Describe(), ": 'scales' has ", scales.size(), " values for ", axes.size(),
-         " resized axes");
-  for (size_t i = 0; i < axes.size(); ++i) {
-    AxisGeometry& ax = g[static_cast<size_t>(axes[i])];
-    ax.scale = static_cast<float>(scales[i]);
-    if (!(ax.scale > 0.0f))
-      Fail(ErrorCode::kInvalidArgument, node.Describe(), ": scale ", scales[i], " for axis ", axes[i],
-           " must be positive");
-    const float crop = a.coordinates == CoordinateMode::kTfCropAndResize ? ax.roi_end - ax.roi_start : 1.0f;
-    ax.resized_length = static_cast<float>(ax.in) * ax.scale * crop;
-    ax.out = static_cast<int64_t>(std::floor(ax.resized_length));
-  }
-}
-
-void ApplySizes(const Node& node, const ResizeAttributes& a, const std::vector<int64_t>& axes,
-                const std::vector<double>& sizes, std::vector<AxisGeometry>& g) {
-  if (sizes.size() != axes.size())
-    Fail(ErrorCode::kInvalidArgument, node.Describe(), ": 'sizes' has ", sizes.size(), " values for ", axes.size(),
-         " resized axes");
-  for (size_t i = 0; i < axes.size(); ++i)
-    if (sizes[i] < 0) Fail(ErrorCode::kInvalidArgument, node.Describe(), ": negative size ", sizes[i]);
-  if (a.aspect == AspectRatioPolicy::kStretch) {
-    for (size_t i = 0; i < axes.size(); ++i) {
-      AxisGeometry& ax = g[static_cast<size_t>(axes[i])];
-      ax.out = static_cast<int64_t>(sizes[i]);
-      ax.scale = ax.in > 0 ? static_cast<float>(ax.out) / static_cast<float>(ax.in) : 1.0f;
-      ax.resized_length = static_cast<float>(ax.out);
-    }
-    return;
-  }
-  // One scale for all resized axes: the largest that fits inside `sizes` (not_larger) or the smallest
-  // that covers it (not_smaller); sizes are then rounded half up.
-  const bool not_larger = a.aspect == AspectRatioPolicy::kNotLarger;
-  float scale = not_larger ? std::numeric_limits<float>::max() : 0.0f;
-  for (size_t i = 0; i < axes.size(); ++i) {
-    const AxisGeometry& ax = g[static_cast<size_t>(axes[i])];
-    const float ratio = static_cast<float>(sizes[i]) / static_cast<float>(ax.in);
-    scale = not_larger ? std::min(scale, ratio) : std::max(scale, ratio);
-  }
-  for (int64_t axis : axes) {
-    AxisGeometry& ax = g[static_cast<size_t>(axis)];
-    ax.scale = scale;
-    ax.resized_length = scale * static_cast<float>(ax.in);
-    ax.out = static_cast<int64_t>(std::floor(ax.resized_length + 0.5f));
-  }
-}
-
-std::vector<AxisGeometry> ResolveGeometry(const Node& node, const ResizeAttributes& a, const Shape& x,
-                                          const std::vector<double>& roi, const std::vector<double>& scales,
-                                          const std::vector<double>& sizes) {
-  const int64_t rank = static_cast<int64_t>(x.rank());
-  if (rank == 0) Fail(ErrorCode::kInvalidArgument, node.Describe(), ": cannot resize a scalar");
-  std::vector<AxisGeometry> g(static_cast<size_t>(rank));
-  for (size_t d = 0; d < g.size(); ++d) g[d].in = g[d].out = x[d];
-  const std::vector<int64_t> axes = ResizedAxes(node, a, rank);
-  if (a.coordinates == CoordinateMode::kTfCropAndResize && !roi.empty()) {
-    if (roi.size() != 2 * axes.size())
-      Fail(ErrorCode::kInvalidArgument, node.Describe(), ": 'roi' has ", roi.size(), " values, expected ",
-           2 * axes.size(), " (starts then ends of the resized axes)");
-    for (size_t i = 0; i < axes.size(); ++i) {
-      g[static_cast<size_t>(axes[i])].roi_start = static_cast<float>(roi[i]);
-      g[static_cast<size_t>(axes[i])].roi_end = static_cast<float>(roi[axes.size() + i]);
-    }
-  }
-  if (scales.empty() == sizes.empty())
-    Fail(ErrorCode::kInvalidArgument, node.Describe(), ": exactly one of 'scales' and 'sizes' must be given, got ",
-         scales.empty() ? "neither" : "both");
-  if (!scales.empty()) ApplyScales(node, a, axes, scales, g);
-  else ApplySizes(node, a, axes, sizes, g);
-  return g;
-}
-
-// The input coordinate that output coordinate `o` samples along one axis (may lie outside [0, in - 1]).
-float SourceCoordinate(CoordinateMode mode, const AxisGeometry& g, int64_t o) {
-  const float x = static_cast<float>(o);
-  const float last_in = static_cast<float>(g.in - 1);
-  switch (mode) {
-    case CoordinateMode::kHalfPixel:
-      return (x + 0.5f) / g.scale - 0.5f;
-    case CoordinateMode::kHalfPixelSymmetric: {
-      const float adjustment = static_cast<float>(g.out) / g.resized_length;
-      const float center = static_cast<float>(g.in) / 2.0f;
-      return center * (1.0f - adjustment) + (x + 0.5f) / g.scale - 0.5f;
-    }
-    case CoordinateMode::kPytorchHalfPixel:
-      return g.out > 1 ? (x + 0.5f) / g.scale - 0.5f : 0.0f;
-    case CoordinateMode::kAlignCorners:
-      return g.out > 1 ? x * last_in / (g.resized_length - 1.0f) : 0.0f;
-    case CoordinateMode::kAsymmetric:
-      return x / g.scale;
-    case CoordinateMode::kTfHalfPixelForNn:
-      return (x + 0.5f) / g.scale;
-    case CoordinateMode::kTfCropAndResize:
-      return g.out > 1 ? g.roi_start * last_in + x * (g.roi_end - g.roi_start) * last_in / (g.resized_length - 1.0f)
-                       : 0.5f * (g.roi_start + g.roi_end) * last_in;
-  }
-  return x;
-}
-
-// Only tf_crop_and_resize extrapolates: its coordinates outside the input take extrapolation_value.
-bool Extrapolates(CoordinateMode mode, const AxisGeometry& g, float x) {
-  return mode == CoordinateMode::kTfCropAndResize && (x < 0.0f || x > static_cast<float>(g.in - 1));
-}
-
-int64_t NearestIndex(NearestMode mode, float x, float scale) {
-  const float down = std::floor(x);
-  switch (mode) {
-    case NearestMode::kRoundPreferFloor:
-      return static_cast<int64_t>(x == down + 0.5f ? down : std::round(x));
-    case NearestMode::kRoundPreferCeil:
-      return static_cast<int64_t>(x == down + 0.5f ? std::ceil(x) : std::round(x));
-    case NearestMode::kFloor:
-      return static_cast<int64_t>(down);
-    case NearestMode::kCeil:
-      return static_cast<int64_t>(std::ceil(x));
-    case NearestMode::kLegacy:
-      return static_cast<int64_t>(scale < 1.0f ? std::ceil(x) : down);
-  }
-  return static_cast<int64_t>(down);
-}
-
 // ---- nearest ------------------------------------------------------------------------------------
 
 // Per axis, the input element offset (index * stride) each output coordinate reads; -1 where the
@@ -278,9 +58,9 @@ std::vector<std::vector<int64_t>> NearestOffsets(const ResizeAttributes& a, cons
   for (size_t d = g.size(); d-- > 0;) {
     offsets[d].resize(static_cast<size_t>(g[d].out));
     for (int64_t o = 0; o < g[d].out; ++o) {
-      const float x = SourceCoordinate(a.coordinates, g[d], o);
-      const int64_t index = std::clamp<int64_t>(NearestIndex(a.nearest, x, g[d].scale), 0, g[d].in - 1);
-      offsets[d][static_cast<size_t>(o)] = Extrapolates(a.coordinates, g[d], x) ? -1 : index * stride;
+      const float x = ResizeSourceCoordinate(a.coordinates, g[d], o);
+      const int64_t index = std::clamp<int64_t>(ResizeNearestIndex(a.nearest, x, g[d].scale), 0, g[d].in - 1);
+      offsets[d][static_cast<size_t>(o)] = ResizeExtrapolates(a.coordinates, g[d], x) ? -1 : index * stride;
     }
     stride *= g[d].in;
   }
@@ -359,59 +139,6 @@ void ResizeNearest(const std::vector<std::vector<int64_t>>& offsets, const std::
 }
 
 // ---- linear and cubic ---------------------------------------------------------------------------
-
-// The resampling filter of one axis: `taps` (source index, weight) pairs per output coordinate.
-struct AxisTaps {
-  int64_t taps = 0;
-  std::vector<int64_t> index;  // out * taps, clamped into [0, in) (edge padding)
-  std::vector<double> weight;  // out * taps
-  std::vector<uint8_t> extrapolated;  // per output coordinate
-  bool any_extrapolated = false;
-  bool identity = false;  // output coordinate o reads exactly input o
-};
-
-double FilterWeight(InterpolationMode mode, double a, double t) {
-  t = std::abs(t);
-  if (mode == InterpolationMode::kLinear) return std::max(0.0, 1.0 - t);
-  if (t <= 1.0) return ((a + 2.0) * t - (a + 3.0)) * t * t + 1.0;
-  if (t < 2.0) return ((a * t - 5.0 * a) * t + 8.0 * a) * t - 4.0 * a;
-  return 0.0;
-}
-
-// Taps at floor(x) + k for k in [first, 1 - first]; antialiasing stretches the filter by 1 / scale when
-// downscaling (more taps) and normalizes the weights, as exclude_outside does after dropping the taps
-// that fall outside the input.
-AxisTaps MakeTaps(const ResizeAttributes& a, const AxisGeometry& g) {
-  const double support = a.mode == InterpolationMode::kLinear ? 1.0 : 2.0;
-  const double stretch = a.antialias ? std::min(1.0, static_cast<double>(g.scale)) : 1.0;
-  const int64_t first = static_cast<int64_t>(std::floor(-support / stretch)) + 1;
-  AxisTaps t;
-  t.taps = 2 - 2 * first;
-  t.index.resize(static_cast<size_t>(g.out * t.taps));
-  t.weight.resize(t.index.size());
-  t.extrapolated.resize(static_cast<size_t>(g.out));
-  t.identity = g.in == g.out;
-  for (int64_t o = 0; o < g.out; ++o) {
-    const float x = SourceCoordinate(a.coordinates, g, o);
-    t.identity = t.identity && x == static_cast<float>(o);
-    t.extrapolated[static_cast<size_t>(o)] = Extrapolates(a.coordinates, g, x);
-    t.any_extrapolated = t.any_extrapolated || t.extrapolated[static_cast<size_t>(o)];
-    const double base = std::floor(static_cast<double>(x)), ratio = static_cast<double>(x) - base;
-    double sum = 0.0;
-    for (int64_t k = 0; k < t.taps; ++k) {
-      const int64_t index = static_cast<int64_t>(base) + first + k;
-      double w = FilterWeight(a.mode, a.cubic_coeff_a, stretch * (static_cast<double>(first + k) - ratio));
-      if (a.exclude_outside && (index < 0 || index >= g.in)) w = 0.0;
-      t.index[static_cast<size_t>(o * t.taps + k)] = std::clamp<int64_t>(index, 0, g.in - 1);
-      t.weight[static_cast<size_t>(o * t.taps + k)] = w;
-      sum += w;
-    }
-    if ((a.antialias || a.exclude_outside) && sum != 0.0)
-      for (int64_t k = 0; k < t.taps; ++k) t.weight[static_cast<size_t>(o * t.taps + k)] /= sum;
-  }
-  t.identity = t.identity && !t.any_extrapolated;
-  return t;
-}
 
 // Converts an accumulated value to the output type: integers round to nearest and saturate.
 template <typename Dst, typename C>
@@ -500,7 +227,7 @@ struct BilinearAxis {
 BilinearAxis MakeBilinearAxis(CoordinateMode mode, const AxisGeometry& g) {
   BilinearAxis b;
   for (int64_t o = 0; o < g.out; ++o) {
-    const float x = std::max(SourceCoordinate(mode, g, o), 0.0f);
+    const float x = std::max(ResizeSourceCoordinate(mode, g, o), 0.0f);
     const int64_t lo = std::min(static_cast<int64_t>(x), g.in - 1), hi = std::min(lo + 1, g.in - 1);
     float w_hi = x - static_cast<float>(lo), w_lo = 1.0f - w_hi;
     if (lo == hi) w_lo = w_hi = 0.5f;  // past the last sample: both taps read it
@@ -563,7 +290,7 @@ void ResizeInterpolated(KernelContext& ctx, const ResizeAttributes& a, const std
   std::vector<AxisTaps> taps;
   std::vector<size_t> order;  // axes to resample, most-shrinking first
   for (size_t d = 0; d < g.size(); ++d) {
-    taps.push_back(MakeTaps(a, g[d]));
+    taps.push_back(MakeResizeTaps(a, g[d]));
     if (!taps.back().identity) order.push_back(d);
   }
   std::stable_sort(order.begin(), order.end(), [&](size_t l, size_t r) {
@@ -614,7 +341,7 @@ class Resize : public Kernel {
     const Tensor& x = ctx.Input(0);
     const std::vector<double> scales =
         attrs_.scales_input >= 0 ? ReadOptionalNumbers(ctx, attrs_.scales_input) : attrs_.attribute_scales;
-    const std::vector<AxisGeometry> g = ResolveGeometry(ctx.node(), attrs_, x.shape(),
+    const std::vector<AxisGeometry> g = ResolveResizeGeometry(ctx.node(), attrs_, x.shape(),
                                                         ReadOptionalNumbers(ctx, attrs_.roi_input), scales,
                                                         ReadOptionalNumbers(ctx, attrs_.sizes_input));
     std::vector<int64_t> out_dims;
