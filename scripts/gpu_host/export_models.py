@@ -150,6 +150,21 @@ def export_bert():
         save_reference(b, (ids.cuda(), mask.cuda()), f"{out}/bert_base_s128_fp16.onnx", names)
 
 
+def export_bert_dynamic():
+    """BERT-base with symbolic batch and sequence axes (as exporters write it for serving): the shape arithmetic of
+    the export stays in the graph, which automatic CUDA graphs must capture per input shape."""
+    b = Bert().eval()
+    ids = torch.randint(0, 30000, (1, 128))
+    mask = torch.ones(1, 128, dtype=torch.int64)
+    names = ["input_ids", "attention_mask"]
+    path = f"{out}/bert_base_dynamic.onnx"
+    with torch.no_grad():
+        torch.onnx.export(b, (ids, mask), path, input_names=names, output_names=["last_hidden_state"],
+                          opset_version=17, dynamo=False,
+                          dynamic_axes={n: {0: "batch", 1: "sequence"} for n in names + ["last_hidden_state"]})
+        print("exported", path, os.path.getsize(path) >> 20, "MiB", flush=True)
+
+
 PAST = 16
 
 
@@ -203,6 +218,8 @@ if "resnet50" in families:
     export_vision("resnet50", torchvision.models.resnet50())
 if "bert" in families:
     export_bert()
+if "bert_dynamic" in families or "bert_base_dynamic" in families:
+    export_bert_dynamic()
 if "mobilenet_v2" in families:
     mobilenet = torchvision.models.mobilenet_v2()
     calibrate_batch_norm(mobilenet)

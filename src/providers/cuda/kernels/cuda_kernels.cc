@@ -87,6 +87,7 @@ void RegisterCudaKernels(KernelRegistry& registry) {
   RegisterOnnxAttentionKernels(registry);
   RegisterGroupQueryAttentionKernels(registry);
   RegisterMultiHeadAttentionKernels(registry);
+  RegisterResizeKernels(registry);
 }
 
 bool NodeIsSupported(const Node& node) {

@@ -28,6 +28,7 @@ void RegisterRotaryEmbeddingKernels(KernelRegistry& registry);  // RotaryEmbeddi
 void RegisterOnnxAttentionKernels(KernelRegistry& registry);    // Attention (ai.onnx 23-24)
 void RegisterGroupQueryAttentionKernels(KernelRegistry& registry);  // GroupQueryAttention (com.microsoft)
 void RegisterMultiHeadAttentionKernels(KernelRegistry& registry);   // MultiHeadAttention (com.microsoft)
+void RegisterResizeKernels(KernelRegistry& registry);               // Resize Upsample
 
 void RegisterCudaKernels(KernelRegistry& registry);
 

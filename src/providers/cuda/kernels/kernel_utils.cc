@@ -1,5 +1,7 @@
 #include "providers/cuda/kernels/kernel_utils.h"
 
+#include <type_traits>
+
 namespace tessera::cuda {
 
 namespace {
@@ -88,21 +90,33 @@ std::vector<DataType> ScalarTypes() {
           DataType::kInt16, DataType::kInt32,   DataType::kInt64,  DataType::kBool};
 }
 
-double ScalarAsDouble(const KernelContext& ctx, const Tensor& t) {
-  if (t.NumElements() != 1)
-    Fail(ErrorCode::kInvalidArgument, ctx.node().Describe(), ": expected one value, got ", t.shape().ToString());
+std::vector<double> HostNumbers(const KernelContext& ctx, const Tensor& t) {
+  std::vector<double> values(static_cast<size_t>(t.NumElements()));
+  const auto read = [&]<typename T>() {
+    const T* data = t.Data<T>();
+    for (size_t i = 0; i < values.size(); ++i) {
+      if constexpr (std::is_same_v<T, Float16>) values[i] = ToFloat(data[i]);
+      else values[i] = static_cast<double>(data[i]);
+    }
+  };
   switch (t.type()) {
-    case DataType::kFloat: return t.Data<float>()[0];
-    case DataType::kFloat16: return ToFloat(t.Data<Float16>()[0]);
-    case DataType::kDouble: return t.Data<double>()[0];
-    case DataType::kInt32: return t.Data<int32_t>()[0];
-    case DataType::kInt64: return static_cast<double>(t.Data<int64_t>()[0]);
-    case DataType::kInt8: return t.Data<int8_t>()[0];
-    case DataType::kUInt8: return t.Data<uint8_t>()[0];
+    case DataType::kFloat: read.template operator()<float>(); return values;
+    case DataType::kFloat16: read.template operator()<Float16>(); return values;
+    case DataType::kDouble: read.template operator()<double>(); return values;
+    case DataType::kInt32: read.template operator()<int32_t>(); return values;
+    case DataType::kInt64: read.template operator()<int64_t>(); return values;
+    case DataType::kInt8: read.template operator()<int8_t>(); return values;
+    case DataType::kUInt8: read.template operator()<uint8_t>(); return values;
     default: break;
   }
   Fail(ErrorCode::kInvalidArgument, ctx.node().Describe(), ": cannot read a ", DataTypeName(t.type()),
-       " value as a number");
+       " tensor as numbers");
+}
+
+double ScalarAsDouble(const KernelContext& ctx, const Tensor& t) {
+  if (t.NumElements() != 1)
+    Fail(ErrorCode::kInvalidArgument, ctx.node().Describe(), ": expected one value, got ", t.shape().ToString());
+  return HostNumbers(ctx, t)[0];
 }
 
 std::vector<int64_t> HostInt64s(const KernelContext& ctx, const Tensor& t, const char* what) {

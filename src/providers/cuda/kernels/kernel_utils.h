@@ -40,6 +40,9 @@ launch::ScalarType ScalarTypeOf(const KernelContext& ctx, DataType type);
 // Numeric and bool element types the typed kernels (Cast, comparisons) handle.
 std::vector<DataType> ScalarTypes();
 
+// The values of a host tensor of a numeric type (float, float16, double, int8/uint8, int32, int64) as doubles;
+// throws kInvalidArgument naming the node for other types.
+std::vector<double> HostNumbers(const KernelContext& ctx, const Tensor& t);
 // The single value of a host tensor of any numeric type, as a double (shape inputs, Pow exponents).
 double ScalarAsDouble(const KernelContext& ctx, const Tensor& t);
 // A host int64 (or int32) tensor's values; throws kInvalidArgument naming the node and `what` otherwise.

@@ -319,4 +319,27 @@ cudaError_t Softmax(ElementType type, const void* x, void* y, int64_t outer, int
 cudaError_t Transpose(int element_size, const void* in, void* out, int rank, const int64_t* out_dims,
                       const int64_t* in_strides, int64_t n, cudaStream_t stream);
 
+// ---- Resize (resize.cu) -------------------------------------------------------------------------
+// One (input index, weight) pair of an output coordinate along one axis; index < 0 marks a coordinate that takes
+// the extrapolation value (tf_crop_and_resize).
+struct ResizeTap {
+  int32_t index = 0;
+  float weight = 0.0f;
+};
+// Output dims, input strides and, per axis, where its taps start in the tap table (out * taps pairs, taps per
+// output coordinate; identity axes read input coordinate = output coordinate and have no taps).
+struct ResizeGeometry {
+  int rank = 0;
+  int64_t out_dims[kMaxRank] = {};
+  int64_t in_strides[kMaxRank] = {};
+  int taps[kMaxRank] = {};
+  int64_t first_tap[kMaxRank] = {};
+  bool identity[kMaxRank] = {};
+  float extrapolation = 0.0f;
+};
+// y[i] = sum over the taps of every axis of x[sum of index * stride] * product of the weights, in float (rounded
+// once into y's type). `table` is device memory; x has x_elements elements, y has n.
+cudaError_t Resize(ElementType type, const void* x, int64_t x_elements, void* y, int64_t n,
+                   const ResizeGeometry& geometry, const ResizeTap* table, cudaStream_t stream);
+
 }  // namespace tessera::cuda::launch
