@@ -51,6 +51,7 @@
 #include "providers/cuda/cudnn_graph.h"
 #include "providers/cuda/cudnn_plan_cache.h"
 #include "providers/cuda/kernels/cuda_kernels.h"
+#include "providers/cuda/kernels/cudnn_descriptors.h"
 #include "providers/cuda/kernels/graph_timing.h"
 #include "providers/cuda/kernels/kernel_utils.h"
 #include "providers/cuda/step_graphs.h"
@@ -63,22 +64,6 @@ namespace {
 // memory for faster algorithms.
 constexpr size_t kSmallWorkspaceBytes = size_t{32} << 20;
 constexpr size_t kMaxWorkspaceBytes = size_t{1} << 30;
-
-template <typename Handle, cudnnStatus_t (*Destroy)(Handle)>
-struct Descriptor {
-  Handle handle = nullptr;
-  Descriptor() = default;
-  Descriptor(const Descriptor&) = delete;
-  Descriptor& operator=(const Descriptor&) = delete;
-  ~Descriptor() {
-    if (handle != nullptr) Destroy(handle);
-  }
-};
-
-using TensorDescriptor = Descriptor<cudnnTensorDescriptor_t, cudnnDestroyTensorDescriptor>;
-using FilterDescriptor = Descriptor<cudnnFilterDescriptor_t, cudnnDestroyFilterDescriptor>;
-using ConvDescriptor = Descriptor<cudnnConvolutionDescriptor_t, cudnnDestroyConvolutionDescriptor>;
-using ActivationDescriptor = Descriptor<cudnnActivationDescriptor_t, cudnnDestroyActivationDescriptor>;
 
 // One way to run the convolution: a graph-API plan, or cuDNN's legacy algorithm and math type; its scratch
 // size; and whether bias, residual and activation go into the same (legacy) cuDNN call.
@@ -168,23 +153,6 @@ struct ConvGeometry {
 
 std::vector<int> ToInts(const std::vector<int64_t>& values) { return {values.begin(), values.end()}; }
 
-// Strides of a packed tensor with `dims` in cuDNN's NCHW order; `channels_last` lays it out as NHWC (N,
-// spatial..., C) in memory.
-std::vector<int64_t> LayoutStrides(const std::vector<int>& dims, bool channels_last) {
-  std::vector<int64_t> strides(dims.size(), 1);
-  for (size_t i = dims.size() - 1; i-- > 0;) strides[i] = strides[i + 1] * dims[i + 1];
-  if (channels_last) {
-    strides[1] = 1;
-    int64_t stride = dims[1];
-    for (size_t i = dims.size(); i-- > 2;) {
-      strides[i] = stride;
-      stride *= dims[i];
-    }
-    strides[0] = stride;
-  }
-  return strides;
-}
-
 std::vector<int64_t> ToInt64s(const std::vector<int>& values) { return {values.begin(), values.end()}; }
 
 // The largest power of two up to 16 that divides the address: the alignment cuDNN may assume for a pointer.
@@ -193,15 +161,6 @@ int64_t AlignmentOf(const void* p) {
   int64_t alignment = 16;
   while (alignment > 1 && address % static_cast<uintptr_t>(alignment) != 0) alignment /= 2;
   return alignment;
-}
-
-// `dims` in cuDNN's NCHW order; `channels_last` lays the tensor out as NHWC (N, spatial..., C) in memory.
-void SetTensor(TensorDescriptor& d, cudnnDataType_t type, const std::vector<int>& dims, bool channels_last = false) {
-  CheckCudnn(cudnnCreateTensorDescriptor(&d.handle), "cudnnCreateTensorDescriptor");
-  const std::vector<int64_t> wide = LayoutStrides(dims, channels_last);
-  const std::vector<int> strides(wide.begin(), wide.end());
-  CheckCudnn(cudnnSetTensorNdDescriptor(d.handle, type, static_cast<int>(dims.size()), dims.data(), strides.data()),
-             "cudnnSetTensorNdDescriptor");
 }
 
 class ConvKernel : public Kernel {

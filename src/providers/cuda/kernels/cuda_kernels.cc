@@ -35,6 +35,7 @@ const std::map<std::string, std::function<bool(const Node&)>>& Predicates() {
       {"NchwcMaxPool", [](const Node& n) { return OutputCount(n) == 1 && IsPool2d(n); }},
       {"MaxPool", [](const Node& n) { return OutputCount(n) == 1 && IsPool2d(n); }},
       {"AveragePool", [](const Node& n) { return IsPool2d(n); }},
+      {"ConvTranspose", [](const Node& n) { return n.GetInts("kernel_shape").size() <= 3; }},
       {"Cast", CastTargetIsSupported},
       {"LayerNormalization", [](const Node& n) { return OutputCount(n) == 1; }},
       {"ScatterElements", [](const Node& n) { return n.GetString("reduction", "none") == "none"; }},
@@ -88,6 +89,7 @@ void RegisterCudaKernels(KernelRegistry& registry) {
   RegisterGroupQueryAttentionKernels(registry);
   RegisterMultiHeadAttentionKernels(registry);
   RegisterResizeKernels(registry);
+  RegisterConvTransposeKernels(registry);
 }
 
 bool NodeIsSupported(const Node& node) {

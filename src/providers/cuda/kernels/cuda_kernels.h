@@ -29,6 +29,7 @@ void RegisterOnnxAttentionKernels(KernelRegistry& registry);    // Attention (ai
 void RegisterGroupQueryAttentionKernels(KernelRegistry& registry);  // GroupQueryAttention (com.microsoft)
 void RegisterMultiHeadAttentionKernels(KernelRegistry& registry);   // MultiHeadAttention (com.microsoft)
 void RegisterResizeKernels(KernelRegistry& registry);               // Resize Upsample
+void RegisterConvTransposeKernels(KernelRegistry& registry);        // ConvTranspose (cuDNN backward data)
 
 void RegisterCudaKernels(KernelRegistry& registry);
 

@@ -342,4 +342,11 @@ struct ResizeGeometry {
 cudaError_t Resize(ElementType type, const void* x, int64_t x_elements, void* y, int64_t n,
                    const ResizeGeometry& geometry, const ResizeTap* table, cudaStream_t stream);
 
+// ---- ConvTranspose (conv_transpose.cu) ------------------------------------------------------------
+// y (dims `out_dims`) = the window of `full` (dims `full_dims`, same rank) starting at `offset` per axis (0 on the
+// first two axes), zero where the window leaves `full`: ConvTranspose's asymmetric pads and output_padding applied
+// to the unpadded result.
+cudaError_t CropOrExtend(ElementType type, const void* full, void* y, int rank, const int64_t* out_dims,
+                         const int64_t* full_dims, const int64_t* offset, int64_t n, cudaStream_t stream);
+
 }  // namespace tessera::cuda::launch
