@@ -263,6 +263,22 @@ TEST_F(CudaNhwcTest, DepthwiseConvWithClipAndAveragePool) {
   ExpectClose(expected, RunOnCuda(half_model, {{"x", Value(HalfOf(x))}})[0], 1e-2, "float16");
 }
 
+// NHWC global average pooling over large images (the squeeze-excitation blocks of PP-OCRv4's backbone pool
+// 160x160 maps of 24-96 channels): partial sums per chunk of positions, then per channel. Channel counts off the
+// 32-channel tile, several images, one position, float16.
+TEST_F(CudaNhwcTest, GlobalAveragePoolOverLargeImagesMatchesTheCpu) {
+  for (const Shape& shape : {Shape{1, 1, 160, 160, 96}, Shape{2, 1, 97, 131, 40}, Shape{3, 1, 1, 1, 24},
+                             Shape{1, 1, 7, 9, 384}}) {
+    SCOPED_TRACE(shape.ToString());
+    OpTester t("NchwcGlobalAveragePool", 1, "ai.tessera");
+    t.Input("X", RandomTensor(kF32, shape, 31, -1, 3)).OutputName("Y").Tolerance(1e-5, 1e-5);
+    CompareOnCuda(t);
+    CompareFloat16WithCpu(
+        "NchwcGlobalAveragePool", 1, {RandomTensor(kF16, shape, 32, -1, 3)},
+        [](OpTester& o, const std::vector<Tensor>& in) { o.Input("X", in[0]); }, 2e-3, 2e-3, "ai.tessera");
+  }
+}
+
 // SiLU fuses into the convolutions' epilogue (Swish) and the Split / Concat between them stay NHWC.
 TEST_F(CudaNhwcTest, SplitConcatBlockWithSiluStaysNhwc) {
   const std::string model = SplitConcatSiluModel();

@@ -38,6 +38,38 @@ TEST_F(CudaOpsTest, UnaryMath) {
   }
 }
 
+// HardSigmoid (default and given alpha / beta), HardSwish and LeakyRelu.
+TEST_F(CudaOpsTest, ParameterizedActivations) {
+  struct Case {
+    const char* op;
+    int opset;
+    float alpha, beta;  // NaN: the op's default
+  };
+  const float kDefault = std::numeric_limits<float>::quiet_NaN();
+  for (const Case& c : std::vector<Case>{{"HardSigmoid", 6, kDefault, kDefault},
+                                         {"HardSigmoid", 6, 0.3f, 0.4f},
+                                         {"HardSwish", 14, kDefault, kDefault},
+                                         {"LeakyRelu", 16, kDefault, kDefault},
+                                         {"LeakyRelu", 16, 0.2f, kDefault}}) {
+    SCOPED_TRACE(c.op);
+    const auto attributes = [&](OpTester& o) {
+      if (!std::isnan(c.alpha)) o.Attr("alpha", c.alpha);
+      if (!std::isnan(c.beta)) o.Attr("beta", c.beta);
+    };
+    OpTester t(c.op, c.opset);
+    attributes(t);
+    t.Input("X", RandomTensor(kF32, {3, 7, 11}, 5, -5, 5)).OutputName("Y").Tolerance(1e-6, 1e-6);
+    CompareOnCuda(t);
+    CompareFloat16WithCpu(
+        c.op, c.opset, {RandomTensor(kF16, {3, 7, 11}, 6, -5, 5)},
+        [&](OpTester& o, const std::vector<Tensor>& in) {
+          attributes(o);
+          o.Input("X", in[0]);
+        },
+        4e-3, 4e-3);
+  }
+}
+
 TEST_F(CudaOpsTest, GeluExactAndTanh) {
   for (const char* approximate : {"none", "tanh"}) {
     OpTester t("Gelu", 20);

@@ -160,6 +160,12 @@ struct ClipF {
   __device__ float operator()(float x) const { return fminf(fmaxf(x, lo), hi); }
 };
 
+// A parameterized activation (HardSigmoid, HardSwish, LeakyRelu), as the fused epilogues compute it.
+struct ActivateF {
+  EpilogueActivation activation;
+  __device__ float operator()(float x) const { return device::Activate(activation, x); }
+};
+
 // The operations that also take int32 and int64; the others are float-only.
 template <typename Op>
 inline constexpr bool kTakesIntegers =
@@ -312,6 +318,11 @@ cudaError_t PowScalar(ElementType type, const void* x, void* y, int64_t n, float
 
 cudaError_t Clip(ElementType type, const void* x, void* y, int64_t n, float lo, float hi, cudaStream_t stream) {
   return LaunchUnary(AsScalarType(type), x, y, n, ClipF{lo, hi}, stream);
+}
+
+cudaError_t Activation(ElementType type, const void* x, void* y, int64_t n, const EpilogueActivation& activation,
+                       cudaStream_t stream) {
+  return LaunchUnary(AsScalarType(type), x, y, n, ActivateF{activation}, stream);
 }
 
 cudaError_t BroadcastTo(ElementType type, const void* a, void* out, int64_t n, const BroadcastIndex& index,

@@ -1,6 +1,6 @@
 // Elementwise kernels: Add, Sub, Mul, Div (numpy broadcasting; float, float16, int32, int64), activations and
 // unary math (Relu, Sigmoid, Tanh, Erf, Gelu, Sqrt, Neg, Exp, Log, Abs, Reciprocal, Floor, Ceil; Neg and Abs
-// also on int32 and int64), Clip, Pow.
+// also on int32 and int64), Clip, Pow, and the parameterized activations HardSigmoid, HardSwish, LeakyRelu.
 #include <algorithm>
 #include <climits>
 #include <limits>
@@ -219,6 +219,41 @@ class PowKernel : public Kernel {
   const CudaExecutionProvider& ep_;
 };
 
+// HardSigmoid (max(0, min(1, alpha * x + beta))), HardSwish (x * HardSigmoid with alpha 1/6, beta 1/2) and
+// LeakyRelu, with the node's alpha and beta; the fusion passes fold them into convolution epilogues where they follow
+// one.
+class ActivationKernel : public Kernel {
+ public:
+  ActivationKernel(const KernelInfo& info, launch::EpilogueActivation::Kind kind, float alpha, float beta)
+      : ep_(CudaEpOf(info)) {
+    activation_.kind = kind;
+    activation_.alpha = info.node().GetFloat("alpha", alpha);
+    activation_.beta = info.node().GetFloat("beta", beta);
+  }
+
+  void Compute(KernelContext& ctx) const override {
+    DeviceGuard guard(ep_.ordinal());
+    const Tensor& x = ctx.Input(0);
+    Tensor& y = ctx.Output(0, x.type(), x.shape());
+    if (y.NumElements() == 0) return;
+    CheckLaunch(ctx,
+                launch::Activation(FloatElementType(ctx, x.type()), x.raw_data(), y.raw_data(), y.NumElements(),
+                                   activation_, StreamOf(ctx)),
+                "activation launch");
+  }
+
+ private:
+  const CudaExecutionProvider& ep_;
+  launch::EpilogueActivation activation_;
+};
+
+void RegisterActivation(KernelRegistry& registry, const char* op, int since, launch::EpilogueActivation::Kind kind,
+                        float alpha, float beta) {
+  registry.Register(MakeDef(op, since, INT_MAX, FloatTypes()), [=](const KernelInfo& info) {
+    return std::make_unique<ActivationKernel>(info, kind, alpha, beta);
+  });
+}
+
 void RegisterBinary(KernelRegistry& registry, const char* op, launch::BinaryOp kind) {
   registry.Register(MakeDef(op, 7, INT_MAX, ToVector(kArithmeticTypes)),
                     [kind](const KernelInfo& info) { return std::make_unique<BinaryKernel>(info, kind); });
@@ -251,6 +286,10 @@ void RegisterElementwiseKernels(KernelRegistry& registry) {
   RegisterUnary(registry, "Reciprocal", launch::UnaryOp::kReciprocal);
   RegisterUnary(registry, "Floor", launch::UnaryOp::kFloor);
   RegisterUnary(registry, "Ceil", launch::UnaryOp::kCeil);
+  using Kind = launch::EpilogueActivation::Kind;
+  RegisterActivation(registry, "HardSigmoid", 6, Kind::kHardSigmoid, 0.2f, 0.5f);
+  RegisterActivation(registry, "HardSwish", 14, Kind::kHardSwish, 0.0f, 0.0f);
+  RegisterActivation(registry, "LeakyRelu", 6, Kind::kLeakyRelu, 0.01f, 0.0f);
   KernelDef pow = MakeDef("Pow", 7, INT_MAX, FloatTypes());
   pow.host_inputs = {1};
   registry.Register<PowKernel>(std::move(pow));

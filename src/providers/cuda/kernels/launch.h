@@ -46,6 +46,10 @@ cudaError_t Unary(UnaryOp op, ElementType type, const void* x, void* y, int64_t 
 cudaError_t PowScalar(ElementType type, const void* x, void* y, int64_t n, float exponent, cudaStream_t stream);
 // y = min(max(x, lo), hi).
 cudaError_t Clip(ElementType type, const void* x, void* y, int64_t n, float lo, float hi, cudaStream_t stream);
+struct EpilogueActivation;
+// y = activation(x) for the parameterized activations (HardSigmoid, HardSwish, LeakyRelu).
+cudaError_t Activation(ElementType type, const void* x, void* y, int64_t n, const EpilogueActivation& activation,
+                       cudaStream_t stream);
 // out[i] = a[offset of i] (a_strides of `index`): materializes a broadcast.
 cudaError_t BroadcastTo(ElementType type, const void* a, void* out, int64_t n, const BroadcastIndex& index,
                         cudaStream_t stream);
@@ -304,9 +308,12 @@ cudaError_t Pool2d(PoolOp op, ElementType type, const void* x, void* y, const Po
 // y[p] = mean of x[p, 0..spatial) for every plane p.
 cudaError_t GlobalAveragePool(ElementType type, const void* x, void* y, int64_t planes, int64_t spatial,
                               cudaStream_t stream);
-// Channels last: y[b, c] = mean of x[b, 0..spatial, c].
+// Channels last: y[b, c] = mean of x[b, 0..spatial, c], in two passes: blocks of 32 channels x a chunk of positions
+// write partial sums into `partial` (device scratch of GlobalAveragePoolChannelsLastScratch floats), then one thread per
+// (b, c) adds its chunks in a fixed order (deterministic). Spreads a large image over the whole GPU.
+int64_t GlobalAveragePoolChannelsLastScratch(int64_t batch, int64_t spatial, int64_t channels);
 cudaError_t GlobalAveragePoolChannelsLast(ElementType type, const void* x, void* y, int64_t batch, int64_t spatial,
-                                          int64_t channels, cudaStream_t stream);
+                                          int64_t channels, float* partial, cudaStream_t stream);
 
 // ---- softmax (softmax.cu) -----------------------------------------------------------------------
 // Softmax (or LogSoftmax when `log`) of x viewed as [outer, axis, inner] along the middle dimension.

@@ -76,27 +76,73 @@ __global__ void GlobalAverageKernel(const T* x, T* y, int64_t spatial) {
   if (threadIdx.x == 0) y[blockIdx.x] = FromFloat<T>(partial[0] / static_cast<float>(spatial));
 }
 
-// One thread per (image, channel); neighbouring threads read neighbouring channels of a pixel.
+// Channels-last global average, pass 1: block (32 channels, kRows positions) of grid (chunk, channel tile, image) sums
+// its chunk of positions per channel (neighbouring threads read neighbouring channels of a pixel) into
+// partial[image][chunk][channel].
+constexpr int kRows = 8;
+constexpr int64_t kPositionsPerChunk = 128;
+constexpr int64_t kMaxChunks = 256;
+
+int64_t ChunksOf(int64_t spatial) {
+  const int64_t chunks = (spatial + kPositionsPerChunk - 1) / kPositionsPerChunk;
+  return chunks < 1 ? 1 : (chunks > kMaxChunks ? kMaxChunks : chunks);
+}
+
 template <typename T>
-__global__ void GlobalAverageChannelsLastKernel(const T* x, T* y, int64_t batch, int64_t spatial, int64_t channels) {
+__global__ void GlobalAverageChannelsLastPartialKernel(const T* x, float* partial, int64_t spatial, int64_t channels,
+                                                       int64_t chunk_size) {
+  __shared__ float sums[kRows][32];
+  const int64_t c = static_cast<int64_t>(blockIdx.y) * 32 + threadIdx.x;
+  const int64_t image = blockIdx.z, chunk = blockIdx.x;
+  const int64_t begin = chunk * chunk_size;
+  const int64_t end = begin + chunk_size < spatial ? begin + chunk_size : spatial;
+  float sum = 0.0f;
+  if (c < channels) {
+    const T* in = x + image * spatial * channels + c;
+    for (int64_t s = begin + threadIdx.y; s < end; s += kRows) sum += ToFloat(in[s * channels]);
+  }
+  sums[threadIdx.y][threadIdx.x] = sum;
+  __syncthreads();
+  if (threadIdx.y == 0 && c < channels) {
+    float total = 0.0f;
+    for (int r = 0; r < kRows; ++r) total += sums[r][threadIdx.x];
+    partial[(image * gridDim.x + chunk) * channels + c] = total;
+  }
+}
+
+// Pass 2: one thread per (image, channel) adds its chunks in order.
+template <typename T>
+__global__ void GlobalAverageChannelsLastFinishKernel(const float* partial, T* y, int64_t batch, int64_t chunks,
+                                                      int64_t spatial, int64_t channels) {
   const int64_t n = batch * channels;
   for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n; i += int64_t{gridDim.x} * blockDim.x) {
-    const T* in = x + (i / channels) * spatial * channels + i % channels;
+    const int64_t image = i / channels, c = i % channels;
     float sum = 0.0f;
-    for (int64_t s = 0; s < spatial; ++s) sum += ToFloat(in[s * channels]);
+    for (int64_t k = 0; k < chunks; ++k) sum += partial[(image * chunks + k) * channels + c];
     y[i] = FromFloat<T>(sum / static_cast<float>(spatial));
   }
 }
 
 }  // namespace
 
+int64_t GlobalAveragePoolChannelsLastScratch(int64_t batch, int64_t spatial, int64_t channels) {
+  return batch * ChunksOf(spatial) * channels;
+}
+
 cudaError_t GlobalAveragePoolChannelsLast(ElementType type, const void* x, void* y, int64_t batch, int64_t spatial,
-                                          int64_t channels, cudaStream_t stream) {
-  const int64_t n = batch * channels;
+                                          int64_t channels, float* partial, cudaStream_t stream) {
+  const int64_t chunks = ChunksOf(spatial);
+  const int64_t chunk_size = (spatial + chunks - 1) / chunks;
+  if (batch > 65535 || (channels + 31) / 32 > 65535) return cudaErrorInvalidValue;
   return device::DispatchFloat(type, [&](auto tag) {
     using T = decltype(tag);
-    GlobalAverageChannelsLastKernel<T><<<device::BlocksFor(n), device::kThreads, 0, stream>>>(
-        static_cast<const T*>(x), static_cast<T*>(y), batch, spatial, channels);
+    const dim3 grid(static_cast<unsigned>(chunks), static_cast<unsigned>((channels + 31) / 32),
+                    static_cast<unsigned>(batch));
+    GlobalAverageChannelsLastPartialKernel<T><<<grid, dim3(32, kRows), 0, stream>>>(static_cast<const T*>(x), partial,
+                                                                                    spatial, channels, chunk_size);
+    const int64_t n = batch * channels;
+    GlobalAverageChannelsLastFinishKernel<T><<<device::BlocksFor(n), device::kThreads, 0, stream>>>(
+        partial, static_cast<T*>(y), batch, chunks, spatial, channels);
     return device::LaunchStatus();
   });
 }

@@ -102,9 +102,13 @@ class GlobalAveragePoolKernel : public Kernel {
       Tensor& y = ctx.Output(0, x.type(), Shape{shape[0], 1, 1, 1, shape[4]});
       const int64_t spatial = shape[2] * shape[3];
       if (y.NumElements() == 0 || spatial == 0) return;
+      Tensor partial = Tensor::Allocate(
+          DataType::kFloat, Shape{launch::GlobalAveragePoolChannelsLastScratch(shape[0], spatial, shape[4])},
+          ctx.allocator());
       CheckLaunch(ctx,
                   launch::GlobalAveragePoolChannelsLast(FloatElementType(ctx, x.type()), x.raw_data(), y.raw_data(),
-                                                        shape[0], spatial, shape[4], StreamOf(ctx)),
+                                                        shape[0], spatial, shape[4], partial.Data<float>(),
+                                                        StreamOf(ctx)),
                   "NchwcGlobalAveragePool launch");
       return;
     }
