@@ -107,7 +107,7 @@ class GlobalAveragePoolKernel : public Kernel {
           ctx.allocator());
       CheckLaunch(ctx,
                   launch::GlobalAveragePoolChannelsLast(FloatElementType(ctx, x.type()), x.raw_data(), y.raw_data(),
-                                                        shape[0], spatial, shape[4], partial.Data<float>(),
+                                                        shape[0], spatial, shape[4], static_cast<float*>(partial.raw_data()),
                                                         StreamOf(ctx)),
                   "NchwcGlobalAveragePool launch");
       return;
