@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <climits>
 #include <limits>
+#include <optional>
 #include <span>
 
 #include "providers/cpu/common/broadcast.h"
@@ -83,8 +84,10 @@ class BinaryKernel : public Kernel {
 
 class UnaryKernel : public Kernel {
  public:
-  UnaryKernel(const KernelInfo& info, launch::UnaryOp op, std::span<const DataType> types)
-      : ep_(CudaEpOf(info)), op_(op), types_(types) {
+  // With `activation`, y = activation(x) (launch::Activation) instead of `op`.
+  UnaryKernel(const KernelInfo& info, launch::UnaryOp op, std::span<const DataType> types,
+              std::optional<launch::EpilogueActivation> activation = std::nullopt)
+      : ep_(CudaEpOf(info)), op_(op), types_(types), activation_(activation) {
     if (op == launch::UnaryOp::kGelu && info.node().GetString("approximate", "none") == "tanh")
       op_ = launch::UnaryOp::kGeluTanh;
   }
@@ -94,9 +97,11 @@ class UnaryKernel : public Kernel {
     const Tensor& x = ctx.Input(0);
     Tensor& y = ctx.Output(0, x.type(), x.shape());
     if (y.NumElements() == 0) return;
+    const launch::ScalarType type = AcceptedScalarType(ctx, x.type(), types_);
     CheckLaunch(ctx,
-                launch::Unary(op_, AcceptedScalarType(ctx, x.type(), types_), x.raw_data(), y.raw_data(),
-                              y.NumElements(), StreamOf(ctx)),
+                activation_ ? launch::Activation(FloatElementType(ctx, x.type()), x.raw_data(), y.raw_data(),
+                                                 y.NumElements(), *activation_, StreamOf(ctx))
+                            : launch::Unary(op_, type, x.raw_data(), y.raw_data(), y.NumElements(), StreamOf(ctx)),
                 "activation launch");
   }
 
@@ -104,6 +109,7 @@ class UnaryKernel : public Kernel {
   const CudaExecutionProvider& ep_;
   launch::UnaryOp op_;
   std::span<const DataType> types_;  // static storage
+  std::optional<launch::EpilogueActivation> activation_;
 };
 
 // Clip: bounds from attributes (opset < 11) or from optional scalar inputs 1 and 2 read on the host.
@@ -220,37 +226,16 @@ class PowKernel : public Kernel {
 };
 
 // HardSigmoid (max(0, min(1, alpha * x + beta))), HardSwish (x * HardSigmoid with alpha 1/6, beta 1/2) and
-// LeakyRelu, with the node's alpha and beta; the fusion passes fold them into convolution epilogues where they follow
-// one.
-class ActivationKernel : public Kernel {
- public:
-  ActivationKernel(const KernelInfo& info, launch::EpilogueActivation::Kind kind, float alpha, float beta)
-      : ep_(CudaEpOf(info)) {
-    activation_.kind = kind;
-    activation_.alpha = info.node().GetFloat("alpha", alpha);
-    activation_.beta = info.node().GetFloat("beta", beta);
-  }
-
-  void Compute(KernelContext& ctx) const override {
-    DeviceGuard guard(ep_.ordinal());
-    const Tensor& x = ctx.Input(0);
-    Tensor& y = ctx.Output(0, x.type(), x.shape());
-    if (y.NumElements() == 0) return;
-    CheckLaunch(ctx,
-                launch::Activation(FloatElementType(ctx, x.type()), x.raw_data(), y.raw_data(), y.NumElements(),
-                                   activation_, StreamOf(ctx)),
-                "activation launch");
-  }
-
- private:
-  const CudaExecutionProvider& ep_;
-  launch::EpilogueActivation activation_;
-};
-
+// LeakyRelu run UnaryKernel with the activation and the node's alpha and beta; they have kernels mainly so that the
+// fusion passes fold them into convolution epilogues where they follow one.
 void RegisterActivation(KernelRegistry& registry, const char* op, int since, launch::EpilogueActivation::Kind kind,
                         float alpha, float beta) {
   registry.Register(MakeDef(op, since, INT_MAX, FloatTypes()), [=](const KernelInfo& info) {
-    return std::make_unique<ActivationKernel>(info, kind, alpha, beta);
+    launch::EpilogueActivation activation;
+    activation.kind = kind;
+    activation.alpha = info.node().GetFloat("alpha", alpha);
+    activation.beta = info.node().GetFloat("beta", beta);
+    return std::make_unique<UnaryKernel>(info, launch::UnaryOp::kRelu, kFloatOnlyTypes, activation);
   });
 }
 
