@@ -5,12 +5,17 @@
 // compiled for AVX-512, AVX2 and baseline x86-64 (chosen at load time).
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <type_traits>
 
 #include "providers/cpu/common/target_clones.h"
 #include "providers/cpu/common/vector_math.h"
 #include "providers/cpu/cpu_kernels.h"
+
+// MaxLanes below stays inside this file's functions (each compiled once per instruction set), so GCC's note that
+// 64-byte vectors pass differently with and without AVX-512 does not apply.
+#pragma GCC diagnostic ignored "-Wpsabi"
 
 namespace tessera::cpu {
 namespace {
@@ -57,13 +62,20 @@ void NormalizeBlock(const T* x, T* y, int64_t n, int64_t inner, std::vector<T>& 
 // (a single float accumulator would serialize the loop, since float addition is not reassociated).
 constexpr int64_t kLanes = 16;
 
+// A vector of kLanes floats (one AVX-512 register, two AVX2 ones); the lanewise select below compiles to vmaxps-like
+// blends, which the scalar-lane form of the loop did not (it stayed scalar).
+typedef float MaxLanes __attribute__((vector_size(kLanes * sizeof(float))));
+
 TESSERA_TARGET_CLONES("arch=x86-64-v4", "arch=x86-64-v3", "default")
 float RowMax(const float* x, int64_t n) {
-  float lanes[kLanes];
-  std::fill_n(lanes, kLanes, std::numeric_limits<float>::lowest());
+  MaxLanes lanes;
+  for (int64_t l = 0; l < kLanes; ++l) lanes[l] = std::numeric_limits<float>::lowest();
   int64_t i = 0;
-  for (; i + kLanes <= n; i += kLanes)
-    for (int64_t l = 0; l < kLanes; ++l) lanes[l] = Select(lanes[l] < x[i + l], x[i + l], lanes[l]);
+  for (; i + kLanes <= n; i += kLanes) {
+    MaxLanes v;
+    std::memcpy(&v, x + i, sizeof(v));
+    lanes = lanes < v ? v : lanes;  // NaN in x leaves the lane as is, as std::max(max, x) does
+  }
   float max = std::numeric_limits<float>::lowest();
   for (int64_t l = 0; l < kLanes; ++l) max = std::max(max, lanes[l]);
   for (; i < n; ++i) max = std::max(max, x[i]);
