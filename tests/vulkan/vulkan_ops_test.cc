@@ -319,11 +319,14 @@ TEST_F(VulkanOpsTest, PoolingWindowsPaddingAndCeilMode) {
       }
     }
   }
+  // Global pools: one workgroup per plane, planes smaller and larger than its 256 invocations, a 1-D input.
   for (const char* op : {"GlobalAveragePool", "GlobalMaxPool"}) {
-    SCOPED_TRACE(op);
-    OpTester t(op, 1);
-    t.Input("X", RandomTensor(kF32, {2, 5, 7, 9}, 25)).OutputName("Y").Tolerance(1e-5, 1e-5);
-    CompareOnVulkan(t);
+    for (const Shape& shape : {Shape{2, 5, 7, 9}, Shape{1, 3, 97, 131}, Shape{3, 4, 300}}) {
+      SCOPED_TRACE(std::string(op) + " " + shape.ToString());
+      OpTester t(op, 1);
+      t.Input("X", RandomTensor(kF32, shape, 25)).OutputName("Y").Tolerance(1e-5, 1e-5);
+      CompareOnVulkan(t);
+    }
   }
 }
 

@@ -309,7 +309,13 @@ struct PoolPush {
   uint32_t mode, count_include_pad;
 };
 
-// MaxPool / AveragePool (windows from attributes) and GlobalAveragePool / GlobalMaxPool (the whole plane).
+struct GlobalPoolPush {
+  uint64_t x, y;
+  uint32_t planes, spatial, mode;
+};
+
+// MaxPool / AveragePool (windows from attributes; shaders/pool2d.comp, one invocation per output) and
+// GlobalAveragePool / GlobalMaxPool (the whole plane; shaders/global_pool.comp, one workgroup per plane).
 class PoolKernel : public Kernel {
  public:
   PoolKernel(const KernelInfo& info, bool max, bool global)
@@ -333,6 +339,13 @@ class PoolKernel : public Kernel {
     Tensor& y = ctx.Output(0, x.type(), Shape(out_dims));
     if (y.NumElements() == 0) return;
     auto [H, W] = HeightWidth(spatial);
+    if (global_) {  // one workgroup per plane (shaders/global_pool.comp)
+      GlobalPoolPush push{Address(ctx, x, "X"), Address(ctx, y, "Y"), U32(ctx, x.shape()[0] * x.shape()[1]),
+                          U32(ctx, H * W), max_ ? 0u : 1u};
+      DispatchRows(StreamOf(ctx), std::string("global_pool") + FloatSuffix(ctx, x.type()), &push, sizeof(push),
+                   x.shape()[0] * x.shape()[1]);
+      return;
+    }
     PoolPush push{Address(ctx, x, "X"), Address(ctx, y, "Y"), U32(ctx, x.shape()[0] * x.shape()[1]), U32(ctx, H),
                   U32(ctx, W), win.OH, win.OW, win.KH, win.KW, win.SH, win.SW, win.PH, win.PW, win.DH, win.DW,
                   max_ ? 0u : 1u, count_include_pad_ ? 1u : 0u};
