@@ -87,22 +87,18 @@ void AttentionRowsByGemm(const ThreadPool& pool, const float* q, const HeadView&
 // or the softmax probabilities (true). float32 without `scores_out` and with 8+ queries and keys goes through
 // AttentionRowsByGemm; single queries (decoding), 16-bit types and the scores output take the row loop.
 // `key_end` (optional): for item b's queries [first, first + rows), the keys from which every score is masked.
-struct AllKeys {
-  int64_t total;
-  int64_t operator()(int64_t, int64_t, int64_t) const { return total; }
+struct AllKeys {  // no limit: AttentionRowsByGemm clamps key_end to the keys there are
+  int64_t operator()(int64_t, int64_t, int64_t) const { return std::numeric_limits<int64_t>::max(); }
 };
 template <typename T, typename Bias, typename KeyEnd = AllKeys>
 void AttentionRows(const ThreadPool& pool, const T* q, const HeadView& vq, const T* k, const HeadView& vk, const T* v,
                    const HeadView& vv, T* y, const HeadView& vy, float scale, float softcap, const Bias& bias,
-                   T* scores_out = nullptr, bool probabilities = false, const KeyEnd& key_end = AllKeys{0}) {
+                   T* scores_out = nullptr, bool probabilities = false, const KeyEnd& key_end = AllKeys{}) {
   const int64_t batch = vq.batch, hq = vq.heads, s_len = vq.positions, d = vq.features, dv = vv.features;
   const int64_t total = vk.positions, group = hq / vk.heads;
   if constexpr (std::is_same_v<T, float>) {
     if (scores_out == nullptr && s_len >= 8 && total >= 8) {
-      if constexpr (std::is_same_v<KeyEnd, AllKeys>)
-        AttentionRowsByGemm(pool, q, vq, k, vk, v, vv, y, vy, scale, softcap, bias, AllKeys{total});
-      else
-        AttentionRowsByGemm(pool, q, vq, k, vk, v, vv, y, vy, scale, softcap, bias, key_end);
+      AttentionRowsByGemm(pool, q, vq, k, vk, v, vv, y, vy, scale, softcap, bias, key_end);
       return;
     }
   }

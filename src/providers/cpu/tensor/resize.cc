@@ -56,12 +56,9 @@ std::vector<std::vector<int64_t>> NearestOffsets(const ResizeAttributes& a, cons
   std::vector<std::vector<int64_t>> offsets(g.size());
   int64_t stride = 1;
   for (size_t d = g.size(); d-- > 0;) {
+    const AxisTaps taps = MakeResizeTaps(a, g[d]);  // nearest: one tap per output coordinate
     offsets[d].resize(static_cast<size_t>(g[d].out));
-    for (int64_t o = 0; o < g[d].out; ++o) {
-      const float x = ResizeSourceCoordinate(a.coordinates, g[d], o);
-      const int64_t index = std::clamp<int64_t>(ResizeNearestIndex(a.nearest, x, g[d].scale), 0, g[d].in - 1);
-      offsets[d][static_cast<size_t>(o)] = ResizeExtrapolates(a.coordinates, g[d], x) ? -1 : index * stride;
-    }
+    for (size_t o = 0; o < offsets[d].size(); ++o) offsets[d][o] = taps.extrapolated[o] ? -1 : taps.index[o] * stride;
     stride *= g[d].in;
   }
   return offsets;
