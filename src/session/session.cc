@@ -221,6 +221,7 @@ struct Session::Impl {
 
   // Automatic graphs (an EP's automatic_graphs_enabled(), without capture_ep); nullptr when runs are eager.
   std::unique_ptr<AutomaticGraphs> automatic_graphs;
+  ExecutionProvider* automatic_graphs_ep = nullptr;  // the EP automatic_graphs capture, when set
   std::string graph_status;
 
   Impl(Environment& e, const SessionOptions& o)
@@ -574,6 +575,8 @@ void Session::Impl::Initialize(const std::function<std::unique_ptr<Model>()>& lo
   stream_pool.set_max_sets(MaxStreamSets());
   SetUpRunTracing();
   SetUpAutomaticGraphs();
+  // Before the preparation runs: kernels choose by device time alone where every run will be replayed.
+  for (const auto& ep : eps) ep->SetRunsReplayed(ep.get() == capture_ep || ep.get() == automatic_graphs_ep);
   phases.Mark("plan");
   if (LogEnabled(LogLevel::kVerbose))
     for (const PlanStep& step : plan.steps) Log(LogLevel::kVerbose, "plan: ", step.label);
@@ -646,6 +649,7 @@ void Session::Impl::SetUpAutomaticGraphs() {
     return;
   }
   automatic_graphs = std::make_unique<AutomaticGraphs>(plan, *ep, *staging, threads, ep->automatic_graph_limit());
+  automatic_graphs_ep = ep;
   graph_status = "automatic: Run(feeds) and IoBinding runs are captured and replayed on " + ep->type();
 }
 

@@ -135,6 +135,14 @@ class ExecutionProvider {
   virtual bool automatic_graphs_enabled() const { return false; }
   virtual size_t automatic_graph_limit() const { return 8; }
   virtual void ReleaseGraph(int /*key*/) {}
+  // Called once per session at creation, after the kernels are created and before any run (the preparation runs
+  // included): whether the session will capture this EP's runs and replay them as whole-run graphs (explicit
+  // capture, or automatic graphs for a plan that allows them). A replayed step costs no host time, so kernels may
+  // then choose their implementations by device time alone; with `replayed` false every run executes the kernels
+  // (host time per step counts). Until the call (kernel creation) an EP may assume
+  // graph_capture_enabled() || automatic_graphs_enabled(). Runs before a capture (a signature's warm-up), runs
+  // opting out (RunOptions gpu_graph_id = -1) and signatures whose capture failed still run eagerly.
+  virtual void SetRunsReplayed(bool /*replayed*/) {}
 };
 
 }  // namespace tessera

@@ -67,7 +67,8 @@ CudaExecutionProvider::CudaExecutionProvider(int ordinal, const CudaProviderOpti
       step_capture_(ordinal),
       handles_(ordinal, device_allocator_),
       cudnn_plans_(ordinal_, options.plan_build_threads.value_or(CudnnPlanCache::DefaultThreads())),
-      graphs_(ordinal) {
+      graphs_(ordinal),
+      runs_replayed_(options.enable_cuda_graph || options.automatic_cuda_graphs) {
   RegisterCudaKernels(kernels_);
   AttachTuningCache(tuning_, ordinal_, options_);
 }

@@ -1,6 +1,7 @@
 // The CUDA execution provider: one instance per session, on one GPU.
 #pragma once
 
+#include <atomic>
 #include <memory>
 #include <string>
 
@@ -51,6 +52,11 @@ class CudaExecutionProvider : public ExecutionProvider {
   void BeginCapture(Stream& stream, int key) override;
   void EndCapture(Stream& stream, int key) override;
   void ReplayGraph(Stream& stream, int key) override;
+  // Whether the session replays every run as a whole-run graph (enable_cuda_graph, or automatic graphs on a plan
+  // that allows them): kernels with a host-cheap and a device-fast implementation (Conv) then take the device-fast
+  // one. Assumed from the options until the session says (SetRunsReplayed, before any run).
+  void SetRunsReplayed(bool replayed) override { runs_replayed_ = replayed || options_.enable_cuda_graph; }
+  bool runs_replayed() const { return runs_replayed_; }
 
   // Profiling (cuda_profiling.h): NVTX run and node ranges when a tool listens, device timers from CUDA events.
   void OnRunStart(Stream*, const std::string& run_tag) override { profiling_.RunStart(run_tag); }
@@ -83,6 +89,7 @@ class CudaExecutionProvider : public ExecutionProvider {
   mutable LibraryHandles handles_;
   mutable CudnnPlanCache cudnn_plans_;
   CudaGraphSet graphs_;
+  std::atomic<bool> runs_replayed_;
   CudaProfiling profiling_;
 };
 

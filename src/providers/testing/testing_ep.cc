@@ -27,6 +27,7 @@
 #include "providers/testing/testing_transfer.h"
 #include "tessera/arena.h"
 #include "tessera/ep/ep_factory.h"
+#include "tessera/ep/logging.h"
 
 namespace tessera::testing_ep {
 
@@ -150,6 +151,10 @@ class TestingExecutionProvider : public ExecutionProvider {
     auto it = graphs_.find(key);
     if (it == graphs_.end()) Fail(ErrorCode::kInvalidArgument, kEpName, ": no graph captured under key ", key);
     for (const auto& work : it->second) static_cast<TestingStream&>(stream).Enqueue(work);
+  }
+  // Says which way the session went (tests of SetRunsReplayed read it from the verbose log).
+  void SetRunsReplayed(bool replayed) override {
+    Log(LogLevel::kVerbose, kEpName, ": runs ", replayed ? "are replayed as whole-run graphs" : "execute the kernels");
   }
   // Profiled runs: step times measured on the stream's worker thread.
   std::unique_ptr<DeviceTimer> CreateDeviceTimer(Stream& stream) override {

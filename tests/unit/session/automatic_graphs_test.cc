@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <thread>
 
+#include "core/logging.h"
 #include "test_env.h"
 #include "unit/session/graph_builder.h"
 
@@ -326,6 +327,46 @@ TEST_F(AutomaticGraphsTest, ModelsAGraphCannotHoldRunEagerlyAndSayWhy) {
   off.AddProvider(kTestingEpName);
   EXPECT_EQ(MakeSession(DeviceOnlyModel(), off, TestEnv()).GraphStatus().rfind("eager:", 0), 0u);
   EXPECT_THROW(MakeSession(DeviceOnlyModel(), AutomaticOptions({{"automatic_graph_limit", "0"}}), TestEnv()), Error);
+}
+
+// The EP learns at creation, before any run, whether the session replays its runs (ExecutionProvider::
+// SetRunsReplayed): kernels with a host-cheap and a device-fast implementation choose by it (the CUDA EP's Conv).
+TEST_F(AutomaticGraphsTest, TheProviderIsToldWhetherRunsAreReplayed) {
+  const LogLevel saved = LogThreshold();
+  const auto told = [](const std::string& model, SessionOptions options) {
+    options.log_level = LogLevel::kVerbose;
+    ::testing::internal::CaptureStderr();
+    std::string status;
+    try {
+      status = MakeSession(model, options, TestEnv()).GraphStatus();
+    } catch (...) {
+      ::testing::internal::GetCapturedStderr();
+      throw;
+    }
+    const std::string log = ::testing::internal::GetCapturedStderr();
+    const bool replayed = log.find("runs are replayed as whole-run graphs") != std::string::npos;
+    const bool eager = log.find("runs execute the kernels") != std::string::npos;
+    EXPECT_NE(replayed, eager) << "told exactly once: " << log;
+    return std::make_pair(replayed, status);
+  };
+  EXPECT_EQ(told(DeviceOnlyModel(), AutomaticOptions()), std::make_pair(true, std::string(
+      "automatic: Run(feeds) and IoBinding runs are captured and replayed on ") + kTestingEpName));
+  // Automatic graphs enabled, but the plan cannot be captured (a CPU node between device nodes), or off.
+  const std::string with_cpu_node = GraphBuilder()
+                                        .Input("x", {-1, 4})
+                                        .Node("Relu", {"x"}, {"r"})
+                                        .Node("Sigmoid", {"r"}, {"y"})
+                                        .Output("y")
+                                        .Serialize();
+  EXPECT_FALSE(told(with_cpu_node, AutomaticOptions()).first);
+  SessionOptions off;
+  off.AddProvider(kTestingEpName);
+  EXPECT_FALSE(told(DeviceOnlyModel(), off).first);
+  // Explicit capture (IoBinding runs per gpu_graph_id) replays too.
+  SessionOptions explicit_capture;
+  explicit_capture.AddProvider(kTestingEpName, {{"enable_graph_capture", "1"}});
+  EXPECT_TRUE(told(DeviceOnlyModel(4), explicit_capture).first);
+  SetLogThreshold(saved);
 }
 
 // RunOptions gpu_graph_id = -1 runs eagerly; a terminate flag stops a replay before it starts, and the session

@@ -19,11 +19,12 @@
 //   pass over Y on the device.
 // - Tessera's depthwise kernel (depthwise_conv.cu), for NHWC convolutions with one filter per channel: one launch
 //   with bias, residual and activation fused.
-// Sessions that run eagerly (enable_cuda_graph = 0) are bound by the host, so they use the depthwise kernel where it
-// applies (no cuDNN plan is built for such shapes), else graph-API plans (the legacy API only where the graph API
-// has no engine). Graph sessions add the depthwise kernel to the timed candidates. Sessions that replay CUDA graphs pay no host cost per
-// step, so their candidates are the legacy algorithms (fused where cuDNN accepts it) and the graph-API plans,
-// and the fastest on the device wins.
+// Sessions whose runs execute the kernels (eager: automatic graphs off or not possible for the model, see
+// ExecutionProvider::SetRunsReplayed) are bound by the host, so they use the depthwise kernel where it applies (no
+// cuDNN plan is built for such shapes), else graph-API plans (the legacy API only where the graph API has no engine).
+// Sessions that replay their runs as CUDA graphs (enable_cuda_graph, or automatic graphs: the CUDA EP's default for
+// capturable models) pay no host cost per step, so their candidates are the legacy algorithms (fused where cuDNN
+// accepts it), the graph-API plans and the depthwise kernel, and the fastest on the device wins.
 //
 // In eager sessions the cuDNN call and its epilogue kernel, or the depthwise kernel, are queued through the plan's
 // step graphs (step_graphs.h): from the third run with the same buffers on, a step is one cudaGraphLaunch (1-3 us
@@ -529,7 +530,7 @@ class ConvKernel : public Kernel {
     key << ";bias " << bias << ";residual " << (residual ? residual->ToString() : "none");
     key << ";activation " << static_cast<int>(activation_.kind) << ' ' << activation_.alpha << ' ' << activation_.beta;
     const CudaProviderOptions& o = ep_.options();
-    key << ";graphs " << o.enable_cuda_graph << ";search " << static_cast<int>(o.cudnn_conv_algo_search) << ";tf32 "
+    key << ";graphs " << GraphSession() << ";search " << static_cast<int>(o.cudnn_conv_algo_search) << ";tf32 "
         << o.use_tf32 << ";workspace " << WorkspaceLimit() << (deterministic_ ? ";deterministic" : "");
     return key.str();
   }
@@ -604,8 +605,9 @@ class ConvKernel : public Kernel {
     return true;
   }
 
-  // A session that replays CUDA graphs: no host cost per step, so the device time alone decides.
-  bool GraphSession() const { return ep_.options().enable_cuda_graph; }
+  // A session that replays its runs as CUDA graphs (enable_cuda_graph, or automatic graphs on a plan that allows
+  // them): no host cost per step, so the device time alone decides.
+  bool GraphSession() const { return ep_.runs_replayed(); }
 
   // The graph API's candidate plans for the convolution alone, best first (none when it has no engine): from the
   // EP's cache, built ahead (PrefetchPlans) or now on `cudnn`. only_list/only_position: one stored configuration.
