@@ -158,6 +158,8 @@ TEST_F(CudaConvTuningTest, DeterministicComputeRunsGiveTheSameBits) {
 // them (plan_build_threads); a node of the same convolution shares them. HEURISTIC asks for cuDNN's first
 // proposal; EXHAUSTIVE asks only for what the tuning cache stores (a first session searches, a second one builds
 // the stored configurations ahead). Results match the CPU EP with and without the workers, in NCHW and NHWC.
+// Sessions whose runs execute the kernels (automatic graphs off): a replayed session takes cuDNN's legacy
+// algorithms first (see the next test).
 TEST_F(CudaConvTuningTest, PlansAreBuiltAheadFromTheStatedShapes) {
   const std::string model = RepeatedConvModel(/*state_shapes=*/true);
   const Tensor x = RandomTensor(DataType::kFloat, {1, 8, 16, 16}, 11, -1.0, 1.0);
@@ -173,6 +175,7 @@ TEST_F(CudaConvTuningTest, PlansAreBuiltAheadFromTheStatedShapes) {
           SessionOptions options;
           options.log_level = LogLevel::kVerbose;
           options.AddProvider(kCudaEpName, {{"use_tf32", "0"},
+                                            {"automatic_cuda_graphs", "0"},
                                             {"prefer_nhwc", nhwc},
                                             {"cudnn_conv_algo_search", search},
                                             {"plan_build_threads", threads},
@@ -195,6 +198,50 @@ TEST_F(CudaConvTuningTest, PlansAreBuiltAheadFromTheStatedShapes) {
     }
   }
   std::filesystem::remove(cache);
+}
+
+// Whether the session replays its runs decides what a convolution's search weighs: automatic graphs on a
+// capturable model (the default) and explicit capture choose by device time among cuDNN's legacy algorithms (the
+// fused call), graph-API plans and the depthwise kernel (";graphs 1" in the tuning key); a session whose runs
+// execute the kernels (automatic graphs off, or a model they cannot hold: here a profiled session) chooses the
+// host-cheap graph-API plans (";graphs 0"). Every way matches the CPU EP.
+TEST_F(CudaConvTuningTest, ReplayedSessionsChooseByDeviceTime) {
+  const std::string model = RepeatedConvModel();
+  const Tensor x = RandomTensor(DataType::kFloat, {1, 8, 16, 16}, 13, -1.0, 1.0);
+  Session cpu = MakeSession(model, OptionsFor("cpu"), TestEnv());
+  const Tensor want = cpu.Run({{"x", Value(x)}})[0].tensor();
+  const std::filesystem::path file =
+      std::filesystem::temp_directory_path() / ("tessera_replayed_choice_" + std::to_string(::getpid()) + ".tsv");
+  struct Case {
+    const char* what;
+    const char* automatic;
+    bool profiled;
+    const char* key_part;
+  };
+  for (const Case& c : {Case{"automatic graphs", "1", false, ";graphs 1;"},
+                        Case{"automatic graphs off", "0", false, ";graphs 0;"},
+                        Case{"automatic graphs, profiled (eager)", "1", true, ";graphs 0;"}}) {
+    std::filesystem::remove(file);
+    SessionOptions options;
+    options.AddProvider(kCudaEpName, {{"use_tf32", "0"},
+                                      {"automatic_cuda_graphs", c.automatic},
+                                      {"tuning_cache_file", file.string()}});
+    options.enable_profiling = c.profiled;
+    options.profile_file_prefix = (std::filesystem::temp_directory_path() / "tessera_replayed_choice").string();
+    {
+      Session session = MakeSession(model, options, TestEnv());
+      EXPECT_EQ(session.GraphStatus().rfind(c.profiled || c.automatic[0] == '0' ? "eager:" : "automatic:", 0), 0u)
+          << c.what << ": " << session.GraphStatus();
+      for (int run = 0; run < 3; ++run)
+        EXPECT_EQ(CompareTensors(want, session.Run({{"x", Value(x)}})[0].tensor(), 1e-4, 1e-4), "")
+            << c.what << ", run " << run;
+      if (c.profiled) std::filesystem::remove(session.EndProfiling());
+    }
+    const std::vector<std::string> lines = FileLines(file);
+    ASSERT_EQ(lines.size(), 3u) << c.what << ": header + two geometries";
+    for (size_t i = 1; i < lines.size(); ++i) EXPECT_NE(lines[i].find(c.key_part), std::string::npos) << c.what << ": " << lines[i];
+  }
+  std::filesystem::remove(file);
 }
 
 // Stated shapes are a hint: plans built ahead for them go unused when a run brings other shapes, which are planned

@@ -672,7 +672,9 @@ class ConvKernel : public Kernel {
 
   // At creation, for a node whose shapes the session inferred: asks the EP's cache to build the graph-API plans
   // PlanFor will want for them on its worker threads: the configuration the tuning cache stores, else (HEURISTIC,
-  // DEFAULT) cuDNN's first proposal. An EXHAUSTIVE search without a stored result builds its candidates itself.
+  // DEFAULT, in sessions whose runs execute the kernels) cuDNN's first proposal. An EXHAUSTIVE search without a
+  // stored result builds its candidates itself. Kernels are created before the session says whether its runs are
+  // replayed (SetRunsReplayed): the EP's assumption from its options decides here.
   // Assumes 16-byte aligned buffers (the arena's); a run that brings other shapes or alignments plans for them.
   void PrefetchPlans(const KernelInfo& info) const {
     if (!ep_.cudnn_plans().builds_ahead()) return;
@@ -712,6 +714,8 @@ class ConvKernel : public Kernel {
         // 0.590-0.592 with plan_build_threads = 0, H200, host tensors; the same candidates by engine, other split
         // knobs), for reasons not yet known; the stored result of that search is then built ahead by later sessions.
         return;
+      } else if (GraphSession()) {
+        return;  // HEURISTIC and DEFAULT take a legacy algorithm first when runs are replayed (Candidates)
       }
       PlanRequest request = GraphPlanRequest(info.node(), g, type, kArenaAlignment, only_list, only_position);
       Log(LogLevel::kVerbose, info.node().Describe(), ": X ", x_in->ToString(), " asks for its cuDNN plans ahead",
@@ -729,7 +733,7 @@ class ConvKernel : public Kernel {
 
   // Candidates, best first. Eager sessions: the graph API's plans (cuDNN's heuristic order), or where it has none
   // the legacy candidates. Graph sessions: the legacy candidates, then the graph API's plans. Legacy candidates:
-  // DEFAULT: implicit-precomp GEMM; HEURISTIC: cuDNN's ranking;
+  // DEFAULT: implicit-precomp GEMM; HEURISTIC and replayed sessions' EXHAUSTIVE: cuDNN's ranking; eager
   // EXHAUSTIVE: cuDNN's ranking plus its measured list (cudnnFindConvolutionForwardAlgorithmEx). Grouped
   // convolutions (depthwise) leave out the FFT algorithms and cuDNN's measured list: timing MobileNetV2's float32
   // NCHW depthwise convolutions with FFT captured in a graph stalled the host for minutes on the H100 (cuDNN 9.19),
@@ -782,7 +786,10 @@ class ConvKernel : public Kernel {
                                                       plan.y.handle, CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &count, results),
                where, ": cudnnGetConvolutionForwardAlgorithm_v7");
     add(results, count);
-    if (search_workspace.defined() && group_ == 1) {  // EXHAUSTIVE (with a stream to time on)
+    // EXHAUSTIVE (with a stream to time on) in a session whose runs execute the kernels: cuDNN's measured list too.
+    // Replayed sessions time every candidate themselves (Choose), and cudnnGetConvolutionForwardAlgorithm_v7 lists
+    // every algorithm the descriptors allow, so the measured list would only repeat that work at creation.
+    if (search_workspace.defined() && group_ == 1 && !GraphSession()) {
       CheckCudnn(cudnnFindConvolutionForwardAlgorithmEx(
                      cudnn, plan.x.handle, x.raw_data(), plan.w.handle, w.raw_data(), plan.conv.handle, plan.y.handle,
                      y.raw_data(), CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &count, results, search_workspace.raw_data(),
