@@ -339,7 +339,10 @@ class ConvKernel : public Kernel {
       Choose(ctx, x, w, y, extras, stream, *plan);
       ep_.tuning().Store(tuning_key, TunedValue(plan->choice), /*replace=*/tuned.has_value());  // a stale one
     }
-    if (plan->choice.graph != nullptr)
+    if (plan->choice.depthwise)
+      Log(LogLevel::kVerbose, ctx.node().Describe(), ": X ", x.shape().ToString(),
+          " Tessera's depthwise kernel (timed against cuDNN's)");
+    else if (plan->choice.graph != nullptr)
       Log(LogLevel::kVerbose, ctx.node().Describe(), ": X ", x.shape().ToString(), " graph-API plan ",
           plan->choice.graph->Describe());
     else
@@ -745,8 +748,13 @@ class ConvKernel : public Kernel {
       graph_choices.push_back({&p, CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM, CUDNN_DEFAULT_MATH,
                                static_cast<size_t>(p.workspace_bytes), false});
     if (!GraphSession() && !graph_choices.empty()) return graph_choices;  // eager: host cost first
-    std::vector<ConvChoice> legacy = LegacyCandidates(ctx, x, w, y, cudnn, plan, search_workspace);
-    if (legacy.empty() && GraphSession()) legacy.push_back(DefaultChoice(ctx, cudnn, plan, x.type()));
+    // Depthwise (NHWC, one filter per channel) in a replayed session: the graph API's plans and Tessera's kernel.
+    // cuDNN's legacy grouped algorithms never won there on MobileNetV2 (H100, float16), and timing them took up
+    // to 330 ms per geometry at session creation.
+    const bool without_legacy = plan.depthwise_ok && !graph_choices.empty();
+    std::vector<ConvChoice> legacy =
+        without_legacy ? std::vector<ConvChoice>{} : LegacyCandidates(ctx, x, w, y, cudnn, plan, search_workspace);
+    if (legacy.empty() && GraphSession() && !without_legacy) legacy.push_back(DefaultChoice(ctx, cudnn, plan, x.type()));
     legacy.insert(legacy.end(), graph_choices.begin(), graph_choices.end());
     if (plan.depthwise_ok) {  // timed against cuDNN's (EXHAUSTIVE); the others take cuDNN's first
       ConvChoice depthwise;
