@@ -748,9 +748,9 @@ class ConvKernel : public Kernel {
       graph_choices.push_back({&p, CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM, CUDNN_DEFAULT_MATH,
                                static_cast<size_t>(p.workspace_bytes), false});
     if (!GraphSession() && !graph_choices.empty()) return graph_choices;  // eager: host cost first
-    // Depthwise (NHWC, one filter per channel) in a replayed session: the graph API's plans and Tessera's kernel.
-    // cuDNN's legacy grouped algorithms never won there on MobileNetV2 (H100, float16), and timing them took up
-    // to 330 ms per geometry at session creation.
+    // Depthwise (NHWC, one filter per channel) in a replayed session: the graph API's plans and Tessera's kernel;
+    // cuDNN's legacy grouped algorithms never won there on MobileNetV2 (H100, float16: the graph API's engine 57 on
+    // the 112x112 and 56x56 maps, Tessera's kernel on the others).
     const bool without_legacy = plan.depthwise_ok && !graph_choices.empty();
     std::vector<ConvChoice> legacy =
         without_legacy ? std::vector<ConvChoice>{} : LegacyCandidates(ctx, x, w, y, cudnn, plan, search_workspace);
