@@ -111,12 +111,15 @@ std::string SplitConcatSiluModel() {
 struct DepthwiseCase {
   int64_t channels = 8, kernel_h = 3, kernel_w = 3, stride = 1, dilation = 1, pad = 1;
   bool bias = true, residual = false, relu = false;
+  int64_t batch = 2, height = 11, width = 13;
   std::string Describe() const {
     std::ostringstream s;
-    s << "C " << channels << ", kernel " << kernel_h << "x" << kernel_w << ", stride " << stride << ", dilation "
-      << dilation << ", pad " << pad << (bias ? ", bias" : "") << (residual ? ", residual" : "") << (relu ? ", relu" : "");
+    s << "x " << batch << "x" << channels << "x" << height << "x" << width << ", kernel " << kernel_h << "x"
+      << kernel_w << ", stride " << stride << ", dilation " << dilation << ", pad " << pad << (bias ? ", bias" : "")
+      << (residual ? ", residual" : "") << (relu ? ", relu" : "");
     return s.str();
   }
+  std::vector<int64_t> InputDims() const { return {batch, channels, height, width}; }
   int64_t PadH() const { return residual ? dilation * (kernel_h - 1) / 2 : pad; }
   int64_t PadW() const { return residual ? dilation * (kernel_w - 1) / 2 : pad; }
 };
@@ -128,7 +131,7 @@ std::string DepthwiseCaseModel(const DepthwiseCase& c) {
   const Tensor b = RandomTensor(DataType::kFloat, {c.channels}, 32, -0.5, 0.5);
   builder.FloatInitializer("pre_w", {c.channels, c.channels, 1, 1}, pre.ToVector<float>())
       .FloatInitializer("w", {c.channels, 1, c.kernel_h, c.kernel_w}, w.ToVector<float>())
-      .Input("x", {2, c.channels, 11, 13})
+      .Input("x", c.InputDims())
       .Node("Conv", {"x", "pre_w"}, {"p"}, "pre");
   std::vector<std::string> conv_inputs = {"p", "w"};
   if (c.bias) {
@@ -299,9 +302,11 @@ TEST_F(CudaNhwcTest, SplitConcatBlockWithSiluStaysNhwc) {
   ExpectClose(expected, RunOnCuda(half_model, {{"x", Value(HalfOf(x))}})[0], 2e-2, "float16");
 }
 
-// Tessera's depthwise kernel (eager sessions) against the CPU: odd channel counts (one channel per thread), even
-// ones (pairs), strides, dilations, rectangular filters, no bias, a fused residual and activation; float32 and
-// float16. Sessions made for CUDA graphs time it against cuDNN (either may win) and must agree too.
+// Tessera's depthwise kernel (sessions whose runs execute the kernels: automatic graphs off) against the CPU: odd
+// channel counts (one channel per thread), even ones (pairs), channel counts and maps large enough for 16-byte
+// accesses (4 floats, 8 halves) and for 2 and 4 output pixels per thread, strides, dilations, rectangular filters,
+// no bias, a fused residual and activation; float32 and float16. Sessions whose runs are replayed (CUDA graphs,
+// explicit or automatic) time it against cuDNN (either may win) and must agree too.
 TEST_F(CudaNhwcTest, DepthwiseKernelMatchesTheCpuOverItsGeometries) {
   std::vector<DepthwiseCase> cases;
   cases.push_back({});
@@ -310,19 +315,28 @@ TEST_F(CudaNhwcTest, DepthwiseKernelMatchesTheCpuOverItsGeometries) {
   cases.push_back({.channels = 9, .kernel_h = 3, .kernel_w = 5, .residual = true, .relu = true});
   cases.push_back({.channels = 16, .dilation = 2, .residual = true});
   cases.push_back({.channels = 32, .kernel_h = 5, .kernel_w = 5, .stride = 2, .pad = 0, .relu = true});
+  // 1.3 M outputs: 4 floats x 4 pixels / 8 halves x 2 pixels per thread.
+  cases.push_back({.channels = 32, .residual = true, .relu = true, .batch = 1, .height = 200, .width = 203});
+  // 2.6 M outputs, 5x5 stride 2 (the right edge's last strip is partial): 8 halves x 4 pixels too.
+  cases.push_back({.channels = 64, .kernel_h = 5, .kernel_w = 5, .stride = 2, .pad = 2, .batch = 1, .height = 402,
+                   .width = 405});
+  // 12 channels: no 16-byte access (pairs and quads only where they divide).
+  cases.push_back({.channels = 12, .stride = 2, .dilation = 2, .pad = 2, .batch = 1, .height = 300, .width = 301});
   for (const DepthwiseCase& c : cases) {
     const std::string model = DepthwiseCaseModel(c);
-    const Session::NamedValues feeds = {
-        {"x", Value(RandomTensor(DataType::kFloat, {2, c.channels, 11, 13}, 33, -2, 2))}};
+    const Session::NamedValues feeds = {{"x", Value(RandomTensor(DataType::kFloat, Shape(c.InputDims()), 33, -2, 2))}};
     const Tensor expected = RunOnCpu(model, feeds)[0];
-    const ProviderOptions nhwc = {{"prefer_nhwc", "1"}, {"use_tf32", "0"}};
-    EXPECT_EQ(PlacementOf(model, nhwc).nhwc, 2) << "both convolutions NHWC, " << c.Describe();
-    ExpectClose(expected, RunOnCuda(model, feeds, nhwc)[0], 1e-5, "float32 eager, " + c.Describe());
+    const ProviderOptions eager = {{"prefer_nhwc", "1"}, {"use_tf32", "0"}, {"automatic_cuda_graphs", "0"}};
+    EXPECT_EQ(PlacementOf(model, eager).nhwc, 2) << "both convolutions NHWC, " << c.Describe();
+    ExpectClose(expected, RunOnCuda(model, feeds, eager)[0], 1e-5, "float32 eager, " + c.Describe());
     const ProviderOptions graphs = {{"prefer_nhwc", "1"}, {"use_tf32", "0"}, {"enable_cuda_graph", "1"}};
     ExpectClose(expected, RunOnCuda(model, feeds, graphs)[0], 1e-5, "float32, graph session, " + c.Describe());
+    const ProviderOptions replayed = {{"prefer_nhwc", "1"}, {"use_tf32", "0"}};
+    ExpectClose(expected, RunOnCuda(model, feeds, replayed)[0], 1e-5, "float32, automatic graphs, " + c.Describe());
     Session::NamedValues half_feeds;
     for (const auto& [name, value] : feeds) half_feeds.push_back({name, Value(HalfOf(value.tensor()))});
-    ExpectClose(expected, RunOnCuda(ToFloat16Model(model), half_feeds)[0], 1e-2, "float16 eager, " + c.Describe());
+    ExpectClose(expected, RunOnCuda(ToFloat16Model(model), half_feeds, {{"automatic_cuda_graphs", "0"}})[0], 1e-2,
+                "float16 eager, " + c.Describe());
   }
 }
 
