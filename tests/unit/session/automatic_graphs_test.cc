@@ -41,6 +41,17 @@ std::string DeviceOnlyModel(int64_t rows = -1) {
       .Serialize();
 }
 
+// y = sigmoid(relu(x)): Relu on the simulated device, Sigmoid (it has no kernel there) on the CPU -- a plan that
+// automatic graphs cannot hold.
+std::string ModelWithACpuNode() {
+  return GraphBuilder()
+      .Input("x", {-1, 4})
+      .Node("Relu", {"x"}, {"r"})
+      .Node("Sigmoid", {"r"}, {"y"})
+      .Output("y")
+      .Serialize();
+}
+
 std::vector<float> Expected(const std::vector<float>& x) {
   std::vector<float> y;
   for (float v : x) y.push_back(std::max(v, 0.0f) * v + v);
@@ -300,12 +311,7 @@ TEST_F(AutomaticGraphsTest, ValuesComputedFromShapesAndReadOnTheDeviceAreCapture
 }
 
 TEST_F(AutomaticGraphsTest, ModelsAGraphCannotHoldRunEagerlyAndSayWhy) {
-  const std::string with_cpu_node = GraphBuilder()
-                                        .Input("x", {-1, 4})
-                                        .Node("Relu", {"x"}, {"r"})
-                                        .Node("Sigmoid", {"r"}, {"y"})
-                                        .Output("y")
-                                        .Serialize();
+  const std::string with_cpu_node = ModelWithACpuNode();
   Session session = MakeSession(with_cpu_node, AutomaticOptions(), TestEnv());
   EXPECT_EQ(session.GraphStatus().rfind("eager:", 0), 0u) << session.GraphStatus();
   EXPECT_NE(session.GraphStatus().find("another execution provider"), std::string::npos) << session.GraphStatus();
@@ -352,12 +358,7 @@ TEST_F(AutomaticGraphsTest, TheProviderIsToldWhetherRunsAreReplayed) {
   EXPECT_EQ(told(DeviceOnlyModel(), AutomaticOptions()), std::make_pair(true, std::string(
       "automatic: Run(feeds) and IoBinding runs are captured and replayed on ") + kTestingEpName));
   // Automatic graphs enabled, but the plan cannot be captured (a CPU node between device nodes), or off.
-  const std::string with_cpu_node = GraphBuilder()
-                                        .Input("x", {-1, 4})
-                                        .Node("Relu", {"x"}, {"r"})
-                                        .Node("Sigmoid", {"r"}, {"y"})
-                                        .Output("y")
-                                        .Serialize();
+  const std::string with_cpu_node = ModelWithACpuNode();
   EXPECT_FALSE(told(with_cpu_node, AutomaticOptions()).first);
   SessionOptions off;
   off.AddProvider(kTestingEpName);
