@@ -115,8 +115,17 @@ struct Arena::Impl {
 
   mutable std::mutex mutex;
   std::vector<std::unique_ptr<Region>> regions;
-  std::array<std::set<Chunk*, BySizeThenAddress>, kNumBins> bins;
-  std::unordered_map<void*, Chunk*> in_use;
+  using Bin = std::set<Chunk*, BySizeThenAddress>;
+  using InUse = std::unordered_map<void*, Chunk*>;
+  std::array<Bin, kNumBins> bins;
+  InUse in_use;
+  // Recycled container nodes and chunk objects: a step's allocation and free move chunks between the bins and
+  // in_use and split and merge them, which would otherwise cost several heap allocations each (node handles keep
+  // their memory between extract and insert).
+  static constexpr size_t kMaxSpares = 64;
+  std::vector<Bin::node_type> spare_bin_nodes;
+  std::vector<InUse::node_type> spare_in_use_nodes;
+  std::vector<Chunk*> spare_chunks;
   size_t last_region_bytes = 0;
   AllocatorStats stats;
   // Fences of one stream are numbered in the order their events are recorded on it: threads that free blocks
@@ -141,10 +150,71 @@ struct Arena::Impl {
 
   ~Impl() {
     for (auto& region : regions) ReleaseRegion(*region);
+    for (Chunk* c : spare_chunks) delete c;
   }
 
-  void InsertFree(Chunk* c) { bins[BinIndex(c->size)].insert(c); }
-  void EraseFree(Chunk* c) { bins[BinIndex(c->size)].erase(c); }
+  void InsertFree(Chunk* c) {
+    Bin& bin = bins[BinIndex(c->size)];
+    if (spare_bin_nodes.empty()) {
+      bin.insert(c);
+      return;
+    }
+    Bin::node_type node = std::move(spare_bin_nodes.back());
+    spare_bin_nodes.pop_back();
+    node.value() = c;
+    bin.insert(std::move(node));
+  }
+  void EraseFree(Chunk* c) {
+    Bin::node_type node = bins[BinIndex(c->size)].extract(c);
+    if (!node.empty() && spare_bin_nodes.size() < kMaxSpares) spare_bin_nodes.push_back(std::move(node));
+  }
+
+  void AddInUse(Chunk* c) {
+    if (spare_in_use_nodes.empty()) {
+      in_use.emplace(c->ptr, c);
+      return;
+    }
+    InUse::node_type node = std::move(spare_in_use_nodes.back());
+    spare_in_use_nodes.pop_back();
+    node.key() = c->ptr;
+    node.mapped() = c;
+    in_use.insert(std::move(node));
+  }
+  // The in-use chunk at `p` (nullptr when `p` is not one), no longer listed as in use.
+  Chunk* RemoveInUse(void* p) {
+    auto it = in_use.find(p);
+    if (it == in_use.end()) return nullptr;
+    Chunk* c = it->second;
+    InUse::node_type node = in_use.extract(it);
+    if (spare_in_use_nodes.size() < kMaxSpares) spare_in_use_nodes.push_back(std::move(node));
+    return c;
+  }
+
+  Chunk* NewChunk(char* ptr, size_t size, Chunk* prev, Chunk* next, Region* region, const std::vector<Fence>& fences) {
+    Chunk* c;
+    if (spare_chunks.empty()) {
+      c = new Chunk;
+    } else {
+      c = spare_chunks.back();
+      spare_chunks.pop_back();
+    }
+    c->ptr = ptr;
+    c->size = size;
+    c->in_use = false;
+    c->prev = prev;
+    c->next = next;
+    c->region = region;
+    c->fences = fences;
+    return c;
+  }
+  void DeleteChunk(Chunk* c) {
+    if (spare_chunks.size() >= kMaxSpares) {
+      delete c;
+      return;
+    }
+    c->fences.clear();
+    spare_chunks.push_back(c);
+  }
 
   Chunk* FindFreeChunk(size_t rounded) {
     for (size_t b = BinIndex(rounded); b < kNumBins; ++b) {
@@ -163,7 +233,7 @@ struct Arena::Impl {
     const size_t leftover = c->size - rounded;
     if (leftover < alignment) return;
     if (c->size < 2 * rounded && leftover < options.max_dead_bytes_per_chunk) return;
-    auto* tail = new Chunk{c->ptr + rounded, leftover, false, c, c->next, c->region, c->fences};
+    Chunk* tail = NewChunk(c->ptr + rounded, leftover, c, c->next, c->region, c->fences);
     if (c->next != nullptr) c->next->prev = tail;
     c->next = tail;
     c->size = rounded;
@@ -177,7 +247,7 @@ struct Arena::Impl {
     fences = std::move(c->fences);
     c->fences.clear();
     c->in_use = true;
-    in_use.emplace(c->ptr, c);
+    AddInUse(c);
     stats.bytes_in_use += c->size;
     stats.peak_bytes_in_use = std::max(stats.peak_bytes_in_use, stats.bytes_in_use);
     ++stats.num_allocs;
@@ -309,7 +379,7 @@ struct Arena::Impl {
       c->size += next->size;
       c->next = next->next;
       if (c->next != nullptr) c->next->prev = c;
-      delete next;
+      DeleteChunk(next);
     }
     if (c->prev != nullptr && !c->prev->in_use) {
       Chunk* prev = c->prev;
@@ -318,7 +388,7 @@ struct Arena::Impl {
       prev->size += c->size;
       prev->next = c->next;
       if (prev->next != nullptr) prev->next->prev = prev;
-      delete c;
+      DeleteChunk(c);
       c = prev;
     }
     InsertFree(c);
@@ -359,9 +429,7 @@ void* Arena::AllocateOn(size_t bytes, Stream* stream) {
     }
   } catch (...) {
     std::lock_guard<std::mutex> lock(impl_->mutex);
-    Chunk* c = impl_->in_use.at(p);
-    impl_->in_use.erase(p);
-    impl_->Release(c, std::move(fences));
+    impl_->Release(impl_->RemoveInUse(p), std::move(fences));
     throw;
   }
   return p;
@@ -387,11 +455,9 @@ void Arena::FreeAfter(void* p, Stream* stream) {
     }
   }
   std::lock_guard<std::mutex> lock(impl_->mutex);
-  auto it = impl_->in_use.find(p);
-  if (it == impl_->in_use.end())
+  Chunk* c = impl_->RemoveInUse(p);
+  if (c == nullptr)
     Fail(ErrorCode::kInvalidArgument, "arena for ", Info().ToString(), ": Free of a pointer it did not allocate");
-  Chunk* c = it->second;
-  impl_->in_use.erase(it);
   impl_->Release(c, std::move(fences));
 }
 

@@ -3,6 +3,7 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 
 #include "providers/cpu/common/target_clones.h"
@@ -51,18 +52,54 @@ dnnl::stream& ThreadStream() {
 
 }  // namespace
 
-void ExecuteDnnl(KernelContext& ctx, const dnnl::primitive& primitive, const dnnl::primitive_desc_base& pd,
-                 std::unordered_map<int, dnnl::memory> args) {
+namespace {
+
+constexpr size_t kMaxDnnlArgs = 24;
+
+void ExecuteDnnlArgs(KernelContext& ctx, const dnnl::primitive& primitive, const dnnl::primitive_desc_base& pd,
+                     std::array<dnnl_exec_arg_t, kMaxDnnlArgs>& c_args, int count) {
   UseIntraOpThreads(ctx);
-  dnnl::memory::desc scratch_desc = pd.scratchpad_desc();
+  const dnnl_memory_desc_t* scratch_md = dnnl_primitive_desc_query_md(pd.get(), dnnl_query_scratchpad_md, 0);
+  const size_t scratch_bytes = scratch_md != nullptr ? dnnl_memory_desc_get_size(scratch_md) : 0;
   Tensor scratch;
-  if (scratch_desc.get_size() > 0) {
-    scratch = Tensor::Allocate(DataType::kUInt8, Shape{static_cast<int64_t>(scratch_desc.get_size())}, ctx.allocator());
-    args[DNNL_ARG_SCRATCHPAD] = dnnl::memory(scratch_desc, DnnlEngine(), scratch.raw_data());
+  dnnl::memory scratch_memory;
+  if (scratch_bytes > 0) {
+    scratch = Tensor::Allocate(DataType::kUInt8, Shape{static_cast<int64_t>(scratch_bytes)}, ctx.allocator());
+    scratch_memory = dnnl::memory(dnnl::memory::desc(*scratch_md), DnnlEngine(), scratch.raw_data());
+    c_args[count++] = {DNNL_ARG_SCRATCHPAD, scratch_memory.get()};
   }
   dnnl::stream& stream = ThreadStream();
-  primitive.execute(stream, args);
+  const dnnl_status_t status = dnnl_primitive_execute(primitive.get(), stream.get(), count, c_args.data());
+  if (status != dnnl_success)
+    Fail(ErrorCode::kRuntime, ctx.node().Describe(), ": oneDNN could not execute its primitive (status ",
+         static_cast<int>(status), ")");
   stream.wait();
+}
+
+void CheckArgCount(const KernelContext& ctx, size_t count) {
+  if (count >= kMaxDnnlArgs)
+    Fail(ErrorCode::kRuntime, ctx.node().Describe(), ": ", count, " oneDNN arguments (at most ", kMaxDnnlArgs - 1,
+         ")");
+}
+
+}  // namespace
+
+void ExecuteDnnl(KernelContext& ctx, const dnnl::primitive& primitive, const dnnl::primitive_desc_base& pd,
+                 const std::unordered_map<int, dnnl::memory>& args) {
+  CheckArgCount(ctx, args.size());
+  std::array<dnnl_exec_arg_t, kMaxDnnlArgs> c_args;
+  int count = 0;
+  for (const auto& [arg, memory] : args) c_args[count++] = {arg, memory.get()};
+  ExecuteDnnlArgs(ctx, primitive, pd, c_args, count);
+}
+
+void ExecuteDnnl(KernelContext& ctx, const dnnl::primitive& primitive, const dnnl::primitive_desc_base& pd,
+                 std::span<const DnnlArg> args) {
+  CheckArgCount(ctx, args.size());
+  std::array<dnnl_exec_arg_t, kMaxDnnlArgs> c_args;
+  int count = 0;
+  for (const DnnlArg& a : args) c_args[count++] = {a.arg, a.memory->get()};
+  ExecuteDnnlArgs(ctx, primitive, pd, c_args, count);
 }
 
 dnnl::memory ReorderInto(const dnnl::memory& from, const dnnl::memory::desc& to_desc) {
@@ -74,6 +111,7 @@ dnnl::memory ReorderInto(const dnnl::memory& from, const dnnl::memory::desc& to_
 }
 
 void AppendShapeKey(std::vector<int64_t>& key, const Shape& shape) {
+  if (key.empty()) key.reserve(32);  // keys of a few shapes: one allocation, not one per doubling
   key.push_back(static_cast<int64_t>(shape.rank()));
   key.insert(key.end(), shape.dims().begin(), shape.dims().end());
 }

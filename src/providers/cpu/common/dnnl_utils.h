@@ -14,6 +14,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <span>
 #include <unordered_map>
 #include <vector>
 
@@ -42,9 +43,17 @@ dnnl::memory::desc BlockedF32Desc(const dnnl::memory::dims& dims, int64_t block)
 void UseIntraOpThreads(const KernelContext& ctx);
 
 // Runs `primitive` (built from `pd`) on the calling thread with the intra-op thread count of `ctx`.
-// Allocates the scratchpad from the kernel's allocator and waits for completion.
+// Allocates the scratchpad from the kernel's allocator and waits for completion. Runs through oneDNN's C API with
+// the arguments on the stack: the C++ API's map copies cost several heap allocations per step.
 void ExecuteDnnl(KernelContext& ctx, const dnnl::primitive& primitive, const dnnl::primitive_desc_base& pd,
-                 std::unordered_map<int, dnnl::memory> args);
+                 const std::unordered_map<int, dnnl::memory>& args);
+// The same with the arguments as (DNNL_ARG_*, memory) pairs, for kernels that run a primitive every step.
+struct DnnlArg {
+  int arg;
+  const dnnl::memory* memory;
+};
+void ExecuteDnnl(KernelContext& ctx, const dnnl::primitive& primitive, const dnnl::primitive_desc_base& pd,
+                 std::span<const DnnlArg> args);
 
 // Copies `from` into a new memory object in layout `to_desc` (owned by the returned memory).
 dnnl::memory ReorderInto(const dnnl::memory& from, const dnnl::memory::desc& to_desc);

@@ -235,6 +235,10 @@ struct DnnlConv {
   dnnl::memory packed_weights;
   std::optional<LayoutReorder> src_to_blocked, dst_to_plain, dst_to_blocked;
   bool activation_fused = false;  // the activation runs as eltwise post-ops
+  // NchwcConv: what the inputs' shapes resolved to when the entry was made (its key holds every input shape), so
+  // that a step with shapes seen before validates and resolves nothing again.
+  Shape y_shape;
+  bool sum_residual = false;  // Z has Y's shape and is summed inside the primitive
 };
 
 // Adds `z` (unidirectionally broadcast to `y_shape`) to `y`; throws when it does not broadcast. Works row by row
@@ -385,29 +389,44 @@ class Conv : public Kernel {
   void ComputeBlocked(KernelContext& ctx, const Tensor& x, const Tensor& w, const Tensor* bias,
                       const Tensor* residual) const {
     const Node& node = ctx.node();
-    const bool x_blocked = x.shape().rank() == 5;
-    // X's channel count comes from W (a blocked X may carry zero padding channels).
-    const int64_t in_channels = w.shape().rank() >= 2 ? w.shape()[1] * group_ : -1;
-    const Shape x_plain = x_blocked ? PlainShapeOfBlocked(node, "X", x.shape(), in_channels) : x.shape();
-    if (x.type() != DataType::kFloat || x_plain.rank() != 4 ||
-        (x_blocked && x.shape()[4] != BlockWidth(channel_block_, in_channels)))
+    const auto wrong_x = [&] {
       Fail(ErrorCode::kInvalidArgument, node.Describe(), ": X ", x.shape().ToString(), " (", DataTypeName(x.type()),
            ") must be float NCHW or blocked with channel block ", channel_block_);
-    const ConvShapes s = ResolveConvShapes(node, attrs_, group_, x_plain, w.shape(), bias);
-    const Shape y_shape = BlockedShapeOf(node, s.output, channel_block_);
-    const bool sum_in_primitive = residual && residual->shape() == y_shape;
+    };
+    if (x.type() != DataType::kFloat) wrong_x();
+    // Every input shape is in the key: an entry found was validated and resolved for exactly these shapes.
+    std::vector<int64_t> key;
+    AppendShapeKey(key, x.shape());
+    AppendShapeKey(key, w.shape());
+    key.push_back(bias != nullptr ? 1 : 0);
+    if (bias != nullptr) AppendShapeKey(key, bias->shape());
+    key.push_back(residual != nullptr ? 1 : 0);
+    if (residual != nullptr) AppendShapeKey(key, residual->shape());
+    std::shared_ptr<const DnnlConv> conv = primitives_.Get(ctx, key, [&] {
+      const bool x_blocked = x.shape().rank() == 5;
+      // X's channel count comes from W (a blocked X may carry zero padding channels).
+      const int64_t in_channels = w.shape().rank() >= 2 ? w.shape()[1] * group_ : -1;
+      const Shape x_plain = x_blocked ? PlainShapeOfBlocked(node, "X", x.shape(), in_channels) : x.shape();
+      if (x_plain.rank() != 4 || (x_blocked && x.shape()[4] != BlockWidth(channel_block_, in_channels))) wrong_x();
+      const ConvShapes s = ResolveConvShapes(node, attrs_, group_, x_plain, w.shape(), bias);
+      const Shape y_shape = BlockedShapeOf(node, s.output, channel_block_);
+      const bool sum_in_primitive = residual && residual->shape() == y_shape;
+      ConvBuildOptions options;
+      options.sum_residual = sum_in_primitive;
+      options.fuse_activation = !residual || sum_in_primitive;
+      options.src_blocked = x_blocked;
+      options.dst_blocked = true;
+      options.block = channel_block_;
+      DnnlConv built = Build(s, options);
+      built.y_shape = y_shape;
+      built.sum_residual = sum_in_primitive;
+      return built;
+    });
+    const bool sum_in_primitive = conv->sum_residual;
     const bool in_place = sum_in_primitive && residual_in_place_;
     if (in_place) ctx.SetOutput(0, Value(*residual));
-    Tensor& y = in_place ? const_cast<Tensor&>(*residual) : ctx.Output(0, x.type(), y_shape);
+    Tensor& y = in_place ? const_cast<Tensor&>(*residual) : ctx.Output(0, x.type(), conv->y_shape);
     if (y.NumElements() == 0) return;
-    ConvBuildOptions options;
-    options.sum_residual = sum_in_primitive;
-    options.fuse_activation = !residual || sum_in_primitive;
-    options.src_blocked = x_blocked;
-    options.dst_blocked = true;
-    options.block = channel_block_;
-    std::shared_ptr<const DnnlConv> conv =
-        primitives_.Get(ctx, CacheKey(x, w, sum_in_primitive), [&] { return Build(s, options); });
     if (!conv->primitive)
       Fail(ErrorCode::kNotImplemented, node.Describe(), ": oneDNN has no convolution for X ", x.shape().ToString(),
            " and W ", w.shape().ToString());
@@ -503,20 +522,22 @@ class Conv : public Kernel {
       weights = dnnl::memory(conv.weights_plain, engine, const_cast<float*>(w.Data<float>()));
       if (conv.pd.weights_desc() != conv.weights_plain) weights = ReorderInto(weights, conv.pd.weights_desc());
     }
-    std::unordered_map<int, dnnl::memory> args{{DNNL_ARG_WEIGHTS, weights}};
-    if (bias) args[DNNL_ARG_BIAS] = dnnl::memory(conv.pd.bias_desc(), engine, const_cast<float*>(bias->Data<float>()));
+    dnnl::memory bias_memory;
+    if (bias) bias_memory = dnnl::memory(conv.pd.bias_desc(), engine, const_cast<float*>(bias->Data<float>()));
     Tensor src_storage, dst_storage;
-    args[DNNL_ARG_SRC] = InLayout(ctx, conv.src_to_blocked, src, src_storage);
-    args[DNNL_ARG_DST] = conv.dst_to_plain ? ScratchMemory(ctx, conv.pd.dst_desc(), dst_storage) : dst;
+    const dnnl::memory src_arg = InLayout(ctx, conv.src_to_blocked, src, src_storage);
+    const dnnl::memory dst_arg = conv.dst_to_plain ? ScratchMemory(ctx, conv.pd.dst_desc(), dst_storage) : dst;
     if (residual) {
       dnnl::memory z(conv.dst_user, engine, const_cast<float*>(residual->Data<float>()));
       if (conv.dst_to_blocked)
-        RunReorder(ctx, *conv.dst_to_blocked, z, args[DNNL_ARG_DST]);
+        RunReorder(ctx, *conv.dst_to_blocked, z, dst_arg);
       else if (residual->raw_data() != y.raw_data())
         std::copy_n(residual->Data<float>(), residual->NumElements(), y.Data<float>());
     }
-    ExecuteDnnl(ctx, conv.primitive, conv.pd, args);
-    if (conv.dst_to_plain) RunReorder(ctx, *conv.dst_to_plain, args[DNNL_ARG_DST], dst);
+    const std::array<DnnlArg, 4> args = {DnnlArg{DNNL_ARG_SRC, &src_arg}, DnnlArg{DNNL_ARG_WEIGHTS, &weights},
+                                         DnnlArg{DNNL_ARG_DST, &dst_arg}, DnnlArg{DNNL_ARG_BIAS, &bias_memory}};
+    ExecuteDnnl(ctx, conv.primitive, conv.pd, std::span<const DnnlArg>(args.data(), bias ? 4 : 3));
+    if (conv.dst_to_plain) RunReorder(ctx, *conv.dst_to_plain, dst_arg, dst);
   }
 
   WindowAttributes attrs_;
