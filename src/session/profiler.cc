@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "core/logging.h"
 #include "tessera/status.h"
 
 namespace tessera {
@@ -190,6 +191,9 @@ std::string Profiler::Json() const {
 
 void ProfilePhases::Mark(const char* phase) {
   const Profiler::Clock::time_point now = Profiler::Clock::now();
+  if (LogEnabled(LogLevel::kVerbose))
+    Log(LogLevel::kVerbose, "session creation: ", phase, " ",
+        Micros(std::chrono::duration<double, std::milli>(now - begin_).count()), " ms");
   if (profiler_ != nullptr)
     profiler_->Add({phase, "Session", profiler_->Since(begin_), profiler_->Since(now) - profiler_->Since(begin_),
                     Profiler::ThreadId(), ""});

@@ -28,7 +28,7 @@ struct TraceEvent {
 struct DeviceRun {
   struct Step {
     std::string name, args_json;
-    double host_begin_us;  // when the host began queuing the step's work
+    double host_begin_us;  // host time before the step's begin marker was queued (no later than the device reached it)
   };
   std::unique_ptr<DeviceTimer> timer;
   double start_us = 0;  // host time when the timer (its start marker) was created
@@ -81,7 +81,7 @@ class Profiler {
 };
 
 // Times the phases of session creation: each Mark(name) adds a "Session" event from the previous mark
-// (or construction) to now. Does nothing without a profiler.
+// (or construction) to now when profiling, and logs the phase's milliseconds at verbose level.
 class ProfilePhases {
  public:
   explicit ProfilePhases(Profiler* profiler) : profiler_(profiler), begin_(Profiler::Clock::now()) {}

@@ -84,17 +84,16 @@ void RunTracer::BeforeStep(const PlanStep& step) {
   // The step's host time starts after the profiler's own bookkeeping (its name, the device timer's marker), so
   // that it measures what the step costs the host, not what profiling it costs.
   Stream* stream = step.stream != nullptr ? StreamOf(step.stream) : nullptr;
-  DeviceRun::Step* timed = nullptr;
+  // The device placement's bound is the host time before the begin marker is queued: the stream may reach the
+  // marker before the host takes its next time.
   for (StreamTimer& t : timers_) {
     if (stream == nullptr || t.stream != stream) continue;
-    t.run.steps.push_back({StepName(step), "", 0});
-    timed = &t.run.steps.back();
+    t.run.steps.push_back({StepName(step), "", profiler_->Now()});
     t.run.timer->BeginStep();
     timed_step_ = &t.run;
     break;
   }
   step_begin_us_ = profiler_->Now();
-  if (timed != nullptr) timed->host_begin_us = step_begin_us_;
 }
 
 void RunTracer::AfterStep(const PlanStep& step, const std::vector<Value>& frame) {

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cmath>
 #include <filesystem>
@@ -236,11 +237,20 @@ TEST(ProfilerTest, DeviceTimesOfTheSimulatedDeviceLieWithinTheRun) {
     EXPECT_EQ(profile.thread_names.at(d.tid).rfind("TestingExecutionProvider stream", 0), 0u);
     EXPECT_NE(d.tid, runs[0].tid);
     EXPECT_TRUE(WithinSomeRun(d, runs)) << d.name << " at " << d.ts_us << " for " << d.dur_us;
-    // The same step's host event (same run) began no later than the device ran it.
-    bool enqueued_before = false;
+    // The device began the step no earlier than the host finished the step before it (the host queues a step's
+    // begin marker after that, and just before the step's own host event).
+    const ProfileEvent* run = nullptr;
+    for (const ProfileEvent& r : runs)
+      if (Within(d, r)) run = &r;
+    ASSERT_NE(run, nullptr);
+    const ProfileEvent* host_step = nullptr;
     for (const ProfileEvent& n : nodes)
-      enqueued_before = enqueued_before || (n.name == d.name && n.ts_us <= d.ts_us + 0.002 && d.ts_us - n.ts_us < 1e6);
-    EXPECT_TRUE(enqueued_before) << d.name;
+      if (n.name == d.name && Within(n, *run)) host_step = &n;
+    ASSERT_NE(host_step, nullptr) << d.name;
+    double previous_end = run->ts_us;
+    for (const ProfileEvent& n : nodes)
+      if (Within(n, *run) && n.ts_us < host_step->ts_us) previous_end = std::max(previous_end, n.ts_us + n.dur_us);
+    EXPECT_GE(d.ts_us + 0.002, previous_end) << d.name;
   }
   EXPECT_EQ(testing_kernels, testing_steps);  // every device kernel step measured, in each run
   EXPECT_GT(device.size(), testing_kernels);  // copies to and from the device are timed too
