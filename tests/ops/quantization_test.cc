@@ -2,8 +2,10 @@
 // QLinearConv against hand-computed values and naive references written out in this file.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
+#include <vector>
 
 #include "ops/op_tester.h"
 
@@ -151,6 +153,24 @@ TEST(DynamicQuantizeLinearTest, ScaleZeroPointAndValues) {
   OpTester zeros("DynamicQuantizeLinear", 11);
   zeros.Input("x", Make<float>({3}, {0, 0, 0})).Output("y", Make<uint8_t>({3}, {0, 0, 0}));
   zeros.Output("scale", Make<float>({}, {0.0f})).Output("zp", Make<uint8_t>({}, {0})).Run();
+}
+
+// Large inputs: the range is reduced in chunks of 16 lanes over threads, with a tail that is not a whole vector; the
+// extremes sit in the tail (the minimum) and inside a later chunk's vectors (the maximum).
+TEST(DynamicQuantizeLinearTest, RangeOverChunksVectorsAndTail) {
+  const int64_t n = 3 * 16384 + 7;
+  std::vector<float> x(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) x[static_cast<size_t>(i)] = 3.0f * std::sin(0.37f * static_cast<float>(i)) + 0.5f;
+  x[static_cast<size_t>(n - 2)] = -7.25f;
+  x[static_cast<size_t>(2 * 16384 + 5)] = 9.5f;
+  const float scale = (9.5f - -7.25f) / 255.0f;
+  const float zp = std::max(0.0f, std::min(255.0f, std::nearbyint(7.25f / scale)));
+  std::vector<uint8_t> q(x.size());
+  for (size_t i = 0; i < x.size(); ++i)
+    q[i] = static_cast<uint8_t>(std::max(0.0f, std::min(255.0f, std::nearbyint(x[i] / scale) + zp)));
+  OpTester big("DynamicQuantizeLinear", 11);
+  big.Input("x", Make<float>({n}, x)).Output("y", Make<uint8_t>({n}, q));
+  big.Output("scale", Make<float>({}, {scale})).Output("zp", Make<uint8_t>({}, {static_cast<uint8_t>(zp)})).Run();
 }
 
 // Naive batched matmul of (a - a_zero[row]) * (b - b_zero[col]); b has no batch dims or the same as a.

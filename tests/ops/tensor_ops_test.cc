@@ -141,6 +141,33 @@ TEST(TensorOpsTest, ConcatAxesAndZeroSizeInputs) {
       .Run({"cpu"});
 }
 
+// One element from each input per output row (a rotary embedding's rotate-every-two): the interleaving path, for
+// two inputs and for three, on rows enough to be split over threads, and for strings.
+TEST(TensorOpsTest, ConcatInterleavesOneElementPieces) {
+  for (const int64_t k : {2, 3}) {
+    const int64_t rows = 40000;
+    std::vector<std::vector<float>> parts(static_cast<size_t>(k));
+    std::vector<float> expected(static_cast<size_t>(rows * k));
+    for (int64_t i = 0; i < k; ++i)
+      for (int64_t o = 0; o < rows; ++o) {
+        const float v = static_cast<float>(o * 10 + i);
+        parts[static_cast<size_t>(i)].push_back(v);
+        expected[static_cast<size_t>(o * k + i)] = v;
+      }
+    OpTester tester("Concat", 13);
+    tester.Attr("axis", int64_t{-1});
+    const char* names[] = {"x0", "x1", "x2"};
+    for (int64_t i = 0; i < k; ++i) tester.Input(names[i], F({2, rows / 2, 1}, parts[static_cast<size_t>(i)]));
+    tester.Output("y", F({2, rows / 2, k}, expected)).Run();
+  }
+  OpTester("Concat", 13)
+      .Attr("axis", int64_t{1})
+      .Input("a", Str({3, 1}, {"a", "b", "c"}))
+      .Input("b", Str({3, 1}, {"x", "y", "z"}))
+      .Output("y", Str({3, 2}, {"a", "x", "b", "y", "c", "z"}))
+      .Run({"cpu"});
+}
+
 TEST(TensorOpsTest, SplitEqualGivenAndNumOutputs) {
   OpTester("Split", 13)
       .Attr("axis", int64_t{1})

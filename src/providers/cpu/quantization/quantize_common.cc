@@ -78,8 +78,10 @@ inline void RequantizeLoop(const int32_t* sums, int64_t n, int32_t offset, float
 
 }  // namespace
 
-// Each function marked so is also built for AVX-512 and AVX2; the loader picks the best clone for the CPU.
-#define TESSERA_SIMD_CLONES TESSERA_TARGET_CLONES("arch=skylake-avx512", "avx2", "default")
+// Each function marked so is also built for AVX-512 and AVX2; the loader picks the best clone for the CPU. The
+// targets name instruction-set levels, not CPU models: "arch=skylake-avx512" is chosen on Intel's AVX-512 CPUs only
+// (AMD's Zen 4 / Zen 5 took the AVX2 clone).
+#define TESSERA_SIMD_CLONES TESSERA_TARGET_CLONES("arch=x86-64-v4", "arch=x86-64-v3", "default")
 
 TESSERA_SIMD_CLONES void QuantizeSpan(const float* x, int64_t n, float scale, float zero_point, int8_t* y) {
   QuantizeLoop(x, n, scale, zero_point, y);

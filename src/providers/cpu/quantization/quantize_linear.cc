@@ -5,6 +5,7 @@
 // half to even, adds the zero point and saturates. Integer results are exact; float16/bfloat16 inputs
 // and outputs are computed in float.
 #include <cmath>
+#include <cstring>
 #include <type_traits>
 
 #include "providers/cpu/cpu_kernels.h"
@@ -255,25 +256,32 @@ class DequantizeLinear : public Kernel {
   int64_t axis_, block_size_;
 };
 
-// min(0, min(x)) and max(0, max(x)), reduced in parallel chunks.
-// min(0, min x) and max(0, max x) of a span, in 16 independent lanes so that the loop vectorizes; built
-// per instruction set.
+// min(0, min x) and max(0, max x) of a span (NaN ignored), in vectors of 16 lanes (one AVX-512 register, two AVX2
+// ones) whose lanewise select compiles to vminps / vmaxps; a loop over an array of 16 scalar lanes stayed scalar.
+typedef float RangeLanes __attribute__((vector_size(16 * sizeof(float))));
+
 TESSERA_TARGET_CLONES("arch=x86-64-v4", "arch=x86-64-v3", "default")
 void SpanRangeWithZero(const float* x, int64_t n, float* lo_out, float* hi_out) {
-  constexpr int kLanes = 16;
-  float lo[kLanes] = {}, hi[kLanes] = {};
+  constexpr int64_t kLanes = 16;
+  RangeLanes lo = {}, hi = {};
   int64_t i = 0;
-  for (; i + kLanes <= n; i += kLanes)
-    for (int j = 0; j < kLanes; ++j) {
-      lo[j] = x[i + j] < lo[j] ? x[i + j] : lo[j];
-      hi[j] = x[i + j] > hi[j] ? x[i + j] : hi[j];
-    }
-  for (; i < n; ++i) {
-    lo[0] = x[i] < lo[0] ? x[i] : lo[0];
-    hi[0] = x[i] > hi[0] ? x[i] : hi[0];
+  for (; i + kLanes <= n; i += kLanes) {
+    RangeLanes v;
+    std::memcpy(&v, x + i, sizeof(v));
+    lo = v < lo ? v : lo;
+    hi = v > hi ? v : hi;
   }
-  *lo_out = *std::min_element(lo, lo + kLanes);
-  *hi_out = *std::max_element(hi, hi + kLanes);
+  float l = 0.0f, h = 0.0f;
+  for (int64_t j = 0; j < kLanes; ++j) {
+    l = lo[j] < l ? lo[j] : l;
+    h = hi[j] > h ? hi[j] : h;
+  }
+  for (; i < n; ++i) {
+    l = x[i] < l ? x[i] : l;
+    h = x[i] > h ? x[i] : h;
+  }
+  *lo_out = l;
+  *hi_out = h;
 }
 
 std::pair<float, float> RangeWithZero(const ThreadPool& pool, const float* x, int64_t n) {
