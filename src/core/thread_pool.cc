@@ -27,9 +27,16 @@ ThreadPool ThreadPool::Shared(int num_threads) {
 ThreadPool::Partition ThreadPool::PartitionOf(int64_t n, int64_t grain, int num_threads) {
   if (n <= 0) return {0, 0};
   grain = std::max<int64_t>(grain, 1);
+  const int64_t threads = std::max(num_threads, 1);
   const int64_t max_chunks = (n + grain - 1) / grain;
-  const int64_t wanted = max_chunks <= num_threads ? max_chunks : num_threads * kChunksPerThread;
-  const int64_t chunk = std::max((n + wanted - 1) / wanted, grain);
+  // Ranges of equal size: a loop of 5 grains on 2 threads as 4 ranges of 1.25 grains (2 per thread), not 5 of one
+  // grain (3 on one thread, 2 on the other). Fewer grains than threads: one range per grain's worth, split evenly.
+  int64_t chunks = max_chunks;
+  if (max_chunks > threads) {
+    const int64_t whole_grains = n / grain;  // >= threads here, so every range below holds at least a grain
+    chunks = std::min(threads * kChunksPerThread, whole_grains / threads * threads);
+  }
+  const int64_t chunk = (n + chunks - 1) / chunks;
   return {chunk, (n + chunk - 1) / chunk};
 }
 

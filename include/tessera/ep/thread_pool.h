@@ -14,13 +14,15 @@ class ThreadPool {
   explicit ThreadPool(int num_threads);  // <= 0: one per core
   int num_threads() const { return num_threads_; }
   // Calls fn(begin, end) over disjoint ranges covering [0, n). Ranges hold at least `grain` items
-  // (except the last); with n <= grain or one thread it runs inline. Exceptions propagate (the first
+  // (except the last) where the loop has more grains than threads, and n / ceil(n / grain) items where it has
+  // fewer (split evenly); with n <= grain or one thread it runs inline. Exceptions propagate (the first
   // one thrown wins; ranges not yet started are then skipped). The ranges are those of PartitionOf, a
   // function of (n, grain, num_threads()) only; which thread runs which range is not fixed.
   void ParallelFor(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& fn) const;
 
   // How ParallelFor cuts [0, n): `chunks` ranges of `chunk` items (the last one shorter). At most one range
-  // per thread while grain allows no more; larger loops get several per thread (claimed dynamically).
+  // per thread while grain allows no more; larger loops get a multiple of the thread count (up to four per
+  // thread, claimed dynamically), so that the threads' shares stay equal.
   struct Partition {
     int64_t chunk = 0, chunks = 0;
   };

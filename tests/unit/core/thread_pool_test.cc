@@ -65,13 +65,19 @@ TEST(ThreadPoolTest, PartitionGivesLargeLoopsSeveralChunksPerThread) {
   // Few grains: one chunk per grain, never more than one per thread.
   EXPECT_EQ(ThreadPool::PartitionOf(30, 10, 4).chunks, 3);
   EXPECT_EQ(ThreadPool::PartitionOf(40, 10, 4).chunks, 4);
+  // Fewer grains than threads, not a whole number of them: split evenly.
+  EXPECT_EQ(ThreadPool::PartitionOf(20000, 16384, 2).chunks, 2);
+  EXPECT_EQ(ThreadPool::PartitionOf(20000, 16384, 2).chunk, 10000);
   // Many grains: four chunks per thread, each still at least a grain.
   EXPECT_EQ(ThreadPool::PartitionOf(1000000, 1, 4).chunks, 16);
   EXPECT_EQ(ThreadPool::PartitionOf(1000000, 1, 4).chunk, 62500);
-  EXPECT_EQ(ThreadPool::PartitionOf(100, 10, 4).chunk, 10);
-  EXPECT_EQ(ThreadPool::PartitionOf(100, 10, 4).chunks, 10);
+  // Some grains: a multiple of the thread count, equal shares (10 grains on 4 threads: 8 chunks, 2 per thread).
+  EXPECT_EQ(ThreadPool::PartitionOf(100, 10, 4).chunk, 13);
+  EXPECT_EQ(ThreadPool::PartitionOf(100, 10, 4).chunks, 8);
+  EXPECT_EQ(ThreadPool::PartitionOf(73728, 16384, 2).chunks, 4);  // 4.5 grains on 2 threads: 2 chunks each
+  EXPECT_EQ(ThreadPool::PartitionOf(73728, 16384, 2).chunk, 18432);
   EXPECT_EQ(ThreadPool::PartitionOf(0, 10, 4).chunks, 0);
-  EXPECT_EQ(ThreadPool::PartitionOf(5, 0, 4).chunks, 5);  // grain <= 0 counts as 1
+  EXPECT_EQ(ThreadPool::PartitionOf(5, 0, 4).chunks, 3);  // grain <= 0 counts as 1: 4 ranges of 2, 2 and 1
 }
 
 TEST(ThreadPoolTest, SmallLoopsRunInlineOnTheCallingThread) {
