@@ -160,6 +160,13 @@ TEST(TensorOpsTest, ConcatInterleavesOneElementPieces) {
     for (int64_t i = 0; i < k; ++i) tester.Input(names[i], F({2, rows / 2, 1}, parts[static_cast<size_t>(i)]));
     tester.Output("y", F({2, rows / 2, k}, expected)).Run();
   }
+  // As many elements per row as inputs, but not one from each: no interleave (a shape computation's Concat).
+  OpTester("Concat", 13)
+      .Attr("axis", int64_t{0})
+      .Input("a", I64({2}, {5, 6}))
+      .Input("b", I64({0}, {}))
+      .Output("y", I64({2}, {5, 6}))
+      .Run();
   OpTester("Concat", 13)
       .Attr("axis", int64_t{1})
       .Input("a", Str({3, 1}, {"a", "b", "c"}))

@@ -107,7 +107,7 @@ class ConcatKernel : public Kernel {
       row += piece[i];
     }
     const int64_t num_inputs = static_cast<int64_t>(inputs.size());
-    if (row == num_inputs) {  // one element from each input per row: an interleave
+    if (std::all_of(piece.begin(), piece.end(), [](int64_t p) { return p == 1; })) {  // one element per input: an interleave
       InterleaveElements(inputs, outer, out, pool);
       return;
     }
