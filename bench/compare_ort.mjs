@@ -10,7 +10,10 @@
 //
 // Procedure: both sessions are created, outputs are compared once (max abs diff), each side warms up, then
 // `--config KEY=VALUE` (repeatable) passes a session config entry to Tessera. `--rounds` rounds run `--runs` iterations on each side (by default as many as fit in `--budget` seconds,
-// estimated from the warm-up), alternating which side goes first. Medians and
+// estimated from the warm-up), alternating which side goes first, with a pause of `--settle` ms (default 100)
+// before each side's round: both runtimes' worker threads spin-wait for a while after their last run (libgomp's a
+// few ms, ONNX Runtime's pool ~30 ms), and without the pause they took a core from the side measured next (on 2
+// cores, each stalled barrier cost that side a scheduler tick, 4 ms, in its first runs). Medians and
 // p10/p90 are over all timed iterations. The 1-minute load average is recorded before and after, since the
 // machine may be shared.
 import { spawn } from 'node:child_process';
@@ -25,7 +28,7 @@ const repo = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const ortEntry = path.join(repo, '.deps/ort-node/node_modules/onnxruntime-node/dist/index.js');
 
 function parseArgs(argv) {
-  const args = { dims: {}, shapes: {}, fills: {}, threads: os.cpus().length, rounds: 10, runs: 0, budget: 60, warmup: 4, seed: 0, noise: 1e-6,
+  const args = { dims: {}, shapes: {}, fills: {}, threads: os.cpus().length, rounds: 10, runs: 0, budget: 60, warmup: 4, seed: 0, noise: 1e-6, settle: 100,
                  tessera: path.join(repo, 'build/tessera'), optLevel: 'all', label: '', json: '', config: [] };
   const take = (i) => { if (i + 1 >= argv.length) throw new Error(`${argv[i]} needs a value`); return argv[i + 1]; };
   for (let i = 0; i < argv.length; i += 2) {
@@ -38,6 +41,7 @@ function parseArgs(argv) {
       case '--runs': args.runs = Number(value); break;
       case '--budget': args.budget = Number(value); break;
       case '--warmup': args.warmup = Number(value); break;
+      case '--settle': args.settle = Number(value); break;
       case '--seed': args.seed = Number(value); break;
       case '--tessera': args.tessera = value; break;
       case '--opt-level': args.optLevel = value; break;
@@ -53,7 +57,8 @@ function parseArgs(argv) {
   }
   if (!args.model) {
     throw new Error('usage: compare_ort.mjs --model MODEL [--threads N] [--dim SYMBOL=V]... [--shape NAME=AxBx..]... ' +
-                    '[--fill NAME=VALUE]... [--rounds R] [--runs K | --budget SECONDS] [--warmup W] [--json FILE] [--noise EPS]');
+                    '[--fill NAME=VALUE]... [--rounds R] [--runs K | --budget SECONDS] [--warmup W] [--settle MS] [--json FILE] ' +
+                    '[--noise EPS]');
   }
   args.label ||= path.basename(path.dirname(args.model)) || path.basename(args.model);
   return args;
@@ -250,13 +255,14 @@ async function main() {
     args.runs ||= runsForBudget(args, Math.min(...warmOrt) + Math.min(...warmTessera));
     const tesseraMs = [], ortMs = [];
     for (let round = 0; round < args.rounds; ++round) {
-      const runTessera = async () => tesseraMs.push(...(await tessera.request(`run ${args.runs}`)).ms);
-      const runOrt = async () => ortMs.push(...(await timeOrt(ortSession, feeds, args.runs)));
+      const settle = () => new Promise((resolve) => setTimeout(resolve, args.settle));
+      const runTessera = async () => { await settle(); tesseraMs.push(...(await tessera.request(`run ${args.runs}`)).ms); };
+      const runOrt = async () => { await settle(); ortMs.push(...(await timeOrt(ortSession, feeds, args.runs))); };
       if (round % 2 === 0) { await runOrt(); await runTessera(); } else { await runTessera(); await runOrt(); }
     }
     const result = {
       model: args.label, path: args.model, shapes, threads: args.threads, opt_level: args.optLevel,
-      rounds: args.rounds, runs_per_round: args.runs, tessera: summarize(tesseraMs), ort: summarize(ortMs),
+      rounds: args.rounds, runs_per_round: args.runs, settle_ms: args.settle, tessera: summarize(tesseraMs), ort: summarize(ortMs),
       max_abs_diff: diffs, max_rel_diff: relDiffs, ort_noise_rel_diff: noiseFloor, ort_noise_eps: args.noise, load_before: loadBefore, load_after: os.loadavg()[0], tessera_load_ms: ready.load_ms,
       ort_version: ort.env.versions.node,
     };
