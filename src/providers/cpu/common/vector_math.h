@@ -25,11 +25,6 @@ inline C Select(bool cond, C a, C b) {
   }
 }
 
-// 2^n for an integer-valued float n in [-126, 127], built directly in the exponent bits.
-inline float PowerOfTwo(float n) {
-  return std::bit_cast<float>(static_cast<int32_t>((static_cast<int32_t>(n) + 127) << 23));
-}
-
 inline float Exp(float x) {
   const bool nan = x != x;
   // Outside [-104, 89] exp(x) is 0 or inf in float; clamping keeps the integer math in range.
@@ -38,7 +33,8 @@ inline float Exp(float x) {
   c = Select(std::isgreater(c, 89.0f), 89.0f, c);
   // x = n * ln2 + r with |r| <= ln2 / 2; n rounded to nearest by the 1.5 * 2^23 shifter.
   constexpr float kShifter = 12582912.0f;
-  const float n = (c * 1.44269504088896341f + kShifter) - kShifter;
+  const float shifted = c * 1.44269504088896341f + kShifter;
+  const float n = shifted - kShifter;
   const float r = (c - n * 0.693359375f) - n * -2.12194440e-4f;  // ln2 split in two for precision
   // exp(r) - 1 - r by a minimax polynomial.
   float p = 1.9875691500e-4f;
@@ -48,9 +44,13 @@ inline float Exp(float x) {
   p = p * r + 1.6666665459e-1f;
   p = p * r + 5.0000001201e-1f;
   const float er = p * r * r + r + 1.0f;
-  // 2^n as two factors so that n in [-150, 128] (denormal results, overflow to inf) stays exact.
-  const float half = static_cast<float>(static_cast<int32_t>(n) / 2);
-  const float result = er * PowerOfTwo(half) * PowerOfTwo(n - half);
+  // 2^n for n in [-150, 128] (denormal results, overflow to inf) as 2^(n + 64) * 2^-64 where n < 0 and
+  // 2^(n - 64) * 2^64 otherwise: the first factor is a normal float and exact, so the one rounding is the last
+  // product's. n is read from the shifter's low bits (exact while |n| < 2^22).
+  const int32_t n_int = std::bit_cast<int32_t>(shifted) - std::bit_cast<int32_t>(kShifter);
+  const bool negative = n_int < 0;
+  const float first = std::bit_cast<float>((n_int + (negative ? 64 : -64) + 127) << 23);
+  const float result = er * first * Select(negative, 0x1p-64f, 0x1p64f);
   return Select(nan, x, result);
 }
 inline double Exp(double x) { return std::exp(x); }
