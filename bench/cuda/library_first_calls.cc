@@ -3,11 +3,10 @@
 // sub-libraries and kernels), a second algorithm's first call, the same call once warm, the first cuBLAS GEMM.
 // These are the floors under a session's creation time (docs/CUDA.md "Session creation").
 //
-// Build on the GPU host (scripts/gpu_host/build_gpu.sh sets CUDNN_ROOT):
-//   g++ -O2 -std=c++20 bench/gpu/library_init_costs.cc -I/usr/local/cuda/include -I$CUDNN_ROOT/include \
-//     -L/usr/local/cuda/lib64 -L$CUDNN_ROOT/lib -l:libcudnn.so.9 -lcublasLt -lcublas -lcudart -o /tmp/init_costs
-// Run: /tmp/init_costs [background]   ("background": cuDNN's first convolution runs on a second thread while the
-// main thread creates cuBLAS, as a session could overlap them)
+// Built with the CUDA plugin (target tessera_library_first_calls); on the GPU host:
+//   build-gpu/tessera_library_first_calls [background]   ("background": cuDNN's first convolution runs on a second
+// thread while the main thread creates cuBLAS and makes its first GEMM, as a session could overlap them)
+// bench/cuda/cudnn_first_use.cc times the graph API's first plans per ResNet-50 geometry instead.
 #include <cublasLt.h>
 #include <cublas_v2.h>
 #include <cuda_fp16.h>
