@@ -25,7 +25,7 @@ struct RunRequest {
   const KernelContext* parent = nullptr;    // the calling kernel, for subgraphs
   bool synchronize = true;                  // wait for every stream the plan used before returning
   // When set, no value is released during the run and the whole frame is moved here at the end (graph
-  // capture keeps every buffer the recorded work touches).
+  // capture keeps every buffer the recorded work touches; constant slots are none there, the plan holds them).
   std::vector<Value>* retained_frame = nullptr;
   RunObserver* observer = nullptr;          // profiling / EP step hooks; null when nothing watches steps
   // The run's own stream set when it is not the one the plan names (concurrent runs); `services` passed to

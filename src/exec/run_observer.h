@@ -16,7 +16,8 @@ class RunObserver {
  public:
   virtual ~RunObserver() = default;
   virtual void BeforeStep(const PlanStep& step) = 0;
-  // `frame` is the run's values, indexed by slot (step.inputs / step.outputs).
+  // `frame` is the run's values, indexed by slot (step.inputs / step.outputs); constant slots are none there
+  // (the plan's ExecutionPlan::slots[i].constant holds them).
   virtual void AfterStep(const PlanStep& step, const std::vector<Value>& frame) = 0;
 };
 

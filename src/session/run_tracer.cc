@@ -33,11 +33,17 @@ std::string TypeShape(const Value& value) {
   return "{}";
 }
 
-std::string TypeShapes(const std::vector<int>& slots, const std::vector<Value>& frame) {
+// The frame holds what the run produced and was fed; constant slots are read from the plan (executor.cc).
+std::string TypeShapes(const std::vector<int>& slots, const std::vector<Value>& frame, const ExecutionPlan& plan) {
   std::string out = "[";
   for (size_t i = 0; i < slots.size(); ++i) {
     if (i > 0) out += ",";
-    out += slots[i] >= 0 ? TypeShape(frame[slots[i]]) : "{}";
+    if (slots[i] < 0) {
+      out += "{}";
+      continue;
+    }
+    const Value& v = frame[slots[i]];
+    out += TypeShape(v.is_none() ? plan.slots[slots[i]].constant : v);
   }
   return out + "]";
 }
@@ -141,8 +147,8 @@ std::string RunTracer::StepArgs(const PlanStep& step, const std::vector<Value>& 
            JsonString(plan.slots[step.inputs[0]].location.name) +
            ",\"to\":" + JsonString(plan.slots[step.outputs[0]].location.name);
   }
-  return args + ",\"input_type_shape\":" + TypeShapes(step.inputs, frame) +
-         ",\"output_type_shape\":" + TypeShapes(step.outputs, frame) + "}";
+  return args + ",\"input_type_shape\":" + TypeShapes(step.inputs, frame, *tracing_.plan) +
+         ",\"output_type_shape\":" + TypeShapes(step.outputs, frame, *tracing_.plan) + "}";
 }
 
 }  // namespace tessera
