@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <cstdlib>
+#include <unordered_map>
 
 #include "providers/cpu/common/target_clones.h"
 #include "providers/cpu/common/vector_math.h"
@@ -56,17 +58,42 @@ namespace {
 
 constexpr size_t kMaxDnnlArgs = 24;
 
+// The calling thread's scratchpad for primitives: one buffer grown to the largest size asked for, and one oneDNN
+// memory object per size over it. A primitive runs on its caller's thread and returns before the thread runs
+// another, so one buffer per thread serves them all, with no allocation per call once the sizes have been seen.
+class ThreadScratchpad {
+ public:
+  ~ThreadScratchpad() { std::free(data_); }
+
+  const dnnl::memory& For(const dnnl_memory_desc_t& md, size_t bytes) {
+    if (bytes > capacity_) {
+      const size_t rounded = (bytes + 4095) / 4096 * 4096;
+      void* grown = std::aligned_alloc(4096, rounded);
+      if (grown == nullptr) Fail(ErrorCode::kOutOfMemory, "oneDNN scratchpad of ", bytes, " bytes: out of host memory");
+      std::free(data_);
+      data_ = grown;
+      capacity_ = rounded;
+      by_size_.clear();  // they point at the old buffer
+    }
+    auto it = by_size_.find(bytes);
+    if (it == by_size_.end()) it = by_size_.emplace(bytes, dnnl::memory(dnnl::memory::desc(md), DnnlEngine(), data_)).first;
+    return it->second;
+  }
+
+ private:
+  void* data_ = nullptr;
+  size_t capacity_ = 0;
+  std::unordered_map<size_t, dnnl::memory> by_size_;
+};
+
 void ExecuteDnnlArgs(KernelContext& ctx, const dnnl::primitive& primitive, const dnnl::primitive_desc_base& pd,
                      std::array<dnnl_exec_arg_t, kMaxDnnlArgs>& c_args, int count) {
   UseIntraOpThreads(ctx);
   const dnnl_memory_desc_t* scratch_md = dnnl_primitive_desc_query_md(pd.get(), dnnl_query_scratchpad_md, 0);
   const size_t scratch_bytes = scratch_md != nullptr ? dnnl_memory_desc_get_size(scratch_md) : 0;
-  Tensor scratch;
-  dnnl::memory scratch_memory;
   if (scratch_bytes > 0) {
-    scratch = Tensor::Allocate(DataType::kUInt8, Shape{static_cast<int64_t>(scratch_bytes)}, ctx.allocator());
-    scratch_memory = dnnl::memory(dnnl::memory::desc(*scratch_md), DnnlEngine(), scratch.raw_data());
-    c_args[count++] = {DNNL_ARG_SCRATCHPAD, scratch_memory.get()};
+    thread_local ThreadScratchpad scratchpad;
+    c_args[count++] = {DNNL_ARG_SCRATCHPAD, scratchpad.For(*scratch_md, scratch_bytes).get()};
   }
   dnnl::stream& stream = ThreadStream();
   const dnnl_status_t status = dnnl_primitive_execute(primitive.get(), stream.get(), count, c_args.data());
