@@ -394,8 +394,10 @@ class Conv : public Kernel {
            ") must be float NCHW or blocked with channel block ", channel_block_);
     };
     if (x.type() != DataType::kFloat) wrong_x();
-    // Every input shape is in the key: an entry found was validated and resolved for exactly these shapes.
-    std::vector<int64_t> key;
+    // Every input shape is in the key: an entry found was validated and resolved for exactly these shapes. The key's
+    // buffer is the thread's (no allocation per step; nothing below runs another kernel on this thread).
+    thread_local std::vector<int64_t> key;
+    key.clear();
     AppendShapeKey(key, x.shape());
     AppendShapeKey(key, w.shape());
     key.push_back(bias != nullptr ? 1 : 0);
