@@ -129,6 +129,28 @@ void ExecuteDnnl(KernelContext& ctx, const dnnl::primitive& primitive, const dnn
   ExecuteDnnlArgs(ctx, primitive, pd, c_args, count);
 }
 
+const dnnl::memory& DnnlMemoryPool::Lease::Bind(size_t slot, const dnnl::memory::desc& desc, const void* data) {
+  dnnl::memory& memory = (*set_)[slot];
+  if (!memory)
+    memory = dnnl::memory(desc, DnnlEngine(), const_cast<void*>(data));
+  else
+    memory.set_data_handle(const_cast<void*>(data));
+  return memory;
+}
+
+DnnlMemoryPool::Lease DnnlMemoryPool::Borrow() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (free_.empty()) return Lease(*this, std::make_unique<Set>());
+  std::unique_ptr<Set> set = std::move(free_.back());
+  free_.pop_back();
+  return Lease(*this, std::move(set));
+}
+
+void DnnlMemoryPool::Return(std::unique_ptr<Set> set) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  free_.push_back(std::move(set));
+}
+
 dnnl::memory ReorderInto(const dnnl::memory& from, const dnnl::memory::desc& to_desc) {
   dnnl::memory to(to_desc, DnnlEngine());
   dnnl::stream& stream = ThreadStream();

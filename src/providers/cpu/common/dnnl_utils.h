@@ -1,7 +1,7 @@
 // oneDNN plumbing shared by the CPU kernels that run on oneDNN primitives (Conv, MatMul, Gemm).
 //
 // Contracts: one CPU engine serves the whole process (engines are thread-safe); each calling thread
-// executes on its own dnnl::stream with a user-provided scratchpad per execution, so a primitive can run
+// executes on its own dnnl::stream with its own scratchpad buffer (user scratchpad mode), so a primitive can run
 // from many threads at once. Primitives are built per input shape and cached in the kernel (ShapeCache),
 // for the intra-op thread count of the context that first needed them.
 #pragma once
@@ -10,6 +10,7 @@
 
 #include <optional>
 
+#include <array>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -54,6 +55,38 @@ struct DnnlArg {
 };
 void ExecuteDnnl(KernelContext& ctx, const dnnl::primitive& primitive, const dnnl::primitive_desc_base& pd,
                  std::span<const DnnlArg> args);
+
+// oneDNN memory objects for the arguments of one cached primitive, made once per concurrent caller and rebound to
+// each call's buffers (a dnnl::memory costs several heap allocations to make; rebinding costs none). An entry of a
+// ShapeCache holds one pool (std::shared_ptr: entries are moved when built); a call borrows a set for its duration.
+class DnnlMemoryPool {
+ public:
+  static constexpr size_t kSlots = 6;
+  using Set = std::array<dnnl::memory, kSlots>;
+
+  class Lease {
+   public:
+    Lease(DnnlMemoryPool& pool, std::unique_ptr<Set> set) : pool_(pool), set_(std::move(set)) {}
+    ~Lease() { pool_.Return(std::move(set_)); }
+    Lease(const Lease&) = delete;
+    Lease& operator=(const Lease&) = delete;
+    // Slot `slot` over `data`: made with `desc` on the set's first use, rebound to `data` (set_data_handle, which
+    // zero-fills a blocked layout's padding as the constructor does) afterwards. A slot always gets the same desc.
+    const dnnl::memory& Bind(size_t slot, const dnnl::memory::desc& desc, const void* data);
+
+   private:
+    DnnlMemoryPool& pool_;
+    std::unique_ptr<Set> set_;
+  };
+
+  Lease Borrow();
+
+ private:
+  void Return(std::unique_ptr<Set> set);
+
+  std::mutex mutex_;
+  std::vector<std::unique_ptr<Set>> free_;
+};
 
 // Copies `from` into a new memory object in layout `to_desc` (owned by the returned memory).
 dnnl::memory ReorderInto(const dnnl::memory& from, const dnnl::memory::desc& to_desc);

@@ -118,6 +118,7 @@ struct DnnlMatMul {
   dnnl::memory packed_weights;
   dnnl::memory::desc bias_operand, addend_operand;
   int bias_post_op = -1, addend_post_op = -1;
+  std::shared_ptr<DnnlMemoryPool> memories = std::make_shared<DnnlMemoryPool>();  // per concurrent caller
 };
 
 dnnl::memory::desc AnyLayout(const dnnl::memory::desc& d) {
@@ -146,21 +147,20 @@ DnnlMatMul BuildDnnlMatMul(dnnl::memory::desc src, dnnl::memory::desc weights, d
 // Runs `mm`; bias and addend are read when given (through oneDNN's bias or the binary post-ops).
 void RunDnnlMatMul(KernelContext& ctx, const DnnlMatMul& mm, const float* a, const float* b, const float* bias,
                    float* y, const float* addend = nullptr) {
-  const dnnl::engine& engine = DnnlEngine();
-  dnnl::memory weights = mm.packed_weights ? mm.packed_weights : dnnl::memory(mm.weights, engine, const_cast<float*>(b));
-  std::unordered_map<int, dnnl::memory> args{{DNNL_ARG_SRC, dnnl::memory(mm.src, engine, const_cast<float*>(a))},
-                                             {DNNL_ARG_WEIGHTS, weights},
-                                             {DNNL_ARG_DST, dnnl::memory(mm.dst, engine, y)}};
-  if (bias && mm.bias_post_op >= 0) {
-    args[DNNL_ARG_ATTR_MULTIPLE_POST_OP(mm.bias_post_op) | DNNL_ARG_SRC_1] =
-        dnnl::memory(mm.bias_operand, engine, const_cast<float*>(bias));
-  } else if (bias) {
-    args[DNNL_ARG_BIAS] = dnnl::memory(mm.bias, engine, const_cast<float*>(bias));
-  }
+  DnnlMemoryPool::Lease bound = mm.memories->Borrow();
+  std::array<DnnlArg, 5> args;
+  size_t count = 0;
+  args[count++] = {DNNL_ARG_SRC, &bound.Bind(0, mm.src, a)};
+  args[count++] = {DNNL_ARG_WEIGHTS, mm.packed_weights ? &mm.packed_weights : &bound.Bind(1, mm.weights, b)};
+  args[count++] = {DNNL_ARG_DST, &bound.Bind(2, mm.dst, y)};
+  if (bias && mm.bias_post_op >= 0)
+    args[count++] = {DNNL_ARG_ATTR_MULTIPLE_POST_OP(mm.bias_post_op) | DNNL_ARG_SRC_1, &bound.Bind(3, mm.bias_operand, bias)};
+  else if (bias)
+    args[count++] = {DNNL_ARG_BIAS, &bound.Bind(3, mm.bias, bias)};
   if (addend && mm.addend_post_op >= 0)
-    args[DNNL_ARG_ATTR_MULTIPLE_POST_OP(mm.addend_post_op) | DNNL_ARG_SRC_1] =
-        dnnl::memory(mm.addend_operand, engine, const_cast<float*>(addend));
-  ExecuteDnnl(ctx, mm.primitive, mm.pd, std::move(args));
+    args[count++] = {DNNL_ARG_ATTR_MULTIPLE_POST_OP(mm.addend_post_op) | DNNL_ARG_SRC_1,
+                     &bound.Bind(4, mm.addend_operand, addend)};
+  ExecuteDnnl(ctx, mm.primitive, mm.pd, std::span<const DnnlArg>(args.data(), count));
 }
 
 Tensor ConstantOrNone(const KernelInfo& info, size_t i) {

@@ -26,7 +26,6 @@
 // unless the CPU EP option conv_winograd = 0: ResNet-50 at 2 threads, 23.0 -> 21.5 ms per run (dev VM).
 #include <algorithm>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 
@@ -230,59 +229,10 @@ void SmallConv1d(const ConvShapes& s, const float* x, const float* w, const floa
 // A oneDNN convolution for one (X shape, W shape); `packed_weights` is set when W is a constant and
 // the reorders are set when the primitive wants other activation layouts than the user's (dst_to_blocked
 // brings the residual into the primitive's dst layout when there is a sum post-op).
-// oneDNN memory objects for X, Y and B of one primitive, bound to a call's buffers by set_data_handle: made once
-// per concurrent caller rather than per call (each dnnl::memory costs several heap allocations).
-struct DnnlConvMemories {
-  dnnl::memory src, dst, bias;
-};
-
-// Memory objects of an entry's callers; a call borrows a set for its duration (concurrent runs get their own).
-class DnnlConvMemoryPool {
- public:
-  class Lease {
-   public:
-    Lease(DnnlConvMemoryPool& pool, std::unique_ptr<DnnlConvMemories> set) : pool_(pool), set_(std::move(set)) {}
-    ~Lease() { pool_.Return(std::move(set_)); }
-    Lease(const Lease&) = delete;
-    Lease& operator=(const Lease&) = delete;
-    DnnlConvMemories& operator*() const { return *set_; }
-
-   private:
-    DnnlConvMemoryPool& pool_;
-    std::unique_ptr<DnnlConvMemories> set_;
-  };
-
-  Lease Borrow() {
-    std::lock_guard<std::mutex> lock(mutex_);
-    if (free_.empty()) return Lease(*this, std::make_unique<DnnlConvMemories>());
-    std::unique_ptr<DnnlConvMemories> set = std::move(free_.back());
-    free_.pop_back();
-    return Lease(*this, std::move(set));
-  }
-
- private:
-  void Return(std::unique_ptr<DnnlConvMemories> set) {
-    std::lock_guard<std::mutex> lock(mutex_);
-    free_.push_back(std::move(set));
-  }
-
-  std::mutex mutex_;
-  std::vector<std::unique_ptr<DnnlConvMemories>> free_;
-};
-
-// `memory` over `data`: made with `desc` the first time, rebound to `data` afterwards.
-const dnnl::memory& Bound(dnnl::memory& memory, const dnnl::memory::desc& desc, const void* data) {
-  if (!memory)
-    memory = dnnl::memory(desc, DnnlEngine(), const_cast<void*>(data));
-  else
-    memory.set_data_handle(const_cast<void*>(data));
-  return memory;
-}
-
 struct DnnlConv {
   dnnl::convolution_forward::primitive_desc pd;
   dnnl::convolution_forward primitive;
-  std::shared_ptr<DnnlConvMemoryPool> memories = std::make_shared<DnnlConvMemoryPool>();
+  std::shared_ptr<DnnlMemoryPool> memories = std::make_shared<DnnlMemoryPool>();  // X, Y, B per concurrent caller
   dnnl::memory::desc src_user, weights_plain, dst_user;  // X, W and Y as the kernel receives them
   dnnl::memory packed_weights;
   std::optional<LayoutReorder> src_to_blocked, dst_to_plain, dst_to_blocked;
@@ -569,17 +519,16 @@ class Conv : public Kernel {
   static void RunDnnl(KernelContext& ctx, const DnnlConv& conv, const Tensor& x, const Tensor& w, const Tensor* bias,
                       const Tensor* residual, Tensor& y) {
     const dnnl::engine& engine = DnnlEngine();
-    DnnlConvMemoryPool::Lease lease = conv.memories->Borrow();
-    DnnlConvMemories& bound = *lease;
-    const dnnl::memory& src = Bound(bound.src, conv.src_user, x.Data<float>());
-    const dnnl::memory& dst = Bound(bound.dst, conv.dst_user, y.Data<float>());
+    DnnlMemoryPool::Lease bound = conv.memories->Borrow();
+    const dnnl::memory& src = bound.Bind(0, conv.src_user, x.Data<float>());
+    const dnnl::memory& dst = bound.Bind(1, conv.dst_user, y.Data<float>());
     dnnl::memory weights = conv.packed_weights;
     if (!weights) {
       weights = dnnl::memory(conv.weights_plain, engine, const_cast<float*>(w.Data<float>()));
       if (conv.pd.weights_desc() != conv.weights_plain) weights = ReorderInto(weights, conv.pd.weights_desc());
     }
     dnnl::memory bias_memory;
-    if (bias) bias_memory = Bound(bound.bias, conv.pd.bias_desc(), bias->Data<float>());
+    if (bias) bias_memory = bound.Bind(2, conv.pd.bias_desc(), bias->Data<float>());
     Tensor src_storage, dst_storage;
     const dnnl::memory src_arg = InLayout(ctx, conv.src_to_blocked, src, src_storage);
     const dnnl::memory dst_arg = conv.dst_to_plain ? ScratchMemory(ctx, conv.pd.dst_desc(), dst_storage) : dst;
