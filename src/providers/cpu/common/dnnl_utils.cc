@@ -129,15 +129,6 @@ void ExecuteDnnl(KernelContext& ctx, const dnnl::primitive& primitive, const dnn
   ExecuteDnnlArgs(ctx, primitive, pd, c_args, count);
 }
 
-const dnnl::memory& DnnlMemoryPool::Lease::Bind(size_t slot, const dnnl::memory::desc& desc, const void* data) {
-  dnnl::memory& memory = (*set_)[slot];
-  if (!memory)
-    memory = dnnl::memory(desc, DnnlEngine(), const_cast<void*>(data));
-  else
-    memory.set_data_handle(const_cast<void*>(data));
-  return memory;
-}
-
 DnnlMemoryPool::Lease DnnlMemoryPool::Borrow() {
   std::lock_guard<std::mutex> lock(mutex_);
   if (free_.empty()) return Lease(*this, std::make_unique<Set>());
@@ -252,7 +243,8 @@ dnnl::memory ScratchMemory(KernelContext& ctx, const dnnl::memory::desc& desc, T
 }
 
 void RunReorder(KernelContext& ctx, const LayoutReorder& reorder, const dnnl::memory& from, const dnnl::memory& to) {
-  ExecuteDnnl(ctx, reorder.primitive, reorder.pd, {{DNNL_ARG_FROM, from}, {DNNL_ARG_TO, to}});
+  const std::array<DnnlArg, 2> args = {DnnlArg{DNNL_ARG_FROM, &from}, DnnlArg{DNNL_ARG_TO, &to}};
+  ExecuteDnnl(ctx, reorder.primitive, reorder.pd, std::span<const DnnlArg>(args));
 }
 
 dnnl::memory InLayout(KernelContext& ctx, const std::optional<LayoutReorder>& reorder, const dnnl::memory& from,

@@ -16,6 +16,7 @@
 #include <memory>
 #include <mutex>
 #include <span>
+#include <type_traits>
 #include <unordered_map>
 #include <vector>
 
@@ -72,7 +73,20 @@ class DnnlMemoryPool {
     Lease& operator=(const Lease&) = delete;
     // Slot `slot` over `data`: made with `desc` on the set's first use, rebound to `data` (set_data_handle, which
     // zero-fills a blocked layout's padding as the constructor does) afterwards. A slot always gets the same desc.
-    const dnnl::memory& Bind(size_t slot, const dnnl::memory::desc& desc, const void* data);
+    const dnnl::memory& Bind(size_t slot, const dnnl::memory::desc& desc, const void* data) {
+      return Bind(slot, [&] { return desc; }, data);
+    }
+    // The same with the desc made by `make_desc()` on first use only (a primitive_desc query allocates).
+    template <typename MakeDesc>
+      requires std::is_invocable_r_v<dnnl::memory::desc, MakeDesc>
+    const dnnl::memory& Bind(size_t slot, MakeDesc&& make_desc, const void* data) {
+      dnnl::memory& memory = (*set_)[slot];
+      if (!memory)
+        memory = dnnl::memory(make_desc(), DnnlEngine(), const_cast<void*>(data));
+      else
+        memory.set_data_handle(const_cast<void*>(data));
+      return memory;
+    }
 
    private:
     DnnlMemoryPool& pool_;
@@ -95,6 +109,7 @@ dnnl::memory ReorderInto(const dnnl::memory& from, const dnnl::memory::desc& to_
 struct LayoutReorder {
   dnnl::reorder::primitive_desc pd;
   dnnl::reorder primitive;
+  std::shared_ptr<DnnlMemoryPool> memories = std::make_shared<DnnlMemoryPool>();  // from, to per concurrent caller
 };
 // The reorder from `from` to `to`, or nullopt when the layouts are the same.
 std::optional<LayoutReorder> MakeReorder(const dnnl::memory::desc& from, const dnnl::memory::desc& to);

@@ -528,7 +528,7 @@ class Conv : public Kernel {
       if (conv.pd.weights_desc() != conv.weights_plain) weights = ReorderInto(weights, conv.pd.weights_desc());
     }
     dnnl::memory bias_memory;
-    if (bias) bias_memory = bound.Bind(2, conv.pd.bias_desc(), bias->Data<float>());
+    if (bias) bias_memory = bound.Bind(2, [&] { return conv.pd.bias_desc(); }, bias->Data<float>());
     Tensor src_storage, dst_storage;
     const dnnl::memory src_arg = InLayout(ctx, conv.src_to_blocked, src, src_storage);
     const dnnl::memory dst_arg = conv.dst_to_plain ? ScratchMemory(ctx, conv.pd.dst_desc(), dst_storage) : dst;

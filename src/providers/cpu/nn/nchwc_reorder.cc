@@ -22,7 +22,8 @@ class ReorderFromBlocked : public Kernel {
     const Shape plain = PlainShapeOfBlocked(ctx.node(), "X", x.shape(), channels_);
     Tensor& y = ctx.Output(0, x.type(), plain);
     if (y.NumElements() == 0) return;
-    std::vector<int64_t> key;
+    thread_local std::vector<int64_t> key;  // the thread's buffer: no allocation per step
+    key.clear();
     AppendShapeKey(key, x.shape());
     key.push_back(plain[1]);
     std::shared_ptr<const std::optional<LayoutReorder>> reorder = reorders_.Get(ctx, key, [&] {
@@ -34,10 +35,10 @@ class ReorderFromBlocked : public Kernel {
       std::copy_n(x.Data<float>(), x.NumElements(), y.Data<float>());
       return;
     }
-    const dnnl::engine& engine = DnnlEngine();
-    dnnl::memory from((*reorder)->pd.src_desc(), engine, const_cast<float*>(x.Data<float>()));
-    dnnl::memory to((*reorder)->pd.dst_desc(), engine, y.Data<float>());
-    RunReorder(ctx, **reorder, from, to);
+    DnnlMemoryPool::Lease bound = (*reorder)->memories->Borrow();
+    const LayoutReorder& r = **reorder;
+    RunReorder(ctx, r, bound.Bind(0, [&] { return r.pd.src_desc(); }, x.Data<float>()),
+               bound.Bind(1, [&] { return r.pd.dst_desc(); }, y.Data<float>()));
   }
 
  private:
