@@ -581,6 +581,7 @@ void Session::Impl::Initialize(const std::function<std::unique_ptr<Model>()>& lo
   if (LogEnabled(LogLevel::kVerbose))
     for (const PlanStep& step : plan.steps) Log(LogLevel::kVerbose, "plan: ", step.label);
   PrepareStaticShapes();
+  for (const auto& ep : eps) ep->OnSessionReady();
   phases.Mark("prepare");
 }
 

@@ -280,13 +280,14 @@ TEST_F(CudaEpTest, ProviderOptionsAreValidatedNamingTheKey) {
                                {"enable_cuda_graph", "0"},
                                {"enable_skip_layer_norm_strict_mode", "0"},
                                {"use_tf32", "0"},
-                               {"prefer_nhwc", "0"}};
+                               {"prefer_nhwc", "0"},
+                               {"library_warmup", "0"}};
   EXPECT_NE(CudaFactory().CreateEp(CudaDevice(), all), nullptr);
   const std::vector<std::pair<std::string, std::string>> bad = {
       {"no_such_option", "1"},         {"device_id", "-1"},           {"device_id", "99"},
       {"gpu_mem_limit", "lots"},       {"arena_extend_strategy", "x"}, {"cudnn_conv_algo_search", "FAST"},
       {"do_copy_in_default_stream", "2"}, {"use_tf32", "yes"},        {"user_compute_stream", "0xzz"},
-      {"prefer_nhwc", ""}};
+      {"prefer_nhwc", ""},                {"library_warmup", "2"}};
   for (const auto& [key, value] : bad) {
     const std::string message =
         ErrorOf([&] { CudaFactory().CreateEp(CudaDevice(), {{key, value}}); }, ErrorCode::kInvalidArgument);
@@ -301,6 +302,31 @@ TEST_F(CudaEpTest, ProviderOptionsAreValidatedNamingTheKey) {
   const std::string message =
       ErrorOf([&] { Session(TestEnv(), model.data(), model.size(), options); }, ErrorCode::kInvalidArgument);
   EXPECT_NE(message.find("cudnn_conv_algo_search"), std::string::npos) << message;
+}
+
+// The first CUDA EP of a process starts cuDNN's and cuBLASLt's warm-up calls on threads of its own (ctest runs
+// each test in a process of its own, so this test's first session is that EP): a session destroyed while they may
+// still run waits for them, and the sessions after it -- convolution and product, with the warm-up on and off --
+// give the CPU EP's results.
+TEST_F(CudaEpTest, LibraryWarmupLeavesTheLibrariesToTheSessions) {
+  OpTester conv("Conv", 11);
+  const Tensor x = RandomTensor(DataType::kFloat, {1, 3, 12, 12}, 31);
+  conv.Attr("pads", std::vector<int64_t>{1, 1, 1, 1});
+  conv.Input("X", x).Input("W", RandomTensor(DataType::kFloat, {4, 3, 3, 3}, 32), true).OutputName("Y");
+  const std::string conv_model = conv.SerializedModel();
+  { Session first(TestEnv(), conv_model.data(), conv_model.size(), SessionOptions{}); }  // gone during the warm-up
+  const std::vector<Tensor> expected = conv.RunOn("cpu");
+  for (const char* warmup : {"1", "0"}) {
+    const std::vector<Tensor> actual =
+        RunOnCuda(conv_model, {{"X", x}}, {{"library_warmup", warmup}, {"use_tf32", "0"}});
+    EXPECT_EQ(CompareTensors(expected[0], actual[0], 1e-4, 1e-4), "") << "library_warmup " << warmup;
+  }
+  OpTester matmul("MatMul", 13);
+  const Tensor a = RandomTensor(DataType::kFloat, {16, 32}, 33), b = RandomTensor(DataType::kFloat, {32, 24}, 34);
+  matmul.Input("A", a).Input("B", b, true).OutputName("Y");
+  const std::vector<Tensor> product = matmul.RunOn("cpu");
+  const std::vector<Tensor> actual = RunOnCuda(matmul.SerializedModel(), {{"A", a}}, {{"use_tf32", "0"}});
+  EXPECT_EQ(CompareTensors(product[0], actual[0], 1e-4, 1e-4), "");
 }
 
 // Runs Relu through a session whose EP computes on `user`; synchronizing `user` alone makes the result

@@ -143,6 +143,10 @@ class ExecutionProvider {
   // graph_capture_enabled() || automatic_graphs_enabled(). Runs before a capture (a signature's warm-up), runs
   // opting out (RunOptions gpu_graph_id = -1) and signatures whose capture failed still run eagerly.
   virtual void SetRunsReplayed(bool /*replayed*/) {}
+  // Called once per session when its creation is done (after the preparation runs, before the constructor
+  // returns): an EP finishes background work of its own that the caller's runs should not compete with (the
+  // CUDA EP's library warm-up). Not called when creation fails.
+  virtual void OnSessionReady() {}
 };
 
 }  // namespace tessera

@@ -68,7 +68,8 @@ CudaExecutionProvider::CudaExecutionProvider(int ordinal, const CudaProviderOpti
       handles_(ordinal, device_allocator_),
       cudnn_plans_(ordinal_, options.plan_build_threads.value_or(CudnnPlanCache::DefaultThreads())),
       graphs_(ordinal),
-      runs_replayed_(options.enable_cuda_graph || options.automatic_cuda_graphs) {
+      runs_replayed_(options.enable_cuda_graph || options.automatic_cuda_graphs),
+      library_warmup_(ordinal_, options.library_warmup) {
   RegisterCudaKernels(kernels_);
   AttachTuningCache(tuning_, ordinal_, options_);
 }

@@ -8,6 +8,7 @@
 #include "providers/cuda/cuda_graph.h"
 #include "providers/cuda/cuda_handles.h"
 #include "providers/cuda/cudnn_plan_cache.h"
+#include "providers/cuda/library_warmup.h"
 #include "providers/cuda/cuda_profiling.h"
 #include "providers/cuda/cuda_provider_options.h"
 #include "providers/cuda/cuda_transfer.h"
@@ -57,6 +58,8 @@ class CudaExecutionProvider : public ExecutionProvider {
   // one. Assumed from the options until the session says (SetRunsReplayed, before any run).
   void SetRunsReplayed(bool replayed) override { runs_replayed_ = replayed || options_.enable_cuda_graph; }
   bool runs_replayed() const { return runs_replayed_; }
+  // The library warm-up this EP started (library_warmup.h) ends before the session's creation does.
+  void OnSessionReady() override { library_warmup_.Wait(); }
 
   // Profiling (cuda_profiling.h): NVTX run and node ranges when a tool listens, device timers from CUDA events.
   void OnRunStart(Stream*, const std::string& run_tag) override { profiling_.RunStart(run_tag); }
@@ -91,6 +94,7 @@ class CudaExecutionProvider : public ExecutionProvider {
   CudaGraphSet graphs_;
   std::atomic<bool> runs_replayed_;
   CudaProfiling profiling_;
+  LibraryWarmup library_warmup_;  // last: its threads are joined before anything else of the EP goes
 };
 
 }  // namespace tessera::cuda

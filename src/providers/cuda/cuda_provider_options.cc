@@ -94,6 +94,7 @@ const std::map<std::string, Setter>& Setters() {
       {"enable_skip_layer_norm_strict_mode", BoolSetter(&CudaProviderOptions::enable_skip_layer_norm_strict_mode)},
       {"use_tf32", BoolSetter(&CudaProviderOptions::use_tf32)},
       {"step_graphs", BoolSetter(&CudaProviderOptions::step_graphs)},
+      {"library_warmup", BoolSetter(&CudaProviderOptions::library_warmup)},
       {"automatic_cuda_graphs", BoolSetter(&CudaProviderOptions::automatic_cuda_graphs)},
       {"automatic_cuda_graph_limit",
        [](CudaProviderOptions& o, const std::string& k, const std::string& v) {

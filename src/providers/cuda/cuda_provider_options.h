@@ -43,6 +43,9 @@ struct CudaProviderOptions {
   // captured into a small CUDA graph the second time the step sees the same buffers, and replayed with one launch
   // afterwards (step_graphs.h). 0 queues every call directly.
   bool step_graphs = true;
+  // Tessera's own: the first EP of a GPU in a process makes one small cuDNN and one cuBLASLt call on threads of its
+  // own when it is created, so that the libraries load while the session loads the model (library_warmup.h).
+  bool library_warmup = true;
   // Tessera's own: without enable_cuda_graph, the session captures and replays whole runs (Run(feeds) and
   // IoBinding at any address) for models a graph can hold (session/automatic_graphs.h); 0 keeps every run eager.
   bool automatic_cuda_graphs = true;

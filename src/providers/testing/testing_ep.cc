@@ -156,6 +156,8 @@ class TestingExecutionProvider : public ExecutionProvider {
   void SetRunsReplayed(bool replayed) override {
     Log(LogLevel::kVerbose, kEpName, ": runs ", replayed ? "are replayed as whole-run graphs" : "execute the kernels");
   }
+  // Says when the session's creation is done (tests of OnSessionReady read it from the verbose log).
+  void OnSessionReady() override { Log(LogLevel::kVerbose, kEpName, ": the session is ready"); }
   // Profiled runs: step times measured on the stream's worker thread.
   std::unique_ptr<DeviceTimer> CreateDeviceTimer(Stream& stream) override {
     return CreateTestingTimer(static_cast<TestingStream&>(stream));

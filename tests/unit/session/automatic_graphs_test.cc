@@ -370,6 +370,39 @@ TEST_F(AutomaticGraphsTest, TheProviderIsToldWhetherRunsAreReplayed) {
   SetLogThreshold(saved);
 }
 
+// The EP is told once, when the session's creation ends (ExecutionProvider::OnSessionReady): after it learned how
+// runs go and after the preparation runs, before the first run of the caller's.
+TEST_F(AutomaticGraphsTest, TheProviderIsToldWhenTheSessionIsReady) {
+  const LogLevel saved = LogThreshold();
+  SessionOptions options = AutomaticOptions();
+  options.log_level = LogLevel::kVerbose;
+  ::testing::internal::CaptureStderr();
+  std::string log;
+  try {
+    Session session = MakeSession(DeviceOnlyModel(), options, TestEnv());
+    log = ::testing::internal::GetCapturedStderr();
+    ::testing::internal::CaptureStderr();
+    session.Run({{"x", Value(HostTensor(Values(8, 1.0f)))}});
+  } catch (...) {
+    ::testing::internal::GetCapturedStderr();
+    SetLogThreshold(saved);
+    throw;
+  }
+  const std::string run_log = ::testing::internal::GetCapturedStderr();
+  SetLogThreshold(saved);
+  const std::string ready = "the session is ready";
+  const size_t at = log.find(ready);
+  ASSERT_NE(at, std::string::npos) << log;
+  EXPECT_EQ(log.find(ready, at + 1), std::string::npos) << "told once: " << log;
+  EXPECT_LT(log.find("runs are replayed as whole-run graphs"), at) << log;
+  // Between the creation's "plan" and "prepare" phases (the latter ends with the preparation runs, if any).
+  EXPECT_LT(log.find("session creation: plan"), at) << log;
+  const size_t prepared = log.find("session creation: prepare");
+  ASSERT_NE(prepared, std::string::npos) << log;
+  EXPECT_LT(at, prepared) << log;
+  EXPECT_EQ(run_log.find(ready), std::string::npos) << run_log;
+}
+
 // RunOptions gpu_graph_id = -1 runs eagerly; a terminate flag stops a replay before it starts, and the session
 // goes on.
 TEST_F(AutomaticGraphsTest, RunOptionsOptOutAndTerminate) {
