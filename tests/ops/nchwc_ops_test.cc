@@ -100,6 +100,9 @@ TEST(NchwcOpsTest, ConvMatchesPlainConv) {
   // x, w, group, stride, pad, x_blocked, activation, residual
   const std::vector<ConvCase> cases = {
       {{1, 3, 11, 11}, {16, 3, 3, 3}, 1, 2, 1, false, "Relu", std::nullopt},
+      // a plain X into 16 channels: with B = 0 the kernel writes nChw16c, the same bytes as NHWC
+      {{2, 3, 10, 10}, {16, 3, 3, 3}, 1, 1, 1, false, "Clip", Shape{2, 16, 10, 10}},
+      {{1, 5, 9, 9}, {16, 5, 1, 1}, 1, 1, 0, false, "", Shape{1, 16, 1, 1}},
       {{2, 16, 7, 7}, {32, 16, 1, 1}, 1, 1, 0, true, "Clip", Shape{2, 32, 7, 7}},
       {{1, 32, 8, 8}, {32, 1, 3, 3}, 32, 1, 1, true, "Clip", std::nullopt},
       {{1, 32, 9, 9}, {32, 1, 3, 3}, 32, 2, 1, true, "", std::nullopt},
