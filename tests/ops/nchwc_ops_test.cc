@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <functional>
 #include <optional>
 
@@ -74,6 +75,7 @@ Tensor PlainConv(const ConvCase& c, const Tensor& x, const Tensor& w, const Tens
     }
     if (c.activation == "Relu") data[i] = std::max(data[i], 0.0f);
     if (c.activation == "Clip") data[i] = std::clamp(data[i], 0.0f, 6.0f);
+    if (c.activation == "Swish") data[i] = data[i] / (1.0f + std::exp(-data[i]));
   }
   return y;
 }
@@ -90,6 +92,8 @@ void CheckNchwcConv(const ConvCase& c, int64_t block) {
   if (c.activation == "Clip")
     t.Attr("activation", std::string("Clip")).Attr("activation_params", std::vector<float>{0, 6});
   if (c.activation == "Relu") t.Attr("activation", std::string("Relu"));
+  if (c.activation == "Swish")
+    t.Attr("activation", std::string("Swish")).Attr("activation_params", std::vector<float>{1});
   t.Input("X", c.x_blocked ? Block(x, block) : x).Input("W", w, true).Input("B", b, true);
   if (z) t.Input("Z", Block(*z, block));
   t.Output("Y", Block(PlainConv(c, x, w, b, z ? &*z : nullptr), block)).Tolerance(1e-4, 1e-4);
@@ -117,11 +121,14 @@ TEST(NchwcOpsTest, ConvMatchesPlainConv) {
     for (const ConvCase& c : cases) CheckNchwcConv(c, block);
 }
 
-// Dense 3x3 stride-1 convs with 64+ channels run oneDNN's Winograd algorithm (CPU EP option conv_winograd, on by
-// default) where the CPU has it: same results as the direct algorithm within float tolerance.
+// Dense 3x3 stride-1 convs with 32+ channels run oneDNN's Winograd algorithm (CPU EP option conv_winograd, on by
+// default) where the CPU has it: same results as the direct algorithm within float tolerance. Its kernels fuse ReLU;
+// SiLU (Swish) runs as a pass of its own after them, after a residual the primitive added.
 TEST(NchwcOpsTest, WinogradConvsMatchPlainConv) {
   const std::vector<ConvCase> cases = {
       {{1, 64, 14, 14}, {64, 64, 3, 3}, 1, 1, 1, true, "Relu", std::nullopt},
+      {{1, 32, 12, 12}, {32, 32, 3, 3}, 1, 1, 1, true, "Swish", std::nullopt},
+      {{1, 64, 10, 10}, {96, 64, 3, 3}, 1, 1, 1, true, "Swish", Shape{1, 96, 10, 10}},
       {{2, 64, 9, 9}, {96, 64, 3, 3}, 1, 1, 1, true, "", Shape{2, 96, 9, 9}},
       {{1, 128, 7, 7}, {128, 128, 3, 3}, 1, 1, 1, true, "Relu", Shape{1, 128, 7, 7}},
   };
@@ -130,26 +137,31 @@ TEST(NchwcOpsTest, WinogradConvsMatchPlainConv) {
 }
 
 // conv_winograd = 0 keeps the direct algorithm; on AVX-512 hosts (where oneDNN has Winograd kernels) the two
-// settings round differently, which shows the option reaches the kernel.
+// settings round differently, which shows the option reaches the kernel -- also with SiLU (Swish), which the
+// Winograd kernels do not fuse (it then runs after them).
 TEST(NchwcOpsTest, ConvWinogradOptionSelectsTheAlgorithm) {
   const Tensor x = RandomTensor(DataType::kFloat, Shape{1, 64, 14, 14}, 1);
-  OpTester t("NchwcConv", 1, "ai.tessera");
-  t.Attr("channel_block", int64_t{16}).Attr("pads", std::vector<int64_t>{1, 1, 1, 1});
-  t.Input("X", Block(x, 16)).Input("W", RandomTensor(DataType::kFloat, Shape{64, 64, 3, 3}, 2, -0.5, 0.5), true);
-  t.OutputName("Y");
-  const std::string model = t.SerializedModel();
-  auto run = [&](const char* winograd) {
-    SessionOptions options;
-    options.AddProvider(kCpuEpName, {{"conv_winograd", winograd}});
-    Session session(TestEnv(), model.data(), model.size(), options);
-    return session.Run({{"X", Value(Block(x, 16))}})[0].tensor();
-  };
-  const Tensor direct = run("0"), winograd = run("1");
-  EXPECT_EQ(CompareTensors(direct, winograd, 1e-4, 1e-4), "");
-  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl") &&
-      __builtin_cpu_supports("avx512dq")) {
-    EXPECT_FALSE(std::equal(direct.Data<float>(), direct.Data<float>() + direct.NumElements(), winograd.Data<float>()))
-        << "identical results: the Winograd algorithm did not run";
+  for (const char* activation : {"", "Swish"}) {
+    SCOPED_TRACE(std::string("activation ") + activation);
+    OpTester t("NchwcConv", 1, "ai.tessera");
+    t.Attr("channel_block", int64_t{16}).Attr("pads", std::vector<int64_t>{1, 1, 1, 1});
+    if (*activation) t.Attr("activation", std::string(activation)).Attr("activation_params", std::vector<float>{1});
+    t.Input("X", Block(x, 16)).Input("W", RandomTensor(DataType::kFloat, Shape{64, 64, 3, 3}, 2, -0.5, 0.5), true);
+    t.OutputName("Y");
+    const std::string model = t.SerializedModel();
+    auto run = [&](const char* winograd) {
+      SessionOptions options;
+      options.AddProvider(kCpuEpName, {{"conv_winograd", winograd}});
+      Session session(TestEnv(), model.data(), model.size(), options);
+      return session.Run({{"X", Value(Block(x, 16))}})[0].tensor();
+    };
+    const Tensor direct = run("0"), winograd = run("1");
+    EXPECT_EQ(CompareTensors(direct, winograd, 1e-4, 1e-4), "");
+    if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+        __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq")) {
+      EXPECT_FALSE(std::equal(direct.Data<float>(), direct.Data<float>() + direct.NumElements(), winograd.Data<float>()))
+          << "identical results: the Winograd algorithm did not run";
+    }
   }
 }
 
