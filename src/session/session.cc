@@ -447,8 +447,18 @@ void Session::Impl::Optimize() {
   evaluator.evaluate = [&](const Node& node, const Graph& holder) {
     Graph single;
     single.opsets = graph.opsets;
-    for (const Graph* g = &holder; g != nullptr; g = g->parent)  // inner scopes' infos win
-      single.value_infos.insert(g->value_infos.begin(), g->value_infos.end());
+    // The infos of the node's own values only (copying every info of the model per folded node made folding
+    // PP-OCRv4 det's 342 constant nodes take ~80 ms); inner scopes' infos win.
+    const auto add_info = [&](const std::string& name) {
+      if (name.empty() || single.value_infos.count(name)) return;
+      for (const Graph* g = &holder; g != nullptr; g = g->parent)
+        if (auto it = g->value_infos.find(name); it != g->value_infos.end()) {
+          single.value_infos.emplace(name, it->second);
+          return;
+        }
+    };
+    for (const std::string& in : node.inputs) add_info(in);
+    for (const std::string& out : node.outputs) add_info(out);
     for (const std::string& in : node.inputs)
       if (!in.empty()) single.initializers[in] = *FindConstant(holder, in);  // FoldConstants checked it
     for (const std::string& out : node.outputs) {
