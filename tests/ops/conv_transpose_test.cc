@@ -121,6 +121,37 @@ TEST(ConvTransposeOpTest, Kernel2Stride2LikeDefaultModel) {
   CheckConvTranspose(c);
 }
 
+// Kernels that tile the output (stride == kernel, no pads, at most 64 input channels per group) run the direct
+// vector loop: kernel widths 1, 2 and 4 vectorized, others scalar; rows of 32, 16 and fewer input positions; groups;
+// 1 to 3 spatial axes.
+TEST(ConvTransposeOpTest, TilingKernels) {
+  struct Geometry {
+    Shape x, w;
+    std::vector<int64_t> strides;
+    int64_t group;
+  };
+  const std::vector<Geometry> geometries = {
+      {{1, 24, 5, 83}, {24, 3, 2, 2}, {2, 2}, 1},       // 83 = 2 * 32 + 16 + 3 input positions per row
+      {{2, 6, 3, 21}, {6, 5, 1, 4}, {1, 4}, 2},         // kernel width 4, two groups
+      {{1, 8, 4, 40}, {8, 2, 3, 1}, {3, 1}, 1},         // kernel width 1
+      {{1, 4, 3, 7}, {4, 3, 2, 3}, {2, 3}, 1},          // kernel width 3: the scalar loop
+      {{1, 64, 2, 33}, {64, 2, 2, 2}, {2, 2}, 1},       // 64 input channels: the largest tiling case
+      {{2, 5, 37}, {5, 3, 2}, {2}, 1},                  // one spatial axis
+      {{1, 3, 2, 3, 34}, {3, 2, 2, 2, 2}, {2, 2, 2}, 1}, // three spatial axes
+  };
+  for (const Geometry& g : geometries)
+    for (bool constant_w : {false, true}) {
+      ConvTransposeCase c(g.x, g.w);
+      c.strides = g.strides, c.group = g.group, c.constant_w = constant_w;
+      SCOPED_TRACE(::testing::Message() << "x " << g.x.ToString() << " w " << g.w.ToString());
+      CheckConvTranspose(c);
+    }
+  // 65 input channels go to oneDNN; so does anything with pads or dilations.
+  ConvTransposeCase wide({1, 65, 3, 20}, {65, 4, 2, 2});
+  wide.strides = {2, 2};
+  CheckConvTranspose(wide);
+}
+
 TEST(ConvTransposeOpTest, Basic2dWithBias) {
   ConvTransposeCase c({2, 3, 5, 4}, {3, 4, 3, 3});
   CheckConvTranspose(c);

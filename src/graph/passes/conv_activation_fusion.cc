@@ -37,12 +37,14 @@ struct ConvMatch {
 };
 
 std::optional<ConvMatch> Match(const Graph& graph, const GraphIndex& index, Node& conv) {
-  if (!IsDefaultDomain(&conv, "Conv") || conv.NumInputs() < 2 || conv.inputs.size() > 3) return std::nullopt;
+  const bool transposed = IsDefaultDomain(&conv, "ConvTranspose");
+  if ((!transposed && !IsDefaultDomain(&conv, "Conv")) || conv.NumInputs() < 2 || conv.inputs.size() > 3)
+    return std::nullopt;
   ConvMatch match;
   match.conv = &conv;
   std::string value = conv.outputs[0];
   Node* next = index.SoleReader(value);
-  if (IsDefaultDomain(next, "Add") && next->inputs.size() == 2 && next->inputs[0] != next->inputs[1]) {
+  if (!transposed && IsDefaultDomain(next, "Add") && next->inputs.size() == 2 && next->inputs[0] != next->inputs[1]) {
     match.residual = next->inputs[0] == value ? next->inputs[1] : next->inputs[0];
     match.followers.push_back(next);
     value = next->outputs[0];
@@ -67,7 +69,9 @@ size_t FuseConvActivation(Graph& graph, const CanFuse& can_fuse) {
   size_t fused = 0;
   for (const auto& node : graph.nodes) {
     std::optional<ConvMatch> match = Match(graph, index, *node);
-    if (!match || !can_fuse(*node, graph, "FusedConv", "ai.tessera", 0)) continue;
+    if (!match) continue;
+    const char* fused_op = match->conv->op_type == "Conv" ? "FusedConv" : "FusedConvTranspose";
+    if (!can_fuse(*node, graph, fused_op, "ai.tessera", 0)) continue;
     bool taken = false;
     for (const Node* follower : match->followers) taken = taken || claimed.count(follower);
     if (taken) continue;
@@ -76,7 +80,7 @@ size_t FuseConvActivation(Graph& graph, const CanFuse& can_fuse) {
     Node* last = match->followers.back();
     Node fused_node;
     fused_node.name = conv.name + "_fused";
-    fused_node.op_type = "FusedConv";
+    fused_node.op_type = fused_op;
     fused_node.domain = "ai.tessera";
     fused_node.opset = 1;
     fused_node.inputs = conv.inputs;

@@ -10,13 +10,17 @@
 // the EP that would run the Conv must have a FusedConv kernel (`can_fuse`). Z is added before the activation;
 // the kernel requires Z to broadcast to the Conv output's shape (always true for residual connections).
 // The fused node replaces the pattern's last node, in its position, so everything it reads is produced before.
+//
+// ConvTranspose -> Act becomes ai.tessera::FusedConvTranspose(X, W, B, activation=Act) the same way (no residual:
+// a following Add stays a node), where the EP has a kernel for it (the CPU EP: the activation on each output row
+// while it is in cache, or as a oneDNN post-op).
 #pragma once
 
 #include "graph/passes/graph_rewrite.h"
 
 namespace tessera {
 
-// Returns the number of FusedConv nodes created.
+// Returns the number of FusedConv and FusedConvTranspose nodes created.
 size_t FuseConvActivation(Graph& graph, const CanFuse& can_fuse);
 
 }  // namespace tessera

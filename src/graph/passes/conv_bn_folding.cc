@@ -45,6 +45,35 @@ bool IsInferenceBatchNorm(const Node& node) {
   return true;
 }
 
+bool IsConvOrTranspose(const Node& node) {
+  return (node.op_type == "Conv" || node.op_type == "ConvTranspose") && node.domain.empty();
+}
+
+// The output channels of `conv` (Conv or ConvTranspose) with weights of `shape`: Conv's W is
+// [C_out, C_in / group, kernel...], ConvTranspose's [C_in, C_out / group, kernel...]. 0 when the shape does not fit.
+int64_t OutputChannels(const Node& conv, const Shape& shape) {
+  if (shape.rank() < 3) return 0;
+  if (conv.op_type == "Conv") return shape[0];
+  const int64_t group = conv.GetInt("group", 1);
+  return group >= 1 && shape[0] % group == 0 ? shape[1] * group : 0;
+}
+
+// Multiplies every weight of output channel c by factor[c] (W of `shape`, as OutputChannels reads it).
+void ScaleOutputChannels(const Node& conv, const Shape& shape, std::vector<float>& w, const std::vector<float>& factor) {
+  if (conv.op_type == "Conv") {
+    const int64_t per_channel = shape.SizeFrom(1);
+    for (int64_t c = 0; c < shape[0]; ++c)
+      for (int64_t k = 0; k < per_channel; ++k) w[c * per_channel + k] *= factor[c];
+    return;
+  }
+  const int64_t ic_per_group = shape[0] / conv.GetInt("group", 1), oc_per_group = shape[1], taps = shape.SizeFrom(2);
+  for (int64_t ic = 0; ic < shape[0]; ++ic)
+    for (int64_t oc = 0; oc < oc_per_group; ++oc) {
+      const float f = factor[ic / ic_per_group * oc_per_group + oc];
+      for (int64_t k = 0; k < taps; ++k) w[(ic * oc_per_group + oc) * taps + k] *= f;
+    }
+}
+
 struct FoldedParameters {
   Tensor weight, bias;
 };
@@ -54,10 +83,10 @@ struct FoldedParameters {
 std::optional<FoldedParameters> Fold(const Graph& graph, const Node& conv, const Node& bn) {
   const Tensor* weight = FloatConstant(graph, conv.inputs[1]);
   const Tensor* conv_bias = conv.HasInput(2) ? FloatConstant(graph, conv.inputs[2]) : nullptr;
-  if (weight == nullptr || weight->shape().rank() < 1 || (conv.HasInput(2) && conv_bias == nullptr))
-    return std::nullopt;
+  if (weight == nullptr || (conv.HasInput(2) && conv_bias == nullptr)) return std::nullopt;
   const DataType type = weight->type();
-  const int64_t channels = weight->shape()[0];
+  const int64_t channels = OutputChannels(conv, weight->shape());
+  if (channels == 0) return std::nullopt;
   std::vector<float> params[4];
   for (size_t i = 0; i < 4; ++i) {
     const Tensor* param = FloatConstant(graph, bn.inputs[i + 1]);
@@ -71,13 +100,12 @@ std::optional<FoldedParameters> Fold(const Graph& graph, const Node& conv, const
   const std::vector<float>& mean = params[2];
   const std::vector<float>& var = params[3];
   const std::vector<float> bias = conv_bias != nullptr ? ValuesOf(*conv_bias) : std::vector<float>(channels, 0.0f);
-  std::vector<float> w = ValuesOf(*weight), new_b(channels);
-  const int64_t per_channel = weight->shape().SizeFrom(1);
+  std::vector<float> w = ValuesOf(*weight), new_b(channels), factor(channels);
   for (int64_t c = 0; c < channels; ++c) {
-    const float factor = scale[c] / std::sqrt(var[c] + epsilon);
-    for (int64_t k = 0; k < per_channel; ++k) w[c * per_channel + k] *= factor;
-    new_b[c] = (bias[c] - mean[c]) * factor + shift[c];
+    factor[c] = scale[c] / std::sqrt(var[c] + epsilon);
+    new_b[c] = (bias[c] - mean[c]) * factor[c] + shift[c];
   }
+  ScaleOutputChannels(conv, weight->shape(), w, factor);
   return FoldedParameters{TensorOf(type, weight->shape(), w), TensorOf(type, Shape{channels}, new_b)};
 }
 
@@ -120,29 +148,24 @@ std::optional<std::vector<float>> PerChannel(const Tensor& c, size_t rank, int64
 bool FoldAffineStep(Graph& graph, Node& conv, const Node& step) {
   const Tensor* weight = FloatConstant(graph, conv.inputs[1]);
   const Tensor* conv_bias = conv.HasInput(2) ? FloatConstant(graph, conv.inputs[2]) : nullptr;
-  if (weight == nullptr || weight->shape().rank() < 3 || (conv.HasInput(2) && conv_bias == nullptr)) return false;
+  if (weight == nullptr || (conv.HasInput(2) && conv_bias == nullptr)) return false;
   const size_t constant_at = step.inputs[0] == conv.outputs[0] ? 1 : 0;
   if (step.inputs[1 - constant_at] != conv.outputs[0] || (step.op_type == "Sub" && constant_at != 1)) return false;
   const Tensor* constant = FloatConstant(graph, step.inputs[constant_at]);
   const DataType type = weight->type();
-  const int64_t channels = weight->shape()[0];
-  if (constant == nullptr || constant->type() != type || (conv_bias != nullptr && conv_bias->type() != type) ||
+  const int64_t channels = OutputChannels(conv, weight->shape());
+  if (channels == 0 || constant == nullptr || constant->type() != type || (conv_bias != nullptr && conv_bias->type() != type) ||
       (conv_bias != nullptr && conv_bias->NumElements() != channels))
     return false;
   const std::optional<std::vector<float>> values = PerChannel(*constant, weight->shape().rank(), channels);
   if (!values) return false;
   std::vector<float> w = ValuesOf(*weight);
   std::vector<float> b = conv_bias != nullptr ? ValuesOf(*conv_bias) : std::vector<float>(channels, 0.0f);
-  const int64_t per_channel = weight->shape().SizeFrom(1);
   for (int64_t c = 0; c < channels; ++c) {
     const float v = (*values)[static_cast<size_t>(c)];
-    if (step.op_type == "Mul") {
-      for (int64_t k = 0; k < per_channel; ++k) w[c * per_channel + k] *= v;
-      b[c] *= v;
-    } else {
-      b[c] += step.op_type == "Add" ? v : -v;
-    }
+    b[c] = step.op_type == "Mul" ? b[c] * v : step.op_type == "Add" ? b[c] + v : b[c] - v;
   }
+  if (step.op_type == "Mul") ScaleOutputChannels(conv, weight->shape(), w, *values);
   std::optional<Tensor> scaled;
   if (step.op_type == "Mul") scaled = TensorOf(type, weight->shape(), w);
   InstallFolded(graph, conv, std::move(scaled), TensorOf(type, Shape{channels}, b), "affine", step.outputs[0]);
@@ -164,7 +187,7 @@ size_t FoldConvAffine(Graph& graph) {
         continue;
       for (const std::string& input : step.inputs) {
         Node* conv = index.Producer(input);
-        if (conv == nullptr || conv->op_type != "Conv" || !conv->domain.empty() || conv->NumInputs() < 2 ||
+        if (conv == nullptr || !IsConvOrTranspose(*conv) || conv->NumInputs() < 2 ||
             conv->outputs.size() != 1 || touched.count(conv) || !index.OnlyReadBy(conv->outputs[0], step) ||
             step.inputs[0] == step.inputs[1])
           continue;
@@ -188,7 +211,7 @@ size_t FoldConvBatchNorm(Graph& graph) {
     Node& bn = *node;
     if (!IsInferenceBatchNorm(bn)) continue;
     Node* conv = index.Producer(bn.inputs[0]);
-    if (conv == nullptr || conv->op_type != "Conv" || conv->domain != "" || conv->NumInputs() < 2 ||
+    if (conv == nullptr || !IsConvOrTranspose(*conv) || conv->NumInputs() < 2 ||
         conv->outputs.size() != 1 || !index.OnlyReadBy(conv->outputs[0], bn))
       continue;
     std::optional<FoldedParameters> folded = Fold(graph, *conv, bn);

@@ -1,7 +1,9 @@
-// Folds an inference BatchNormalization into the Conv that feeds it (level extended):
+// Folds an inference BatchNormalization into the Conv or ConvTranspose that feeds it (level extended):
 //   y = BN(Conv(x, W, B))  ->  y = Conv(x, W', B')
 // with, per output channel c, f = scale[c] / sqrt(var[c] + epsilon), W'[c] = W[c] * f and
-// B'[c] = (B[c] - mean[c]) * f + bias[c] (B = 0 when the Conv has none).
+// B'[c] = (B[c] - mean[c]) * f + bias[c] (B = 0 when the Conv has none). "W[c]" is every weight that feeds
+// output channel c: Conv's W[c, ...]; ConvTranspose's W[ic, c % (C_out / group), ...] for the input channels ic
+// of c's group (its W is [C_in, C_out / group, kernel...]).
 //
 // Applies when W, B and the BN parameters are float32 or float16 constants (computed in float32, stored in W's
 // type), the Conv output is read only by the BN,
@@ -16,8 +18,8 @@ namespace tessera {
 // Returns the number of BatchNormalization nodes folded.
 size_t FoldConvBatchNorm(Graph& graph);
 
-// Folds a per-channel affine step that follows a Conv into it (level extended, after the BatchNormalization
-// folding; ONNX Runtime folds the same):
+// Folds a per-channel affine step that follows a Conv or ConvTranspose into it (level extended, after the
+// BatchNormalization folding; ONNX Runtime folds the same for Conv):
 //   Conv(x, W, B) -> Mul(s)  ->  Conv(x, W * s[c], B * s[c])
 //   Conv(x, W, B) -> Add(b)  ->  Conv(x, W, B + b[c])          (Sub(b): B - b[c])
 // where s and b are float32 or float16 constants of W's type that broadcast against the Conv's output as one value

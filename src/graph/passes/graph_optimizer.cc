@@ -61,8 +61,12 @@ void RunBasic(Graph& graph, PassRunner& run) {
 void RunExtended(Graph& graph, PassRunner& run) {
   const OptimizerContext& context = run.context();
   if (run("shape_subgraph_elimination", [&] { return EliminateShapeSubgraphs(graph); }) > 0) RunBasic(graph, run);
-  run("conv_bn_folding", [&] { return FoldConvBatchNorm(graph); });
-  run("conv_affine_folding", [&] { return FoldConvAffine(graph); });
+  // A constant Add between a convolution and its BatchNormalization (PaddlePaddle's exports write ConvTranspose's
+  // bias so) folds first and leaves the BatchNormalization to fold next: alternate until neither folds a node.
+  for (size_t folded = 1; folded > 0;) {
+    folded = run("conv_bn_folding", [&] { return FoldConvBatchNorm(graph); });
+    folded += run("conv_affine_folding", [&] { return FoldConvAffine(graph); });
+  }
   run("layer_norm_fusion", [&] { return FuseLayerNorm(graph, context.can_fuse); });
   run("gelu_fusion", [&] { return FuseGelu(graph, context.can_fuse); });
   run("hard_swish_fusion", [&] { return FuseHardSwish(graph, context.can_fuse); });

@@ -1,5 +1,8 @@
 // ConvTranspose: the transpose (input gradient) of Conv, used as a learned upsampling. N-D with groups,
 // strides, dilations, explicit pads, auto_pad, output_shape, output_padding and an optional bias.
+// ai.tessera::FusedConvTranspose (from conv_activation_fusion) is ConvTranspose followed by its `activation`.
+// Kernels that tile the output (stride == kernel, no pads or dilations) with few input channels run the direct
+// loop of tiling_conv_transpose.h.
 // float32 with 1 to 3 spatial dims runs on oneDNN's deconvolution primitive (built per input shape and
 // cached; constant weights are packed once); double, other ranks and geometries oneDNN rejects use a
 // direct loop.
@@ -21,6 +24,7 @@
 #include "providers/cpu/common/dnnl_utils.h"
 #include "providers/cpu/common/window_geometry.h"
 #include "providers/cpu/cpu_kernels.h"
+#include "providers/cpu/nn/tiling_conv_transpose.h"
 #include "tessera/ep/conv_transpose_geometry.h"
 
 namespace tessera::cpu {
@@ -116,6 +120,7 @@ class ConvTranspose : public Kernel {
   explicit ConvTranspose(const KernelInfo& info)
       : attrs_(ReadConvTransposeAttributes(info.node())),
         has_bias_(info.node().HasInput(2)),
+        activation_(info.node().domain.empty() ? FusedActivation{} : ReadFusedActivation(info.node())),
         constant_weights_(info.ConstantInput(1) ? *info.ConstantInput(1) : Tensor()) {}
 
   void Compute(KernelContext& ctx) const override {
@@ -125,16 +130,22 @@ class ConvTranspose : public Kernel {
     const ConvTransposeShapes s = ResolveConvTransposeShapes(ctx.node(), attrs_, x.shape(), w.shape(), bias);
     Tensor& y = ctx.Output(0, x.type(), s.y);
     if (y.NumElements() == 0) return;
+    if (x.type() == DataType::kFloat && x.NumElements() > 0 && UseTilingConvTranspose(s))
+      return TilingConvTranspose(s, x.Data<float>(), w.Data<float>(), bias ? bias->Data<float>() : nullptr,
+                                 activation_, y.Data<float>(), ctx.thread_pool());
     if (x.type() == DataType::kFloat && s.rank() <= 3 && x.NumElements() > 0) {
       std::shared_ptr<const DnnlDeconv> deconv = primitives_.Get(ctx, CacheKey(x, w), [&] { return Build(s); });
       if (deconv->primitive) return RunDnnl(ctx, *deconv, x, w, bias, y);
     }
-    if (x.type() == DataType::kFloat)
+    if (x.type() == DataType::kFloat) {
       ReferenceConvTranspose(s, x.Data<float>(), w.Data<float>(), bias ? bias->Data<float>() : nullptr,
                              y.Data<float>(), ctx.thread_pool());
-    else
+      ApplyActivation(activation_, y.Data<float>(), y.NumElements());
+    } else {
       ReferenceConvTranspose(s, x.Data<double>(), w.Data<double>(), bias ? bias->Data<double>() : nullptr,
                              y.Data<double>(), ctx.thread_pool());
+      ApplyActivation(activation_, y.Data<double>(), y.NumElements());
+    }
   }
 
  private:
@@ -166,7 +177,11 @@ class ConvTranspose : public Kernel {
           blocked ? any(src) : deconv.src_plain, any(deconv.weights_onnx.dims()), bias,
           blocked ? any(dst) : deconv.dst_plain, ToDnnlDims(s.strides), dilations, ToDnnlDims(s.pad_begin),
           ToDnnlDims(s.pad_end));
-      deconv.pd = dnnl::deconvolution_forward::primitive_desc(desc, DnnlAttr(), DnnlEngine());
+      dnnl::post_ops ops;
+      AppendActivation(ops, activation_);
+      dnnl::primitive_attr attr;
+      attr.set_post_ops(ops);
+      deconv.pd = dnnl::deconvolution_forward::primitive_desc(desc, DnnlAttr(attr), DnnlEngine());
     } catch (const dnnl::error&) {
       return deconv;
     }
@@ -202,6 +217,7 @@ class ConvTranspose : public Kernel {
 
   ConvTransposeAttributes attrs_;
   bool has_bias_;  // fixed per node, so the cached primitives either all take a bias or none does
+  FusedActivation activation_;  // FusedConvTranspose only
   Tensor constant_weights_;  // shares the initializer's buffer; undefined when W is not constant
   ShapeCache<DnnlDeconv> primitives_;
 };
@@ -212,6 +228,10 @@ void RegisterConvTransposeKernels(KernelRegistry& registry) {
   KernelDef def;
   def.op_type = "ConvTranspose";
   def.input_types = {{0, {DataType::kFloat, DataType::kDouble}}};
+  registry.Register<ConvTranspose>(def);
+  def.op_type = "FusedConvTranspose";
+  def.domain = "ai.tessera";
+  def.since_version = 1;
   registry.Register<ConvTranspose>(std::move(def));
 }
 

@@ -22,6 +22,38 @@ TEST(ConvActivationFusionTest, FusesConvRelu) {
   ExpectSameOutputs(g, OptimizationLevel::kAll, 1e-4f);
 }
 
+// ConvTranspose -> activation becomes FusedConvTranspose on the CPU EP: the tiling loop (kernel 2x2 stride 2, few
+// channels) and oneDNN's deconvolution (65 input channels; pads) each apply it.
+// A residual Add after a ConvTranspose is not fused.
+TEST(ConvActivationFusionTest, FusesConvTransposeActivation) {
+  struct Case {
+    int64_t channels;
+    std::vector<int64_t> pads;
+    const char* activation;
+  };
+  for (const Case& c : {Case{6, {0, 0, 0, 0}, "Relu"}, Case{6, {0, 0, 0, 0}, "Sigmoid"},
+                        Case{65, {0, 0, 0, 0}, "Relu"}, Case{6, {1, 0, 1, 0}, "Tanh"}}) {
+    PassTestGraph g;
+    g.Input("x", {1, c.channels, 5, 35}).Output("y");
+    g.Floats("W", {c.channels, 3, 2, 2}, PassTestGraph::Random(c.channels * 12, -1, 1, 5));
+    g.Floats("B", {3}, {0.5f, -0.25f, 0.1f});
+    onnx::NodeProto& deconv = g.Node("ConvTranspose", {"x", "W", "B"}, {"c"});
+    SetInts(deconv, "strides", {2, 2});
+    SetInts(deconv, "pads", c.pads);
+    g.Node(c.activation, {"c"}, {"y"});
+    SCOPED_TRACE(::testing::Message() << c.channels << " channels, " << c.activation);
+    EXPECT_EQ(OpsAt(g, OptimizationLevel::kAll), (std::vector<std::string>{"FusedConvTranspose"}));
+    ExpectSameOutputs(g, OptimizationLevel::kAll, 1e-5f);
+  }
+  PassTestGraph residual;
+  residual.Input("x", {1, 4, 5, 6}).Input("z", {1, 3, 10, 12}).Output("y");
+  residual.Floats("W", {4, 3, 2, 2}, PassTestGraph::Random(48, -1, 1, 5));
+  SetInts(residual.Node("ConvTranspose", {"x", "W"}, {"c"}), "strides", {2, 2});
+  residual.Node("Add", {"c", "z"}, {"sum"});
+  residual.Node("Relu", {"sum"}, {"y"});
+  EXPECT_EQ(OpsAt(residual, OptimizationLevel::kAll), (std::vector<std::string>{"ConvTranspose", "Add", "Relu"}));
+}
+
 // SiLU as YOLO-style exports write it: c * Sigmoid(c), in either operand order, after a Conv or its residual Add.
 TEST(ConvActivationFusionTest, FusesSiluAsSwish) {
   for (bool sigmoid_first : {false, true}) {

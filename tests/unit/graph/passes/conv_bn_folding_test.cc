@@ -50,6 +50,31 @@ TEST(ConvBnFoldingTest, KeepsBatchNormWhenConvOutputHasOtherReaders) {
   ExpectSameOutputs(g, OptimizationLevel::kExtended);
 }
 
+// ConvTranspose's W is [C_in, C_out / group, k...]: output channel g * (C_out / group) + oc owns W[ic, oc] for the
+// input channels ic of group g. Two groups of 2 input and 3 output channels make a wrong channel mapping visible.
+TEST(ConvBnFoldingTest, FoldsBatchNormIntoGroupedConvTranspose) {
+  for (bool bias : {true, false}) {
+    PassTestGraph g;
+    g.Input("x", {1, 4, 5, 6}).Output("y");
+    g.Floats("W", {4, 3, 2, 2}, PassTestGraph::Random(48, -1, 1, 9));
+    std::vector<std::string> inputs = {"x", "W"};
+    if (bias) {
+      g.Floats("B", {6}, {0.5f, -0.25f, 0.0f, 1.0f, 0.75f, -1.5f});
+      inputs.push_back("B");
+    }
+    g.Floats("scale", {6}, {1.5f, 0.5f, -1.0f, 2.0f, 0.25f, 3.0f})
+        .Floats("shift", {6}, {0.1f, -0.2f, 0.3f, 0.0f, 0.4f, -0.5f})
+        .Floats("mean", {6}, {0.2f, -0.1f, 0.5f, 1.0f, -0.7f, 0.3f})
+        .Floats("var", {6}, {0.5f, 1.5f, 2.0f, 0.25f, 1.0f, 0.75f});
+    onnx::NodeProto& deconv = g.Node("ConvTranspose", inputs, {"c"});
+    SetInts(deconv, "strides", {2, 2});
+    SetInt(deconv, "group", 2);
+    g.Node("BatchNormalization", {"c", "scale", "shift", "mean", "var"}, {"bn"});
+    g.Node("Relu", {"bn"}, {"y"});
+    EXPECT_EQ(OpsAt(g, OptimizationLevel::kExtended), (std::vector<std::string>{"ConvTranspose", "Relu"})) << bias;
+    ExpectSameOutputs(g, OptimizationLevel::kExtended, 1e-4f);
+  }
+}
 
 // float16 parameters fold in float32 and stay float16: the folded weights equal the float32 fold's, rounded.
 TEST(ConvBnFoldingTest, FoldsFloat16ParametersIntoFloat16Weights) {
@@ -120,6 +145,35 @@ TEST(ConvAffineFoldingTest, FoldsPerChannelConstantsAndSub) {
   g.Node("Sub", {"scaled", "b"}, {"y"});
   EXPECT_EQ(OpsAt(g, OptimizationLevel::kExtended), (std::vector<std::string>{"Conv"}));
   ExpectSameOutputs(g, OptimizationLevel::kExtended, 1e-5f);
+}
+
+TEST(ConvAffineFoldingTest, FoldsPerChannelScaleIntoGroupedConvTranspose) {
+  PassTestGraph g;
+  g.Input("x", {1, 4, 3, 5}).Output("y");
+  g.Floats("W", {4, 3, 2, 3}, PassTestGraph::Random(72, -1, 1, 11));
+  g.Floats("s", {6, 1, 1}, {0.5f, -2.0f, 1.25f, 3.0f, 0.75f, -0.5f}).Floats("b", {1}, {0.3f});
+  onnx::NodeProto& deconv = g.Node("ConvTranspose", {"x", "W"}, {"c"});
+  SetInts(deconv, "strides", {2, 3});
+  SetInt(deconv, "group", 2);
+  g.Node("Mul", {"c", "s"}, {"scaled"});
+  g.Node("Add", {"scaled", "b"}, {"y"});
+  EXPECT_EQ(OpsAt(g, OptimizationLevel::kExtended), (std::vector<std::string>{"ConvTranspose"}));
+  ExpectSameOutputs(g, OptimizationLevel::kExtended, 1e-5f);
+}
+
+// A bias Add before the BatchNormalization (as PaddlePaddle exports ConvTranspose's bias) folds, then the BN.
+TEST(ConvAffineFoldingTest, BiasAddThenBatchNormBothFold) {
+  PassTestGraph g = ConvThen(false);
+  g.Floats("b", {1, 4, 1, 1}, {0.1f, 0.2f, -0.3f, 0.4f})
+      .Floats("scale", {4}, {1.5f, 0.5f, -1.0f, 2.0f})
+      .Floats("shift", {4}, {0.1f, -0.2f, 0.3f, 0.0f})
+      .Floats("mean", {4}, {0.2f, -0.1f, 0.5f, 1.0f})
+      .Floats("var", {4}, {0.5f, 1.5f, 2.0f, 0.25f});
+  g.Node("Add", {"c", "b"}, {"biased"});
+  g.Node("BatchNormalization", {"biased", "scale", "shift", "mean", "var"}, {"bn"});
+  g.Node("Relu", {"bn"}, {"y"});
+  EXPECT_EQ(OpsAt(g, OptimizationLevel::kExtended), (std::vector<std::string>{"Conv", "Relu"}));
+  ExpectSameOutputs(g, OptimizationLevel::kExtended, 1e-4f);
 }
 
 TEST(ConvAffineFoldingTest, LeavesStepsThatAreNotPerChannel) {
