@@ -120,7 +120,9 @@ struct SessionOptions {
   //   "session.use_env_allocators" = "1": allocate from the Environment's shared allocators where one
   //   exists for an EP's memory (instead of the EP's own allocator, which honours its provider options).
   //   "session.prepare_static_shapes" = "1" / "0": run the model on zeros at creation when every input shape
-  //   is static, so that the first Run costs about a steady one (default "1"); see docs/ARCHITECTURE.md.
+  //   is static, so that the first Run costs about a steady one (default "1"); CPU-only sessions run it dry where
+  //   the graph allows (convolutions prepare without computing); "full" always runs it in full. See
+  //   docs/ARCHITECTURE.md.
   //   "session.float16_in_float32" = "1" / "0": run connected float16/bfloat16 regions that an EP computes by
   //   widening per node (the CPU EP) in float32 end to end, with Casts only where values enter and leave them
   //   (default "1", optimization level all); "0" keeps 16-bit values between nodes. docs/ARCHITECTURE.md.

@@ -93,6 +93,7 @@ class StepContext : public KernelContext {
     if (slot >= 0) return &frame_.At(slot);
     return frame_.request.parent ? frame_.request.parent->OuterScopeValue(name) : nullptr;
   }
+  bool preparing_only() const override { return frame_.request.preparing_only; }
   bool terminate_requested() const override { return !StopReason().empty(); }
   std::string StopReason() const override { return tessera::StopReason(frame_.request); }
   bool SetByKernel(size_t i) const { return i < set_by_kernel_.size() && set_by_kernel_[i]; }

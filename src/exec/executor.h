@@ -34,6 +34,8 @@ struct RunRequest {
   // When the run must stop (RunOptions::timeout_ms from its start; time_point::max(): never). Subgraph runs inherit
   // their caller's.
   std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max();
+  // A dry preparation run (KernelContext::preparing_only): its outputs are discarded.
+  bool preparing_only = false;
 };
 
 // Why `request`'s run should stop now (RunOptions::terminate, or its deadline has passed), "" when it should go on.

@@ -25,6 +25,7 @@
 #include "graph/type_inference.h"
 #include "providers/cpu/cpu_ep.h"
 #include "session/automatic_graphs.h"
+#include "session/dry_preparation.h"
 #include "session/environment_impl.h"
 #include "session/graph_capture_check.h"
 #include "session/host_staged_transfer.h"
@@ -705,9 +706,24 @@ void Session::Impl::PrepareStaticShapes() {
     if (zeros.SizeInBytes() > 0) std::memset(zeros.raw_data(), 0, zeros.SizeInBytes());
     feeds.emplace_back(input.name, Value(std::move(zeros)));
   }
+  RunOptions run_options;
+  run_options.tag = "prepare";
+  // CPU sessions whose shapes all follow from the inputs' run dry (convolutions prepare without computing); any
+  // error there runs the full preparation instead, which reports it.
+  if (cpu_only && value != "full" && AllowsDryPreparation(graph)) {
+    try {
+      RunRequest request;
+      request.inputs = CollectInputs(feeds);
+      request.preparing_only = true;
+      Execute(request, run_options, Impl::EndOfRun::kNoWait);
+      Log(LogLevel::kVerbose, "session.prepare_static_shapes: prepared with a dry run");
+      return;
+    } catch (const std::exception& e) {
+      Log(LogLevel::kVerbose, "session.prepare_static_shapes: the dry preparation run failed (", e.what(),
+          "); preparing with a full run");
+    }
+  }
   try {
-    RunOptions run_options;
-    run_options.tag = "prepare";
     for (int run = 0; run < (cpu_only ? 1 : 4); ++run) RunFeeds(feeds, {}, run_options, /*traced=*/false);
   } catch (const std::exception& e) {
     Log(LogLevel::kInfo, "session.prepare_static_shapes: the preparation run failed (", e.what(),

@@ -150,6 +150,13 @@ class KernelContext {
   // "" when it should not.
   virtual std::string StopReason() const { return terminate_requested() ? "RunOptions::terminate" : ""; }
 
+  // True in a session's dry preparation run (docs/ARCHITECTURE.md, "Preparation at creation"): a run on zeros at
+  // session creation whose results are discarded, made only so that kernels prepare for the model's static shapes.
+  // The session starts one only when every output shape of the graph follows from input shapes, attributes and
+  // constants. A kernel whose output shapes do not depend on its input values may then do its preparation (build
+  // primitives, pack weights) and fill its outputs with zeros instead of computing them.
+  virtual bool preparing_only() const { return false; }
+
   bool HasInput(size_t i) const { return InputValue(i) != nullptr; }
   // The tensor at input i; throws kInvalidArgument naming the node when missing or not a tensor.
   const Tensor& Input(size_t i) const;

@@ -3,6 +3,7 @@
 // first-call work (primitives, memory) is done; the CPU allocator shows it.
 #include <gtest/gtest.h>
 
+#include "core/logging.h"
 #include "test_env.h"
 #include "unit/session/graph_builder.h"
 
@@ -106,6 +107,100 @@ TEST(PrepareStaticShapesTest, ModelsWithRandomOpsAreNotRunAtCreation) {
                                 .Output("y")
                                 .Serialize();
   EXPECT_EQ(Create(model, SessionOptions{}).allocations_at_creation, 0u);
+}
+
+// Which preparation a CPU session made at creation, from its verbose log: "dry", "full" or "none".
+std::string PreparationOf(const std::string& model, const std::string& setting = "") {
+  SessionOptions options;
+  options.log_level = LogLevel::kVerbose;
+  if (!setting.empty()) options.config["session.prepare_static_shapes"] = setting;
+  const LogLevel saved = LogThreshold();
+  ::testing::internal::CaptureStderr();
+  size_t allocations = 0;
+  try {
+    allocations = Create(model, options).allocations_at_creation;
+  } catch (...) {
+    ::testing::internal::GetCapturedStderr();
+    SetLogThreshold(saved);
+    throw;
+  }
+  const std::string log = ::testing::internal::GetCapturedStderr();
+  SetLogThreshold(saved);
+  if (log.find("prepared with a dry run") != std::string::npos) return "dry";
+  return allocations > 0 ? "full" : "none";
+}
+
+// x[1,3,8,8] -> Conv(W[4,3,3,3], B, pads 1) -> Relu -> [the caller's tail] -> y
+GraphBuilder ConvModel() {
+  std::vector<float> w(4 * 3 * 3 * 3);
+  for (size_t i = 0; i < w.size(); ++i) w[i] = static_cast<float>(static_cast<int>(i % 7) - 3) * 0.25f;
+  GraphBuilder g;
+  g.Input("x", {1, 3, 8, 8})
+      .FloatInitializer("W", {4, 3, 3, 3}, w)
+      .FloatInitializer("B", {4}, {0.5f, -0.5f, 1.0f, 0.0f})
+      .Node("Conv", {"x", "W", "B"}, {"c"})
+      .IntsAttribute("pads", {1, 1, 1, 1})
+      .Node("Relu", {"c"}, {"r"});
+  return g;
+}
+
+// A CPU session whose shapes all follow from its inputs prepares without computing its convolutions; its results
+// equal those of a fully prepared session and of an unprepared one.
+TEST(PrepareStaticShapesTest, ConvolutionModelsArePreparedDry) {
+  const std::string model = ConvModel().Node("ReduceMean", {"r"}, {"y"}).IntsAttribute("axes", {1}).Output("y")
+                                .Serialize();
+  EXPECT_EQ(PreparationOf(model), "dry");
+  EXPECT_EQ(PreparationOf(model, "full"), "full");
+  EXPECT_EQ(PreparationOf(model, "0"), "none");
+  std::vector<float> input(3 * 8 * 8);
+  for (size_t i = 0; i < input.size(); ++i) input[i] = static_cast<float>(static_cast<int>(i % 11) - 5) * 0.3f;
+  const Tensor x = Tensor::FromVector<float>({1, 3, 8, 8}, input);
+  std::vector<std::vector<float>> results;
+  for (const char* setting : {"1", "full", "0"}) {
+    SessionOptions options;
+    options.config["session.prepare_static_shapes"] = setting;
+    PreparedSession p = Create(model, options);
+    results.push_back(p.session->Run({{"x", x}})[0].tensor().ToVector<float>());
+  }
+  EXPECT_EQ(results[0], results[1]);
+  EXPECT_EQ(results[0], results[2]);
+  bool nonzero = false;
+  for (float v : results[0]) nonzero = nonzero || v != 0.0f;
+  EXPECT_TRUE(nonzero) << "the first run computes the convolution the dry preparation skipped";
+}
+
+// Output shapes that depend on computed values, shapes given as data and integer division keep the full
+// preparation run.
+TEST(PrepareStaticShapesTest, ValueDependentShapesArePreparedInFull) {
+  EXPECT_EQ(PreparationOf(ConvModel().Node("NonZero", {"r"}, {"y"}).Output("y", 7).Serialize()), "full");
+  // A shape that arrives as data (here a graph input; the full run on zeros fails to reshape and is ignored). A
+  // shape computed from static shapes (Shape -> Reshape) is folded into a constant by the optimizer and runs dry.
+  EXPECT_EQ(PreparationOf(ConvModel()
+                              .Input("shape", {2}, 7)
+                              .Node("Reshape", {"r", "shape"}, {"y"})
+                              .Output("y")
+                              .Serialize()),
+            "full");
+  EXPECT_EQ(PreparationOf(ConvModel()
+                              .Node("Shape", {"r"}, {"s"})
+                              .Node("Reshape", {"r", "s"}, {"y"})
+                              .Output("y")
+                              .Serialize()),
+            "dry");
+  EXPECT_EQ(PreparationOf(ConvModel()
+                              .Int64Initializer("shape", {2}, {4, 64})
+                              .Node("Reshape", {"r", "shape"}, {"y"})
+                              .Output("y")
+                              .Serialize()),
+            "dry");
+  EXPECT_EQ(PreparationOf(ConvModel()
+                              .Int64Initializer("two", {1}, {2})
+                              .Node("Cast", {"r"}, {"i"})
+                              .IntAttribute("to", 7)
+                              .Node("Div", {"i", "two"}, {"y"})
+                              .Output("y", 7)
+                              .Serialize()),
+            "full");
 }
 
 }  // namespace

@@ -92,6 +92,7 @@ class WidenedContext : public KernelContext {
   const AllocatorPtr& allocator() const override { return outer_.allocator(); }
   const Value* OuterScopeValue(const std::string& name) const override { return outer_.OuterScopeValue(name); }
   bool terminate_requested() const override { return outer_.terminate_requested(); }
+  bool preparing_only() const override { return outer_.preparing_only(); }
 
   // Rounds the float32 results into the node's 16-bit outputs.
   void Finish() {

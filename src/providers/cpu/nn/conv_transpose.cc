@@ -19,6 +19,7 @@
 // Blocked layouts pad channels to 16, which a thin side pays for many times over, so they are used only
 // when both sides have at least 16 channels and there are no groups.
 #include <algorithm>
+#include <cstring>
 #include <optional>
 
 #include "providers/cpu/common/dnnl_utils.h"
@@ -130,11 +131,19 @@ class ConvTranspose : public Kernel {
     const ConvTransposeShapes s = ResolveConvTransposeShapes(ctx.node(), attrs_, x.shape(), w.shape(), bias);
     Tensor& y = ctx.Output(0, x.type(), s.y);
     if (y.NumElements() == 0) return;
+    if (ctx.preparing_only() && x.type() == DataType::kFloat && x.NumElements() > 0 && UseTilingConvTranspose(s)) {
+      std::memset(y.raw_data(), 0, y.SizeInBytes());  // a dry preparation run: the direct loop prepares nothing
+      return;
+    }
     if (x.type() == DataType::kFloat && x.NumElements() > 0 && UseTilingConvTranspose(s))
       return TilingConvTranspose(s, x.Data<float>(), w.Data<float>(), bias ? bias->Data<float>() : nullptr,
                                  activation_, y.Data<float>(), ctx.thread_pool());
     if (x.type() == DataType::kFloat && s.rank() <= 3 && x.NumElements() > 0) {
       std::shared_ptr<const DnnlDeconv> deconv = primitives_.Get(ctx, CacheKey(x, w), [&] { return Build(s); });
+      if (deconv->primitive && ctx.preparing_only()) {  // built and packed: that was the point
+        std::memset(y.raw_data(), 0, y.SizeInBytes());
+        return;
+      }
       if (deconv->primitive) return RunDnnl(ctx, *deconv, x, w, bias, y);
     }
     if (x.type() == DataType::kFloat) {
