@@ -140,7 +140,9 @@ class ConvTranspose : public Kernel {
                                  activation_, y.Data<float>(), ctx.thread_pool());
     if (x.type() == DataType::kFloat && s.rank() <= 3 && x.NumElements() > 0) {
       std::shared_ptr<const DnnlDeconv> deconv = primitives_.Get(ctx, CacheKey(x, w), [&] { return Build(s); });
-      if (deconv->primitive && ctx.preparing_only()) {  // built and packed: that was the point
+      // A dry preparation run: built and packed, which was the point -- unless the primitive is GEMM-based, whose
+      // GEMM generates its kernels on the first execution.
+      if (deconv->primitive && ctx.preparing_only() && std::string(deconv->pd.impl_info_str()).find("gemm") == std::string::npos) {
         std::memset(y.raw_data(), 0, y.SizeInBytes());
         return;
       }
