@@ -22,12 +22,10 @@ using Vec16 = float __attribute__((vector_size(64)));
 }
 [[gnu::always_inline]] inline void Store(float* p, Vec16 v) { std::memcpy(p, &v, sizeof v); }
 
-using Lanes16 = int __attribute__((vector_size(64)));
-
 // Outputs [a[0], b[0], a[1], b[1], ...]: the first 16 in `lo`, the next 16 in `hi`.
 [[gnu::always_inline]] inline void Interleave(Vec16 a, Vec16 b, Vec16& lo, Vec16& hi) {
-  lo = __builtin_shuffle(a, b, Lanes16{0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23});
-  hi = __builtin_shuffle(a, b, Lanes16{8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31});
+  lo = __builtin_shufflevector(a, b, 0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
+  hi = __builtin_shufflevector(a, b, 8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31);
 }
 
 // Output positions [i, i + 16 * V) of one row (see TiledRow), V vectors of 16 input positions at a time.
