@@ -6,6 +6,8 @@
 #include <array>
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
+#include <string>
 #include <unordered_map>
 
 #include "providers/cpu/common/target_clones.h"
@@ -110,6 +112,12 @@ void CheckArgCount(const KernelContext& ctx, size_t count) {
 }
 
 }  // namespace
+
+bool ZeroFilledForPreparation(const KernelContext& ctx, const dnnl::primitive_desc_base& pd, Tensor& y) {
+  if (!ctx.preparing_only() || std::string(pd.impl_info_str()).find("gemm") != std::string::npos) return false;
+  std::memset(y.raw_data(), 0, y.SizeInBytes());
+  return true;
+}
 
 void ExecuteDnnl(KernelContext& ctx, const dnnl::primitive& primitive, const dnnl::primitive_desc_base& pd,
                  const std::unordered_map<int, dnnl::memory>& args) {

@@ -57,6 +57,14 @@ struct DnnlArg {
 void ExecuteDnnl(KernelContext& ctx, const dnnl::primitive& primitive, const dnnl::primitive_desc_base& pd,
                  std::span<const DnnlArg> args);
 
+// In a dry preparation run (KernelContext::preparing_only), whether a kernel whose primitive `pd` is built (and
+// whose weights are packed) may skip computing and zero-fill its output `y` instead: it does so and returns true,
+// unless `pd` is GEMM-based ("x64:gemm:jit"), whose GEMM generates its kernels on the first execution (RetinaFace's
+// 64 -> 4 1x1 head: 24 ms) -- the work the preparation exists to take off the first run. Winograd kernels also do
+// some work on their first execution (YOLO11s: ~6 ms over its 25 Winograd convs), less than computing them at
+// creation costs (~20 ms), so they skip.
+bool ZeroFilledForPreparation(const KernelContext& ctx, const dnnl::primitive_desc_base& pd, Tensor& y);
+
 // oneDNN memory objects for the arguments of one cached primitive, made once per concurrent caller and rebound to
 // each call's buffers (a dnnl::memory costs several heap allocations to make; rebinding costs none). An entry of a
 // ShapeCache holds one pool (std::shared_ptr: entries are moved when built); a call borrows a set for its duration.

@@ -25,7 +25,6 @@
 // Dense 3x3 stride-1 NchwcConvs with 64+ channels run oneDNN's Winograd algorithm where the CPU has it (AVX-512)
 // unless the CPU EP option conv_winograd = 0: ResNet-50 at 2 threads, 23.0 -> 21.5 ms per run (dev VM).
 #include <algorithm>
-#include <cstring>
 #include <memory>
 #include <optional>
 #include <string>
@@ -344,7 +343,7 @@ class Conv : public Kernel {
       std::shared_ptr<const DnnlConv> conv =
           primitives_.Get(ctx, CacheKey(x, w, sum_in_primitive), [&] { return Build(s, options); });
       if (conv->primitive) {
-        if (SkipsCompute(ctx, *conv)) return ZeroFill(y);
+        if (ZeroFilledForPreparation(ctx, conv->pd, y)) return;
         RunDnnl(ctx, *conv, x, w, bias, sum_in_primitive ? residual : nullptr, y);
         if (!conv->activation_fused) Finish(ctx, sum_in_primitive ? nullptr : residual, y.Data<float>(), y);
         return;
@@ -362,17 +361,6 @@ class Conv : public Kernel {
   }
 
  private:
-  // Whether this call only prepares (KernelContext::preparing_only): yes, unless oneDNN chose a GEMM-based
-  // implementation ("x64:gemm:jit"), whose GEMM generates its kernels on the first execution (RetinaFace's 64 -> 4
-  // 1x1 head: 24 ms), which the preparation exists to take off the first run. Winograd kernels also do some work on
-  // their first execution (YOLO11s: ~6 ms over its 25 Winograd convs), less than computing them at creation costs
-  // (their compute: ~20 ms), so they skip.
-  static bool SkipsCompute(const KernelContext& ctx, const DnnlConv& conv) {
-    return ctx.preparing_only() && std::string(conv.pd.impl_info_str()).find("gemm") == std::string::npos;
-  }
-  // A dry preparation run's output.
-  static void ZeroFill(Tensor& y) { std::memset(y.raw_data(), 0, y.SizeInBytes()); }
-
   static bool UseDnnl(const ConvShapes& s, const Tensor& x) {
     return s.window.rank() <= 3 && x.NumElements() > 0;
   }
@@ -447,10 +435,7 @@ class Conv : public Kernel {
     if (!conv->primitive)
       Fail(ErrorCode::kNotImplemented, node.Describe(), ": oneDNN has no convolution for X ", x.shape().ToString(),
            " and W ", w.shape().ToString());
-    if (SkipsCompute(ctx, *conv)) {  // the primitive is built and the weights are packed: that was the point
-      if (!in_place) ZeroFill(y);
-      return;
-    }
+    if (ZeroFilledForPreparation(ctx, conv->pd, y)) return;  // in place, Y is Z at its last use: nothing else reads it
     RunDnnl(ctx, *conv, x, w, bias, sum_in_primitive ? residual : nullptr, y);
     if (!conv->activation_fused) Finish(ctx, sum_in_primitive ? nullptr : residual, y.Data<float>(), y);
   }

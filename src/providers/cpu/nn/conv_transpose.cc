@@ -131,21 +131,17 @@ class ConvTranspose : public Kernel {
     const ConvTransposeShapes s = ResolveConvTransposeShapes(ctx.node(), attrs_, x.shape(), w.shape(), bias);
     Tensor& y = ctx.Output(0, x.type(), s.y);
     if (y.NumElements() == 0) return;
-    if (ctx.preparing_only() && x.type() == DataType::kFloat && x.NumElements() > 0 && UseTilingConvTranspose(s)) {
-      std::memset(y.raw_data(), 0, y.SizeInBytes());  // a dry preparation run: the direct loop prepares nothing
-      return;
-    }
-    if (x.type() == DataType::kFloat && x.NumElements() > 0 && UseTilingConvTranspose(s))
-      return TilingConvTranspose(s, x.Data<float>(), w.Data<float>(), bias ? bias->Data<float>() : nullptr,
-                                 activation_, y.Data<float>(), ctx.thread_pool());
-    if (x.type() == DataType::kFloat && s.rank() <= 3 && x.NumElements() > 0) {
-      std::shared_ptr<const DnnlDeconv> deconv = primitives_.Get(ctx, CacheKey(x, w), [&] { return Build(s); });
-      // A dry preparation run: built and packed, which was the point -- unless the primitive is GEMM-based, whose
-      // GEMM generates its kernels on the first execution.
-      if (deconv->primitive && ctx.preparing_only() && std::string(deconv->pd.impl_info_str()).find("gemm") == std::string::npos) {
+    if (x.type() == DataType::kFloat && x.NumElements() > 0 && UseTilingConvTranspose(s)) {
+      if (ctx.preparing_only()) {  // a dry preparation run: the direct loop has nothing to prepare
         std::memset(y.raw_data(), 0, y.SizeInBytes());
         return;
       }
+      return TilingConvTranspose(s, x.Data<float>(), w.Data<float>(), bias ? bias->Data<float>() : nullptr,
+                                 activation_, y.Data<float>(), ctx.thread_pool());
+    }
+    if (x.type() == DataType::kFloat && s.rank() <= 3 && x.NumElements() > 0) {
+      std::shared_ptr<const DnnlDeconv> deconv = primitives_.Get(ctx, CacheKey(x, w), [&] { return Build(s); });
+      if (deconv->primitive && ZeroFilledForPreparation(ctx, deconv->pd, y)) return;
       if (deconv->primitive) return RunDnnl(ctx, *deconv, x, w, bias, y);
     }
     if (x.type() == DataType::kFloat) {
