@@ -276,6 +276,9 @@ std::vector<FusedMatMulCase> FusedMatMulCases() {
       {{2, 64}, {64, 40}, 0.5f, false, std::nullopt, "Relu", {}},
       {{3, 1, 32}, {32, 7}, 1.0f, true, Shape{3, 1, 7}, "Gelu", {}},
       {{1, 12}, {12, 9}, 1.0f, true, std::nullopt, "", {}},  // k = 12: float16 rows are not whole 16-byte words
+      // More words per lane than it loads before waiting for the kernel before it (4): the rest after.
+      {{1, 1, 1024}, {1024, 4096}, 1.0f, true, std::nullopt, "", {}},
+      {{2, 1, 2048}, {2048, 4096}, 1.0f, true, Shape{2, 1, 4096}, "Relu", {}},
       // The epilogue kernel after cuBLAS products of more rows: widths of whole and partial 16-byte words, addends.
       {{4, 32, 64}, {64, 48}, 1.0f, true, std::nullopt, "Gelu", {}},               // BERT's FFN
       {{2, 8, 16}, {16, 24}, 1.0f, true, Shape{2, 8, 24}, "Gelu", {}},             // with a same-shape addend

@@ -1,5 +1,6 @@
 // SkipLayerNormalization on the CUDA EP against the CPU EP (float32 and float16, strict and default
-// `enable_skip_layer_norm_strict_mode`, with and without beta and bias, broadcast skip, the sum output; the
+// `enable_skip_layer_norm_strict_mode`, with and without beta and bias, parameters fed or constant, broadcast skip, the
+// sum output; the
 // warp-per-row kernel's row counts and widths and the block kernel's), and
 // the fused residual Add + LayerNormalization in strict mode against the unfused graph on the GPU, bit for bit.
 #include "cuda/cuda_test_util.h"
@@ -34,7 +35,8 @@ void ExpectCudaMatchesCpu(const SkipLayerNormCase& c) {
     for (size_t i = 0; i < got.size(); ++i)
       EXPECT_EQ(CompareTensors(want[i], got[i], tolerance, tolerance), "")
           << c.domain << " " << DataTypeName(c.type) << " " << c.input.ToString() << " + " << c.skip.ToString()
-          << (c.beta ? " beta" : "") << (c.bias ? " bias" : "") << (strict ? " strict" : " default") << ", output "
+          << (c.beta ? " beta" : "") << (c.bias ? " bias" : "") << (c.constant_parameters ? " constant" : "")
+          << (strict ? " strict" : " default") << ", output "
           << i;
   }
 }
@@ -68,6 +70,9 @@ TEST_F(CudaSkipLayerNormTest, MatchesCpu) {
           c.beta = beta;
           c.bias = bias;
           c.sum = bias;
+          ExpectCudaMatchesCpu(c);
+          // Initializer parameters: the warp kernel loads them before waiting for the kernel before it.
+          c.constant_parameters = true;
           ExpectCudaMatchesCpu(c);
         }
 }

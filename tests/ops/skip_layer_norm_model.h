@@ -1,6 +1,7 @@
 // One-node SkipLayerNormalization models for the CPU op test (tests/ops/skip_layer_norm_test.cc) and the CUDA
 // test (tests/cuda/cuda_skip_layer_norm_test.cc): the node can name the sum as output 3 with outputs 1 and 2
-// omitted, which the OpTester cannot express. Every input is a graph input; RandomFeeds fills them.
+// omitted, which the OpTester cannot express. Every input is a graph input, which RandomFeeds fills, except gamma, beta
+// and bias with `constant_parameters`: initializers holding what RandomFeeds(c, c.seed) would feed.
 #pragma once
 
 #include <onnx/onnx_pb.h>
@@ -20,9 +21,18 @@ struct SkipLayerNormCase {
   Shape input, skip;  // broadcast against each other; the last dimension of the result is the hidden size
   bool beta = true, bias = false, sum = false;
   float epsilon = 1e-5f;
+  bool constant_parameters = false;  // gamma, beta and bias as initializers
+  uint32_t seed = 21;                // of the initializers' random values (RandomFeeds' seed)
 
   int64_t Hidden() const { return std::max(input[input.rank() - 1], skip[skip.rank() - 1]); }
 };
+
+// gamma, beta or bias: `hidden` random values, as RandomFeeds makes them.
+inline Tensor SkipLayerNormParameter(const SkipLayerNormCase& c, const std::string& name, uint32_t seed) {
+  const Shape vector{c.Hidden()};
+  if (name == "gamma") return RandomTensor(c.type, vector, seed + 2, 0.5, 1.5);
+  return RandomTensor(c.type, vector, name == "beta" ? seed + 3 : seed + 4);
+}
 
 inline std::string SkipLayerNormModel(const SkipLayerNormCase& c) {
   onnx::ModelProto model;
@@ -52,7 +62,17 @@ inline std::string SkipLayerNormModel(const SkipLayerNormCase& c) {
     const std::string n = name;
     const bool present = (n != "beta" || c.beta) && (n != "bias" || c.bias);
     node->add_input(present ? n : "");
-    if (present) add_value(graph->mutable_input(), n);
+    const bool parameter = n == "gamma" || n == "beta" || n == "bias";
+    if (present && parameter && c.constant_parameters) {
+      const Tensor value = SkipLayerNormParameter(c, n, c.seed);
+      onnx::TensorProto* init = graph->add_initializer();
+      init->set_name(n);
+      init->set_data_type(static_cast<int32_t>(c.type));
+      init->add_dims(c.Hidden());
+      init->set_raw_data(std::string(static_cast<const char*>(value.raw_data()), value.SizeInBytes()));
+    } else if (present) {
+      add_value(graph->mutable_input(), n);
+    }
   }
   while (!node->input().empty() && node->input(node->input_size() - 1).empty()) node->mutable_input()->RemoveLast();
   node->add_output("output");
@@ -65,12 +85,12 @@ inline std::string SkipLayerNormModel(const SkipLayerNormCase& c) {
 }
 
 inline Session::NamedValues RandomFeeds(const SkipLayerNormCase& c, uint32_t seed) {
-  const Shape vector{c.Hidden()};
   Session::NamedValues feeds = {{"input", Value(RandomTensor(c.type, c.input, seed, -2, 2))},
-                                {"skip", Value(RandomTensor(c.type, c.skip, seed + 1, -2, 2))},
-                                {"gamma", Value(RandomTensor(c.type, vector, seed + 2, 0.5, 1.5))}};
-  if (c.beta) feeds.push_back({"beta", Value(RandomTensor(c.type, vector, seed + 3))});
-  if (c.bias) feeds.push_back({"bias", Value(RandomTensor(c.type, vector, seed + 4))});
+                                {"skip", Value(RandomTensor(c.type, c.skip, seed + 1, -2, 2))}};
+  if (c.constant_parameters) return feeds;
+  feeds.push_back({"gamma", Value(SkipLayerNormParameter(c, "gamma", seed))});
+  if (c.beta) feeds.push_back({"beta", Value(SkipLayerNormParameter(c, "beta", seed))});
+  if (c.bias) feeds.push_back({"bias", Value(SkipLayerNormParameter(c, "bias", seed))});
   return feeds;
 }
 

@@ -5,6 +5,8 @@
 #include <cuda_fp16.h>
 
 #include <cstdint>
+#include <cstdlib>
+#include <string>
 #include <utility>
 
 #include "providers/cuda/kernels/launch.h"
@@ -148,8 +150,10 @@ __device__ __forceinline__ int64_t OperandOffset(int64_t i, int rank, const int6
 // ---- programmatic dependent launch (Hopper and later) ----------------------------------------------------------
 // A kernel launched with LaunchDependent may start while the kernel before it on the stream is still finishing (its
 // blocks get resident and wait), which hides most of the ~1 us gap between two small kernels -- a decoding step is
-// a chain of ~130 of them. Such a kernel must call WaitForPrerequisites() before it touches global memory: it returns
-// once the kernels before it have completed and their writes are visible. AllowDependents() lets the next such kernel
+// a chain of ~130 of them. Such a kernel must call WaitForPrerequisites() before it touches global memory that a kernel
+// on the stream may write: it returns once the kernels before it have completed and their writes are visible.
+// Constants (initializers uploaded at session creation, which no kernel writes) may be loaded before it, so that their
+// memory latency overlaps the kernel before (SmallRowsProduct's weights, SkipLayerNormalization's parameters). AllowDependents() lets the next such kernel
 // start launching. Both are no-ops before sm_90 and in kernels launched the ordinary way.
 __device__ __forceinline__ void WaitForPrerequisites() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
@@ -173,6 +177,16 @@ inline bool DependentLaunchSupported() {
     cached[device] = major >= 9 ? 2 : 1;
   }
   return cached[device] == 2;
+}
+
+// Whether kernels load constants before WaitForPrerequisites (see above); TESSERA_CUDA_EARLY_CONSTANT_LOADS=0 makes
+// them wait first, for measuring what the early loads save.
+inline bool EarlyConstantLoads() {
+  static const bool early = [] {
+    const char* v = std::getenv("TESSERA_CUDA_EARLY_CONSTANT_LOADS");
+    return v == nullptr || std::string(v) != "0";
+  }();
+  return early;
 }
 
 // Launches `kernel` (which calls WaitForPrerequisites first) allowing it to overlap the end of the kernel before it.

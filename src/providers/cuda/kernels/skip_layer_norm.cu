@@ -30,6 +30,7 @@ struct Row {
   T* sum;
   int64_t hidden;
   float epsilon;
+  bool constant_parameters;  // gamma, beta and bias may be read before WaitForPrerequisites
 };
 
 // An addition's result as the unfused Add stores it (strict) or as computed (default).
@@ -105,17 +106,33 @@ template <typename T>
 __global__ void SkipLayerNormWarpKernel(Row<T> p, int64_t rows) {
   constexpr int kPerWord = WarpRow<T>::kPerWord;
   constexpr int kWords = WarpRow<T>::kWords;
-  device::WaitForPrerequisites();
-  device::AllowDependents();
   const int64_t row = blockIdx.x * int64_t{blockDim.x / kWarp} + threadIdx.x / kWarp;
   const int lane = threadIdx.x % kWarp;
-  if (row >= rows) return;
   const int words = static_cast<int>(p.hidden / kPerWord);
-  const uint4* a = reinterpret_cast<const uint4*>(p.input + row * p.hidden);
-  const uint4* b = reinterpret_cast<const uint4*>(p.skip + row * p.hidden);
-  const uint4* bias = reinterpret_cast<const uint4*>(p.bias);
   const uint4* gamma = reinterpret_cast<const uint4*>(p.gamma);
   const uint4* beta = reinterpret_cast<const uint4*>(p.beta);
+  const uint4* bias = reinterpret_cast<const uint4*>(p.bias);
+  // The per-feature parameters as loaded; constants are loaded before waiting, so that their memory latency (they
+  // are rarely in L2 in a decoding step, whose weights stream through it) overlaps the kernel before.
+  uint4 gamma_words[kWords], beta_words[kWords], bias_words[kWords];
+  const auto load_parameters = [&] {
+#pragma unroll
+    for (int w = 0; w < kWords; ++w) {
+      const int at = lane + w * kWarp;
+      if (at < words) {
+        gamma_words[w] = gamma[at];
+        if (beta != nullptr) beta_words[w] = beta[at];
+        if (bias != nullptr) bias_words[w] = bias[at];
+      }
+    }
+  };
+  if (p.constant_parameters && row < rows) load_parameters();
+  device::WaitForPrerequisites();
+  device::AllowDependents();
+  if (row >= rows) return;
+  if (!p.constant_parameters) load_parameters();
+  const uint4* a = reinterpret_cast<const uint4*>(p.input + row * p.hidden);
+  const uint4* b = reinterpret_cast<const uint4*>(p.skip + row * p.hidden);
   float v[kWords][kPerWord], g[kWords][kPerWord], s[kWords][kPerWord];
   float total = 0.0f;
 #pragma unroll
@@ -125,9 +142,9 @@ __global__ void SkipLayerNormWarpKernel(Row<T> p, int64_t rows) {
     float x[kPerWord], y[kPerWord], z[kPerWord];
     device::UnpackWord(a[at], x, T{});
     device::UnpackWord(b[at], y, T{});
-    device::UnpackWord(gamma[at], g[w], T{});
-    if (beta != nullptr) device::UnpackWord(beta[at], s[w], T{});
-    if (bias != nullptr) device::UnpackWord(bias[at], z, T{});
+    device::UnpackWord(gamma_words[w], g[w], T{});
+    if (beta != nullptr) device::UnpackWord(beta_words[w], s[w], T{});
+    if (bias != nullptr) device::UnpackWord(bias_words[w], z, T{});
 #pragma unroll
     for (int e = 0; e < kPerWord; ++e) {
       v[w][e] = x[e] + (bias != nullptr ? z[e] : 0.0f) + y[e];
@@ -213,7 +230,7 @@ cudaError_t SkipLayerNorm(const SkipLayerNormArgs& args, cudaStream_t stream) {
                      static_cast<const T*>(args.gamma), static_cast<const T*>(args.beta),
                      static_cast<const T*>(args.bias),  static_cast<T*>(args.output),
                      static_cast<T*>(args.sum),         args.hidden,
-                     args.epsilon};
+                     args.epsilon,                      args.constant_parameters && device::EarlyConstantLoads()};
     // float32 additions are rounded to float32 in both modes, so the block kernel's results are the same; strict
     // mode keeps its reduction order (the unfused graph's), default mode may take the warp-per-row kernel.
     if (args.strict) Launch<T, true>(row, args, stream);

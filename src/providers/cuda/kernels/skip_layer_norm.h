@@ -25,6 +25,9 @@ struct SkipLayerNormArgs {
   float epsilon = 1e-12f;
   const BroadcastIndex* index = nullptr;
   bool strict = false;
+  // gamma, beta and bias are constants (initializers: no kernel on the stream writes them), so a kernel launched
+  // as a programmatic dependent may read them before waiting for the kernels before it.
+  bool constant_parameters = false;
 };
 
 cudaError_t SkipLayerNorm(const SkipLayerNormArgs& args, cudaStream_t stream);

@@ -29,7 +29,12 @@ class SkipLayerNormKernel : public Kernel {
   explicit SkipLayerNormKernel(const KernelInfo& info)
       : ep_(CudaEpOf(info)),
         epsilon_(info.node().GetFloat("epsilon", 1e-12f)),
-        strict_(ep_.options().enable_skip_layer_norm_strict_mode) {
+        strict_(ep_.options().enable_skip_layer_norm_strict_mode),
+        constant_parameters_(info.ConstantInput(2) != nullptr &&
+                             (info.node().inputs.size() <= 3 || info.node().inputs[3].empty() ||
+                              info.ConstantInput(3) != nullptr) &&
+                             (info.node().inputs.size() <= 4 || info.node().inputs[4].empty() ||
+                              info.ConstantInput(4) != nullptr)) {
     if (NamesOutput(info.node(), 1) || NamesOutput(info.node(), 2))
       Fail(ErrorCode::kNotImplemented, info.node().Describe(),
            ": the mean and inv_std_var outputs (1, 2) are not produced; only output and input_skip_bias_sum");
@@ -71,6 +76,7 @@ class SkipLayerNormKernel : public Kernel {
     args.epsilon = epsilon_;
     args.index = broadcast ? &index : nullptr;
     args.strict = strict_;
+    args.constant_parameters = constant_parameters_;
     if (args.rows > INT_MAX)
       Fail(ErrorCode::kNotImplemented, ctx.node().Describe(), ": ", args.rows, " rows exceed the CUDA grid");
     // One launch, replayed from a step graph in eager sessions: it depends on the operands' addresses and shapes
@@ -96,6 +102,7 @@ class SkipLayerNormKernel : public Kernel {
   const CudaExecutionProvider& ep_;
   float epsilon_;
   bool strict_;
+  bool constant_parameters_;  // gamma, beta and bias are initializers
   StepGraphs steps_;
 };
 

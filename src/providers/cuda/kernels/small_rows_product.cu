@@ -39,26 +39,51 @@ __device__ __forceinline__ uint4 LoadStreaming(const uint4* p) {
 
 constexpr int kWarpsPerBlock = device::kThreads / device::kWarp;  // 8
 
+// Words of weights each lane loads before waiting for the kernels before it (kPrefetchWords covers a lane's whole
+// share in GPT-2's products: 1-2 words).
+constexpr int kPrefetchWords = 4;
+
 // `split` warps (1, 2, 4 or 8) share one output column, each taking every split-th 32-word stretch of its weights
 // row; their sums meet in shared memory. Few columns over long rows (768 outputs of 3072 inputs) then still keep
 // thousands of warps, and thousands of loads, in flight.
 template <typename T, int kRows>
 __global__ void SmallRowsKernel(const T* a, const T* wt, T* out, int64_t n, int64_t k, int split, float alpha,
-                                const T* bias, EpilogueActivation activation, const T* addend) {
+                                const T* bias, EpilogueActivation activation, const T* addend, bool early) {
   __shared__ float partial[kWarpsPerBlock][kRows];
-  device::WaitForPrerequisites();
-  device::AllowDependents();
   const int warp = threadIdx.x / device::kWarp, lane = threadIdx.x % device::kWarp;
   const int64_t column = blockIdx.x * int64_t{kWarpsPerBlock / split} + warp / split;
   const int part = warp % split;
   constexpr int kPerWord = 16 / sizeof(T);
   const int64_t words = k / kPerWord;
+  const int64_t first = lane + int64_t{device::kWarp} * part, stride = int64_t{device::kWarp} * split;
+  const uint4* w = reinterpret_cast<const uint4*>(wt + column * k);
+  // The weights are constant (never written by a kernel on the stream), so their first words are loaded before
+  // waiting: the memory's latency then overlaps the end of the kernel before instead of following it.
+  uint4 ahead[kPrefetchWords];
+  const auto load_ahead = [&] {
+    if (column < n) {
+#pragma unroll
+      for (int j = 0; j < kPrefetchWords; ++j)
+        if (first + j * stride < words) ahead[j] = LoadStreaming(w + first + j * stride);
+    }
+  };
+  if (early) load_ahead();
+  device::WaitForPrerequisites();
+  if (!early) load_ahead();
+  device::AllowDependents();
   float sum[kRows] = {};
   if (column < n) {
-    const uint4* w = reinterpret_cast<const uint4*>(wt + column * k);
     const uint4* x = reinterpret_cast<const uint4*>(a);
+#pragma unroll
+    for (int j = 0; j < kPrefetchWords; ++j) {
+      const int64_t i = first + j * stride;
+      if (i < words) {
+#pragma unroll
+        for (int r = 0; r < kRows; ++r) sum[r] += Dot(ahead[j], x[r * words + i], T{});
+      }
+    }
 #pragma unroll 4
-    for (int64_t i = lane + int64_t{device::kWarp} * part; i < words; i += int64_t{device::kWarp} * split) {
+    for (int64_t i = first + kPrefetchWords * stride; i < words; i += stride) {
       const uint4 weights = LoadStreaming(w + i);
 #pragma unroll
       for (int r = 0; r < kRows; ++r) sum[r] += Dot(weights, x[r * words + i], T{});
@@ -107,7 +132,7 @@ cudaError_t SmallRowsProduct(ElementType type, const void* a, const void* wt, vo
     const T* td = static_cast<const T*>(addend);
     const auto launch = [&](auto kernel) {
       return device::LaunchDependent(kernel, dim3(blocks), dim3(device::kThreads), 0, stream, ta, tw, to, n, k, split,
-                                     alpha, tb, activation, td);
+                                     alpha, tb, activation, td, device::EarlyConstantLoads());
     };
     switch (rows) {
       case 1: return launch(SmallRowsKernel<T, 1>);
