@@ -1,7 +1,7 @@
 // tessera_tile_bench: TilePipeline over a large image, against its own bounds measured in the same process.
 //
 //   TESSERA_PLUGIN=build-gpu/libtessera_cuda.so build-gpu/tessera_tile_bench model.onnx ep=CUDAExecutionProvider
-//       size=8192x8192 tile=1024 halo=8 depth=3 threads=8 repeat=5 trace=tiles.json png=tiles.png
+//       size=8192x8192 tile=1024 halo=8 depth=3 threads=8 repeat=5 [pinned=1] trace=tiles.json png=tiles.png
 //
 // Modes, each run `repeat` times (median): compute only (every tile's run, windows already on the device), copies
 // only (staging, uploads, downloads and blending, no run), sequential (one tile at a time, waiting for each step),
@@ -42,7 +42,7 @@ double Median(std::vector<double> v) {
 int main(int argc, char** argv) {
   if (argc < 2) {
     std::cerr << "usage: tessera_tile_bench MODEL [ep=NAME] [size=HxW] [channels=C] [tile=T] [halo=H] [depth=D]\n"
-                 "                          [threads=N] [repeat=R] [trace=FILE.json] [png=FILE.png]\n";
+                 "                          [threads=N] [repeat=R] [pinned=1] [trace=FILE.json] [png=FILE.png]\n";
     return 2;
   }
   try {
@@ -65,7 +65,20 @@ int main(int argc, char** argv) {
     const tessera::DataType type = session.inputs()[0].type;
     const tessera::DataType output_type =
         session.outputs()[0].type == tessera::DataType::kUndefined ? type : session.outputs()[0].type;
-    tessera::Tensor image = tessera::Tensor::Allocate(type, {1, channels, height, width});
+    // pinned=1: the image and the output in the model's device's pinned memory (as an application that decodes into
+    // pinned buffers has them): the pipeline then copies windows and cores as regions, with no host staging or blending.
+    const bool pinned = get("pinned", "0") == "1";
+    tessera::AllocatorPtr host_memory;
+    if (pinned) {
+      const tessera::EpDevice* device = session.InputEpDevice(session.inputs()[0].name);
+      if (device == nullptr || !device->host_accessible_memory)
+        throw std::runtime_error("pinned=1: the model's input is not on a device with pinned memory");
+      host_memory = env.CreateSharedAllocator(*device, tessera::MemoryType::kHostAccessible, nullptr);
+    }
+    const auto allocate = [&](tessera::DataType t, const tessera::Shape& shape) {
+      return host_memory ? tessera::Tensor::Allocate(t, shape, host_memory) : tessera::Tensor::Allocate(t, shape);
+    };
+    tessera::Tensor image = allocate(type, {1, channels, height, width});
     {
       std::mt19937 random(1);
       std::uniform_real_distribution<float> uniform(0.0f, 1.0f);
@@ -94,7 +107,8 @@ int main(int argc, char** argv) {
     tessera::TileRunStats pipelined_stats;
     std::cout << argv[1] << " on " << ep << ", image " << channels << "x" << height << "x" << width << " "
               << tessera::DataTypeName(type) << ", tile " << o.tile_height << " halo " << o.halo << " depth "
-              << o.ring_depth << ", " << o.host_threads << " host threads, median of " << repeat << "\n";
+              << o.ring_depth << ", " << o.host_threads << " host threads, median of " << repeat
+              << (pinned ? ", image and output in pinned memory" : "") << "\n";
     std::cout << std::left << std::setw(14) << "mode" << std::right << std::setw(10) << "ms" << std::setw(10)
               << "stage ms" << std::setw(10) << "blend ms" << std::setw(10) << "wait ms" << std::setw(12) << "GB/s link"
               << "\n";
@@ -103,7 +117,7 @@ int main(int argc, char** argv) {
       mo.stages = mode.stages;
       mo.sequential = mode.sequential;
       tessera::TilePipeline pipeline(env, session, mo);
-      tessera::Tensor output = tessera::Tensor::Allocate(output_type, pipeline.OutputShape(image.shape()));
+      tessera::Tensor output = allocate(output_type, pipeline.OutputShape(image.shape()));
       pipeline.Run(image, output);  // warm-up: first-run costs, page faults of the output
       std::vector<double> times;
       tessera::TileRunStats last;
@@ -124,6 +138,8 @@ int main(int argc, char** argv) {
     const double bound = std::max(seconds["compute only"], seconds["copies only"]);
     std::cout << "tiles " << pipelined_stats.tiles << " of " << pipelined_stats.window_height << "x"
               << pipelined_stats.window_width << (pipelined_stats.on_device ? " on the device" : " on the host")
+              << (pipelined_stats.direct_upload ? ", windows uploaded as regions" : "")
+              << (pipelined_stats.direct_download ? ", cores downloaded in place" : "")
               << "\npipelined / max(copies only, compute only) = " << std::setprecision(3)
               << seconds["pipelined"] / bound << " (" << (seconds["copies only"] >= seconds["compute only"]
                                                            ? "copy-bound"
@@ -133,7 +149,7 @@ int main(int argc, char** argv) {
       tessera::TilePipelineOptions traced = o;
       traced.trace_file = get("trace", "tile_trace.json");
       tessera::TilePipeline pipeline(env, session, traced);
-      tessera::Tensor output = tessera::Tensor::Allocate(output_type, pipeline.OutputShape(image.shape()));
+      tessera::Tensor output = allocate(output_type, pipeline.OutputShape(image.shape()));
       pipeline.Run(image, output);  // the output's pages touched, as in the timed runs
       pipeline.Run(image, output);
       std::cout << "traced pipelined run: " << pipeline.stats().seconds * 1e3 << " ms, trace " << traced.trace_file

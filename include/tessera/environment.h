@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "tessera/arena.h"
+#include "tessera/ep/data_transfer.h"
 #include "tessera/ep/ep_factory.h"
 #include "tessera/stream.h"
 #include "tessera/value.h"
@@ -57,6 +58,12 @@ class Environment {
   // memory spaces some registered EP can copy between. With a stream the copies are queued on it;
   // with nullptr the call returns after the data has arrived.
   void CopyTensors(std::span<const Tensor> src, std::span<Tensor> dst, Stream* stream);
+  // Copies 2-D regions of bytes (CopyRegion: rows at a pitch, e.g. a window of a larger image) between memories
+  // whose EP copies regions (CanCopyRegions: the CUDA EP between its device memory and pinned or device memory, the
+  // CPU EP between host buffers). Throws kInvalidArgument for a region that runs past its tensor's buffer or whose
+  // rows overlap, kNotImplemented when no EP copies regions between the two memories. Stream as for CopyTensors.
+  void CopyTensorRegions(std::span<const CopyRegion> regions, Stream* stream);
+  bool CanCopyRegions(const MemoryInfo& src, const MemoryInfo& dst) const;
   // A stream for an EP device's memory (nullptr for the CPU).
   std::unique_ptr<Stream> CreateStream(const EpDevice& device);
 

@@ -88,6 +88,8 @@ struct TileRunStats {
   double blend_seconds = 0;   // host: copying / blending outputs into the result
   double wait_seconds = 0;    // host: the issuing thread waiting for a free slot (sequential: for each step)
   bool on_device = false;     // false: the session has no device streams and tiles ran on the host one by one
+  bool direct_upload = false;    // windows copied straight from the image (pinned or device memory), no staging
+  bool direct_download = false;  // cores copied straight into the output (pinned or device memory), no blending
 };
 
 // One span of the trace: a step of one tile on one track ("host", "upload", "compute", "download", "blend").
@@ -106,10 +108,18 @@ class TilePipeline {
   TilePipeline(const TilePipeline&) = delete;
   TilePipeline& operator=(const TilePipeline&) = delete;
 
-  // Runs the model over `image` (host-readable memory, the model input's element type and rank, any size along the
-  // last two axes) and returns the blended output in host memory.
+  // Runs the model over `image` (the model input's element type and rank, any size along the last two axes) and
+  // returns the blended output in host memory. The image is in host-readable memory, or (on a device with streams
+  // whose EP copies regions, Environment::CanCopyRegions) in the device's own memory.
   Tensor Run(const Tensor& image);
-  // The same into a host tensor the caller allocated with the output's type and shape (OutputShape).
+  // The same into a tensor the caller allocated with the output's type and shape (OutputShape): host-readable
+  // memory, or with kCrop the device's own memory.
+  //
+  // Direct copies. An image in the device's pinned memory (EpDevice::host_accessible_memory, e.g. from
+  // Environment::CreateSharedAllocator(device, MemoryType::kHostAccessible, ...)) or device memory is uploaded window
+  // by window as 2-D regions (Environment::CopyTensorRegions) with no host copy into the ring's staging buffers; an
+  // output there takes each tile's core straight from the download (kCrop), with no host blending copy. Pageable
+  // images and outputs go through the ring's pinned buffers as described above. TileRunStats says which path ran.
   void Run(const Tensor& image, Tensor& output);
   // The output shape for an image shape (runs the first tile once when it is not known yet).
   Shape OutputShape(const Shape& image_shape);

@@ -62,6 +62,12 @@ DataTransfer* Environment::Impl::FindTransfer(const MemoryInfo& src, const Memor
   return nullptr;
 }
 
+DataTransfer* Environment::Impl::FindRegionTransfer(const MemoryInfo& src, const MemoryInfo& dst) const {
+  for (auto it = eps.rbegin(); it != eps.rend(); ++it)
+    if ((*it)->transfer && (*it)->transfer->CanCopyRegions(src, dst)) return (*it)->transfer.get();
+  return nullptr;
+}
+
 AllocatorPtr Environment::Impl::SharedAllocator(const MemoryInfo& info) const {
   auto it = shared_allocators.find(info);
   return it == shared_allocators.end() ? nullptr : it->second;
@@ -208,6 +214,53 @@ void Environment::CopyTensors(std::span<const Tensor> src, std::span<Tensor> dst
            dst[i].memory_info().ToString());
     CopyPair pair{&src[i], &dst[i]};
     transfer->Copy({&pair, 1}, stream);
+  }
+}
+
+bool Environment::CanCopyRegions(const MemoryInfo& src, const MemoryInfo& dst) const {
+  std::lock_guard<std::mutex> lock(impl_->mutex);
+  return impl_->FindRegionTransfer(src, dst) != nullptr;
+}
+
+void Environment::CopyTensorRegions(std::span<const CopyRegion> regions, Stream* stream) {
+  for (size_t i = 0; i < regions.size(); ++i) {
+    const CopyRegion& r = regions[i];
+    if (r.src == nullptr || r.dst == nullptr)
+      Fail(ErrorCode::kInvalidArgument, "CopyTensorRegions: region ", i, " has no ", r.src == nullptr ? "source" : "destination");
+    if (r.rows == 0 || r.row_bytes == 0) continue;
+    // The last row ends at offset + (rows - 1) * pitch + row_bytes; rows may not overlap one another.
+    const auto check = [&](const Tensor& t, size_t offset, size_t pitch, const char* side) {
+      if (r.rows > 1 && pitch < r.row_bytes)
+        Fail(ErrorCode::kInvalidArgument, "CopyTensorRegions: region ", i, ": the ", side, " pitch ", pitch,
+             " is shorter than a row (", r.row_bytes, " bytes)");
+      const size_t size = t.SizeInBytes();
+      const bool fits = offset <= size && (r.rows - 1) <= (size - offset) / std::max<size_t>(pitch, 1) &&
+                        r.row_bytes <= size - offset - (r.rows - 1) * pitch;
+      if (!fits)
+        Fail(ErrorCode::kInvalidArgument, "CopyTensorRegions: region ", i, " (", r.rows, " rows of ", r.row_bytes,
+             " bytes, pitch ", pitch, ", offset ", offset, ") runs past the ", side, " ", t.Describe(), " (", size,
+             " bytes)");
+    };
+    check(*r.src, r.src_offset, r.src_pitch, "source");
+    check(*r.dst, r.dst_offset, r.dst_pitch, "destination");
+  }
+  // Consecutive regions between the same two memories go to their transfer in one call.
+  for (size_t begin = 0; begin < regions.size();) {
+    const MemoryInfo& from = regions[begin].src->memory_info();
+    const MemoryInfo& to = regions[begin].dst->memory_info();
+    size_t end = begin + 1;
+    while (end < regions.size() && regions[end].src->memory_info() == from && regions[end].dst->memory_info() == to)
+      ++end;
+    DataTransfer* transfer;
+    {
+      std::lock_guard<std::mutex> lock(impl_->mutex);
+      transfer = impl_->FindRegionTransfer(from, to);
+    }
+    if (transfer == nullptr)
+      Fail(ErrorCode::kNotImplemented, "CopyTensorRegions: no registered EP copies regions ", from.ToString(), " -> ",
+           to.ToString(), " (CanCopyRegions says which memories can; CopyTensors copies whole tensors)");
+    transfer->CopyRegions(regions.subspan(begin, end - begin), stream);
+    begin = end;
   }
 }
 

@@ -40,6 +40,8 @@ struct Environment::Impl {
   HardwareDevice* FindByPciBusId(const HardwareDevice& device) const;
   // A transfer that copies src -> dst, or nullptr.
   DataTransfer* FindTransfer(const MemoryInfo& src, const MemoryInfo& dst) const;
+  // The transfer that copies regions between these memories (DataTransfer::CanCopyRegions), or nullptr.
+  DataTransfer* FindRegionTransfer(const MemoryInfo& src, const MemoryInfo& dst) const;
   AllocatorPtr SharedAllocator(const MemoryInfo& info) const;
 };
 

@@ -246,6 +246,13 @@ struct TilePipeline::Impl {
       : env(e), session(s), options(std::move(o)), host_threads(options.host_threads) {}
 
   bool streams() const { return compute != nullptr; }
+  // Whether tiles may be copied straight from / into a tensor in `memory`: the model's device has streams and the
+  // memory is its pinned (host-accessible) or its own device memory.
+  bool DirectMemory(const MemoryInfo& memory) const {
+    return streams() && device != nullptr &&
+           (memory == device->device_memory ||
+            (device->host_accessible_memory && memory == *device->host_accessible_memory));
+  }
   void Prepare(const Shape& image_shape);
   void Probe(const Tensor& window);
   void CopyWindow(const Tensor& image, int64_t y0, int64_t x0, Tensor& window) const;
@@ -405,16 +412,26 @@ Tensor TilePipeline::Run(const Tensor& image) {
 void TilePipeline::Run(const Tensor& image, Tensor& output) {
   Impl& m = *impl_;
   const TilePipelineOptions& o = m.options;
-  if (!image.memory_info().IsHostReadable())
-    Fail(ErrorCode::kInvalidArgument, "TilePipeline: the image must be in host-readable memory, got ",
+  // Direct copies: an image (an output) in the device's pinned or device memory is copied to (from) the device as
+  // 2-D regions on the upload (download) stream, with no staging (blending) copy on the host.
+  const bool copies = o.stages != TileStages::kComputeOnly;
+  const bool direct_in = copies && m.DirectMemory(image.memory_info()) &&
+                         m.env.CanCopyRegions(image.memory_info(), m.device->device_memory);
+  if (!image.memory_info().IsHostReadable() && !direct_in)
+    Fail(ErrorCode::kInvalidArgument, "TilePipeline: the image must be in host-readable memory or in the memory of ",
+         m.device != nullptr ? m.device->ep_name : std::string("the model's device"), " when it copies regions, got ",
          image.Describe());
   if (m.input_type != DataType::kUndefined && image.type() != m.input_type)
     Fail(ErrorCode::kInvalidArgument, "TilePipeline: input '", m.input, "' takes ", DataTypeName(m.input_type),
          ", the image is ", DataTypeName(image.type()));
   const Shape out_shape = OutputShape(image.shape());
-  if (!output.memory_info().IsHostReadable() || output.type() != m.output_type || output.shape() != out_shape)
-    Fail(ErrorCode::kInvalidArgument, "TilePipeline: the output must be a host tensor ", DataTypeName(m.output_type),
-         out_shape.ToString(), ", got ", output.Describe());
+  const bool direct_out = copies && o.blend == TileBlend::kCrop && m.DirectMemory(output.memory_info()) &&
+                          m.env.CanCopyRegions(m.device->device_memory, output.memory_info());
+  if ((!output.memory_info().IsHostReadable() && !direct_out) || output.type() != m.output_type ||
+      output.shape() != out_shape)
+    Fail(ErrorCode::kInvalidArgument, "TilePipeline: the output must be a ", DataTypeName(m.output_type),
+         out_shape.ToString(), " tensor in host-readable memory (or, with kCrop, the device's memory), got ",
+         output.Describe());
 
   const size_t rank = image.shape().rank(), out_rank = out_shape.rank();
   const AxisTiles ty = CutAxis(image.shape()[rank - 2], o.tile_height, o.halo);
@@ -444,6 +461,8 @@ void TilePipeline::Run(const Tensor& image, Tensor& output) {
   stats_.window_height = ty.window;
   stats_.window_width = tx.window;
   stats_.on_device = m.streams();
+  stats_.direct_upload = direct_in;
+  stats_.direct_download = direct_out;
   trace_.clear();
   std::optional<Tracer> tracer;
   if (!o.trace_file.empty()) tracer.emplace(begin);
@@ -502,6 +521,34 @@ void TilePipeline::Run(const Tensor& image, Tensor& output) {
     if (tracer) tracer->Host("host", "stage", index, trace_start, tracer->Now());
   };
 
+  // A tile's window of the image, plane by plane, into a window-shaped tensor (its slot's device input).
+  const auto window_regions = [&](int64_t index, Tensor& window) {
+    const TileEdges& e = tiles[static_cast<size_t>(index)];
+    const int64_t height = image.shape()[rank - 2], width = image.shape()[rank - 1];
+    const int64_t wh = m.window_shape[rank - 2], ww = m.window_shape[rank - 1];
+    const size_t in_es = SizeOf(image.type());
+    std::vector<CopyRegion> regions;
+    for (int64_t p = 0; p < window.NumElements() / (wh * ww); ++p)
+      regions.push_back({&image, &window, static_cast<size_t>((p * height + e.in_y) * width + e.in_x) * in_es,
+                         static_cast<size_t>(width) * in_es, static_cast<size_t>(p * wh * ww) * in_es,
+                         static_cast<size_t>(ww) * in_es, static_cast<size_t>(ww) * in_es, static_cast<size_t>(wh)});
+    return regions;
+  };
+  // A tile output's core, plane by plane, into its place in the output (what kCrop's blend copies on the host).
+  const auto core_regions = [&](int64_t index, const Tensor& tile_out) {
+    const TileEdges& e = tiles[static_cast<size_t>(index)];
+    const int64_t rows = e.core_y1 - e.core_y0, cols = e.core_x1 - e.core_x0;
+    std::vector<CopyRegion> regions;
+    for (int64_t p = 0; p < planes; ++p)
+      regions.push_back({&tile_out, &output,
+                         static_cast<size_t>((p * oh + (e.core_y0 - e.out_y)) * ow + (e.core_x0 - e.out_x)) * es,
+                         static_cast<size_t>(ow) * es,
+                         static_cast<size_t>((p * out_height + e.core_y0) * out_width + e.core_x0) * es,
+                         static_cast<size_t>(out_width) * es, static_cast<size_t>(cols) * es,
+                         static_cast<size_t>(rows)});
+    return regions;
+  };
+
   const int64_t count = static_cast<int64_t>(tiles.size());
   const int64_t window_bytes = m.window_shape.NumElements() * static_cast<int64_t>(SizeOf(image.type()));
   const int64_t tile_out_bytes = m.tile_output_shape.NumElements() * static_cast<int64_t>(es);
@@ -524,7 +571,7 @@ void TilePipeline::Run(const Tensor& image, Tensor& output) {
     }
   } else {
     const int depth = static_cast<int>(m.ring.size());
-    const bool copies = o.stages != TileStages::kComputeOnly, runs = o.stages != TileStages::kCopiesOnly;
+    const bool runs = o.stages != TileStages::kCopiesOnly;
     RunOptions run_options;
     run_options.stream = m.compute.get();
     run_options.synchronize = false;
@@ -533,7 +580,7 @@ void TilePipeline::Run(const Tensor& image, Tensor& output) {
       const double trace_start = tracer ? tracer->Now() : 0;
       slot.downloaded->Synchronize();
       if (tracer) tracer->Host(track, "wait", t, trace_start, tracer->Now());
-      blend(t, slot.staged_out, track);
+      if (!direct_out) blend(t, slot.staged_out, track);  // direct: the download put the core in place
     };
     // Pipelined with copies: a blender thread beside this one (SlotRing). Sequential or compute only: everything on
     // this thread.
@@ -567,8 +614,12 @@ void TilePipeline::Run(const Tensor& image, Tensor& output) {
             stats_.wait_seconds += seconds_since(t0);
             if (tracer) tracer->Host("host", "wait", t, trace_start, tracer->Now());
           }
-          stage(t, slot.staged_in);
-          m.env.CopyTensors({&slot.staged_in, 1}, {&slot.device_in, 1}, m.upload.get());
+          if (direct_in) {
+            m.env.CopyTensorRegions(window_regions(t, slot.device_in), m.upload.get());
+          } else {
+            stage(t, slot.staged_in);
+            m.env.CopyTensors({&slot.staged_in, 1}, {&slot.device_in, 1}, m.upload.get());
+          }
           slot.uploaded->Record(*m.upload);
         }
         int upload_step = -1;
@@ -594,7 +645,8 @@ void TilePipeline::Run(const Tensor& image, Tensor& output) {
           } else {  // copies only: the download must still follow the upload, or the slot comes back while its
             slot.uploaded->Wait(*m.download);  // pinned input is being read
           }
-          m.env.CopyTensors({&slot.device_out, 1}, {&slot.staged_out, 1}, m.download.get());
+          if (direct_out) m.env.CopyTensorRegions(core_regions(t, slot.device_out), m.download.get());
+          else m.env.CopyTensors({&slot.device_out, 1}, {&slot.staged_out, 1}, m.download.get());
           slot.downloaded->Record(*m.download);
           if (tracer) {
             auto done = m.download->CreateEvent();

@@ -122,6 +122,34 @@ TEST_F(CudaPipelinesTest, TilePipelineRingMatchesOneRun) {
   }
 }
 
+// The image and the output in pinned memory, and both in device memory: windows go up and cores come back as 2-D
+// regions (cudaMemcpy2DAsync), with no host staging or blending, and the result equals the staged pipeline's.
+TEST_F(CudaPipelinesTest, PinnedAndDeviceImagesAreCopiedAsRegions) {
+  Session session = MakeSession(ConvModel(), OptionsFor("cuda"), TestEnv());
+  const Tensor image = Tensor::FromVector<float>({1, 3, 300, 410}, Pseudo(3 * 300 * 410, 7));
+  const EpDevice* device = session.InputEpDevice("x");
+  ASSERT_NE(device, nullptr);
+  ASSERT_TRUE(device->host_accessible_memory.has_value());
+  TilePipelineOptions o;
+  o.tile_height = o.tile_width = 96;
+  o.halo = 2;
+  o.ring_depth = 3;
+  TilePipeline pipeline(TestEnv(), session, o);
+  const Tensor staged = pipeline.Run(image);
+  EXPECT_FALSE(pipeline.stats().direct_upload);
+  for (const MemoryInfo& memory : {*device->host_accessible_memory, device->device_memory}) {
+    const AllocatorPtr allocator = device->factory->CreateAllocator(memory);
+    Tensor placed = Tensor::Allocate(DataType::kFloat, image.shape(), allocator);
+    TestEnv().CopyTensors({&image, 1}, {&placed, 1}, nullptr);
+    Tensor output = Tensor::Allocate(DataType::kFloat, staged.shape(), allocator);
+    pipeline.Run(placed, output);
+    EXPECT_TRUE(pipeline.stats().direct_upload && pipeline.stats().direct_download) << memory.ToString();
+    Tensor back = Tensor::Allocate(DataType::kFloat, staged.shape());
+    TestEnv().CopyTensors({&output, 1}, {&back, 1}, nullptr);
+    EXPECT_EQ(MaxDifference(back, staged), 0.0f) << memory.ToString();
+  }
+}
+
 // A fixed-shape model: every tile has the same window, so the session replays one automatic CUDA graph per tile.
 TEST_F(CudaPipelinesTest, FixedShapeTilesReplayOneGraph) {
   Session session = MakeSession(ConvModel({1, 3, 100, 100}), OptionsFor("cuda"), TestEnv());

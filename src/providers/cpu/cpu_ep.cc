@@ -136,6 +136,17 @@ class HostDataTransfer : public DataTransfer {
       }
     }
   }
+  bool CanCopyRegions(const MemoryInfo& src, const MemoryInfo& dst) const override { return CanCopy(src, dst); }
+  void CopyRegions(std::span<const CopyRegion> regions, Stream* /*stream*/) override {
+    for (const CopyRegion& r : regions) {
+      if (r.src->type() == DataType::kString || r.dst->type() == DataType::kString)
+        Fail(ErrorCode::kInvalidArgument, "copying regions of ", r.src->Describe(), " to ", r.dst->Describe(),
+             ": string tensors have no bytes to copy");
+      const auto* from = static_cast<const uint8_t*>(r.src->raw_data()) + r.src_offset;
+      auto* to = static_cast<uint8_t*>(r.dst->raw_data()) + r.dst_offset;
+      for (size_t row = 0; row < r.rows; ++row) std::memcpy(to + row * r.dst_pitch, from + row * r.src_pitch, r.row_bytes);
+    }
+  }
 };
 
 class CpuEpFactory : public EpFactory {

@@ -173,4 +173,55 @@ void CudaDataTransfer::Copy(std::span<const CopyPair> pairs, Stream* stream) {
   }
 }
 
+bool CudaDataTransfer::CanCopyRegions(const MemoryInfo& src, const MemoryInfo& dst) const {
+  return CanCopy(src, dst) && !IsPeerCopy(src, dst);
+}
+
+void CudaDataTransfer::CopyRegions(std::span<const CopyRegion> regions, Stream* stream) {
+  for (const CopyRegion& r : regions) {
+    if (!CanCopyRegions(r.src->memory_info(), r.dst->memory_info()))
+      Fail(ErrorCode::kInvalidArgument, "CUDA EP cannot copy regions of ", r.src->Describe(), " to ", r.dst->Describe());
+    if (r.src->type() == DataType::kString || r.dst->type() == DataType::kString)
+      Fail(ErrorCode::kInvalidArgument, "CUDA memory cannot hold string tensors (regions of ", r.src->Describe(), ")");
+  }
+  if (regions.empty()) return;
+  const cudaStream_t native = NativeStream(stream, "CUDA region copy");
+  const auto copy = [&](const CopyRegion& r, bool async) {
+    if (r.rows == 0 || r.row_bytes == 0) return;
+    DeviceGuard guard(DeviceOf(*r.src, *r.dst));
+    void* to = static_cast<uint8_t*>(r.dst->raw_data()) + r.dst_offset;
+    const void* from = static_cast<const uint8_t*>(r.src->raw_data()) + r.src_offset;
+    // A single row has no pitch to speak of: cudaMemcpy2D wants pitches of at least a row's width anyway.
+    const size_t dst_pitch = r.rows == 1 ? r.row_bytes : r.dst_pitch, src_pitch = r.rows == 1 ? r.row_bytes : r.src_pitch;
+    const cudaError_t status =
+        async ? cudaMemcpy2DAsync(to, dst_pitch, from, src_pitch, r.row_bytes, r.rows, cudaMemcpyDefault, native)
+              : cudaMemcpy2D(to, dst_pitch, from, src_pitch, r.row_bytes, r.rows, cudaMemcpyDefault);
+    CheckCuda(status, "copy of ", r.rows, " rows of ", r.row_bytes, " bytes from ", *r.src, " to ", *r.dst);
+  };
+  if (stream == nullptr) {
+    for (const CopyRegion& r : regions) copy(r, false);
+    // As CopyOne: the copies may have returned before the data landed.
+    CheckCuda(cudaStreamSynchronize(cudaStreamLegacy), "waiting for region copies");
+    return;
+  }
+  auto* owner = dynamic_cast<CudaStream*>(stream);
+  std::vector<Tensor> kept;
+  kept.reserve(regions.size() * 2);
+  try {
+    for (const CopyRegion& r : regions) {
+      kept.push_back(*r.src);
+      kept.push_back(*r.dst);
+      copy(r, true);
+    }
+  } catch (...) {
+    if (cudaStreamSynchronize(native) != cudaSuccess) cudaGetLastError();
+    throw;
+  }
+  if (owner != nullptr) {
+    owner->KeepUntilDone(std::move(kept));
+  } else {
+    CheckCuda(cudaStreamSynchronize(native), "waiting for region copies on a stream this EP did not create");
+  }
+}
+
 }  // namespace tessera::cuda

@@ -52,4 +52,32 @@ void TestingDataTransfer::Copy(std::span<const CopyPair> pairs, Stream* stream) 
   });
 }
 
+void TestingDataTransfer::CopyRegions(std::span<const CopyRegion> regions, Stream* stream) {
+  struct PendingRegion {
+    Tensor src, dst;
+    const uint8_t* from;
+    uint8_t* to;
+    CopyRegion shape;
+  };
+  std::vector<PendingRegion> pending;
+  pending.reserve(regions.size());
+  for (const CopyRegion& r : regions) {
+    if (!CanCopy(r.src->memory_info(), r.dst->memory_info()))
+      Fail(ErrorCode::kInvalidArgument, "testing device cannot copy regions of ", r.src->Describe(), " to ",
+           r.dst->Describe());
+    if (r.src->type() == DataType::kString || r.dst->type() == DataType::kString)
+      Fail(ErrorCode::kInvalidArgument, "testing device cannot hold string tensors (regions of ", r.src->Describe(),
+           ")");
+    if (r.rows == 0 || r.row_bytes == 0) continue;
+    pending.push_back({*r.src, *r.dst, static_cast<const uint8_t*>(DeviceAccessibleData(*r.src, "copy source")),
+                       static_cast<uint8_t*>(DeviceAccessibleData(*r.dst, "copy destination")), r});
+  }
+  RunOn(stream, [pending = std::move(pending)] {
+    for (const PendingRegion& p : pending)
+      for (size_t row = 0; row < p.shape.rows; ++row)
+        std::memcpy(p.to + p.shape.dst_offset + row * p.shape.dst_pitch,
+                    p.from + p.shape.src_offset + row * p.shape.src_pitch, p.shape.row_bytes);
+  });
+}
+
 }  // namespace tessera::testing_ep

@@ -14,6 +14,9 @@ class TestingDataTransfer : public DataTransfer {
   // Throws kInvalidArgument for a pair CanCopy rejects, mismatched sizes, string tensors, or a stream
   // of another device. The tensors' buffers are kept alive until the queued copy has run.
   void Copy(std::span<const CopyPair> pairs, Stream* stream) override;
+  // The pairs CanCopy takes; rows copied one by one on the stream's worker as Copy's copies are.
+  bool CanCopyRegions(const MemoryInfo& src, const MemoryInfo& dst) const override { return CanCopy(src, dst); }
+  void CopyRegions(std::span<const CopyRegion> regions, Stream* stream) override;
 };
 
 }  // namespace tessera::testing_ep

@@ -232,5 +232,60 @@ TEST(CopyTensorsTest, MismatchedPairsAreRejected) {
   EXPECT_THROW(TestEnv().CopyTensors({&host, 1}, {&wrong, 1}, nullptr), Error);
 }
 
+// A 3 x 4 window at (2, 3) of a 6 x 10 float image, uploaded as a region, then written back as a region into its
+// place in a zeroed image on the device: with a stream (queued behind a slow device) and without one.
+TEST(CopyTensorRegionsTest, WindowsGoUpAndComeBackInPlace) {
+  std::vector<float> pixels(60);
+  for (size_t i = 0; i < pixels.size(); ++i) pixels[i] = static_cast<float>(i);
+  const Tensor image = Tensor::FromVector<float>({6, 10}, pixels);
+  const EpDevice& device = TestingDevice();
+  ASSERT_TRUE(TestEnv().CanCopyRegions(MemoryInfo::Host(), device.device_memory));
+  const AllocatorPtr pinned = device.factory->CreateAllocator(*device.host_accessible_memory);
+  for (bool with_stream : {true, false}) {
+    std::unique_ptr<Stream> stream = with_stream ? TestEnv().CreateStream(device) : nullptr;
+    Tensor window = Tensor::Allocate(DataType::kFloat, {3, 4}, DeviceAllocator());
+    const CopyRegion up{&image, &window, (2 * 10 + 3) * 4, 10 * 4, 0, 4 * 4, 4 * 4, 3};
+    TestEnv().CopyTensorRegions({&up, 1}, stream.get());
+    Tensor placed = Tensor::Allocate(DataType::kFloat, {6, 10}, pinned);
+    std::fill_n(placed.Data<float>(), 60, 0.0f);
+    const CopyRegion down{&window, &placed, 0, 4 * 4, (2 * 10 + 3) * 4, 10 * 4, 4 * 4, 3};
+    TestEnv().CopyTensorRegions({&down, 1}, stream.get());
+    if (stream) stream->Synchronize();
+    EXPECT_EQ(ToHost(window).ToVector<float>(),
+              (std::vector<float>{23, 24, 25, 26, 33, 34, 35, 36, 43, 44, 45, 46}));
+    for (int64_t y = 0; y < 6; ++y)
+      for (int64_t x = 0; x < 10; ++x) {
+        const bool inside = y >= 2 && y < 5 && x >= 3 && x < 7;
+        EXPECT_EQ(placed.Data<float>()[y * 10 + x], inside ? pixels[static_cast<size_t>(y * 10 + x)] : 0.0f)
+            << "(" << y << ", " << x << ")" << (with_stream ? " on a stream" : "");
+      }
+  }
+  // Host to host goes through the CPU EP's transfer.
+  Tensor copy = Tensor::Allocate(DataType::kFloat, {2, 2});
+  const CopyRegion corner{&image, &copy, 0, 10 * 4, 0, 2 * 4, 2 * 4, 2};
+  TestEnv().CopyTensorRegions({&corner, 1}, nullptr);
+  EXPECT_EQ(copy.ToVector<float>(), (std::vector<float>{0, 1, 10, 11}));
+}
+
+TEST(CopyTensorRegionsTest, RegionsOutsideTheirBuffersAreRejected) {
+  const Tensor image = Tensor::FromVector<float>({4, 4}, std::vector<float>(16, 1.0f));
+  Tensor small = Tensor::Allocate(DataType::kFloat, {2, 2}, DeviceAllocator());
+  const auto message = [&](const CopyRegion& r) -> std::string {
+    try {
+      TestEnv().CopyTensorRegions({&r, 1}, nullptr);
+    } catch (const Error& e) {
+      return e.what();
+    }
+    return "";
+  };
+  // Three rows of 8 bytes do not fit a 16-byte destination; the source's last row runs past its 64 bytes.
+  EXPECT_NE(message({&image, &small, 0, 16, 0, 8, 8, 3}).find("runs past the destination"), std::string::npos);
+  EXPECT_NE(message({&image, &small, 44, 16, 0, 8, 8, 2}).find("runs past the source"), std::string::npos);
+  // Rows that overlap (a pitch shorter than a row).
+  EXPECT_NE(message({&image, &small, 0, 4, 0, 8, 8, 2}).find("pitch 4 is shorter than a row"), std::string::npos);
+  // An empty region copies nothing and is fine.
+  EXPECT_EQ(message({&image, &small, 0, 0, 0, 0, 0, 0}), "");
+}
+
 }  // namespace
 }  // namespace tessera::test

@@ -233,6 +233,75 @@ TEST(TilePipelineTest, SlotsAreReusedOnlyAfterTheirLastUse) {
   }
 }
 
+// Images and outputs in the device's pinned or own memory are copied tile by tile as 2-D regions (no host staging,
+// no host blending with kCrop); every combination gives the whole-image answer and reports which path it took.
+TEST(TilePipelineTest, PinnedAndDeviceImagesAndOutputsAreCopiedAsRegions) {
+  SessionOptions options = OptionsFor("testing");
+  options.providers.front().options["task_delay_us"] = "100";
+  Session session = MakeSession(PointwiseModel(), options, TestEnv());
+  const EpDevice* device = session.InputEpDevice("x");
+  ASSERT_NE(device, nullptr);
+  ASSERT_TRUE(device->host_accessible_memory.has_value());
+  const AllocatorPtr pinned = device->factory->CreateAllocator(*device->host_accessible_memory);
+  const AllocatorPtr on_device = device->factory->CreateAllocator(device->device_memory);
+  enum class Where { kPageable, kPinned, kDevice };
+  const auto place = [&](const Tensor& host, Where where) {
+    if (where == Where::kPageable) return host;
+    Tensor t = Tensor::Allocate(host.type(), host.shape(), where == Where::kPinned ? pinned : on_device);
+    TestEnv().CopyTensors({&host, 1}, {&t, 1}, nullptr);
+    return t;
+  };
+  const auto to_host = [&](const Tensor& t) {
+    Tensor host = Tensor::Allocate(t.type(), t.shape());
+    TestEnv().CopyTensors({&t, 1}, {&host, 1}, nullptr);
+    return host;
+  };
+  const Tensor host_image = Image(2, 45, 38);
+  const Tensor expected = PointwiseExpected(host_image);
+  const Tensor zeros = Tensor::FromVector<float>(expected.shape(), std::vector<float>(expected.NumElements(), 0.0f));
+  for (Where in : {Where::kPageable, Where::kPinned, Where::kDevice}) {
+    for (Where out : {Where::kPageable, Where::kPinned, Where::kDevice}) {
+      for (TileBlend blend : {TileBlend::kCrop, TileBlend::kLinear}) {
+        const std::string label = "image " + std::to_string(static_cast<int>(in)) + ", output " +
+                                  std::to_string(static_cast<int>(out)) +
+                                  (blend == TileBlend::kCrop ? ", crop" : ", linear");
+        TilePipelineOptions o;
+        o.tile_height = o.tile_width = 16;
+        o.halo = 2;
+        o.ring_depth = 3;
+        o.blend = blend;
+        TilePipeline pipeline(TestEnv(), session, o);
+        const Tensor image = place(host_image, in);
+        Tensor output = place(zeros, out);
+        if (blend == TileBlend::kLinear && out == Where::kDevice) {  // linear blending accumulates on the host
+          EXPECT_THROW(pipeline.Run(image, output), Error) << label;
+          continue;
+        }
+        pipeline.Run(image, output);
+        EXPECT_LE(MaxDifference(to_host(output), expected), blend == TileBlend::kCrop ? 0.0f : 1e-6f) << label;
+        const TileRunStats& stats = pipeline.stats();
+        EXPECT_EQ(stats.direct_upload, in != Where::kPageable) << label;
+        EXPECT_EQ(stats.direct_download, out != Where::kPageable && blend == TileBlend::kCrop) << label;
+        if (stats.direct_upload) {
+          EXPECT_EQ(stats.stage_seconds, 0.0) << label;
+        }
+        if (stats.direct_download) {
+          EXPECT_EQ(stats.blend_seconds, 0.0) << label;
+        }
+      }
+    }
+  }
+  // The copies-only bound takes the same direct copies.
+  TilePipelineOptions o;
+  o.tile_height = o.tile_width = 16;
+  o.stages = TileStages::kCopiesOnly;
+  TilePipeline copies(TestEnv(), session, o);
+  Tensor output = place(zeros, Where::kPinned);
+  copies.Run(place(host_image, Where::kPinned), output);
+  EXPECT_TRUE(copies.stats().direct_upload && copies.stats().direct_download);
+  EXPECT_EQ(copies.stats().tiles, 3 * 3);
+}
+
 TEST(TilePipelineTest, StageOnlyModesRunEveryTile) {
   Session session = MakeSession(PointwiseModel(), OptionsFor("testing"), TestEnv());
   const Tensor image = Image(2, 30, 30);
