@@ -66,17 +66,28 @@ void BindTilePipeline(py::module_& m) {
            py::arg("blend"), py::arg("input_name"), py::arg("output_name"), py::arg("host_threads"),
            py::arg("constant_inputs"), py::arg("sequential"), py::arg("stages"), py::arg("trace_file"))
       .def("run",
-           [](PyTilePipeline& p, const py::handle& image) {
+           [](PyTilePipeline& p, const py::handle& image, const py::object& output) -> py::object {
+             // An OrtValue image (pinned or device memory: windows copied as regions) or a numpy array.
              py::object keep;
-             const Tensor input = HostTensorFromArray(image, keep);
-             Tensor output;
+             const Tensor input = py::isinstance<PyOrtValue>(image) ? py::cast<PyOrtValue&>(image).tensor()
+                                                                    : HostTensorFromArray(image, keep);
+             if (!output.is_none()) {
+               if (!py::isinstance<PyOrtValue>(output))
+                 throw py::type_error("output must be an OrtValue (e.g. OrtValue.ortvalue_from_shape_and_type(shape, "
+                                      "numpy.float32, 'cuda_pinned', 0))");
+               Tensor out = py::cast<PyOrtValue&>(output).tensor();  // shares the OrtValue's buffer
+               py::gil_scoped_release release;
+               p.pipeline->Run(input, out);
+               return output;
+             }
+             Tensor result;
              {
                py::gil_scoped_release release;
-               output = p.pipeline->Run(input);
+               result = p.pipeline->Run(input);
              }
-             return ArrayViewOfHostTensor(output);
+             return ArrayViewOfHostTensor(result);
            },
-           py::arg("image"))
+           py::arg("image"), py::arg("output") = py::none())
       .def("output_shape",
            [](PyTilePipeline& p, const std::vector<int64_t>& shape) {
              py::gil_scoped_release release;
@@ -96,6 +107,8 @@ void BindTilePipeline(py::module_& m) {
              d["blend_seconds"] = s.blend_seconds;
              d["wait_seconds"] = s.wait_seconds;
              d["on_device"] = s.on_device;
+             d["direct_upload"] = s.direct_upload;
+             d["direct_download"] = s.direct_download;
              return d;
            })
       .def("trace", [](const PyTilePipeline& p) {

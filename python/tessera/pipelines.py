@@ -33,9 +33,15 @@ class TilePipeline:
             native, tuple(tile), halo, ring_depth, blend, input_name or "", output_name or "", host_threads,
             dict(constant_inputs or {}), sequential, stages, trace_file or "")
 
-    def run(self, image):
-        """The model's output over the whole image (a numpy array in host memory)."""
-        return self._pipeline.run(image)
+    def run(self, image, output=None):
+        """The model's output over the whole image: a numpy array in host memory, or `output` (an OrtValue of the
+        output's type and shape, see output_shape) filled in place and returned.
+
+        `image` is a numpy array or an OrtValue. An image (an output) in the device's pinned or device memory
+        (OrtValue.ortvalue_from_numpy(array, "cuda_pinned", 0), "cuda", ...) is copied to (from) the device tile by
+        tile as 2-D regions, with no host staging (blending) copy; stats says which path ran. Outputs in device
+        memory need blend="crop"."""
+        return self._pipeline.run(image, output)
 
     def output_shape(self, image_shape):
         """The output's shape for an image shape (runs the first tile once when it is not known yet)."""
@@ -44,7 +50,7 @@ class TilePipeline:
     @property
     def stats(self):
         """The last run: tiles, window, input_bytes, output_bytes, seconds, stage_seconds, blend_seconds,
-        wait_seconds, on_device."""
+        wait_seconds, on_device, direct_upload, direct_download."""
         return self._pipeline.stats()
 
     @property

@@ -43,6 +43,27 @@ def test_ring_on_the_simulated_device_traces_every_stream(tmp_path):
     assert {"upload", "compute", "download"} <= names
 
 
+@requires_testing_ep
+def test_pinned_and_device_images_are_copied_as_regions():
+    session = ort.InferenceSession(onnx_models.pointwise_image(), providers=["TestingExecutionProvider"])
+    image = _image(2, 45, 38, seed=2)
+    expected = np.maximum(image, 0) * image + image
+    tiles = ort.TilePipeline(session, tile=16, halo=2, ring_depth=3)
+    np.testing.assert_array_equal(tiles.run(image), expected)
+    assert not tiles.stats["direct_upload"] and not tiles.stats["direct_download"]
+    for device in ("testing_pinned", "testing"):
+        placed = ort.OrtValue.ortvalue_from_numpy(image, device, 0)
+        out = ort.OrtValue.ortvalue_from_shape_and_type(list(expected.shape), np.float32, device, 0)
+        assert tiles.run(placed, out) is out
+        assert tiles.stats["direct_upload"] and tiles.stats["direct_download"], device
+        np.testing.assert_array_equal(out.numpy(), expected)
+        # A device image into a host result: uploaded as regions, blended on the host.
+        np.testing.assert_array_equal(tiles.run(placed), expected)
+        assert tiles.stats["direct_upload"] and not tiles.stats["direct_download"], device
+    with pytest.raises(TypeError, match="output must be an OrtValue"):
+        tiles.run(image, np.zeros_like(expected))
+
+
 def test_bad_arguments_raise_with_the_reason():
     session = ort.InferenceSession(onnx_models.pointwise_image(), providers=["CPUExecutionProvider"])
     with pytest.raises(ValueError, match="blend must be"):
