@@ -212,6 +212,16 @@ void VulkanStream::CopyBuffer(const BufferRange& src, const BufferRange& dst, si
   if (++current_.num_commands >= kMaxBatchCommands && !capturing_) FlushLocked();
 }
 
+void VulkanStream::CopyBufferRegions(VkBuffer src, VkBuffer dst, std::span<const VkBufferCopy> regions) {
+  if (regions.empty()) return;
+  Guard lock(*this);
+  BeginBatchLocked();
+  OrderLocked(VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_READ_BIT | VK_ACCESS_TRANSFER_WRITE_BIT,
+              VK_ACCESS_TRANSFER_WRITE_BIT);
+  vkCmdCopyBuffer(current_.commands, src, dst, static_cast<uint32_t>(regions.size()), regions.data());
+  if (++current_.num_commands >= kMaxBatchCommands && !capturing_) FlushLocked();
+}
+
 void VulkanStream::ResetQueries(VkQueryPool pool, uint32_t first, uint32_t count) {
   Guard lock(*this);
   BeginBatchLocked();

@@ -25,6 +25,7 @@
 #include <deque>
 #include <functional>
 #include <memory>
+#include <span>
 #include <mutex>
 #include <vector>
 
@@ -76,6 +77,8 @@ class VulkanStream : public Stream {
   void Dispatch(const std::string& shader, const void* push, size_t push_bytes, uint32_t groups_x,
                 uint32_t groups_y = 1, uint32_t groups_z = 1);
   void CopyBuffer(const BufferRange& src, const BufferRange& dst, size_t bytes);
+  // One vkCmdCopyBuffer of several regions between two buffers (one barrier before it, as CopyBuffer).
+  void CopyBufferRegions(VkBuffer src, VkBuffer dst, std::span<const VkBufferCopy> regions);
   // Records vkCmdResetQueryPool of queries [first, first + count) of `pool`.
   void ResetQueries(VkQueryPool pool, uint32_t first, uint32_t count);
   // Records a write of the device's timestamp into `query` of `pool` once everything recorded before it has

@@ -109,4 +109,37 @@ void VulkanDataTransfer::CopyOne(const Tensor& src, Tensor& dst, Stream* stream)
   });
 }
 
+bool VulkanDataTransfer::CanCopyRegions(const MemoryInfo& src, const MemoryInfo& dst) const {
+  return devices_.Owns(src) && devices_.Owns(dst) && src.device_id == dst.device_id;
+}
+
+void VulkanDataTransfer::CopyRegions(std::span<const CopyRegion> regions, Stream* stream) {
+  for (const CopyRegion& r : regions) {
+    if (!CanCopyRegions(r.src->memory_info(), r.dst->memory_info()))
+      Fail(ErrorCode::kInvalidArgument, kEpName, ": cannot copy regions of ", r.src->Describe(), " to ",
+           r.dst->Describe(), " (both must be this EP's memory on one device)");
+    if (r.rows == 0 || r.row_bytes == 0) continue;
+    std::shared_ptr<VulkanDevice> device = devices_.Get(r.src->memory_info().device_id);
+    const size_t src_extent = (r.rows - 1) * r.src_pitch + r.row_bytes;
+    const size_t dst_extent = (r.rows - 1) * r.dst_pitch + r.row_bytes;
+    const auto* from = static_cast<const uint8_t*>(r.src->raw_data()) + r.src_offset;
+    auto* to = static_cast<uint8_t*>(r.dst->raw_data()) + r.dst_offset;
+    OnStream(*device, stream, [&](VulkanStream& s) {
+      const BufferRange src = device->ResolveOrAddress(from, src_extent);
+      const BufferRange dst = device->ResolveOrAddress(to, dst_extent);
+      if (src.buffer != VK_NULL_HANDLE && dst.buffer != VK_NULL_HANDLE) {
+        std::vector<VkBufferCopy> rows(r.rows);
+        for (size_t i = 0; i < r.rows; ++i) rows[i] = {src.offset + i * r.src_pitch, dst.offset + i * r.dst_pitch, r.row_bytes};
+        s.CopyBufferRegions(src.buffer, dst.buffer, rows);
+      } else {
+        for (size_t i = 0; i < r.rows; ++i)
+          RecordAddressCopy(s, src.device_address + i * r.src_pitch, dst.device_address + i * r.dst_pitch,
+                            r.row_bytes);
+      }
+      s.KeepAlive(r.src->buffer());
+      s.KeepAlive(r.dst->buffer());
+    });
+  }
+}
+
 }  // namespace tessera::vulkan_ep

@@ -20,6 +20,11 @@ class VulkanDataTransfer : public DataTransfer {
   explicit VulkanDataTransfer(VulkanDevices& devices) : devices_(devices) {}
   bool CanCopy(const MemoryInfo& src, const MemoryInfo& dst) const override;
   void Copy(std::span<const CopyPair> pairs, Stream* stream) override;
+  // Regions between two memories of one Vulkan device (device-local or host-visible): one vkCmdCopyBuffer per region
+  // with a VkBufferCopy per row; rows of an application's buffer known only by its address go through the
+  // address-copy shader one by one. Pageable host memory is not taken (the caller copies densely, through staging).
+  bool CanCopyRegions(const MemoryInfo& src, const MemoryInfo& dst) const override;
+  void CopyRegions(std::span<const CopyRegion> regions, Stream* stream) override;
 
  private:
   void CopyOne(const Tensor& src, Tensor& dst, Stream* stream);
