@@ -140,9 +140,6 @@ struct ConvExtras {
   const Tensor* bias = nullptr;
   const Tensor* residual = nullptr;
   launch::EpilogueActivation activation;
-  // W (as the kernel reads it) and B are constants no kernel on the stream writes: Tessera's depthwise kernel loads
-  // them before waiting for the kernel before it.
-  bool constant_filter = false;
   bool any() const {
     return bias != nullptr || residual != nullptr || activation.kind != launch::EpilogueActivation::Kind::kNone;
   }
@@ -182,9 +179,6 @@ class ConvKernel : public Kernel {
       Fail(ErrorCode::kNotImplemented, info.node().Describe(), ": the CUDA EP runs NchwcConv in NHWC (channel_block 0) ",
            "only, not channel_block ", info.node().GetInt("channel_block", 0));
     PrefetchPlans(info);
-    const Node& node = info.node();
-    constant_operands_ = info.ConstantInput(1) != nullptr &&
-                         (node.inputs.size() <= 2 || node.inputs[2].empty() || info.ConstantInput(2) != nullptr);
   }
 
   void Compute(KernelContext& ctx) const override {
@@ -215,9 +209,7 @@ class ConvKernel : public Kernel {
       LaunchToChannelsLast(ctx, x_in, x_staged.raw_data(), stream);
     }
     const Tensor& x = x_staged.defined() ? x_staged : x_in;
-    bool fresh_filter = false;  // the KRSC copy was queued just now (and, under capture, not yet complete)
-    const Tensor& filter = channels_last_ ? FilterInKrsc(ctx, w, stream, &fresh_filter) : w;
-    extras.constant_filter = constant_operands_ && !fresh_filter;
+    const Tensor& filter = channels_last_ ? FilterInKrsc(ctx, w, stream) : w;
     const ConvPlan& plan = PlanFor(ctx, geometry, x, filter, y, extras, stream);
     LibraryHandles::Lease lease = ep_.handles().Acquire(stream);
     void* workspace = lease.workspace(plan.choice.workspace_bytes);
@@ -246,7 +238,7 @@ class ConvKernel : public Kernel {
 
   // W [K, C, R, S] copied once to KRSC, cuDNN's NHWC filter layout (W is a constant: the nchwc_layout pass
   // requires it), cached by its address.
-  const Tensor& FilterInKrsc(const KernelContext& ctx, const Tensor& w, cudaStream_t stream, bool* fresh) const {
+  const Tensor& FilterInKrsc(const KernelContext& ctx, const Tensor& w, cudaStream_t stream) const {
     {
       std::shared_lock<std::shared_mutex> lock(mutex_);  // every step: concurrent runs read together
       auto it = krsc_filters_.find(w.raw_data());
@@ -259,7 +251,6 @@ class ConvKernel : public Kernel {
     Tensor krsc = Tensor::Allocate(w.type(), Shape{s[0], s[2], s[3], s[1]}, ctx.allocator());
     LaunchToChannelsLast(ctx, w, krsc.raw_data(), stream);
     CompleteBeforeSharing(ctx, stream);
-    *fresh = true;
     return krsc_filters_.emplace(w.raw_data(), std::move(krsc)).first->second;
   }
 
@@ -378,7 +369,7 @@ class ConvKernel : public Kernel {
                       FloatElementType(ctx, x.type()), x.raw_data(), w.raw_data(),
                       extras.bias != nullptr ? extras.bias->raw_data() : nullptr,
                       whole && extras.residual != nullptr ? extras.residual->raw_data() : nullptr, y.raw_data(),
-                      plan.depthwise, whole ? extras.activation : none, extras.constant_filter, stream),
+                      plan.depthwise, whole ? extras.activation : none, stream),
                   "depthwise convolution launch");
       if (whole) return;
       extras.bias = nullptr;
@@ -912,7 +903,6 @@ class ConvKernel : public Kernel {
   mutable std::shared_mutex mutex_;  // plans_ and krsc_filters_
   mutable std::map<std::vector<int>, std::unique_ptr<ConvPlan>> plans_;
   mutable std::map<const void*, Tensor> krsc_filters_;  // NchwcConv: W in KRSC, by W's address
-  bool constant_operands_ = false;                      // W and B (if any) are initializers
 };
 
 }  // namespace

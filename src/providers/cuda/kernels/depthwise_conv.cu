@@ -22,33 +22,10 @@ struct alignas(sizeof(T) * V) Lanes {
   T v[V];
 };
 
-// kStaged: the filter ([C, taps]) and the bias are first copied into the block's shared memory -- before waiting for
-// the kernel before (programmatic dependent launch) when they are constants (`early`), so that their loads overlap
-// its end -- and every tap reads them from there.
-template <typename T, int V, int P, bool kStaged>
+template <typename T, int V, int P>
 __global__ void DepthwiseChannelsLast(const T* __restrict__ x, const T* __restrict__ w, const T* __restrict__ bias,
                                       const T* __restrict__ residual, T* __restrict__ y, DepthwiseGeometry g,
-                                      EpilogueActivation activation, bool early) {
-  extern __shared__ __align__(16) unsigned char staged_bytes[];
-  if constexpr (kStaged) {
-    const auto stage = [&] {
-      T* staged = reinterpret_cast<T*>(staged_bytes);
-      const int filter = static_cast<int>(g.channels) * g.kernel_h * g.kernel_w;
-      for (int j = threadIdx.x; j < filter; j += blockDim.x) staged[j] = w[j];
-      if (bias != nullptr)
-        for (int j = threadIdx.x; j < g.channels; j += blockDim.x) staged[filter + j] = bias[j];
-    };
-    if (early) stage();
-    device::WaitForPrerequisites();
-    if (!early) stage();
-    __syncthreads();
-    const T* staged = reinterpret_cast<const T*>(staged_bytes);
-    w = staged;
-    if (bias != nullptr) bias = staged + g.channels * g.kernel_h * g.kernel_w;
-  } else {
-    device::WaitForPrerequisites();
-  }
-  device::AllowDependents();
+                                      EpilogueActivation activation) {
   const int lanes = static_cast<int>(g.channels / V);
   const int strips = static_cast<int>((g.out_w + P - 1) / P);
   const int out_h = static_cast<int>(g.out_h), out_w = static_cast<int>(g.out_w);
@@ -109,40 +86,28 @@ bool AlignedTo(const void* p, uintptr_t bytes) { return p == nullptr || reinterp
 // Threads wanted in flight before a thread takes more channels or pixels (about two waves on an H100).
 constexpr int64_t kEnoughThreads = int64_t{1} << 16;
 
-// Shared memory a block may take for the staged filter and bias (the default limit without opting in).
-constexpr size_t kMaxStagedBytes = 48 << 10;
-
-template <typename T, int V, int P>
-cudaError_t LaunchWith(int64_t work, const T* x, const T* w, const T* bias, const T* residual, T* y,
-                       const DepthwiseGeometry& g, const EpilogueActivation& activation, bool early,
-                       cudaStream_t stream) {
-  const size_t staged = static_cast<size_t>(g.channels) * (g.kernel_h * g.kernel_w + 1) * sizeof(T);
-  early = early && device::EarlyConstantLoads();
-  const dim3 grid(static_cast<unsigned>(device::BlocksFor(work))), block(kThreads);
-  if (staged <= kMaxStagedBytes)
-    return device::LaunchDependent(DepthwiseChannelsLast<T, V, P, true>, grid, block, staged, stream, x, w, bias,
-                                   residual, y, g, activation, early);
-  return device::LaunchDependent(DepthwiseChannelsLast<T, V, P, false>, grid, block, 0, stream, x, w, bias, residual,
-                                 y, g, activation, early);
-}
-
 template <typename T, int V>
 cudaError_t LaunchWithLanes(const T* x, const T* w, const T* bias, const T* residual, T* y, const DepthwiseGeometry& g,
-                            const EpilogueActivation& activation, bool early, cudaStream_t stream) {
+                            const EpilogueActivation& activation, cudaStream_t stream) {
   const int64_t lanes = g.batch * g.out_h * g.out_w * (g.channels / V);
-  if (g.out_w >= 4 && lanes / 4 >= kEnoughThreads)
-    return LaunchWith<T, V, 4>(lanes / 4 + 1, x, w, bias, residual, y, g, activation, early, stream);
-  if (g.out_w >= 2 && lanes / 2 >= kEnoughThreads)
-    return LaunchWith<T, V, 2>(lanes / 2 + 1, x, w, bias, residual, y, g, activation, early, stream);
-  return LaunchWith<T, V, 1>(lanes, x, w, bias, residual, y, g, activation, early, stream);
+  if (g.out_w >= 4 && lanes / 4 >= kEnoughThreads) {
+    DepthwiseChannelsLast<T, V, 4><<<device::BlocksFor(lanes / 4 + 1), kThreads, 0, stream>>>(x, w, bias, residual, y,
+                                                                                            g, activation);
+  } else if (g.out_w >= 2 && lanes / 2 >= kEnoughThreads) {
+    DepthwiseChannelsLast<T, V, 2><<<device::BlocksFor(lanes / 2 + 1), kThreads, 0, stream>>>(x, w, bias, residual, y,
+                                                                                            g, activation);
+  } else {
+    DepthwiseChannelsLast<T, V, 1><<<device::BlocksFor(lanes), kThreads, 0, stream>>>(x, w, bias, residual, y, g,
+                                                                                    activation);
+  }
+  return device::LaunchStatus();
 }
 
 }  // namespace
 
 cudaError_t DepthwiseConvChannelsLast(ElementType type, const void* x, const void* w, const void* bias,
                                       const void* residual, void* y, const DepthwiseGeometry& g,
-                                      const EpilogueActivation& activation, bool constant_filter,
-                                      cudaStream_t stream) {
+                                      const EpilogueActivation& activation, cudaStream_t stream) {
   return device::DispatchFloat(type, [&](auto tag) {
     using T = decltype(tag);
     const auto* tx = static_cast<const T*>(x);
@@ -162,14 +127,14 @@ cudaError_t DepthwiseConvChannelsLast(ElementType type, const void* x, const voi
     while (width > 1 && (!fits(width) || (width > 2 && outputs / width < kEnoughThreads))) width /= 2;
     switch (width) {
       case 8:
-        if constexpr (kWidest >= 8) return LaunchWithLanes<T, 8>(tx, tw, tb, tz, ty, g, activation, constant_filter, stream);
+        if constexpr (kWidest >= 8) return LaunchWithLanes<T, 8>(tx, tw, tb, tz, ty, g, activation, stream);
         [[fallthrough]];
       case 4:
-        return LaunchWithLanes<T, 4>(tx, tw, tb, tz, ty, g, activation, constant_filter, stream);
+        return LaunchWithLanes<T, 4>(tx, tw, tb, tz, ty, g, activation, stream);
       case 2:
-        return LaunchWithLanes<T, 2>(tx, tw, tb, tz, ty, g, activation, constant_filter, stream);
+        return LaunchWithLanes<T, 2>(tx, tw, tb, tz, ty, g, activation, stream);
       default:
-        return LaunchWithLanes<T, 1>(tx, tw, tb, tz, ty, g, activation, constant_filter, stream);
+        return LaunchWithLanes<T, 1>(tx, tw, tb, tz, ty, g, activation, stream);
     }
   });
 }

@@ -250,12 +250,9 @@ struct DepthwiseGeometry {
   int64_t batch = 0, channels = 0, in_h = 0, in_w = 0, out_h = 0, out_w = 0;
   int kernel_h = 0, kernel_w = 0, stride_h = 1, stride_w = 1, pad_h = 0, pad_w = 0, dilation_h = 1, dilation_w = 1;
 };
-// `constant_filter`: w and bias are constants no kernel on the stream writes (initializers, or a copy of one made and
-// completed before): the kernel, a programmatic dependent launch, then loads them before waiting for the kernel before.
 cudaError_t DepthwiseConvChannelsLast(ElementType type, const void* x, const void* w, const void* bias,
                                       const void* residual, void* y, const DepthwiseGeometry& geometry,
-                                      const EpilogueActivation& activation, bool constant_filter,
-                                      cudaStream_t stream);
+                                      const EpilogueActivation& activation, cudaStream_t stream);
 
 // ---- FusedMatMul epilogue (matmul_epilogue.cu) ----------------------------------------------------
 // y[i] = activation(y[i] + bias[i % columns]) + addend[offset of i] over the n elements of a row-major
