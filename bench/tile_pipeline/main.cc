@@ -60,7 +60,17 @@ int main(int argc, char** argv) {
     tessera::Environment env;
     if (const char* plugin = std::getenv("TESSERA_PLUGIN")) env.RegisterEpLibrary("plugin", plugin);
     tessera::SessionOptions options;
-    if (ep != "CPUExecutionProvider") options.AddProvider(ep);
+    // ep_options=key=value;key=value: provider options of the EP (e.g. automatic_cuda_graphs=0).
+    tessera::ProviderOptions ep_options;
+    for (std::string rest = get("ep_options", ""); !rest.empty();) {
+      const size_t end = rest.find(';');
+      const std::string item = rest.substr(0, end);
+      rest = end == std::string::npos ? "" : rest.substr(end + 1);
+      const size_t eq = item.find('=');
+      if (eq == std::string::npos) throw std::runtime_error("ep_options items are key=value, got '" + item + "'");
+      ep_options[item.substr(0, eq)] = item.substr(eq + 1);
+    }
+    if (ep != "CPUExecutionProvider") options.AddProvider(ep, ep_options);
     tessera::Session session(env, argv[1], options);
     const tessera::DataType type = session.inputs()[0].type;
     const tessera::DataType output_type =
