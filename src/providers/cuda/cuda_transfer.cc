@@ -1,8 +1,6 @@
 #include "providers/cuda/cuda_transfer.h"
 
 #include <algorithm>
-#include <cstdlib>
-#include <string>
 #include <mutex>
 #include <set>
 #include <utility>
@@ -64,22 +62,6 @@ void CopyOne(const Tensor& src, Tensor& dst, cudaStream_t stream, bool async) {
         async ? cudaMemcpyPeerAsync(dst.raw_data(), dst_device, src.raw_data(), src_device, bytes, stream)
               : cudaMemcpyPeer(dst.raw_data(), dst_device, src.raw_data(), src_device, bytes);
     CheckCuda(status, "peer copy of ", src, " to ", dst);
-    return;
-  }
-  // Within one GPU, queued copies may run as a copy kernel on the SMs instead of on a copy engine, which leaves the
-  // copy engines to transfers over PCIe running at the same time (a tile pipeline's uploads and downloads);
-  // TESSERA_CUDA_DEVICE_COPIES=kernel (experiment).
-  static const bool kernel_copies = [] {
-    const char* v = std::getenv("TESSERA_CUDA_DEVICE_COPIES");
-    return v != nullptr && std::string(v) == "kernel";
-  }();
-  if (async && kernel_copies && IsCudaDeviceMemory(from) && IsCudaDeviceMemory(to) && from.device_id == to.device_id) {
-    launch::BufferCopies one;
-    one.src[0] = src.raw_data();
-    one.dst[0] = dst.raw_data();
-    one.bytes[0] = static_cast<int64_t>(bytes);
-    one.count = 1;
-    CheckCuda(launch::CopyBuffers(one, stream), "copy kernel for ", src, " to ", dst);
     return;
   }
   // A synchronous copy while this thread captures a whole run is not part of the graph (the executor copies host

@@ -11,7 +11,6 @@ namespace {
 
 constexpr int kThreads = 256;
 constexpr int64_t kMaxBlocksPerCopy = 64;
-constexpr int64_t kMaxBlocksPerLoneCopy = 1024;
 
 __global__ void CopyBuffersKernel(BufferCopies copies) {
   const int i = blockIdx.y;
@@ -38,9 +37,7 @@ cudaError_t CopyBuffers(const BufferCopies& copies, cudaStream_t stream) {
   for (int i = 0; i < copies.count; ++i) largest = copies.bytes[i] > largest ? copies.bytes[i] : largest;
   const int64_t per_block = int64_t{kThreads} * 16;
   int64_t blocks = (largest + per_block - 1) / per_block;
-  // One large copy takes the whole GPU (its blocks stride over the words); a batch's copies share it.
-  const int64_t max_blocks = copies.count == 1 ? kMaxBlocksPerLoneCopy : kMaxBlocksPerCopy;
-  blocks = blocks < 1 ? 1 : blocks > max_blocks ? max_blocks : blocks;
+  blocks = blocks < 1 ? 1 : blocks > kMaxBlocksPerCopy ? kMaxBlocksPerCopy : blocks;
   CopyBuffersKernel<<<dim3(static_cast<unsigned>(blocks), static_cast<unsigned>(copies.count)), kThreads, 0, stream>>>(
       copies);
   return device::LaunchStatus();
