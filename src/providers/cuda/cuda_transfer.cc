@@ -1,6 +1,7 @@
 #include "providers/cuda/cuda_transfer.h"
 
 #include <algorithm>
+#include <functional>
 #include <mutex>
 #include <set>
 #include <utility>
@@ -130,6 +131,20 @@ std::vector<const CopyPair*> QueueBatches(std::span<const CopyPair> pairs, cudaS
   return rest;
 }
 
+// Runs `queue` (which queues copies on `native`, `stream`'s CUDA stream), then keeps `kept` alive until the stream
+// has passed the copies (a stream this EP made: CudaStream::KeepUntilDone) or, on a CUDA stream of another library,
+// waits for them. Copies queued before a failure may still read or write the tensors: they finish first.
+void QueueCopies(Stream* stream, cudaStream_t native, std::vector<Tensor> kept, const std::function<void()>& queue) {
+  try {
+    queue();
+  } catch (...) {
+    if (cudaStreamSynchronize(native) != cudaSuccess) cudaGetLastError();
+    throw;
+  }
+  if (auto* owner = dynamic_cast<CudaStream*>(stream)) owner->KeepUntilDone(std::move(kept));
+  else CheckCuda(cudaStreamSynchronize(native), "waiting for copies on a stream this EP did not create");
+}
+
 }  // namespace
 
 bool CudaDataTransfer::CanCopy(const MemoryInfo& src, const MemoryInfo& dst) const {
@@ -149,28 +164,18 @@ void CudaDataTransfer::Copy(std::span<const CopyPair> pairs, Stream* stream) {
     }
     return;
   }
-  auto* owner = dynamic_cast<CudaStream*>(stream);  // a CUDA stream made by another library: no keep-alive list
   std::vector<Tensor> kept;
   kept.reserve(pairs.size() * 2);
-  try {
-    for (const CopyPair& pair : pairs) {
-      kept.push_back(*pair.src);
-      kept.push_back(*pair.dst);
-    }
+  for (const CopyPair& pair : pairs) {
+    kept.push_back(*pair.src);
+    kept.push_back(*pair.dst);
+  }
+  QueueCopies(stream, native, std::move(kept), [&] {
     for (const CopyPair* pair : QueueBatches(pairs, native)) {
       DeviceGuard guard(DeviceOf(*pair->src, *pair->dst));
       CopyOne(*pair->src, *pair->dst, native, true);
     }
-  } catch (...) {
-    // Copies queued before the failure may still read or write the tensors: let them finish first.
-    if (cudaStreamSynchronize(native) != cudaSuccess) cudaGetLastError();
-    throw;
-  }
-  if (owner != nullptr) {
-    owner->KeepUntilDone(std::move(kept));
-  } else {
-    CheckCuda(cudaStreamSynchronize(native), "waiting for copies on a stream this EP did not create");
-  }
+  });
 }
 
 bool CudaDataTransfer::CanCopyRegions(const MemoryInfo& src, const MemoryInfo& dst) const {
@@ -204,24 +209,15 @@ void CudaDataTransfer::CopyRegions(std::span<const CopyRegion> regions, Stream* 
     CheckCuda(cudaStreamSynchronize(cudaStreamLegacy), "waiting for region copies");
     return;
   }
-  auto* owner = dynamic_cast<CudaStream*>(stream);
   std::vector<Tensor> kept;
   kept.reserve(regions.size() * 2);
-  try {
-    for (const CopyRegion& r : regions) {
-      kept.push_back(*r.src);
-      kept.push_back(*r.dst);
-      copy(r, true);
-    }
-  } catch (...) {
-    if (cudaStreamSynchronize(native) != cudaSuccess) cudaGetLastError();
-    throw;
+  for (const CopyRegion& r : regions) {
+    kept.push_back(*r.src);
+    kept.push_back(*r.dst);
   }
-  if (owner != nullptr) {
-    owner->KeepUntilDone(std::move(kept));
-  } else {
-    CheckCuda(cudaStreamSynchronize(native), "waiting for region copies on a stream this EP did not create");
-  }
+  QueueCopies(stream, native, std::move(kept), [&] {
+    for (const CopyRegion& r : regions) copy(r, true);
+  });
 }
 
 }  // namespace tessera::cuda
