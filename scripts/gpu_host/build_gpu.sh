@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Sourced by the GPU-host scripts: unpacks the build dependencies into a prefix and configures build-gpu
 # (system g++, see docs/CUDA.md "Compiler"); `build_gpu TARGET...` then builds those targets with ninja.
-# Logs land in $LOG_DIR.
+# Logs land in $LOG_DIR. TESSERA_GPU_CMAKE_ARGS adds configure arguments (e.g. the Python package:
+# -DTESSERA_BUILD_PYTHON=ON -DPython_EXECUTABLE=$(command -v python3) -Dpybind11_DIR=$(python3 -m pybind11 --cmakedir)).
 PREFIX=${TESSERA_DEPS_PREFIX:-/tmp/tessera-deps}
 HOST_CXX=${HOST_CXX:-$( [[ -x /usr/bin/g++ ]] && echo /usr/bin/g++ || command -v g++ )}
 # The image also exports CC, CXX and CUDAHOSTCXX naming /opt/gcc: CMake's CUDA detection then takes that GCC's
@@ -24,7 +25,7 @@ build_gpu() {
     cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DTESSERA_WERROR=OFF \
       -DTESSERA_CUDA_ARCHITECTURES="$ARCHS" -DCUDNN_ROOT="$CUDNN_ROOT" \
       -DCMAKE_CUDA_COMPILER=/usr/local/cuda/bin/nvcc -DCMAKE_CXX_COMPILER="$HOST_CXX" \
-      -DCMAKE_CUDA_HOST_COMPILER="$HOST_CXX" >"$LOG_DIR/configure.log" 2>&1 || { tail -20 "$LOG_DIR/configure.log"; return 1; }
+      -DCMAKE_CUDA_HOST_COMPILER="$HOST_CXX" ${TESSERA_GPU_CMAKE_ARGS:-} >"$LOG_DIR/configure.log" 2>&1 || { tail -20 "$LOG_DIR/configure.log"; return 1; }
   fi
   ninja -C build-gpu -j"$JOBS" "$@" >"$LOG_DIR/build.log" 2>&1 || { grep -E "error|FAILED" "$LOG_DIR/build.log" | head -30; return 1; }
 }

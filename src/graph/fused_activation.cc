@@ -27,21 +27,23 @@ constexpr ActivationSpec kActivations[] = {
 
 }  // namespace
 
-FusedActivation ReadFusedActivation(const Node& node) {
-  const std::string name = node.GetString("activation", "");
+FusedActivation ReadFusedActivation(const Node& node) { return ReadFusedActivation(node, "activation"); }
+
+FusedActivation ReadFusedActivation(const Node& node, const std::string& attribute) {
+  const std::string name = node.GetString(attribute, "");
   if (name.empty()) return {};
-  const std::vector<float> params = node.GetFloats("activation_params", {});
+  const std::vector<float> params = node.GetFloats(attribute + "_params", {});
   for (const ActivationSpec& spec : kActivations) {
     if (name != spec.name) continue;
     if (!params.empty() && params.size() != spec.param_count)
-      Fail(ErrorCode::kInvalidArgument, node.Describe(), ": activation ", name, " takes ", spec.param_count,
-           " activation_params, got ", params.size());
+      Fail(ErrorCode::kInvalidArgument, node.Describe(), ": ", attribute, " ", name, " takes ", spec.param_count, " ",
+           attribute, "_params, got ", params.size());
     FusedActivation a{spec.kind, spec.default_alpha, spec.default_beta};
     if (params.size() > 0) a.alpha = params[0];
     if (params.size() > 1) a.beta = params[1];
     return a;
   }
-  Fail(ErrorCode::kInvalidArgument, node.Describe(), ": unsupported activation '", name, "'");
+  Fail(ErrorCode::kInvalidArgument, node.Describe(), ": unsupported ", attribute, " '", name, "'");
 }
 
 }  // namespace tessera

@@ -3,6 +3,7 @@
 // CudaExecutionProvider::PreferredChannelBlock: with prefer_nhwc = 1 always, with 0 never, and by default where
 // the convolution runs on tensor cores (float16; float32 with use_tf32).
 #include <cmath>
+#include <cstring>
 #include <map>
 #include <sstream>
 
@@ -112,11 +113,16 @@ struct DepthwiseCase {
   int64_t channels = 8, kernel_h = 3, kernel_w = 3, stride = 1, dilation = 1, pad = 1;
   bool bias = true, residual = false, relu = false;
   int64_t batch = 2, height = 11, width = 13;
+  // An activation of "pre" that only the depthwise convolution reads ("Relu", "Clip" with these limits, or none):
+  // the depthwise_input_activation pass moves it into the depthwise convolution (ActivatedNchwcConv).
+  std::string pre_activation = "";
+  float clip_lo = 0.0f, clip_hi = 6.0f;
   std::string Describe() const {
     std::ostringstream s;
     s << "x " << batch << "x" << channels << "x" << height << "x" << width << ", kernel " << kernel_h << "x"
       << kernel_w << ", stride " << stride << ", dilation " << dilation << ", pad " << pad << (bias ? ", bias" : "")
       << (residual ? ", residual" : "") << (relu ? ", relu" : "");
+    if (!pre_activation.empty()) s << ", " << pre_activation << " before (" << clip_lo << ", " << clip_hi << ")";
     return s.str();
   }
   std::vector<int64_t> InputDims() const { return {batch, channels, height, width}; }
@@ -132,7 +138,13 @@ std::string DepthwiseCaseModel(const DepthwiseCase& c) {
   builder.FloatInitializer("pre_w", {c.channels, c.channels, 1, 1}, pre.ToVector<float>())
       .FloatInitializer("w", {c.channels, 1, c.kernel_h, c.kernel_w}, w.ToVector<float>())
       .Input("x", c.InputDims())
-      .Node("Conv", {"x", "pre_w"}, {"p"}, "pre");
+      .Node("Conv", {"x", "pre_w"}, {c.pre_activation.empty() ? "p" : "pre_out"}, "pre");
+  if (c.pre_activation == "Clip") {
+    builder.FloatInitializer("lo", {}, {c.clip_lo}).FloatInitializer("hi", {}, {c.clip_hi});
+    builder.Node("Clip", {"pre_out", "lo", "hi"}, {"p"});
+  } else if (!c.pre_activation.empty()) {
+    builder.Node(c.pre_activation, {"pre_out"}, {"p"});
+  }
   std::vector<std::string> conv_inputs = {"p", "w"};
   if (c.bias) {
     builder.FloatInitializer("b", {c.channels}, b.ToVector<float>());
@@ -167,6 +179,7 @@ std::string DepthwiseCaseModel(const DepthwiseCase& c) {
 // How many nodes of each kind the session runs on the CUDA EP: NHWC ones (ai.tessera Nchwc*) and all.
 struct Placement {
   int nhwc = 0, on_cuda = 0, elsewhere = 0;
+  int activated = 0;  // ActivatedNchwcConv (counted in nhwc too)
 };
 
 Placement PlacementOf(const std::string& model, const ProviderOptions& provider_options) {
@@ -181,7 +194,8 @@ Placement PlacementOf(const std::string& model, const ProviderOptions& provider_
       continue;
     }
     ++p.on_cuda;
-    if (e.op_type.starts_with("Nchwc")) ++p.nhwc;
+    if (e.op_type.starts_with("Nchwc") || e.op_type == "ActivatedNchwcConv") ++p.nhwc;
+    if (e.op_type == "ActivatedNchwcConv") ++p.activated;
   }
   return p;
 }
@@ -337,6 +351,60 @@ TEST_F(CudaNhwcTest, DepthwiseKernelMatchesTheCpuOverItsGeometries) {
     for (const auto& [name, value] : feeds) half_feeds.push_back({name, Value(HalfOf(value.tensor()))});
     ExpectClose(expected, RunOnCuda(ToFloat16Model(model), half_feeds, {{"automatic_cuda_graphs", "0"}})[0], 1e-2,
                 "float16 eager, " + c.Describe());
+  }
+}
+
+// The pre convolution's Relu / Clip moved into the depthwise convolution (depthwise_input_activation ->
+// ActivatedNchwcConv, applied by Tessera's depthwise kernel to each input it loads): against the CPU (which keeps
+// the activation where it was) in every session kind, and bit for bit against the same CUDA session with the pass
+// disabled in eager sessions (both run the same kernels there; the activation commutes with rounding). A residual
+// of the depthwise convolution ("+ pre") reads the activated value too, so those cases keep the activation.
+TEST_F(CudaNhwcTest, ActivationMovedIntoTheDepthwiseConvolutionMatches) {
+  std::vector<DepthwiseCase> cases;
+  cases.push_back({.pre_activation = "Clip"});  // MobileNetV2's ReLU6
+  cases.push_back({.channels = 10, .stride = 2, .bias = false, .pre_activation = "Relu"});
+  // A lower limit above zero: the padding taps stay zeros, not Clip(0) = 1.
+  cases.push_back({.channels = 16, .kernel_h = 5, .kernel_w = 5, .pad = 2, .relu = true, .pre_activation = "Clip",
+                   .clip_lo = 1.0f, .clip_hi = 4.0f});
+  // 1.3 M outputs: 4 floats x 4 pixels / 8 halves x 2 pixels per thread.
+  cases.push_back({.channels = 32, .relu = true, .batch = 1, .height = 200, .width = 203, .pre_activation = "Clip"});
+  for (const DepthwiseCase& c : cases) {
+    const std::string model = DepthwiseCaseModel(c);
+    const Session::NamedValues feeds = {{"x", Value(RandomTensor(DataType::kFloat, Shape(c.InputDims()), 34, -2, 2))}};
+    const Tensor expected = RunOnCpu(model, feeds)[0];
+    const ProviderOptions eager = {{"prefer_nhwc", "1"}, {"use_tf32", "0"}, {"automatic_cuda_graphs", "0"}};
+    const Placement placement = PlacementOf(model, eager);
+    EXPECT_EQ(placement.nhwc, 2) << c.Describe();
+    EXPECT_EQ(placement.activated, 1) << "the activation moved, " << c.Describe();
+    const Tensor fused = RunOnCuda(model, feeds, eager)[0];
+    ExpectClose(expected, fused, 1e-5, "float32 eager, " + c.Describe());
+    const ProviderOptions graphs = {{"prefer_nhwc", "1"}, {"use_tf32", "0"}, {"enable_cuda_graph", "1"}};
+    ExpectClose(expected, RunOnCuda(model, feeds, graphs)[0], 1e-5, "float32, graph session, " + c.Describe());
+    const ProviderOptions replayed = {{"prefer_nhwc", "1"}, {"use_tf32", "0"}};
+    ExpectClose(expected, RunOnCuda(model, feeds, replayed)[0], 1e-5, "float32, automatic graphs, " + c.Describe());
+    Session::NamedValues half_feeds;
+    for (const auto& [name, value] : feeds) half_feeds.push_back({name, Value(HalfOf(value.tensor()))});
+    const std::string half_model = ToFloat16Model(model);
+    const ProviderOptions half_eager = {{"automatic_cuda_graphs", "0"}};
+    const Tensor half_fused = RunOnCuda(half_model, half_feeds, half_eager)[0];
+    ExpectClose(expected, half_fused, 1e-2, "float16 eager, " + c.Describe());
+    ExpectClose(expected, RunOnCuda(half_model, half_feeds)[0], 1e-2, "float16, automatic graphs, " + c.Describe());
+    // Eager sessions with and without the pass, cuDNN's first heuristic plan for "pre" in both: identical bits.
+    ProviderOptions exact = eager, half_exact = half_eager;
+    exact["cudnn_conv_algo_search"] = half_exact["cudnn_conv_algo_search"] = "HEURISTIC";
+    const auto expect_same_bits = [&](const std::string& m, const Session::NamedValues& f, const ProviderOptions& o) {
+      const Tensor moved = RunOnCuda(m, f, o)[0];
+      SessionOptions unmoved;
+      unmoved.AddProvider(kCudaEpName, o);
+      unmoved.config["session.disabled_optimizers"] = "depthwise_input_activation";
+      Session session = MakeSession(m, unmoved, TestEnv());
+      const Tensor reference = session.Run(f)[0].tensor();
+      ASSERT_EQ(reference.SizeInBytes(), moved.SizeInBytes());
+      EXPECT_EQ(std::memcmp(reference.raw_data(), moved.raw_data(), reference.SizeInBytes()), 0)
+          << DataTypeName(reference.type()) << " eager: the moved activation changed bits, " << c.Describe();
+    };
+    expect_same_bits(model, feeds, exact);
+    expect_same_bits(half_model, half_feeds, half_exact);
   }
 }
 

@@ -18,5 +18,8 @@ struct FusedActivation {
 // The node's activation (kNone without the attribute). Throws kInvalidArgument naming the node for an
 // unknown activation or a wrong parameter count.
 FusedActivation ReadFusedActivation(const Node& node);
+// The same from attributes `attribute` and `<attribute>_params` (ai.tessera::ActivatedNchwcConv's
+// `input_activation` / `input_activation_params`: the activation applied to X before the convolution).
+FusedActivation ReadFusedActivation(const Node& node, const std::string& attribute);
 
 }  // namespace tessera

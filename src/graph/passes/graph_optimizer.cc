@@ -8,6 +8,7 @@
 #include "graph/passes/conv_activation_fusion.h"
 #include "graph/passes/conv_bn_folding.h"
 #include "graph/passes/dead_node_elimination.h"
+#include "graph/passes/depthwise_input_activation.h"
 #include "graph/passes/float32_regions.h"
 #include "graph/passes/gelu_fusion.h"
 #include "graph/passes/integer_matmul_fusion.h"
@@ -104,8 +105,11 @@ void RunAll(Graph& graph, bool is_subgraph, PassRunner& run) {
   run("matmul_epilogue_fusion", [&] { return FuseMatMulEpilogue(graph, context.can_fuse); });
   // After matmul_epilogue_fusion: products that read one input merge with their biases.
   run("shared_input_matmul_fusion", [&] { return FuseSharedInputMatMuls(graph, context.can_fuse); });
-  if (!is_subgraph)
+  if (!is_subgraph) {
     run("nchwc_layout", [&] { return ConvertToBlockedLayout(graph, context.can_fuse, context.channel_block); });
+    // After nchwc_layout: it moves activations between the channel-inner convolutions that pass makes.
+    run("depthwise_input_activation", [&] { return FuseDepthwiseInputActivation(graph, context.can_fuse); });
+  }
 }
 
 }  // namespace
@@ -139,7 +143,8 @@ const std::vector<std::string>& OptimizerPassNames() {
       "conv_bn_folding",       "conv_affine_folding",     "layer_norm_fusion",       "gelu_fusion",                "hard_swish_fusion",
       "transpose_elimination", "float32_regions",         "mha_lowering",               "attention_fusion",
       "cache_update_fusion",   "integer_matmul_fusion",   "skip_layer_norm_fusion",     "conv_activation_fusion", "silu_fusion",
-      "gemm_to_matmul",        "matmul_epilogue_fusion",  "shared_input_matmul_fusion", "nchwc_layout"};
+      "gemm_to_matmul",        "matmul_epilogue_fusion",  "shared_input_matmul_fusion", "nchwc_layout",
+      "depthwise_input_activation"};
   return names;
 }
 

@@ -87,19 +87,25 @@ const KernelRegistry& CpuKernelRegistry() {
 CpuProviderOptions ParseCpuProviderOptions(const ProviderOptions& options) {
   CpuProviderOptions parsed;
   for (const auto& [key, value] : options) {
-    if (key != "conv_winograd" && key != "fused_attention")
+    if (key != "conv_winograd" && key != "fused_attention" && key != "activated_depthwise")
       Fail(ErrorCode::kInvalidArgument, "CPUExecutionProvider: unknown provider option '", key,
-           "' (known: conv_winograd, fused_attention)");
+           "' (known: conv_winograd, fused_attention, activated_depthwise)");
     if (value != "0" && value != "1")
       Fail(ErrorCode::kInvalidArgument, "CPUExecutionProvider: provider option '", key, "' must be 0 or 1, got '",
            value, "'");
-    (key == "conv_winograd" ? parsed.conv_winograd : parsed.fused_attention) = value == "1";
+    bool& option = key == "conv_winograd" ? parsed.conv_winograd
+                   : key == "fused_attention" ? parsed.fused_attention
+                                              : parsed.activated_depthwise;
+    option = value == "1";
   }
   return parsed;
 }
 
 bool CpuExecutionProvider::PrefersFusion(const std::string& op_type, const std::string& domain) const {
   if (op_type == "Attention" && domain == "ai.tessera") return options_.fused_attention;
+  // oneDNN fuses the producer's activation as a post-op already; moving it into the depthwise convolution would
+  // cost an activated copy of X (depthwise_input_activation).
+  if (op_type == "ActivatedNchwcConv" && domain == "ai.tessera") return options_.activated_depthwise;
   return true;
 }
 

@@ -20,6 +20,10 @@ struct CpuProviderOptions {
   // MultiHeadAttention lowering put ai.tessera::Attention on the CPU EP. Its kernel computes row by row; the unfused
   // MatMul / Softmax / MatMul on oneDNN run BERT-base faster (58 against 78 ms per run at 2 threads, dev VM).
   bool fused_attention = false;
+  // "activated_depthwise" = "0" (default) / "1": let depthwise_input_activation move a convolution's Relu / Clip into
+  // the depthwise convolution after it (ai.tessera::ActivatedNchwcConv) on the CPU EP too. Its kernel activates a
+  // copy of X, where oneDNN applied the activation as the convolution's post-op for free: for tests and comparisons.
+  bool activated_depthwise = false;
 };
 CpuProviderOptions ParseCpuProviderOptions(const ProviderOptions& options);
 
@@ -37,7 +41,8 @@ class CpuExecutionProvider : public ExecutionProvider {
   // convolutions take NHWC: ResNet-50 -8%, MobileNetV2 -11% against nChw16c on the dev VM), else 8-channel blocks
   // (AVX2).
   std::optional<int64_t> PreferredChannelBlock(const Node& conv, const Graph& graph) const override;
-  // ai.tessera::Attention only with the provider option fused_attention = 1.
+  // ai.tessera::Attention only with the provider option fused_attention = 1, ActivatedNchwcConv only with
+  // activated_depthwise = 1.
   bool PrefersFusion(const std::string& op_type, const std::string& domain) const override;
 
  private:

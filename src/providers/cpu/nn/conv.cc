@@ -304,7 +304,10 @@ class Conv : public Kernel {
         group_(info.node().GetInt("group", 1)),
         has_bias_(info.node().HasInput(2)),
         activation_(info.node().domain.empty() ? FusedActivation{} : ReadFusedActivation(info.node())),
-        blocked_(info.node().op_type == "NchwcConv"),
+        input_activation_(info.node().op_type == "ActivatedNchwcConv"
+                              ? ReadFusedActivation(info.node(), "input_activation")
+                              : FusedActivation{}),
+        blocked_(info.node().op_type == "NchwcConv" || info.node().op_type == "ActivatedNchwcConv"),
         channel_block_(blocked_ ? info.node().GetInt("channel_block") : 0),
         residual_in_place_(info.node().GetInt("residual_in_place", 0) != 0),
         winograd_(WinogradAllowed(info.ep())),
@@ -322,6 +325,16 @@ class Conv : public Kernel {
     if (residual && residual->type() != x.type())
       Fail(ErrorCode::kInvalidArgument, ctx.node().Describe(), ": Z is ", DataTypeName(residual->type()),
            " but X is ", DataTypeName(x.type()));
+    if (input_activation_.kind != FusedActivation::Kind::kNone) {
+      // ActivatedNchwcConv: NchwcConv of activation(X), from an activated copy (the CUDA EP's depthwise kernel
+      // applies it on load; this EP runs the op where a model has it but does not ask the pass for it).
+      if (x.type() != DataType::kFloat)
+        Fail(ErrorCode::kInvalidArgument, ctx.node().Describe(), ": X must be float, not ", DataTypeName(x.type()));
+      Tensor activated = Tensor::Allocate(x.type(), x.shape(), ctx.allocator());
+      std::copy_n(x.Data<float>(), x.NumElements(), activated.Data<float>());
+      ApplyActivation(input_activation_, activated.Data<float>(), activated.NumElements());
+      return ComputeBlocked(ctx, activated, w, bias, residual);
+    }
     if (blocked_) return ComputeBlocked(ctx, x, w, bias, residual);
     const ConvShapes s = ResolveConvShapes(ctx.node(), attrs_, group_, x.shape(), w.shape(), bias);
     Tensor& y = ctx.Output(0, x.type(), s.output);
@@ -566,6 +579,7 @@ class Conv : public Kernel {
   int64_t group_;
   bool has_bias_;  // fixed per node, so the cached primitives either all take a bias or none does
   FusedActivation activation_;  // FusedConv and NchwcConv only
+  FusedActivation input_activation_;  // ActivatedNchwcConv only
   bool blocked_;  // NchwcConv
   int64_t channel_block_;  // NchwcConv only
   bool residual_in_place_;  // NchwcConv only
@@ -588,6 +602,8 @@ void RegisterConvKernels(KernelRegistry& registry) {
   def.op_type = "NchwcConv";
   def.input_types = {{0, {DataType::kFloat}}, {3, {DataType::kFloat}}};
   def.may_alias = true;  // residual_in_place
+  registry.Register<Conv>(def);
+  def.op_type = "ActivatedNchwcConv";  // NchwcConv of input_activation(X); see CpuExecutionProvider::PrefersFusion
   registry.Register<Conv>(std::move(def));
 }
 

@@ -140,6 +140,8 @@ struct ConvExtras {
   const Tensor* bias = nullptr;
   const Tensor* residual = nullptr;
   launch::EpilogueActivation activation;
+  // ActivatedNchwcConv: applied to X by the depthwise kernel (any other convolution gets an activated copy of X).
+  launch::EpilogueActivation input_activation;
   bool any() const {
     return bias != nullptr || residual != nullptr || activation.kind != launch::EpilogueActivation::Kind::kNone;
   }
@@ -171,10 +173,13 @@ class ConvKernel : public Kernel {
         attributes_(cpu::ReadWindowAttributes(info.node())),
         group_(info.node().GetInt("group", 1)),
         fused_node_(info.node().op_type != "Conv"),
-        channels_last_(info.node().op_type == "NchwcConv"),
+        channels_last_(info.node().op_type == "NchwcConv" || info.node().op_type == "ActivatedNchwcConv"),
         deterministic_(info.session_settings().deterministic_compute),
         activation_(fused_node_ ? ToLaunchActivation(ReadFusedActivation(info.node()))
-                                : launch::EpilogueActivation{}) {
+                                : launch::EpilogueActivation{}),
+        input_activation_(info.node().op_type == "ActivatedNchwcConv"
+                              ? ToLaunchActivation(ReadFusedActivation(info.node(), "input_activation"))
+                              : launch::EpilogueActivation{}) {
     if (channels_last_ && info.node().GetInt("channel_block", 0) != 0)
       Fail(ErrorCode::kNotImplemented, info.node().Describe(), ": the CUDA EP runs NchwcConv in NHWC (channel_block 0) ",
            "only, not channel_block ", info.node().GetInt("channel_block", 0));
@@ -185,7 +190,8 @@ class ConvKernel : public Kernel {
     DeviceGuard guard(ep_.ordinal());
     const Tensor& x_in = ctx.Input(0);
     const Tensor& w = ctx.Input(1);
-    ConvExtras extras{ctx.OptionalInput(2), fused_node_ ? ctx.OptionalInput(3) : nullptr, activation_};
+    ConvExtras extras{ctx.OptionalInput(2), fused_node_ ? ctx.OptionalInput(3) : nullptr, activation_,
+                      input_activation_};
     if (w.type() != x_in.type() || (extras.bias != nullptr && extras.bias->type() != x_in.type()) ||
         (extras.residual != nullptr && extras.residual->type() != x_in.type()))
       Fail(ErrorCode::kInvalidArgument, ctx.node().Describe(), ": X, W, B and Z must have one element type");
@@ -208,7 +214,17 @@ class ConvKernel : public Kernel {
       x_staged = Tensor::Allocate(x_in.type(), Shape{s[0], s[2], s[3], s[1]}, ctx.allocator());
       LaunchToChannelsLast(ctx, x_in, x_staged.raw_data(), stream);
     }
-    const Tensor& x = x_staged.defined() ? x_staged : x_in;
+    const Tensor& x_plain = x_staged.defined() ? x_staged : x_in;
+    Tensor x_activated;  // ActivatedNchwcConv that Tessera's depthwise kernel cannot run: activation(X) first
+    if (extras.input_activation.kind != launch::EpilogueActivation::Kind::kNone && !DepthwiseApplies(geometry)) {
+      x_activated = Tensor::Allocate(x_plain.type(), x_plain.shape(), ctx.allocator());
+      CheckLaunch(ctx,
+                  launch::Activation(FloatElementType(ctx, x_plain.type()), x_plain.raw_data(), x_activated.raw_data(),
+                                     x_plain.NumElements(), extras.input_activation, stream),
+                  "input activation launch");
+      extras.input_activation = {};
+    }
+    const Tensor& x = x_activated.defined() ? x_activated : x_plain;
     const Tensor& filter = channels_last_ ? FilterInKrsc(ctx, w, stream) : w;
     const ConvPlan& plan = PlanFor(ctx, geometry, x, filter, y, extras, stream);
     LibraryHandles::Lease lease = ep_.handles().Acquire(stream);
@@ -311,8 +327,9 @@ class ConvKernel : public Kernel {
     auto plan = std::make_unique<ConvPlan>();
     plan->depthwise_ok = DepthwiseApplies(g);
     if (plan->depthwise_ok) plan->depthwise = DepthwiseGeometryOf(g);
-    if (plan->depthwise_ok && !GraphSession()) {
+    if (plan->depthwise_ok && (!GraphSession() || extras.input_activation.kind != launch::EpilogueActivation::Kind::kNone)) {
       // Eager sessions are bound by the host: one launch with the epilogue beats cuDNN's call plus an epilogue.
+      // An input activation (ActivatedNchwcConv) only this kernel applies.
       plan->choice.depthwise = true;
       Log(LogLevel::kVerbose, ctx.node().Describe(), ": X ", x.shape().ToString(), " Tessera's depthwise kernel");
       return *plans_.emplace(std::move(key), std::move(plan)).first->second;
@@ -369,7 +386,7 @@ class ConvKernel : public Kernel {
                       FloatElementType(ctx, x.type()), x.raw_data(), w.raw_data(),
                       extras.bias != nullptr ? extras.bias->raw_data() : nullptr,
                       whole && extras.residual != nullptr ? extras.residual->raw_data() : nullptr, y.raw_data(),
-                      plan.depthwise, whole ? extras.activation : none, stream),
+                      plan.depthwise, whole ? extras.activation : none, extras.input_activation, stream),
                   "depthwise convolution launch");
       if (whole) return;
       extras.bias = nullptr;
@@ -702,7 +719,8 @@ class ConvKernel : public Kernel {
       if (channels_last_ && (g.y_shape.rank() != 4 || w->rank() != 4)) return;
       if (g.y_shape.NumElements() == 0) return;
       const bool depthwise_ok = DepthwiseApplies(g);
-      if (depthwise_ok && !GraphSession()) return;  // Tessera's depthwise kernel, no cuDNN plan
+      // Tessera's depthwise kernel, no cuDNN plan (an input activation only that kernel applies)
+      if (depthwise_ok && (!GraphSession() || input_activation_.kind != launch::EpilogueActivation::Kind::kNone)) return;
       constexpr int64_t kArenaAlignment = 16;
       int only_list = -1;
       int64_t only_position = -1;
@@ -900,6 +918,7 @@ class ConvKernel : public Kernel {
   bool channels_last_;                     // ai.tessera::NchwcConv: NHWC
   bool deterministic_;                     // SessionOptions::use_deterministic_compute
   launch::EpilogueActivation activation_;  // the fused activation (none for Conv)
+  launch::EpilogueActivation input_activation_;  // ActivatedNchwcConv: applied to X (none otherwise)
   mutable std::shared_mutex mutex_;  // plans_ and krsc_filters_
   mutable std::map<std::vector<int>, std::unique_ptr<ConvPlan>> plans_;
   mutable std::map<const void*, Tensor> krsc_filters_;  // NchwcConv: W in KRSC, by W's address
@@ -914,6 +933,8 @@ void RegisterConvKernels(KernelRegistry& registry) {
   registry.Register<ConvKernel>(std::move(fused));
   KernelDef nhwc = MakeDef("NchwcConv", 1, INT_MAX, FloatTypes());
   nhwc.domain = "ai.tessera";
+  registry.Register<ConvKernel>(nhwc);
+  nhwc.op_type = "ActivatedNchwcConv";  // NchwcConv of input_activation(X) (the depthwise_input_activation pass)
   registry.Register<ConvKernel>(std::move(nhwc));
 }
 

@@ -32,6 +32,7 @@ const std::map<std::string, std::function<bool(const Node&)>>& Predicates() {
       {"Conv", [](const Node& n) { return HasSymmetricPads(n) && n.GetInts("kernel_shape").size() <= 3; }},
       {"FusedConv", [](const Node& n) { return HasSymmetricPads(n) && n.GetInts("kernel_shape").size() <= 3; }},
       {"NchwcConv", [](const Node& n) { return HasSymmetricPads(n) && n.GetInt("channel_block", 0) == 0; }},
+      {"ActivatedNchwcConv", [](const Node& n) { return HasSymmetricPads(n) && n.GetInt("channel_block", 0) == 0; }},
       {"NchwcMaxPool", [](const Node& n) { return OutputCount(n) == 1 && IsPool2d(n); }},
       {"MaxPool", [](const Node& n) { return OutputCount(n) == 1 && IsPool2d(n); }},
       {"AveragePool", [](const Node& n) { return IsPool2d(n); }},

@@ -22,10 +22,12 @@ struct alignas(sizeof(T) * V) Lanes {
   T v[V];
 };
 
-template <typename T, int V, int P>
+// kActivatedInput: every loaded input goes through `input_activation` first (ai.tessera::ActivatedNchwcConv); taps
+// outside x still count as zeros.
+template <typename T, int V, int P, bool kActivatedInput>
 __global__ void DepthwiseChannelsLast(const T* __restrict__ x, const T* __restrict__ w, const T* __restrict__ bias,
                                       const T* __restrict__ residual, T* __restrict__ y, DepthwiseGeometry g,
-                                      EpilogueActivation activation) {
+                                      EpilogueActivation activation, EpilogueActivation input_activation) {
   const int lanes = static_cast<int>(g.channels / V);
   const int strips = static_cast<int>((g.out_w + P - 1) / P);
   const int out_h = static_cast<int>(g.out_h), out_w = static_cast<int>(g.out_w);
@@ -60,7 +62,11 @@ __global__ void DepthwiseChannelsLast(const T* __restrict__ x, const T* __restri
           const int iw = first + p * g.stride_w;
           if (iw < 0 || iw >= in_w || (P > 1 && ow0 + p >= out_w)) continue;
           const Lanes<T, V> in = *reinterpret_cast<const Lanes<T, V>*>(row + int64_t{iw} * g.channels);
-          for (int v = 0; v < V; ++v) sum[p][v] += ToFloat(in.v[v]) * weight[v];
+          for (int v = 0; v < V; ++v) {
+            float value = ToFloat(in.v[v]);
+            if constexpr (kActivatedInput) value = device::Activate(input_activation, value);
+            sum[p][v] += value * weight[v];
+          }
         }
       }
     }
@@ -86,28 +92,39 @@ bool AlignedTo(const void* p, uintptr_t bytes) { return p == nullptr || reinterp
 // Threads wanted in flight before a thread takes more channels or pixels (about two waves on an H100).
 constexpr int64_t kEnoughThreads = int64_t{1} << 16;
 
-template <typename T, int V>
+template <typename T, int V, bool kActivatedInput>
 cudaError_t LaunchWithLanes(const T* x, const T* w, const T* bias, const T* residual, T* y, const DepthwiseGeometry& g,
-                            const EpilogueActivation& activation, cudaStream_t stream) {
+                            const EpilogueActivation& activation, const EpilogueActivation& input_activation,
+                            cudaStream_t stream) {
   const int64_t lanes = g.batch * g.out_h * g.out_w * (g.channels / V);
   if (g.out_w >= 4 && lanes / 4 >= kEnoughThreads) {
-    DepthwiseChannelsLast<T, V, 4><<<device::BlocksFor(lanes / 4 + 1), kThreads, 0, stream>>>(x, w, bias, residual, y,
-                                                                                            g, activation);
+    DepthwiseChannelsLast<T, V, 4, kActivatedInput><<<device::BlocksFor(lanes / 4 + 1), kThreads, 0, stream>>>(
+        x, w, bias, residual, y, g, activation, input_activation);
   } else if (g.out_w >= 2 && lanes / 2 >= kEnoughThreads) {
-    DepthwiseChannelsLast<T, V, 2><<<device::BlocksFor(lanes / 2 + 1), kThreads, 0, stream>>>(x, w, bias, residual, y,
-                                                                                            g, activation);
+    DepthwiseChannelsLast<T, V, 2, kActivatedInput><<<device::BlocksFor(lanes / 2 + 1), kThreads, 0, stream>>>(
+        x, w, bias, residual, y, g, activation, input_activation);
   } else {
-    DepthwiseChannelsLast<T, V, 1><<<device::BlocksFor(lanes), kThreads, 0, stream>>>(x, w, bias, residual, y, g,
-                                                                                    activation);
+    DepthwiseChannelsLast<T, V, 1, kActivatedInput><<<device::BlocksFor(lanes), kThreads, 0, stream>>>(
+        x, w, bias, residual, y, g, activation, input_activation);
   }
   return device::LaunchStatus();
+}
+
+template <typename T, int V>
+cudaError_t LaunchWithLanes(const T* x, const T* w, const T* bias, const T* residual, T* y, const DepthwiseGeometry& g,
+                            const EpilogueActivation& activation, const EpilogueActivation& input_activation,
+                            cudaStream_t stream) {
+  if (input_activation.kind == EpilogueActivation::Kind::kNone)
+    return LaunchWithLanes<T, V, false>(x, w, bias, residual, y, g, activation, input_activation, stream);
+  return LaunchWithLanes<T, V, true>(x, w, bias, residual, y, g, activation, input_activation, stream);
 }
 
 }  // namespace
 
 cudaError_t DepthwiseConvChannelsLast(ElementType type, const void* x, const void* w, const void* bias,
                                       const void* residual, void* y, const DepthwiseGeometry& g,
-                                      const EpilogueActivation& activation, cudaStream_t stream) {
+                                      const EpilogueActivation& activation, const EpilogueActivation& input_activation,
+                                      cudaStream_t stream) {
   return device::DispatchFloat(type, [&](auto tag) {
     using T = decltype(tag);
     const auto* tx = static_cast<const T*>(x);
@@ -127,14 +144,14 @@ cudaError_t DepthwiseConvChannelsLast(ElementType type, const void* x, const voi
     while (width > 1 && (!fits(width) || (width > 2 && outputs / width < kEnoughThreads))) width /= 2;
     switch (width) {
       case 8:
-        if constexpr (kWidest >= 8) return LaunchWithLanes<T, 8>(tx, tw, tb, tz, ty, g, activation, stream);
+        if constexpr (kWidest >= 8) return LaunchWithLanes<T, 8>(tx, tw, tb, tz, ty, g, activation, input_activation, stream);
         [[fallthrough]];
       case 4:
-        return LaunchWithLanes<T, 4>(tx, tw, tb, tz, ty, g, activation, stream);
+        return LaunchWithLanes<T, 4>(tx, tw, tb, tz, ty, g, activation, input_activation, stream);
       case 2:
-        return LaunchWithLanes<T, 2>(tx, tw, tb, tz, ty, g, activation, stream);
+        return LaunchWithLanes<T, 2>(tx, tw, tb, tz, ty, g, activation, input_activation, stream);
       default:
-        return LaunchWithLanes<T, 1>(tx, tw, tb, tz, ty, g, activation, stream);
+        return LaunchWithLanes<T, 1>(tx, tw, tb, tz, ty, g, activation, input_activation, stream);
     }
   });
 }

@@ -245,14 +245,16 @@ cudaError_t ConvEpilogueChannelsLast(ElementType type, void* y, const void* bias
 // channels-last tensors, with Conv's epilogue fused: y[n, oh, ow, c] = activation(bias[c] + residual[n, oh, ow, c] +
 // sum over r, s of x[n, oh * stride_h - pad_h + r * dilation_h, ow * stride_w - pad_w + s * dilation_w, c] *
 // w[c, r, s]), taps outside x counting as zeros. x [N, H, W, C], w [C, 1, R, S] (ONNX's layout), y and residual
-// [N, OH, OW, C]; bias and residual may each be null.
+// [N, OH, OW, C]; bias and residual may each be null. `input_activation` (kNone: none) is applied to each x value
+// read (ai.tessera::ActivatedNchwcConv); the taps outside x stay zeros.
 struct DepthwiseGeometry {
   int64_t batch = 0, channels = 0, in_h = 0, in_w = 0, out_h = 0, out_w = 0;
   int kernel_h = 0, kernel_w = 0, stride_h = 1, stride_w = 1, pad_h = 0, pad_w = 0, dilation_h = 1, dilation_w = 1;
 };
 cudaError_t DepthwiseConvChannelsLast(ElementType type, const void* x, const void* w, const void* bias,
                                       const void* residual, void* y, const DepthwiseGeometry& geometry,
-                                      const EpilogueActivation& activation, cudaStream_t stream);
+                                      const EpilogueActivation& activation, const EpilogueActivation& input_activation,
+                                      cudaStream_t stream);
 
 // ---- FusedMatMul epilogue (matmul_epilogue.cu) ----------------------------------------------------
 // y[i] = activation(y[i] + bias[i % columns]) + addend[offset of i] over the n elements of a row-major

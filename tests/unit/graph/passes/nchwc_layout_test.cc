@@ -19,20 +19,6 @@ namespace {
 
 constexpr float kTolerance = 2e-4f;
 
-// Adds Conv(input, W[out, in / group, k, k], B) with `pads` all equal to `pad`, named after `output`.
-onnx::NodeProto& AddConv(PassTestGraph& g, const std::string& input, const std::string& output, int64_t in, int64_t out,
-                         int64_t k, int64_t pad, int64_t group = 1, int64_t stride = 1) {
-  static unsigned seed = 100;
-  const int64_t weights = out * (in / group) * k * k;
-  g.Floats(output + "_W", {out, in / group, k, k}, PassTestGraph::Random(weights, -0.3f, 0.3f, seed++));
-  g.Floats(output + "_B", {out}, PassTestGraph::Random(out, -0.5f, 0.5f, seed++));
-  onnx::NodeProto& conv = g.Node("Conv", {input, output + "_W", output + "_B"}, {output});
-  SetInts(conv, "pads", {pad, pad, pad, pad});
-  SetInts(conv, "strides", {stride, stride});
-  if (group > 1) SetInt(conv, "group", group);
-  return conv;
-}
-
 TEST(NchwcLayoutTest, ResidualBlockStaysBlockedUntilTheGraphOutput) {
   PassTestGraph g;
   g.Input("x", {1, 3, 10, 10}).Output("y");
