@@ -316,6 +316,18 @@ TEST_F(CudaNhwcTest, SplitConcatBlockWithSiluStaysNhwc) {
   ExpectClose(expected, RunOnCuda(half_model, {{"x", Value(HalfOf(x))}})[0], 2e-2, "float16");
 }
 
+// Float32 (no TF32) NHWC sessions of every kind against the CPU's `expected`: eager (automatic graphs off), explicit
+// CUDA graphs, automatic graphs.
+void ExpectFloat32SessionsMatch(const std::string& model, const Session::NamedValues& feeds, const Tensor& expected,
+                                const std::string& what) {
+  const ProviderOptions eager = {{"prefer_nhwc", "1"}, {"use_tf32", "0"}, {"automatic_cuda_graphs", "0"}};
+  ExpectClose(expected, RunOnCuda(model, feeds, eager)[0], 1e-5, "float32 eager, " + what);
+  const ProviderOptions graphs = {{"prefer_nhwc", "1"}, {"use_tf32", "0"}, {"enable_cuda_graph", "1"}};
+  ExpectClose(expected, RunOnCuda(model, feeds, graphs)[0], 1e-5, "float32, graph session, " + what);
+  const ProviderOptions replayed = {{"prefer_nhwc", "1"}, {"use_tf32", "0"}};
+  ExpectClose(expected, RunOnCuda(model, feeds, replayed)[0], 1e-5, "float32, automatic graphs, " + what);
+}
+
 // Tessera's depthwise kernel (sessions whose runs execute the kernels: automatic graphs off) against the CPU: odd
 // channel counts (one channel per thread), even ones (pairs), channel counts and maps large enough for 16-byte
 // accesses (4 floats, 8 halves) and for 2 and 4 output pixels per thread, strides, dilations, rectangular filters,
@@ -342,11 +354,7 @@ TEST_F(CudaNhwcTest, DepthwiseKernelMatchesTheCpuOverItsGeometries) {
     const Tensor expected = RunOnCpu(model, feeds)[0];
     const ProviderOptions eager = {{"prefer_nhwc", "1"}, {"use_tf32", "0"}, {"automatic_cuda_graphs", "0"}};
     EXPECT_EQ(PlacementOf(model, eager).nhwc, 2) << "both convolutions NHWC, " << c.Describe();
-    ExpectClose(expected, RunOnCuda(model, feeds, eager)[0], 1e-5, "float32 eager, " + c.Describe());
-    const ProviderOptions graphs = {{"prefer_nhwc", "1"}, {"use_tf32", "0"}, {"enable_cuda_graph", "1"}};
-    ExpectClose(expected, RunOnCuda(model, feeds, graphs)[0], 1e-5, "float32, graph session, " + c.Describe());
-    const ProviderOptions replayed = {{"prefer_nhwc", "1"}, {"use_tf32", "0"}};
-    ExpectClose(expected, RunOnCuda(model, feeds, replayed)[0], 1e-5, "float32, automatic graphs, " + c.Describe());
+    ExpectFloat32SessionsMatch(model, feeds, expected, c.Describe());
     Session::NamedValues half_feeds;
     for (const auto& [name, value] : feeds) half_feeds.push_back({name, Value(HalfOf(value.tensor()))});
     ExpectClose(expected, RunOnCuda(ToFloat16Model(model), half_feeds, {{"automatic_cuda_graphs", "0"}})[0], 1e-2,
@@ -376,12 +384,7 @@ TEST_F(CudaNhwcTest, ActivationMovedIntoTheDepthwiseConvolutionMatches) {
     const Placement placement = PlacementOf(model, eager);
     EXPECT_EQ(placement.nhwc, 2) << c.Describe();
     EXPECT_EQ(placement.activated, 1) << "the activation moved, " << c.Describe();
-    const Tensor fused = RunOnCuda(model, feeds, eager)[0];
-    ExpectClose(expected, fused, 1e-5, "float32 eager, " + c.Describe());
-    const ProviderOptions graphs = {{"prefer_nhwc", "1"}, {"use_tf32", "0"}, {"enable_cuda_graph", "1"}};
-    ExpectClose(expected, RunOnCuda(model, feeds, graphs)[0], 1e-5, "float32, graph session, " + c.Describe());
-    const ProviderOptions replayed = {{"prefer_nhwc", "1"}, {"use_tf32", "0"}};
-    ExpectClose(expected, RunOnCuda(model, feeds, replayed)[0], 1e-5, "float32, automatic graphs, " + c.Describe());
+    ExpectFloat32SessionsMatch(model, feeds, expected, c.Describe());
     Session::NamedValues half_feeds;
     for (const auto& [name, value] : feeds) half_feeds.push_back({name, Value(HalfOf(value.tensor()))});
     const std::string half_model = ToFloat16Model(model);
