@@ -22,6 +22,7 @@
 #include "graph/passes/shape_subgraph_elimination.h"
 #include "graph/passes/shared_input_matmul_fusion.h"
 #include "graph/passes/skip_layer_norm_fusion.h"
+#include "graph/passes/split_concat_elimination.h"
 #include "graph/passes/transpose_elimination.h"
 
 namespace tessera {
@@ -110,6 +111,8 @@ void RunAll(Graph& graph, bool is_subgraph, PassRunner& run) {
     // After nchwc_layout: it moves activations between the channel-inner convolutions that pass makes.
     run("depthwise_input_activation", [&] { return FuseDepthwiseInputActivation(graph, context.can_fuse); });
   }
+  // Last: it sees the Splits and Concats the layout pass left (blocked or not).
+  run("split_concat_elimination", [&] { return EliminateSplitConcat(graph); });
 }
 
 }  // namespace
@@ -144,7 +147,7 @@ const std::vector<std::string>& OptimizerPassNames() {
       "transpose_elimination", "float32_regions",         "mha_lowering",               "attention_fusion",
       "cache_update_fusion",   "integer_matmul_fusion",   "skip_layer_norm_fusion",     "conv_activation_fusion", "silu_fusion",
       "gemm_to_matmul",        "matmul_epilogue_fusion",  "shared_input_matmul_fusion", "nchwc_layout",
-      "depthwise_input_activation"};
+      "depthwise_input_activation", "split_concat_elimination"};
   return names;
 }
 
