@@ -147,13 +147,6 @@ TEST(NchwcLayoutTest, ResidualFromAPlainValueKeepsTheFusedConvPlain) {
 }
 
 // Direct pass calls, for a chosen channel block and EP answer.
-std::unique_ptr<Model> Load(const PassTestGraph& g) {
-  const std::string bytes = g.Serialize();
-  std::unique_ptr<Model> model = LoadModelFromBytes(bytes.data(), bytes.size(), {});
-  InferElementTypes(*model->graph);
-  return model;
-}
-
 PassTestGraph EightChannelChain() {
   PassTestGraph g;
   g.Input("x", {1, 8, 6, 6}).Output("y");
@@ -164,7 +157,7 @@ PassTestGraph EightChannelChain() {
 }
 
 TEST(NchwcLayoutTest, RewritesForTheGivenChannelBlock) {
-  std::unique_ptr<Model> model = Load(EightChannelChain());
+  std::unique_ptr<Model> model = LoadForPasses(EightChannelChain());
   const CanFuse yes = [](const Node&, const Graph&, const std::string&, const std::string&, size_t) { return true; };
   EXPECT_EQ(ConvertToBlockedLayout(*model->graph, yes, 8), 3u);
   const Graph& graph = *model->graph;
@@ -182,7 +175,7 @@ TEST(NchwcLayoutTest, RewritesForTheGivenChannelBlock) {
   EXPECT_EQ(graph.TypeOf(graph.nodes[0]->outputs[0]), DataType::kFloat);
   EXPECT_EQ(graph.opsets.at("ai.tessera"), 1);
 
-  std::unique_ptr<Model> sixteen = Load(EightChannelChain());
+  std::unique_ptr<Model> sixteen = LoadForPasses(EightChannelChain());
   EXPECT_EQ(ConvertToBlockedLayout(*sixteen->graph, yes, 16), 0u);
 }
 
@@ -198,7 +191,7 @@ TEST(NchwcLayoutTest, BlockedValuesTakeTheirShapesFromThePlainValues) {
     return out;
   };
   for (const int64_t block : {int64_t{8}, int64_t{0}}) {
-    std::unique_ptr<Model> model = Load(EightChannelChain());
+    std::unique_ptr<Model> model = LoadForPasses(EightChannelChain());
     Graph& graph = *model->graph;
     ValueInfo c1;
     c1.name = "c1";
@@ -233,7 +226,7 @@ TEST(NchwcLayoutTest, ResidualIsOverwrittenOnlyAtItsLastUse) {
   const CanFuse yes = [](const Node&, const Graph&, const std::string&, const std::string&, size_t) { return true; };
   for (bool late_reader : {false, true}) {
     SCOPED_TRACE(late_reader ? "a read after the residual conv" : "residual conv is a's last reader");
-    std::unique_ptr<Model> model = Load(ResidualGraph(late_reader));
+    std::unique_ptr<Model> model = LoadForPasses(ResidualGraph(late_reader));
     ASSERT_EQ(FuseConvActivation(*model->graph, yes), 1u);
     ConvertToBlockedLayout(*model->graph, yes, 16);
     const Node& residual_conv = *model->graph->nodes[2];
@@ -262,7 +255,7 @@ PassTestGraph TwentyFourChannelGraph() {
 
 TEST(NchwcLayoutTest, PadsTwentyFourChannelsToWholeBlocksAndKeepsThemAwayFromSigmoid) {
   const CanFuse yes = [](const Node&, const Graph&, const std::string&, const std::string&, size_t) { return true; };
-  std::unique_ptr<Model> model = Load(TwentyFourChannelGraph());
+  std::unique_ptr<Model> model = LoadForPasses(TwentyFourChannelGraph());
   FuseConvActivation(*model->graph, yes);
   ConvertToBlockedLayout(*model->graph, yes, 16);
   std::vector<std::string> ops;
@@ -278,7 +271,7 @@ TEST(NchwcLayoutTest, PadsTwentyFourChannelsToWholeBlocksAndKeepsThemAwayFromSig
 
 std::vector<std::string> OpsAfterPass(const PassTestGraph& g, int64_t block) {
   const CanFuse yes = [](const Node&, const Graph&, const std::string&, const std::string&, size_t) { return true; };
-  std::unique_ptr<Model> model = Load(g);
+  std::unique_ptr<Model> model = LoadForPasses(g);
   ConvertToBlockedLayout(*model->graph, yes, block);
   std::vector<std::string> ops;
   for (const auto& node : model->graph->nodes) ops.push_back(node->op_type);
@@ -306,7 +299,7 @@ TEST(NchwcLayoutTest, NhwcTakesOddChannelCountsAndConcatsAlongTheLastAxis) {
   AddConv(g, "cat", "y", 21, 21, 3, 1, 21);        // depthwise: rewritten
   AddConv(g, "left", "grouped", 12, 12, 3, 1, 2);  // grouped: stays plain
   AddConv(g, "x", "narrow", 3, 4, 3, 1);           // fewer than 8 output channels: stays plain
-  std::unique_ptr<Model> model = Load(g);
+  std::unique_ptr<Model> model = LoadForPasses(g);
   const CanFuse yes = [](const Node&, const Graph&, const std::string&, const std::string&, size_t) { return true; };
   EXPECT_EQ(ConvertToBlockedLayout(*model->graph, yes, 0), 4u);
   std::vector<std::string> ops;
@@ -322,7 +315,7 @@ TEST(NchwcLayoutTest, NhwcTakesOddChannelCountsAndConcatsAlongTheLastAxis) {
 // block stays NCHW.
 TEST(NchwcLayoutTest, EachConvGetsItsOwnEpsChannelBlock) {
   const CanFuse yes = [](const Node&, const Graph&, const std::string&, const std::string&, size_t) { return true; };
-  std::unique_ptr<Model> mixed = Load(EightChannelChain());
+  std::unique_ptr<Model> mixed = LoadForPasses(EightChannelChain());
   const ChannelBlockFor by_name = [](const Node& conv, const Graph&) -> std::optional<int64_t> {
     return conv.outputs[0] == "c1" ? 0 : 8;
   };
@@ -337,7 +330,7 @@ TEST(NchwcLayoutTest, EachConvGetsItsOwnEpsChannelBlock) {
   EXPECT_EQ(graph.nodes[3]->GetInt("channel_block"), 8);
   EXPECT_EQ(graph.nodes[3]->inputs[0], "r");  // the 8-block conv reads the plain value
 
-  std::unique_ptr<Model> none = Load(EightChannelChain());
+  std::unique_ptr<Model> none = LoadForPasses(EightChannelChain());
   const ChannelBlockFor only_last = [](const Node& conv, const Graph&) -> std::optional<int64_t> {
     return conv.outputs[0] == "c1" ? std::nullopt : std::optional<int64_t>(0);
   };
@@ -348,7 +341,7 @@ TEST(NchwcLayoutTest, EachConvGetsItsOwnEpsChannelBlock) {
 
 // float16 convolutions are rewritten too (the CUDA EP asks for them); their blocked values keep the type.
 TEST(NchwcLayoutTest, Float16ValuesKeepTheirType) {
-  std::unique_ptr<Model> model = Load(EightChannelChain());
+  std::unique_ptr<Model> model = LoadForPasses(EightChannelChain());
   Graph& graph = *model->graph;
   for (auto& [name, info] : graph.value_infos)
     if (info.type == DataType::kFloat) info.type = DataType::kFloat16;
@@ -360,7 +353,7 @@ TEST(NchwcLayoutTest, Float16ValuesKeepTheirType) {
 }
 
 TEST(NchwcLayoutTest, NothingChangesWhenAnotherEpRunsTheNodes) {
-  std::unique_ptr<Model> model = Load(EightChannelChain());
+  std::unique_ptr<Model> model = LoadForPasses(EightChannelChain());
   const CanFuse no = [](const Node&, const Graph&, const std::string&, const std::string&, size_t) { return false; };
   EXPECT_EQ(ConvertToBlockedLayout(*model->graph, no, 8), 0u);
   ASSERT_EQ(model->graph->nodes.size(), 3u);
@@ -397,7 +390,7 @@ TEST(NchwcLayoutTest, SplitAlongChannelsStaysBlockedForEveryBlock) {
     const PassTestGraph g = SplitConcatBlock(opset);
     for (int64_t block : {0, 8, 16}) {
       SCOPED_TRACE("opset " + std::to_string(opset) + ", block " + std::to_string(block));
-      std::unique_ptr<Model> model = Load(g);
+      std::unique_ptr<Model> model = LoadForPasses(g);
       const CanFuse yes = [](const Node&, const Graph&, const std::string&, const std::string&, size_t) { return true; };
       ConvertToBlockedLayout(*model->graph, yes, block);
       std::vector<std::string> ops;
@@ -427,7 +420,7 @@ TEST(NchwcLayoutTest, SplitIntoPartialBlocksStaysPlain) {
   SetInt(g.Node("Split", {"c1", "sizes"}, {"a", "b"}), "axis", 1);
   AddConv(g, "a", "y", 12, 16, 1, 0);
   AddConv(g, "b", "z", 20, 16, 1, 0);
-  std::unique_ptr<Model> model = Load(g);
+  std::unique_ptr<Model> model = LoadForPasses(g);
   const CanFuse yes = [](const Node&, const Graph&, const std::string&, const std::string&, size_t) { return true; };
   ConvertToBlockedLayout(*model->graph, yes, 8);
   EXPECT_EQ(model->graph->nodes[1]->op_type, "ReorderFromBlocked");
@@ -451,7 +444,7 @@ TEST(NchwcLayoutTest, QuantizeDequantizePairsBetweenConvsStayBlocked) {
   g.Node("DequantizeLinear", {"q2", "scale", "zero"}, {"y"});
   for (int64_t block : {0, 8, 16}) {
     SCOPED_TRACE("block " + std::to_string(block));
-    std::unique_ptr<Model> model = Load(g);
+    std::unique_ptr<Model> model = LoadForPasses(g);
     const CanFuse yes = [](const Node&, const Graph&, const std::string&, const std::string&, size_t) { return true; };
     ConvertToBlockedLayout(*model->graph, yes, block);
     std::vector<std::string> ops;
@@ -468,7 +461,7 @@ TEST(NchwcLayoutTest, QuantizeDequantizePairsBetweenConvsStayBlocked) {
 // unoptimized: checks the blocked kernels of every block size, not only the host's.
 void ExpectSameOutputsInBlock(const PassTestGraph& g, int64_t block, float tolerance) {
   const CanFuse yes = [](const Node&, const Graph&, const std::string&, const std::string&, size_t) { return true; };
-  std::unique_ptr<Model> model = Load(g);
+  std::unique_ptr<Model> model = LoadForPasses(g);
   ConvertToBlockedLayout(*model->graph, yes, block);
   const std::filesystem::path path = std::filesystem::temp_directory_path() /
                                      ("nchwc_block_" + std::to_string(getpid()) + "_" + std::to_string(block) + ".onnx");

@@ -12,6 +12,8 @@
 #include <string>
 #include <vector>
 
+#include "graph/model_loader.h"
+#include "graph/type_inference.h"
 #include "tessera/tessera.h"
 
 namespace tessera::test {
@@ -173,6 +175,14 @@ inline onnx::NodeProto& AddConv(PassTestGraph& g, const std::string& input, cons
   SetInts(conv, "strides", {stride, stride});
   if (group > 1) SetInt(conv, "group", group);
   return conv;
+}
+
+// The model as the session's graph passes see it (loaded, element types inferred), for tests that call a pass.
+inline std::unique_ptr<Model> LoadForPasses(const PassTestGraph& g) {
+  const std::string bytes = g.Serialize();
+  std::unique_ptr<Model> model = LoadModelFromBytes(bytes.data(), bytes.size(), {});
+  InferElementTypes(*model->graph);
+  return model;
 }
 
 // Session config entries (SessionOptions::config), e.g. {{"session.float16_in_float32", "0"}}.

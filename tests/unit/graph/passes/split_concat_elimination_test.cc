@@ -2,6 +2,8 @@
 // one read part becomes a Slice of it, one with none goes (outputs equal the unoptimized graph's bit for bit).
 #include <gtest/gtest.h>
 
+#include "graph/passes/nchwc_layout.h"
+#include "graph/passes/split_concat_elimination.h"
 #include "pass_test_graph.h"
 
 namespace tessera::test {
@@ -85,6 +87,39 @@ TEST(SplitConcatEliminationTest, APartThatIsAGraphOutputKeepsTheSplit) {
   const std::vector<std::string> ops = OpsAt(g, OptimizationLevel::kAll);
   EXPECT_EQ(Count(ops, "Split"), 1u);  // a and b are both still read
   ExpectSameOutputs(g, OptimizationLevel::kAll, 0.0f);
+}
+
+// In 8-channel blocks (the AVX2 CPU layout) the blocked Split counts whole blocks along axis 1, and so does the Slice.
+TEST(SplitConcatEliminationTest, BlockedSplitBecomesASliceOfWholeBlocks) {
+  PassTestGraph g(13);
+  g.Input("x", {1, 16, 6, 6}).Output("y");
+  AddConv(g, "x", "c1", 16, 16, 1, 0);
+  g.Int64s("sizes", {2}, {8, 8});
+  SetInt(g.Node("Split", {"c1", "sizes"}, {"a", "b"}), "axis", 1);
+  AddConv(g, "b", "m", 8, 8, 3, 1);
+  SetInt(g.Node("Concat", {"a", "b", "m"}, {"cat"}), "axis", 1);
+  AddConv(g, "cat", "y", 24, 16, 1, 0);
+  std::unique_ptr<Model> model = LoadForPasses(g);
+  Graph& graph = *model->graph;
+  const CanFuse yes = [](const Node&, const Graph&, const std::string&, const std::string&, size_t) { return true; };
+  ASSERT_GT(ConvertToBlockedLayout(graph, yes, 8), 0u);
+  EXPECT_EQ(EliminateSplitConcat(graph), 1u);
+  const Node* slice = nullptr;
+  const Node* concat = nullptr;
+  for (const auto& node : graph.nodes) {
+    EXPECT_NE(node->op_type, "Split");
+    if (node->op_type == "Slice") slice = node.get();
+    if (node->op_type == "Concat") concat = node.get();
+  }
+  ASSERT_NE(slice, nullptr);
+  ASSERT_NE(concat, nullptr);
+  const auto value = [&](const std::string& name) { return ConstantTensor(graph, name)->ToVector<int64_t>(); };
+  EXPECT_EQ(value(slice->inputs[1]), std::vector<int64_t>{1});  // the second block of 8 channels
+  EXPECT_EQ(value(slice->inputs[2]), std::vector<int64_t>{2});
+  EXPECT_EQ(value(slice->inputs[3]), std::vector<int64_t>{1});
+  ASSERT_EQ(concat->inputs.size(), 2u);
+  EXPECT_EQ(concat->inputs[0], slice->inputs[0]);  // the blocked c1 in one piece
+  EXPECT_EQ(concat->GetInt("axis", 0), 1);
 }
 
 }  // namespace
