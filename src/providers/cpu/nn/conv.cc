@@ -331,8 +331,12 @@ class Conv : public Kernel {
       if (x.type() != DataType::kFloat)
         Fail(ErrorCode::kInvalidArgument, ctx.node().Describe(), ": X must be float, not ", DataTypeName(x.type()));
       Tensor activated = Tensor::Allocate(x.type(), x.shape(), ctx.allocator());
-      std::copy_n(x.Data<float>(), x.NumElements(), activated.Data<float>());
-      ApplyActivation(input_activation_, activated.Data<float>(), activated.NumElements());
+      const float* from = x.Data<float>();
+      float* to = activated.Data<float>();
+      ctx.thread_pool().ParallelFor(x.NumElements(), 16384, [&](int64_t begin, int64_t end) {
+        std::copy(from + begin, from + end, to + begin);
+        ApplyActivation(input_activation_, to + begin, end - begin);
+      });
       return ComputeBlocked(ctx, activated, w, bias, residual);
     }
     if (blocked_) return ComputeBlocked(ctx, x, w, bias, residual);

@@ -327,9 +327,7 @@ class ConvKernel : public Kernel {
     auto plan = std::make_unique<ConvPlan>();
     plan->depthwise_ok = DepthwiseApplies(g);
     if (plan->depthwise_ok) plan->depthwise = DepthwiseGeometryOf(g);
-    if (plan->depthwise_ok && (!GraphSession() || extras.input_activation.kind != launch::EpilogueActivation::Kind::kNone)) {
-      // Eager sessions are bound by the host: one launch with the epilogue beats cuDNN's call plus an epilogue.
-      // An input activation (ActivatedNchwcConv) only this kernel applies.
+    if (plan->depthwise_ok && DepthwiseKernelOnly()) {
       plan->choice.depthwise = true;
       Log(LogLevel::kVerbose, ctx.node().Describe(), ": X ", x.shape().ToString(), " Tessera's depthwise kernel");
       return *plans_.emplace(std::move(key), std::move(plan)).first->second;
@@ -628,6 +626,12 @@ class ConvKernel : public Kernel {
   // A session that replays its runs as CUDA graphs (enable_cuda_graph, or automatic graphs on a plan that allows
   // them): no host cost per step, so the device time alone decides.
   bool GraphSession() const { return ep_.runs_replayed(); }
+  // Whether a depthwise convolution runs Tessera's kernel without timing cuDNN's: in eager sessions, which are bound by
+  // the host (one launch with the epilogue beats cuDNN's call plus an epilogue), and for ActivatedNchwcConv, whose
+  // input activation only that kernel applies.
+  bool DepthwiseKernelOnly() const {
+    return !GraphSession() || input_activation_.kind != launch::EpilogueActivation::Kind::kNone;
+  }
 
   // The graph API's candidate plans for the convolution alone, best first (none when it has no engine): from the
   // EP's cache, built ahead (PrefetchPlans) or now on `cudnn`. only_list/only_position: one stored configuration.
@@ -719,8 +723,7 @@ class ConvKernel : public Kernel {
       if (channels_last_ && (g.y_shape.rank() != 4 || w->rank() != 4)) return;
       if (g.y_shape.NumElements() == 0) return;
       const bool depthwise_ok = DepthwiseApplies(g);
-      // Tessera's depthwise kernel, no cuDNN plan (an input activation only that kernel applies)
-      if (depthwise_ok && (!GraphSession() || input_activation_.kind != launch::EpilogueActivation::Kind::kNone)) return;
+      if (depthwise_ok && DepthwiseKernelOnly()) return;  // no cuDNN plan
       constexpr int64_t kArenaAlignment = 16;
       int only_list = -1;
       int64_t only_position = -1;
