@@ -1,4 +1,5 @@
-// The two ai.tessera::Attention kernels side by side (tensor cores: attention_mma.cu; FMA units: attention.cu):
+// The ai.tessera::Attention kernels side by side (float16 with the softmax in registers: attention_flash.cu, with
+// each block size; tensor cores with a staged softmax: attention_mma.cu; FMA units: attention.cu):
 // each against a float64 host reference on random data, then timed with CUDA events (median of 9 rounds of 200
 // launches). Exit status 1 when a kernel's error passes its bound.
 //
@@ -143,6 +144,7 @@ int main() {
       {"BERT-base s128", 1, 12, 128, 128, 64, true},  {"BERT-base s128 batch 8", 8, 12, 128, 128, 64, true},
       {"GPT-2 decode, 17 keys", 1, 12, 1, 17, 64, true}, {"GPT-2 decode, 1024 keys", 1, 12, 1, 1024, 64, false},
       {"s512 head 64", 1, 16, 512, 512, 64, false},      {"s1024 head 128", 1, 8, 1024, 1024, 128, false},
+      {"s77 head 40, mask", 2, 3, 77, 77, 40, true},    {"s16 head 64 (a prompt)", 1, 12, 16, 16, 64, true},
   };
   bool ok = true;
   std::printf("%-26s %-7s %-12s %10s %12s\n", "shape", "type", "kernel", "us/launch", "max abs err");
@@ -158,13 +160,26 @@ int main() {
       const AttentionArgs a = ArgsFor(s, half, q, k, v, mask, out);
       cudaStream_t stream;
       CK(cudaStreamCreate(&stream));
-      for (bool tensor_cores : {true, false}) {
-        if (tensor_cores && !tessera::cuda::launch::AttentionOnTensorCoresFits(a)) continue;
+      // Kernels: the float16 register-softmax kernel with 1, 2, 4 warps per block and its own choice (0), the
+      // tensor-core kernel with staged softmax, the FMA kernel.
+      // (query tiles per block x warps per query tile; auto: the kernel's choice).
+      enum Kernel { kFlash4x1, kFlash1x2, kFlash2x2, kFlash1x4, kFlashAuto, kTensorCores, kFma };
+      const char* names[] = {"flash 4x1", "flash 1x2", "flash 2x2", "flash 1x4", "flash auto", "tensor-core", "fma"};
+      const int q_warps[] = {4, 1, 2, 1, 0}, splits[] = {1, 2, 2, 4, 0};
+      for (Kernel kernel : {kFlash4x1, kFlash1x2, kFlash2x2, kFlash1x4, kFlashAuto, kTensorCores, kFma}) {
+        if (kernel <= kFlashAuto && !tessera::cuda::launch::AttentionFlashFits(a)) continue;
+        if (kernel == kTensorCores && !tessera::cuda::launch::AttentionOnTensorCoresFits(a)) continue;
         auto launch = [&] {
-          return tensor_cores ? tessera::cuda::launch::AttentionOnTensorCores(a, stream)
-                              : tessera::cuda::launch::AttentionOnFmaUnits(a, stream);
+          if (kernel <= kFlashAuto)
+            return tessera::cuda::launch::AttentionFlash(a, stream, q_warps[kernel], splits[kernel]);
+          return kernel == kTensorCores ? tessera::cuda::launch::AttentionOnTensorCores(a, stream)
+                                        : tessera::cuda::launch::AttentionOnFmaUnits(a, stream);
         };
         CK(cudaMemsetAsync(out, 0xff, p.q.size() * (half ? 2 : 4), stream));
+        if (kernel < kFlashAuto && launch() == cudaErrorInvalidConfiguration) {  // a block too large for the device
+          std::printf("%-26s %-7s %-12s %10s\n", s.name, "float16", names[kernel], "no fit");
+          continue;
+        }
         CK(launch());
         CK(cudaStreamSynchronize(stream));
         const std::vector<float> got = Download(out, p.q.size(), half);
@@ -186,7 +201,7 @@ int main() {
         }
         std::sort(rounds.begin(), rounds.end());
         std::printf("%-26s %-7s %-12s %10.2f %12.3g%s\n", s.name, half ? "float16" : "float32",
-                    tensor_cores ? "tensor-core" : "fma", rounds[4], err,
+                    names[kernel], rounds[4], err,
                     err <= (half ? 2e-2 : 5e-5) ? "" : "  <-- beyond the bound");
         CK(cudaEventDestroy(start));
         CK(cudaEventDestroy(stop));

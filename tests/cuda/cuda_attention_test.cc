@@ -161,6 +161,47 @@ TEST_F(CudaAttentionTest, CacheUpdateFormMatchesTheUnfusedGraph) {
     }
 }
 
+// A BERT-style block whose merged projection the attention reads in place (graph/passes/packed_qkv_attention.h):
+// no Split on the GPU, results as the unfused graph's, in float32 and float16, at BERT-base's shape (the
+// register-softmax kernel in float16) and a small one (partial tiles, head size 8).
+TEST_F(CudaAttentionTest, PackedProjectionsMatchTheUnfusedGraph) {
+  struct Geometry {
+    int64_t batch, seq, heads, head;
+  };
+  for (const Geometry& geo : {Geometry{1, 128, 12, 64}, Geometry{2, 5, 3, 8}, Geometry{2, 77, 2, 96}})
+    for (bool half : {false, true}) {
+      SelfAttentionBlockSpec spec;
+      spec.batch = geo.batch;
+      spec.seq = geo.seq;
+      spec.heads = geo.heads;
+      spec.head = geo.head;
+      spec.half = half;
+      const PassTestGraph g = SelfAttentionBlockGraph(spec);
+      const std::string model = g.Serialize();
+      const std::string what = "seq " + std::to_string(geo.seq) + " heads " + std::to_string(geo.heads) + " head " +
+                               std::to_string(geo.head) + (half ? " float16" : " float32");
+      {
+        Session session(TestEnv(), model.data(), model.size(), OptionsFor("cuda"));
+        size_t splits = 0, attention_on_cuda = 0;
+        for (const PartitionEntry& entry : session.Partition()) {
+          splits += entry.op_type == "Split";
+          attention_on_cuda += entry.op_type == "Attention" && entry.ep == "CUDAExecutionProvider";
+        }
+        EXPECT_EQ(splits, 0u) << what;
+        EXPECT_EQ(attention_on_cuda, 1u) << what;
+      }
+      const Session::NamedValues feeds = g.Feeds();
+      SessionOptions reference_options = OptionsFor(half ? "cuda" : "cpu");
+      reference_options.optimization_level = half ? OptimizationLevel::kExtended : OptimizationLevel::kNone;
+      Session reference(TestEnv(), model.data(), model.size(), reference_options);
+      const Tensor want = reference.Run(feeds)[0].tensor();
+      // float32 products in float32 (not TF32), as the CPU reference computes them.
+      const Tensor got = RunOnCuda(model, feeds, {{"use_tf32", "0"}})[0];
+      const double tolerance = half ? 3e-2 : 1e-4;
+      EXPECT_EQ(CompareTensors(want, got, tolerance, tolerance), "") << what;
+    }
+}
+
 // com.microsoft MultiHeadAttention in its encoder form runs on the CUDA EP through the fused Attention
 // (graph/passes/mha_lowering.h), with a [B, T] key padding mask in the biased cases: every node on the GPU, results as
 // the CPU EP gives.

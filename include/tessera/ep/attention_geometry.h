@@ -19,15 +19,21 @@ struct AttentionAttributes {
   std::array<int64_t, 4> q_axes{0, 1, 2, 3}, k_axes{0, 1, 3, 2}, v_axes{0, 1, 2, 3}, out_axes{0, 1, 2, 3};
   float scale = 1.0f;
   bool masked_rows_zero = false;
+  // The packed form (graph/passes/packed_qkv_attention.h): > 0 when Q, K and V are views of one projection whose
+  // heads axis holds 3 x packed_heads heads: Q the first packed_heads, K the next, V the last.
+  int64_t packed_heads = 0;
 };
 
-// Reads and checks the attributes (each *_axes a permutation of 0..3); throws kInvalidArgument naming the node.
+// Reads and checks the attributes (each *_axes a permutation of 0..3; packed_heads >= 0 and not with the
+// cache-update form's inputs); throws kInvalidArgument naming the node.
 AttentionAttributes ReadAttentionAttributes(const Node& node);
 
 struct AttentionGeometry {
   int64_t batch = 0, heads = 0, q_len = 0, k_len = 0, head_size = 0, v_head_size = 0;
   // Element strides along (batch, heads, position, feature); 0 where the operand broadcasts.
   std::array<int64_t, 4> q{}, k{}, v{}, out{};
+  // Where each operand's first element is, in elements from its tensor's first (non-zero in the packed form).
+  int64_t q_offset = 0, k_offset = 0, v_offset = 0;
   // Along (batch, heads, query position, key position); all 0 without a mask.
   std::array<int64_t, 4> mask{};
   bool has_mask = false;
@@ -36,8 +42,8 @@ struct AttentionGeometry {
 };
 
 // Checks the operands (rank 4, float or float16 of one type; a mask of that type or bool, broadcasting to
-// [batch, heads, q_len, k_len]; matching head sizes and key lengths) and computes the geometry; throws
-// kInvalidArgument naming the node and the operand.
+// [batch, heads, q_len, k_len]; matching head sizes and key lengths; in the packed form 3 x packed_heads heads in
+// each operand) and computes the geometry; throws kInvalidArgument naming the node and the operand.
 AttentionGeometry MakeAttentionGeometry(const Node& node, const AttentionAttributes& attributes, const Tensor& q,
                                         const Tensor& k, const Tensor& v, const Tensor* mask);
 

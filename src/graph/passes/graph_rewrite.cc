@@ -1,5 +1,6 @@
 #include "graph/passes/graph_rewrite.h"
 
+#include <algorithm>
 #include <cmath>
 
 namespace tessera {
@@ -197,6 +198,49 @@ Attribute IntsAttribute(const std::string& name, std::vector<int64_t> values) {
   attribute.type = Attribute::Type::kInts;
   attribute.ints = std::move(values);
   return attribute;
+}
+
+// The rank of `value` when its shape states it.
+std::optional<int64_t> RankOf(const Graph& graph, const std::string& value) {
+  const ValueInfo* info = graph.FindValueInfo(value);
+  if (info == nullptr || !info->shape) return std::nullopt;
+  return static_cast<int64_t>(info->shape->size());
+}
+
+// `axis` counted from the front, when it can be (a negative one needs the rank).
+std::optional<int64_t> NormalizedAxis(int64_t axis, std::optional<int64_t> rank) {
+  if (axis >= 0) return axis;
+  if (!rank) return std::nullopt;
+  return axis + *rank;
+}
+
+// The Split's part lengths along its axis, when they are known at creation.
+std::optional<std::vector<int64_t>> SplitSizes(const Graph& graph, const Node& split, int64_t axis) {
+  const int64_t parts = static_cast<int64_t>(split.outputs.size());
+  std::vector<int64_t> sizes;
+  if (split.opset >= 13 && split.HasInput(1)) {
+    const Tensor* t = ConstantTensor(graph, split.inputs[1]);
+    if (t == nullptr || t->type() != DataType::kInt64 || t->NumElements() != parts) return std::nullopt;
+    sizes.assign(t->Data<int64_t>(), t->Data<int64_t>() + parts);
+  } else if (split.opset < 13 && split.HasAttribute("split")) {
+    sizes = split.GetInts("split");
+  } else {
+    const std::optional<std::vector<int64_t>> dims = StaticDims(graph, split.inputs[0]);
+    if (!dims || axis < 0 || axis >= static_cast<int64_t>(dims->size())) return std::nullopt;
+    const int64_t dim = (*dims)[static_cast<size_t>(axis)];
+    const int64_t num_outputs = split.GetInt("num_outputs", 0);
+    if (num_outputs > 0) {  // opset 18: ceil(dim / n) each, the last one smaller
+      const int64_t part = (dim + num_outputs - 1) / num_outputs;
+      for (int64_t i = 0, left = dim; i < num_outputs; ++i, left -= part) sizes.push_back(std::clamp<int64_t>(left, 0, part));
+    } else {
+      if (dim % parts != 0) return std::nullopt;
+      sizes.assign(static_cast<size_t>(parts), dim / parts);
+    }
+  }
+  if (static_cast<int64_t>(sizes.size()) != parts) return std::nullopt;
+  for (int64_t s : sizes)
+    if (s < 0) return std::nullopt;
+  return sizes;
 }
 
 }  // namespace tessera

@@ -49,6 +49,14 @@ class GraphIndex {
 const Tensor* ConstantTensor(const Graph& graph, const std::string& value);
 // The dims of `value` when its shape is known and every dim is concrete, else nullopt.
 std::optional<std::vector<int64_t>> StaticDims(const Graph& graph, const std::string& value);
+// The rank of `value` when its shape states it.
+std::optional<int64_t> RankOf(const Graph& graph, const std::string& value);
+// `axis` counted from the front, when it can be (a negative one needs the rank).
+std::optional<int64_t> NormalizedAxis(int64_t axis, std::optional<int64_t> rank);
+// A Split's part lengths along its (normalized) axis, when they are known at creation: its constant `split` input
+// (opset 13+) or attribute, or the parts of an axis whose size the input's shape states (equal, or opset 18's
+// num_outputs; not for a negative `axis`, which a caller passes when the rank is unknown).
+std::optional<std::vector<int64_t>> SplitSizes(const Graph& graph, const Node& split, int64_t axis);
 // The single element of a one-element float/double/float16/bfloat16/int32/int64 constant, as a double (float16
 // models scale, clip and mask with float16 scalars); nullopt otherwise.
 std::optional<double> ScalarConstant(const Graph& graph, const std::string& value);

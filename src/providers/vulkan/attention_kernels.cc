@@ -42,9 +42,9 @@ class AttentionKernel : public Kernel {
     if (out.NumElements() == 0) return;
     const size_t element = SizeOf(q.type());
     AttentionPush push{};
-    push.q = Address(ctx, q, "Q");
-    push.k = Address(ctx, k, "K");
-    push.v = Address(ctx, v, "V");
+    push.q = Address(ctx, q, "Q") + static_cast<uint64_t>(g.q_offset) * element;
+    push.k = Address(ctx, k, "K") + static_cast<uint64_t>(g.k_offset) * element;
+    push.v = Address(ctx, v, "V") + static_cast<uint64_t>(g.v_offset) * element;
     push.out = Address(ctx, out, "output");
     push.mask = mask != nullptr ? Address(ctx, *mask, "mask") : push.out;
     push.heads = U32(ctx, g.heads);

@@ -70,6 +70,11 @@ AttentionAttributes ReadAttentionAttributes(const Node& node) {
   a.out_axes = ReadAxes(node, "out_axes", a.out_axes);
   a.scale = node.GetFloat("scale", 1.0f);
   a.masked_rows_zero = node.GetInt("masked_rows_zero", 0) != 0;
+  a.packed_heads = node.GetInt("packed_heads", 0);
+  if (a.packed_heads < 0)
+    Fail(ErrorCode::kInvalidArgument, node, ": attribute packed_heads is ", a.packed_heads, ", expected >= 0");
+  if (a.packed_heads > 0 && node.inputs.size() > kKeyIndicesInput)
+    Fail(ErrorCode::kInvalidArgument, node, ": attribute packed_heads does not combine with cache updates");
   return a;
 }
 
@@ -90,14 +95,25 @@ AttentionGeometry MakeAttentionGeometry(const Node& node, const AttentionAttribu
     Fail(ErrorCode::kInvalidArgument, node, ": Q is ", q, ", expected float or float16");
   if (k.type() != type || v.type() != type)
     Fail(ErrorCode::kInvalidArgument, node, ": K (", k, ") and V (", v, ") must have Q's type ", DataTypeName(type));
-  const Canonical cq = ToCanonical(node, q, attributes.q_axes, "Q");
-  const Canonical ck = ToCanonical(node, k, attributes.k_axes, "K");
-  const Canonical cv = ToCanonical(node, v, attributes.v_axes, "V");
+  Canonical cq = ToCanonical(node, q, attributes.q_axes, "Q");
+  Canonical ck = ToCanonical(node, k, attributes.k_axes, "K");
+  Canonical cv = ToCanonical(node, v, attributes.v_axes, "V");
+  AttentionGeometry g;
+  if (const int64_t heads = attributes.packed_heads; heads > 0) {
+    // Q, K and V take consecutive thirds of their heads axis.
+    const std::pair<Canonical*, const char*> operands[3] = {{&cq, "Q"}, {&ck, "K"}, {&cv, "V"}};
+    for (const auto& [c, what] : operands)
+      if (c->dims[1] != 3 * heads)
+        Fail(ErrorCode::kInvalidArgument, node, ": ", what, " has ", c->dims[1], " heads, expected 3 x packed_heads = ",
+             3 * heads);
+    g.k_offset = heads * ck.strides[1];
+    g.v_offset = 2 * heads * cv.strides[1];
+    cq.dims[1] = ck.dims[1] = cv.dims[1] = heads;
+  }
   if (cq.dims[3] != ck.dims[3])
     Fail(ErrorCode::kInvalidArgument, node, ": Q's head size ", cq.dims[3], " differs from K's ", ck.dims[3]);
   if (ck.dims[2] != cv.dims[2])
     Fail(ErrorCode::kInvalidArgument, node, ": K has ", ck.dims[2], " positions but V has ", cv.dims[2]);
-  AttentionGeometry g;
   g.q_len = cq.dims[2];
   g.k_len = ck.dims[2];
   g.head_size = cq.dims[3];

@@ -144,11 +144,12 @@ class Attention : public Kernel {
     if (y.NumElements() == 0) return;
     const void* mask_data = mask != nullptr ? mask->raw_data() : nullptr;
     if (q.type() == DataType::kFloat)
-      RunAttention<float>(ctx.thread_pool(), g, attributes_, q.Data<float>(), k.Data<float>(), v.Data<float>(),
-                          mask_data, y.Data<float>());
+      RunAttention<float>(ctx.thread_pool(), g, attributes_, q.Data<float>() + g.q_offset,
+                          k.Data<float>() + g.k_offset, v.Data<float>() + g.v_offset, mask_data, y.Data<float>());
     else
-      RunAttention<Float16>(ctx.thread_pool(), g, attributes_, q.Data<Float16>(), k.Data<Float16>(),
-                            v.Data<Float16>(), mask_data, y.Data<Float16>());
+      RunAttention<Float16>(ctx.thread_pool(), g, attributes_, q.Data<Float16>() + g.q_offset,
+                            k.Data<Float16>() + g.k_offset, v.Data<Float16>() + g.v_offset, mask_data,
+                            y.Data<Float16>());
   }
 
  private:

@@ -155,6 +155,7 @@ cudaError_t Attention(const AttentionArgs& a, cudaStream_t stream) {
   // query and 17 keys, 28-56 against 132 us at 1024 keys).
   if (AttentionOneQueryFits(a)) return AttentionOneQuery(a, stream);
   const bool small = a.q_len <= 4 && a.k_len <= 64;
+  if (!small && AttentionFlashFits(a)) return AttentionFlash(a, stream);
   if (!small && AttentionOnTensorCoresFits(a)) return AttentionOnTensorCores(a, stream);
   return AttentionOnFmaUnits(a, stream);
 }

@@ -31,15 +31,22 @@ struct AttentionArgs {
   } k_update, v_update;
 };
 
-// One query (a decoding step) runs on attention_decode.cu's kernel; otherwise on tensor cores (attention_mma.cu)
-// where the device has them and the head sizes fit its shared memory, else on the FMA kernel (attention.cu). cudaErrorInvalidConfiguration when the head size needs more shared
-// memory than a block has (beyond ~600 on either).
+// One query (a decoding step) runs on attention_decode.cu's kernel; otherwise float16 on attention_flash.cu's kernel
+// where its layout conditions hold, else on tensor cores (attention_mma.cu) where the device has them and the head
+// sizes fit its shared memory, else on the FMA kernel (attention.cu). cudaErrorInvalidConfiguration when the head
+// size needs more shared memory than a block has (beyond ~600 on either).
 cudaError_t Attention(const AttentionArgs& args, cudaStream_t stream);
 
 // The tensor-core kernel alone (float16 products, or float32 as three TF32 products), for Attention's dispatch
 // and the tests that compare both kernels.
 bool AttentionOnTensorCoresFits(const AttentionArgs& args);
 cudaError_t AttentionOnTensorCores(const AttentionArgs& args, cudaStream_t stream);
+// The float16 kernel with the softmax in registers (attention_flash.cu): head sizes multiples of 8 up to 128,
+// contiguous features, K / V element strides multiples of 8 and 16-byte aligned. q_warps (query tiles of 16 per
+// block) and splits (warps sharing one query tile's keys), q_warps x splits <= 8: 0 chooses by the grid's size;
+// the bench names them to compare.
+bool AttentionFlashFits(const AttentionArgs& args);
+cudaError_t AttentionFlash(const AttentionArgs& args, cudaStream_t stream, int q_warps = 0, int splits = 0);
 // The FMA kernel alone (float32 arithmetic throughout).
 cudaError_t AttentionOnFmaUnits(const AttentionArgs& args, cudaStream_t stream);
 // One query per (batch, head) over up to kMaxOneQueryKeys keys, head sizes up to kMaxOneQueryHead

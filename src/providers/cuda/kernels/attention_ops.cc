@@ -102,9 +102,10 @@ class AttentionKernel : public Kernel {
     Tensor& y = ctx.Output(0, q.type(), g.output_shape);
     launch::AttentionArgs args;
     args.type = FloatElementType(ctx, q.type());
-    args.q = q.raw_data();
-    args.k = k.raw_data();
-    args.v = v.raw_data();
+    const size_t element = SizeOf(q.type());
+    args.q = static_cast<const char*>(q.raw_data()) + g.q_offset * element;
+    args.k = static_cast<const char*>(k.raw_data()) + g.k_offset * element;
+    args.v = static_cast<const char*>(v.raw_data()) + g.v_offset * element;
     args.mask = mask != nullptr ? mask->raw_data() : nullptr;
     args.bool_mask = g.bool_mask;
     args.out = y.raw_data();

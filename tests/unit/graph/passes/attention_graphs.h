@@ -8,6 +8,7 @@
 #include <limits>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "unit/graph/passes/pass_test_graph.h"
 
@@ -78,6 +79,78 @@ inline PassTestGraph AttentionGraph(const AttentionSpec& c) {
   }
   g.Node("MatMul", {p, "v"}, {"o"});
   SetInts(g.Node("Transpose", {"o"}, {c.half ? "y_h" : "y"}), "perm", {0, 2, 1, 3});
+  if (c.half) SetInt(g.Node("Cast", {"y_h"}, {"y"}), "to", 1);
+  return g;
+}
+
+// A BERT-style self-attention block as exporters write it: x [batch, seq, heads * head] projected by three MatMuls
+// (+ bias Add) into Q, K, V, each Reshape'd to [lead..., heads, head] (`target_lead`: the target's two leading
+// entries, e.g. {0, 0}, {-1, seq} or the input's dims) and Transposed, scaled scores, an additive mask [batch, 1, 1,
+// seq], Softmax, the product with V, the Transpose and Reshape merging the heads. shared_input_matmul_fusion merges
+// the projections into one product and a Split; packed_qkv_attention lets the attention read that product.
+// `q_also_output`: Q's projection is also a graph output (a second reader). `relu_input`: the projections read
+// Relu(x) (whose rank the graph states only when x's dims are all known). `half`: float16 between Casts.
+struct SelfAttentionBlockSpec {
+  int64_t batch = 2, seq = 5, heads = 3, head = 8;  // batch < 0: symbolic
+  std::vector<int64_t> target_lead = {0, 0};
+  bool q_also_output = false;
+  bool relu_input = false;
+  bool infer_heads = false;  // the target's head count -1 (Hugging Face's view(*input_shape, -1, head_size))
+  bool half = false;
+};
+
+inline PassTestGraph SelfAttentionBlockGraph(const SelfAttentionBlockSpec& c) {
+  PassTestGraph g;
+  const int64_t e = c.heads * c.head;
+  g.Input("x", {c.batch, c.seq, e}).Input("m", {c.batch, 1, 1, c.seq}).Output("y");
+  if (c.q_also_output) g.Output("q_proj_out");
+  const auto typed = [&](const std::string& name) {
+    if (!c.half) return name;
+    SetInt(g.Node("Cast", {name}, {name + "_h"}), "to", 10);
+    return name + "_h";
+  };
+  std::string x = typed("x");
+  const std::string m = typed("m");
+  if (c.relu_input) {
+    g.Node("Relu", {x}, {"x_relu"});
+    x = "x_relu";
+  }
+  unsigned seed = 11;
+  const auto weights = [&](const std::string& name, std::vector<int64_t> dims) {
+    int64_t count = 1;
+    for (int64_t d : dims) count *= d;
+    // Projections of about the inputs' variance whatever the width: scores of a moderate spread.
+    const float range = std::sqrt(3.0f / static_cast<float>(e));
+    const std::vector<float> values = PassTestGraph::Random(static_cast<size_t>(count), -range, range, seed++);
+    if (c.half) g.Halves(name, dims, values);
+    else g.Floats(name, dims, values);
+  };
+  g.Int64s("head_shape", {4}, {c.target_lead[0], c.target_lead[1], c.infer_heads ? -1 : c.heads, c.head});
+  g.Int64s("merged_shape", {3}, {0, 0, e});
+  for (const char* p : {"q", "k", "v"}) {
+    const std::string n = p;
+    weights(n + "_w", {e, e});
+    weights(n + "_b", {e});
+    g.Node("MatMul", {x, n + "_w"}, {n + "_mm"});
+    g.Node("Add", {n + "_mm", n + "_b"}, {n + "_proj"});
+    g.Node("Reshape", {n + "_proj", "head_shape"}, {n + "_heads"});
+  }
+  if (c.q_also_output) {
+    if (c.half) SetInt(g.Node("Cast", {"q_proj"}, {"q_proj_out"}), "to", 1);
+    else g.Node("Identity", {"q_proj"}, {"q_proj_out"});
+  }
+  SetInts(g.Node("Transpose", {"q_heads"}, {"q_t"}), "perm", {0, 2, 1, 3});
+  SetInts(g.Node("Transpose", {"k_heads"}, {"k_t"}), "perm", {0, 2, 3, 1});
+  SetInts(g.Node("Transpose", {"v_heads"}, {"v_t"}), "perm", {0, 2, 1, 3});
+  if (c.half) g.Halves("sqrt_d", {}, {std::sqrt(static_cast<float>(c.head))});
+  else g.Scalar("sqrt_d", std::sqrt(static_cast<float>(c.head)));
+  g.Node("MatMul", {"q_t", "k_t"}, {"s"});
+  g.Node("Div", {"s", "sqrt_d"}, {"scaled"});
+  g.Node("Add", {"scaled", m}, {"masked"});
+  SetInt(g.Node("Softmax", {"masked"}, {"p"}), "axis", -1);
+  g.Node("MatMul", {"p", "v_t"}, {"o"});
+  SetInts(g.Node("Transpose", {"o"}, {"o_t"}), "perm", {0, 2, 1, 3});
+  g.Node("Reshape", {"o_t", "merged_shape"}, {c.half ? "y_h" : "y"});
   if (c.half) SetInt(g.Node("Cast", {"y_h"}, {"y"}), "to", 1);
   return g;
 }
