@@ -80,33 +80,59 @@ TEST_F(CudaAttentionTest, OneQueryOverCachedKeys) {
       }
 }
 
-TEST_F(CudaAttentionTest, WithoutAMask) {
-  for (bool sdpa : {false, true}) {
-    AttentionSpec spec;
-    spec.seq = 40;
-    spec.sdpa = sdpa;
-    spec.mask = false;
-    ExpectFusedOnCudaMatchesUnfusedCpu(spec, 3);
-  }
+// Masks with a row per query ([N, 1, queries, keys], as Hugging Face's exports expand theirs): float16 additive rows
+// and Boolean rows (torch SDPA), 16-byte aligned rows (copied with the keys in the float16 kernel) and others (read
+// element by element), one and several key tiles.
+TEST_F(CudaAttentionTest, MasksWithARowPerQuery) {
+  for (int64_t seq : {16, 72, 128, 200, 21})
+    for (bool sdpa : {false, true}) {
+      AttentionSpec spec;
+      spec.seq = seq;
+      spec.heads = 4;
+      spec.head = 64;
+      spec.sdpa = sdpa;
+      spec.query_mask = true;
+      spec.half = true;
+      ExpectFusedOnCudaMatchesUnfusedCpu(spec, 2);
+    }
 }
 
-// Most mask values below the threshold: many queries see no key at all (0 behind the IsNaN guard).
+TEST_F(CudaAttentionTest, WithoutAMask) {
+  for (bool sdpa : {false, true})
+    for (bool half : {false, true}) {
+      AttentionSpec spec;
+      spec.seq = 40;
+      spec.sdpa = sdpa;
+      spec.mask = false;
+      spec.half = half;
+      ExpectFusedOnCudaMatchesUnfusedCpu(spec, 3);
+    }
+}
+
+// Most mask values below the threshold: many queries see no key at all (0 behind the IsNaN guard). float32 against
+// the CPU, float16 against the unfused graph on the GPU; 16 keys: the float16 kernel copies the Boolean rows.
 TEST_F(CudaAttentionTest, FullyMaskedQueriesGiveZerosBehindTheNanGuard) {
-  AttentionSpec spec;
-  spec.seq = 6;
-  spec.sdpa = true;
-  const PassTestGraph g = AttentionGraph(spec);
-  const std::string model = g.Serialize();
-  Session::NamedValues feeds = g.Feeds(2);
-  std::vector<float> mask(2 * spec.seq * spec.seq, -2.0f);  // Greater(m, -1.5) is false: masked
-  for (int64_t i = 0; i < 2 * spec.seq * spec.seq; i += 7) mask[i] = 1.0f;  // some rows keep nothing
-  feeds[3].second = Value(Tensor::FromVector<float>(Shape{2, 1, spec.seq, spec.seq}, mask));
-  SessionOptions reference_options = OptionsFor("cpu");
-  reference_options.optimization_level = OptimizationLevel::kNone;
-  Session reference(TestEnv(), model.data(), model.size(), reference_options);
-  const Tensor want = reference.Run(feeds)[0].tensor();
-  const Tensor got = RunOnCuda(model, feeds)[0];
-  EXPECT_EQ(CompareTensors(want, got, 2e-5, 2e-5), "");
+  for (int64_t seq : {6, 16})
+    for (bool half : {false, true}) {
+      AttentionSpec spec;
+      spec.seq = seq;
+      spec.sdpa = true;
+      spec.head = 16;
+      spec.half = half;
+      const PassTestGraph g = AttentionGraph(spec);
+      const std::string model = g.Serialize();
+      Session::NamedValues feeds = g.Feeds(2);
+      std::vector<float> mask(2 * seq * seq, -2.0f);  // Greater(m, -1.5) is false: masked
+      for (int64_t i = 0; i < 2 * seq * seq; i += seq == 6 ? 7 : 37) mask[i] = 1.0f;  // some rows keep nothing
+      feeds[3].second = Value(Tensor::FromVector<float>(Shape{2, 1, seq, seq}, mask));
+      SessionOptions reference_options = OptionsFor(half ? "cuda" : "cpu");
+      reference_options.optimization_level = half ? OptimizationLevel::kExtended : OptimizationLevel::kNone;
+      Session reference(TestEnv(), model.data(), model.size(), reference_options);
+      const Tensor want = reference.Run(feeds)[0].tensor();
+      const Tensor got = RunOnCuda(model, feeds)[0];
+      const double tolerance = half ? 2e-2 : 2e-5;
+      EXPECT_EQ(CompareTensors(want, got, tolerance, tolerance), "") << seq << (half ? " float16" : " float32");
+    }
 }
 
 // The cache-update form (graph/passes/cache_update_fusion.h) on the CUDA EP: one query writes its cache rows in the

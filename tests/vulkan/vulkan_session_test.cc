@@ -329,6 +329,26 @@ TEST_F(VulkanSessionTest, BoolAttentionMasksRunOnTheDeviceAndRecord) {
 // above 64, one decoding step, no mask) become one Vulkan step whose outputs match the unfused graph on
 // the CPU. A decoding step's cache writes stay ScatterElements: the Vulkan kernel does not take the cache-update form
 // (cache_update_fusion asks for a kernel of 8 inputs).
+// A BERT-style block whose merged Q/K/V projection the fused attention reads in place
+// (graph/passes/packed_qkv_attention.h): the packed operands' offsets reach the shader's addresses.
+TEST_F(VulkanSessionTest, PackedProjectionsRunOnTheDeviceAndMatchTheCpu) {
+  const PassTestGraph g = SelfAttentionBlockGraph({.batch = 2, .seq = 33, .heads = 4, .head = 16});
+  const std::string bytes = g.Serialize();
+  SessionOptions options;
+  options.AddProvider(kVulkanEpName, {{"fused_attention", "1"}});
+  Session vulkan(TestEnv(), bytes.data(), bytes.size(), options);
+  size_t fused = 0, splits = 0;
+  for (const PartitionEntry& e : vulkan.Partition()) {
+    fused += e.op_type == "Attention" && e.ep == kVulkanEpName;
+    splits += e.op_type == "Split";
+  }
+  EXPECT_EQ(fused, 1u);
+  EXPECT_EQ(splits, 0u);
+  Session reference(TestEnv(), bytes.data(), bytes.size(), OptionsAt(OptimizationLevel::kNone));
+  const Session::NamedValues feeds = g.Feeds();
+  EXPECT_EQ(CompareTensors(reference.Run(feeds)[0].tensor(), vulkan.Run(feeds)[0].tensor(), 1e-4, 1e-4), "");
+}
+
 TEST_F(VulkanSessionTest, FusedAttentionRunsOnTheDeviceAndMatchesTheCpu) {
   const bool storage8 = VulkanDevice().device->metadata.at("8bit_storage") == "1";
   const bool half = VulkanDevice().device->metadata.at("float16") == "1";

@@ -80,8 +80,21 @@ __device__ __forceinline__ float RowSum(float v) {
 }
 
 // How the kernel reads the mask: none; one row of keys for every query of a (batch, head), copied with the keys
-// (float16 or bool, contiguous and 16-byte aligned: BERT's padding mask); or element by element from global memory.
-enum MaskMode { kNoMask = 0, kKeyMaskHalf = 1, kKeyMaskBool = 2, kGeneralMask = 3 };
+// (float16 or bool, contiguous and 16-byte aligned: a [batch, 1, 1, keys] padding mask); a row per query, copied
+// likewise (the [batch, 1, queries, keys] masks of Hugging Face's exports); or else element by element from global
+// memory.
+enum MaskMode {
+  kNoMask = 0,
+  kKeyMaskHalf = 1,
+  kKeyMaskBool = 2,
+  kRowMaskHalf = 3,
+  kRowMaskBool = 4,
+  kGeneralMask = 5
+};
+
+__host__ __device__ constexpr bool KeyMask(int mode) { return mode == kKeyMaskHalf || mode == kKeyMaskBool; }
+__host__ __device__ constexpr bool RowMask(int mode) { return mode == kRowMaskHalf || mode == kRowMaskBool; }
+__host__ __device__ constexpr bool BoolMask(int mode) { return mode == kKeyMaskBool || mode == kRowMaskBool; }
 
 // The block: q_warps tiles of 16 queries x `splits` warps per query tile, each warp of a query tile taking every
 // splits-th key tile (the partial softmax states merge at the end, as flash-decoding does): short sequences then
@@ -90,10 +103,16 @@ struct FlashLayout {
   int q_warps = 1, splits = 1;
 };
 
-// Shared memory: K and V tiles [2 buffers][splits][kKeys][kD + 8], the key masks [2][splits][kKeys] (2 bytes each),
-// and for the merge of several splits the partial states [warps][kD / 2 + 4][32] floats in the same bytes.
-size_t FlashSharedBytes(int padded_head, const FlashLayout& l) {
-  const size_t staging = sizeof(__half) * 2 * 2 * l.splits * kKeys * (padded_head + 8) + 2 * l.splits * kKeys * 2;
+// Shared memory: K and V tiles [2 buffers][splits][kKeys][kD + 8], the mask's tiles [2][rows][splits x kKeys]
+// (rows: 1 for a key mask, the block's queries for a row mask; 2 bytes each), and for the merge of several splits
+// the partial states [warps][kD / 2 + 4][32] floats in the same bytes.
+__host__ __device__ inline size_t MaskRows(int mask_mode, const FlashLayout& l) {
+  return KeyMask(mask_mode) ? 1 : RowMask(mask_mode) ? static_cast<size_t>(l.q_warps) * kRows : 0;
+}
+
+size_t FlashSharedBytes(int padded_head, const FlashLayout& l, int mask_mode) {
+  const size_t staging = sizeof(__half) * 2 * 2 * l.splits * kKeys * (padded_head + 8) +
+                         2 * MaskRows(mask_mode, l) * l.splits * kKeys * 2;
   const size_t merge = l.splits > 1 ? sizeof(float) * l.q_warps * l.splits * (padded_head / 2 + 4) * kWarp : 0;
   return staging > merge ? staging : merge;
 }
@@ -110,7 +129,7 @@ __global__ void __launch_bounds__(kMaxThreads) FlashAttentionKernel(AttentionArg
   constexpr int kSteps = kD / 16;    // k-steps of Q.K^T
   constexpr int kScoreTiles = kKeys / 8;
   constexpr int kOutTiles = kD / 8;
-  constexpr int kMaskBytes = kMask == kKeyMaskBool ? 1 : 2;
+  constexpr int kMaskBytes = BoolMask(kMask) ? 1 : 2;
   extern __shared__ __align__(16) unsigned char shared[];
   const int splits = l.splits;
   const int tile_elements = kKeys * kLd;
@@ -122,7 +141,10 @@ __global__ void __launch_bounds__(kMaxThreads) FlashAttentionKernel(AttentionArg
   const int split = warp % splits, q_warp = warp / splits;
   const int group = lane / 4, quad = lane % 4;  // a fragment's row (and row + 8) and column pair
   const int64_t b = blockIdx.z, h = blockIdx.y;
-  const int row0 = (static_cast<int>(blockIdx.x) * l.q_warps + q_warp) * kRows;
+  const int block_row0 = static_cast<int>(blockIdx.x) * l.q_warps * kRows;
+  const int row0 = block_row0 + q_warp * kRows;
+  const int mask_keys = splits * kKeys;  // a staged mask row: one round's keys
+  const int mask_bytes = static_cast<int>(MaskRows(kMask, l)) * mask_keys * 2;  // one buffer of mask rows
   const __half* q = static_cast<const __half*>(a.q) + b * a.q_strides[0] + h * a.q_strides[1];
   const __half* k = static_cast<const __half*>(a.k) + b * a.k_strides[0] + h * a.k_strides[1];
   const __half* v = static_cast<const __half*>(a.v) + b * a.v_strides[0] + h * a.v_strides[1];
@@ -135,7 +157,7 @@ __global__ void __launch_bounds__(kMaxThreads) FlashAttentionKernel(AttentionArg
   const unsigned char* mask = nullptr;
   if (kMask != kNoMask)
     mask = static_cast<const unsigned char*>(a.mask) +
-           (b * a.mask_strides[0] + h * a.mask_strides[1]) * (kMask == kKeyMaskBool || a.bool_mask ? 1 : 2);
+           (b * a.mask_strides[0] + h * a.mask_strides[1]) * (a.bool_mask ? 1 : 2);
 
   // Round `step`'s tiles (keys step * splits * kKeys on, consecutive) into buffer `buffer`.
   const auto stage = [&](int step, int buffer) {
@@ -151,13 +173,24 @@ __global__ void __launch_bounds__(kMaxThreads) FlashAttentionKernel(AttentionArg
       CopyAsync16(kt + r * kLd + col, k_valid ? k + j * k_stride + col : k, k_valid ? 16 : 0);
       CopyAsync16(vt + r * kLd + col, v_valid ? v + j * v_stride + col : v, v_valid ? 16 : 0);
     }
-    if (kMask == kKeyMaskHalf || kMask == kKeyMaskBool) {
+    if (KeyMask(kMask) || RowMask(kMask)) {
+      // Mask row r (the key row, or query block_row0 + r), keys first .. first + mask_keys: 16-byte chunks, zeros
+      // past the last key (masked below) and for queries past the end.
       constexpr int kKeysPerChunk = 16 / kMaskBytes;
-      for (int i = threadIdx.x; i < rows / kKeysPerChunk; i += blockDim.x) {
-        const int j = first + i * kKeysPerChunk;
+      const int row_chunks = mask_keys / kKeysPerChunk;
+      const int mask_rows = KeyMask(kMask) ? 1 : l.q_warps * kRows;
+      unsigned char* mt = mask_tiles + buffer * mask_bytes;
+      for (int i = threadIdx.x; i < mask_rows * row_chunks; i += blockDim.x) {
+        const int r = i / row_chunks, j = first + i % row_chunks * kKeysPerChunk;
+        const int query = block_row0 + r;
         const int left = (k_len - j) * kMaskBytes;
-        const int bytes = left < 0 ? 0 : (left > 16 ? 16 : left);  // zeros past the last key (masked below)
-        CopyAsync16(mask_tiles + buffer * rows * 2 + i * 16, bytes > 0 ? mask + j * kMaskBytes : mask, bytes);
+        int bytes = left < 0 ? 0 : (left > 16 ? 16 : left);
+        const unsigned char* from = mask + j * kMaskBytes;
+        if (RowMask(kMask)) {
+          if (query >= q_len) bytes = 0;
+          else from += static_cast<int64_t>(query) * a.mask_strides[2] * kMaskBytes;
+        }
+        CopyAsync16(mt + r * mask_keys * kMaskBytes + i % row_chunks * 16, bytes > 0 ? from : mask, bytes);
       }
     }
     CommitCopies();
@@ -218,7 +251,9 @@ __global__ void __launch_bounds__(kMaxThreads) FlashAttentionKernel(AttentionArg
     if (tile < tiles) {  // the same for the whole warp
       const __half* kt = k_tiles + (buffer * splits + split) * tile_elements;
       const __half* vt = v_tiles + (buffer * splits + split) * tile_elements;
-      const unsigned char* mt = mask_tiles + (buffer * splits + split) * kKeys * 2;
+      // This warp's mask entries: its tile's keys in the key row, or in its queries' rows (rows group, group + 8).
+      const unsigned char* mt = mask_tiles + buffer * mask_bytes + split * kKeys * kMaskBytes;
+      if (RowMask(kMask)) mt += (q_warp * kRows + group) * mask_keys * kMaskBytes;
 
       // S = Q . K^T: K's row-major rows are the column-major B operand.
       float s[kScoreTiles][4];
@@ -235,23 +270,39 @@ __global__ void __launch_bounds__(kMaxThreads) FlashAttentionKernel(AttentionArg
       // Scale, mask, keys past the end; the online softmax per row (base 2).
       float tile_max[2] = {-INFINITY, -INFINITY};
 #pragma unroll
-      for (int n = 0; n < kScoreTiles; ++n)
+      for (int n = 0; n < kScoreTiles; ++n) {
+        const int col = n * 8 + quad * 2;  // this thread's two keys col, col + 1 of rows group, group + 8
+        float add[2][2] = {{0.0f, 0.0f}, {0.0f, 0.0f}};
+#pragma unroll
+        for (int r = 0; r < 2; ++r) {
+          // Key masks: one row for both; row masks: row r is 8 rows further.
+          const unsigned char* at = mt + (RowMask(kMask) ? r * 8 * mask_keys * kMaskBytes : 0) + col * kMaskBytes;
+          if (kMask == kKeyMaskHalf || kMask == kRowMaskHalf) {
+            const float2 pair = __half22float2(*reinterpret_cast<const __half2*>(at));
+            add[r][0] = pair.x;
+            add[r][1] = pair.y;
+          }
+          if (kMask == kKeyMaskBool || kMask == kRowMaskBool) {
+            add[r][0] = at[0] != 0 ? 0.0f : -INFINITY;
+            add[r][1] = at[1] != 0 ? 0.0f : -INFINITY;
+          }
+          if (kMask == kGeneralMask) {
+            add[r][0] = mask_add[n][2 * r];
+            add[r][1] = mask_add[n][2 * r + 1];
+          }
+        }
 #pragma unroll
         for (int c = 0; c < 2; ++c) {
-          const int col = n * 8 + quad * 2 + c;
-          float add = 0.0f;
-          if (kMask == kKeyMaskHalf) add = __half2float(reinterpret_cast<const __half*>(mt)[col]);
-          if (kMask == kKeyMaskBool) add = mt[col] != 0 ? 0.0f : -INFINITY;
-          const bool inside = j0 + col < k_len;
+          const bool inside = j0 + col + c < k_len;
 #pragma unroll
           for (int r = 0; r < 2; ++r) {
             const int e = 2 * r + c;
-            if (kMask == kGeneralMask) add = mask_add[n][e];
-            const float x = inside ? fmaf(s[n][e], a.scale, add) * kLog2e : -INFINITY;
+            const float x = inside ? fmaf(s[n][e], a.scale, add[r][c]) * kLog2e : -INFINITY;
             s[n][e] = x;
             tile_max[r] = fmaxf(tile_max[r], x);
           }
         }
+      }
       float base[2];
 #pragma unroll
       for (int r = 0; r < 2; ++r) {
@@ -375,11 +426,12 @@ bool Aligned(const void* p, size_t to) { return reinterpret_cast<uintptr_t>(p) %
 MaskMode MaskModeOf(const AttentionArgs& a) {
   if (a.mask == nullptr) return kNoMask;
   const int64_t element = a.bool_mask ? 1 : 2;
-  // One row of keys for all queries, contiguous, each (batch, head)'s row starting 16-byte aligned.
-  if (a.mask_strides[2] == 0 && a.mask_strides[3] == 1 && Aligned(a.mask, 16) &&
-      a.mask_strides[0] * element % 16 == 0 && a.mask_strides[1] * element % 16 == 0)
-    return a.bool_mask ? kKeyMaskBool : kKeyMaskHalf;
-  return kGeneralMask;
+  // Contiguous rows of keys, each starting 16-byte aligned: one for all queries, or one per query.
+  if (a.mask_strides[3] != 1 || !Aligned(a.mask, 16) || a.mask_strides[0] * element % 16 != 0 ||
+      a.mask_strides[1] * element % 16 != 0 || a.mask_strides[2] * element % 16 != 0)
+    return kGeneralMask;
+  if (a.mask_strides[2] == 0) return a.bool_mask ? kKeyMaskBool : kKeyMaskHalf;
+  return a.bool_mask ? kRowMaskBool : kRowMaskHalf;
 }
 
 // Per device: the multiprocessor count, the shared memory a block may opt into, compute capability >= 8.0.
@@ -410,19 +462,21 @@ Device CurrentDevice() {
           major[device].load(std::memory_order_relaxed) >= 8};
 }
 
-// The block for `a`: one split and four query tiles per block when the query tiles alone fill the device twice;
-// otherwise the key tiles split over up to 4 warps, and fewer query tiles per block, until the blocks cover the
-// multiprocessors (BERT-base at 128 tokens, batch 1: 96 query tiles, 2 key tiles -> 96 blocks of 1 x 2 warps).
-// Splits and query tiles also shrink until the block's shared memory fits `shared_limit`.
+// The block for `a`: four warps, which share the copies of the key tiles. One split (four query tiles per block)
+// when the query tiles alone give every multiprocessor two warps; otherwise the key tiles split over 2 or 4 warps
+// of each query tile (BERT-base at 128 tokens, batch 1: 96 query tiles, 2 key tiles -> 48 blocks of 2 x 2 warps).
+// tessera_attention_kernels (H200): 2 x 2 5.4 us against 5.6-6.3 for 4 x 1, 1 x 2 and 1 x 4 there; 4 x 1 first at
+// batch 8, 512 and 1024 tokens, 1 x 4 for one query over 1024 keys. Splits and query tiles shrink until the block's
+// shared memory fits `shared_limit`.
 FlashLayout ChooseLayout(const AttentionArgs& a, int padded_head, int processors, size_t shared_limit) {
   const int64_t q_tiles = (a.q_len + kRows - 1) / kRows * a.heads * a.batch;
   const int64_t key_tiles = (a.k_len + kKeys - 1) / kKeys;
   FlashLayout l;
   while (l.splits < 4 && l.splits < key_tiles && q_tiles * l.splits < 2 * processors) l.splits *= 2;
-  l.q_warps = 4 / l.splits > 0 ? 4 / l.splits : 1;
-  while (l.q_warps > 1 && (q_tiles + l.q_warps - 1) / l.q_warps < processors) l.q_warps /= 2;
-  while (FlashSharedBytes(padded_head, l) > shared_limit && l.splits > 1) l.splits /= 2;
-  while (FlashSharedBytes(padded_head, l) > shared_limit && l.q_warps > 1) l.q_warps /= 2;
+  l.q_warps = 4 / l.splits;
+  const int mask_mode = MaskModeOf(a);
+  while (FlashSharedBytes(padded_head, l, mask_mode) > shared_limit && l.splits > 1) l.splits /= 2;
+  while (FlashSharedBytes(padded_head, l, mask_mode) > shared_limit && l.q_warps > 1) l.q_warps /= 2;
   return l;
 }
 
@@ -444,7 +498,7 @@ cudaError_t AllowShared(size_t limit) {
 
 template <int kD, int kMask>
 cudaError_t Launch(const AttentionArgs& a, const FlashLayout& l, size_t limit, cudaStream_t stream) {
-  const size_t bytes = FlashSharedBytes(kD, l);
+  const size_t bytes = FlashSharedBytes(kD, l, kMask);
   if (bytes > limit) return cudaErrorInvalidConfiguration;
   if (bytes > 48 * 1024) {
     const cudaError_t status = AllowShared<kD, kMask>(limit);
@@ -463,6 +517,8 @@ cudaError_t LaunchForMask(const AttentionArgs& a, const FlashLayout& l, size_t l
     case kNoMask: return Launch<kD, kNoMask>(a, l, limit, stream);
     case kKeyMaskHalf: return Launch<kD, kKeyMaskHalf>(a, l, limit, stream);
     case kKeyMaskBool: return Launch<kD, kKeyMaskBool>(a, l, limit, stream);
+    case kRowMaskHalf: return Launch<kD, kRowMaskHalf>(a, l, limit, stream);
+    case kRowMaskBool: return Launch<kD, kRowMaskBool>(a, l, limit, stream);
     default: return Launch<kD, kGeneralMask>(a, l, limit, stream);
   }
 }
@@ -480,7 +536,8 @@ bool AttentionFlashFits(const AttentionArgs& a) {
   if (d == 0) return false;
   const Device device = CurrentDevice();
   if (!device.tensor_cores ||
-      FlashSharedBytes(d, ChooseLayout(a, d, device.processors, device.shared_opt_in)) > device.shared_opt_in)
+      FlashSharedBytes(d, ChooseLayout(a, d, device.processors, device.shared_opt_in), MaskModeOf(a)) >
+          device.shared_opt_in)
     return false;
   // 16-byte copies of K and V rows, 4-byte reads of Q and writes of the output.
   for (int i = 0; i < 3; ++i)

@@ -19,6 +19,7 @@ struct AttentionSpec {
   int64_t q_seq = 0;   // queries; 0: seq (self-attention). 1 with seq > 1: one decoding step over cached keys
   bool sdpa = false;   // torch SDPA export: pre-scaled Q and K, Boolean mask via Where, IsNaN guard; else Div + Add
   bool mask = true;
+  bool query_mask = false;  // eager: an additive mask [N, 1, queries, seq] (one row per query), not [N, 1, 1, seq]
   bool half = false;
   bool cast_probabilities = false;  // Cast of the probabilities to their own type (Hugging Face's eager attention)
 };
@@ -27,7 +28,7 @@ inline PassTestGraph AttentionGraph(const AttentionSpec& c) {
   PassTestGraph g;
   const int64_t s = c.seq, h = c.heads, d = c.head, qs = c.q_seq > 0 ? c.q_seq : c.seq;
   g.Input("q_in", {-1, qs, h, d}).Input("k_in", {-1, s, h, d}).Input("v_in", {-1, s, h, d});
-  if (c.mask) g.Input("m", {-1, 1, c.sdpa ? qs : 1, s});
+  if (c.mask) g.Input("m", {-1, 1, c.sdpa || c.query_mask ? qs : 1, s});
   g.Output("y");
   std::set<std::string> cast;
   const auto typed = [&](const std::string& name) {  // float16 copy of a float value when `half`
