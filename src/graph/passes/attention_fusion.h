@@ -20,6 +20,8 @@
 //   out_axes                the axis of the output receiving each of (batch, heads, q_sequence, v_head_size)
 //   scale                   multiplies Q.K (the product of the absorbed scalar factors)
 //   masked_rows_zero        1: a row whose scores are all -inf gives zeros (the absorbed IsNaN/Where), else NaN
+//   packed_heads            > 0: Q, K and V are views of one tensor whose heads axis holds 3 x packed_heads heads,
+//                           Q's first, then K's, then V's (made by graph/passes/packed_qkv_attention.h)
 // scores = scale * Q.K^T + mask (numpy broadcasting to [batch, heads, q_seq, k_seq]; a Boolean mask adds 0
 // where true and -inf where false), softmax over k_seq, output = softmax . V. Batch and head dims of size 1
 // broadcast as MatMul's batch dims do.
