@@ -18,11 +18,11 @@
 // scale folded with log2(e)); P is rounded to float16 before P.V, as attention_mma.cu and flash-attention do.
 #include <cuda_fp16.h>
 
-#include <atomic>
 #include <cmath>
 #include <cstdint>
 
 #include "providers/cuda/kernels/attention.h"
+#include "providers/cuda/kernels/attention_device.cuh"
 #include "providers/cuda/kernels/device_common.cuh"
 
 namespace tessera::cuda::launch {
@@ -434,34 +434,6 @@ MaskMode MaskModeOf(const AttentionArgs& a) {
   return a.bool_mask ? kRowMaskBool : kRowMaskHalf;
 }
 
-// Per device: the multiprocessor count, the shared memory a block may opt into, compute capability >= 8.0.
-struct Device {
-  int processors = 0;
-  size_t shared_opt_in = 48 * 1024;
-  bool tensor_cores = false;
-};
-
-Device CurrentDevice() {
-  constexpr int kDevices = 64;
-  static std::atomic<int> processors[kDevices] = {};  // 0: not read yet
-  static std::atomic<int> shared_bytes[kDevices] = {};
-  static std::atomic<int> major[kDevices] = {};
-  int device = 0;
-  if (cudaGetDevice(&device) != cudaSuccess || device < 0 || device >= kDevices) return {};
-  if (processors[device].load(std::memory_order_acquire) == 0) {
-    int count = 1, bytes = 48 * 1024, cc_major = 0;
-    cudaDeviceGetAttribute(&count, cudaDevAttrMultiProcessorCount, device);
-    cudaDeviceGetAttribute(&bytes, cudaDevAttrMaxSharedMemoryPerBlockOptin, device);
-    cudaDeviceGetAttribute(&cc_major, cudaDevAttrComputeCapabilityMajor, device);
-    shared_bytes[device].store(bytes, std::memory_order_relaxed);
-    major[device].store(cc_major, std::memory_order_relaxed);
-    processors[device].store(count > 0 ? count : 1, std::memory_order_release);
-  }
-  return {processors[device].load(std::memory_order_acquire),
-          static_cast<size_t>(shared_bytes[device].load(std::memory_order_relaxed)),
-          major[device].load(std::memory_order_relaxed) >= 8};
-}
-
 // The block for `a`: four warps, which share the copies of the key tiles. One split (four query tiles per block)
 // when the query tiles alone give every multiprocessor two warps; otherwise the key tiles split over 2 or 4 warps
 // of each query tile (BERT-base at 128 tokens, batch 1: 96 query tiles, 2 key tiles -> 48 blocks of 2 x 2 warps).
@@ -480,28 +452,12 @@ FlashLayout ChooseLayout(const AttentionArgs& a, int padded_head, int processors
   return l;
 }
 
-// Raises the kernel's dynamic shared memory limit to the device's opt-in maximum once per device (a function
-// attribute: allowed while a stream is being captured).
-template <int kD, int kMask>
-cudaError_t AllowShared(size_t limit) {
-  constexpr int kDevices = 64;
-  static std::atomic<bool> done[kDevices] = {};
-  int device = 0;
-  cudaError_t status = cudaGetDevice(&device);
-  if (status != cudaSuccess) return status;
-  if (device >= 0 && device < kDevices && done[device].load(std::memory_order_acquire)) return cudaSuccess;
-  status = cudaFuncSetAttribute(FlashAttentionKernel<kD, kMask>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                static_cast<int>(limit));
-  if (status == cudaSuccess && device >= 0 && device < kDevices) done[device].store(true, std::memory_order_release);
-  return status;
-}
-
 template <int kD, int kMask>
 cudaError_t Launch(const AttentionArgs& a, const FlashLayout& l, size_t limit, cudaStream_t stream) {
   const size_t bytes = FlashSharedBytes(kD, l, kMask);
   if (bytes > limit) return cudaErrorInvalidConfiguration;
   if (bytes > 48 * 1024) {
-    const cudaError_t status = AllowShared<kD, kMask>(limit);
+    const cudaError_t status = AllowDynamicShared<FlashAttentionKernel<kD, kMask>>(limit);
     if (status != cudaSuccess) return status;
   }
   const int64_t rows = static_cast<int64_t>(l.q_warps) * kRows;
@@ -534,7 +490,7 @@ bool AttentionFlashFits(const AttentionArgs& a) {
   if (a.type != ElementType::kHalf || a.head_size % 8 != 0 || a.v_head_size % 8 != 0) return false;
   const int d = PaddedHead(a);
   if (d == 0) return false;
-  const Device device = CurrentDevice();
+  const AttentionDevice device = CurrentAttentionDevice();
   if (!device.tensor_cores ||
       FlashSharedBytes(d, ChooseLayout(a, d, device.processors, device.shared_opt_in), MaskModeOf(a)) >
           device.shared_opt_in)
@@ -555,7 +511,7 @@ bool AttentionFlashFits(const AttentionArgs& a) {
 
 cudaError_t AttentionFlash(const AttentionArgs& a, cudaStream_t stream, int q_warps, int splits) {
   if (a.batch * a.heads * a.q_len * a.v_head_size == 0) return cudaSuccess;
-  const Device device = CurrentDevice();
+  const AttentionDevice device = CurrentAttentionDevice();
   FlashLayout l = ChooseLayout(a, PaddedHead(a), device.processors, device.shared_opt_in);
   if (q_warps > 0) l.q_warps = q_warps;
   if (splits > 0) l.splits = splits;

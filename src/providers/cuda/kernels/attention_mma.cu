@@ -15,11 +15,11 @@
 // a_hi.b_hi + a_hi.b_lo + a_lo.b_hi), which keeps float32 accuracy (errors ~1e-6 relative) on tensor cores.
 #include <mma.h>
 
-#include <atomic>
 #include <cfloat>
 #include <cmath>
 
 #include "providers/cuda/kernels/attention.h"
+#include "providers/cuda/kernels/attention_device.cuh"
 #include "providers/cuda/kernels/device_common.cuh"
 
 namespace tessera::cuda::launch {
@@ -366,60 +366,20 @@ __global__ void __launch_bounds__(kMaxWarps * kWarp) AttentionMmaKernel(Attentio
 #endif
 }
 
-// What the current device allows, read once per device: the dynamic shared memory a block may opt into, and
-// whether it has TF32 / float16 warp matrix operations (compute capability 8.0 and newer).
-struct DeviceLimits {
-  size_t shared_opt_in = 48 * 1024;
-  bool tensor_cores = false;
-};
-
-DeviceLimits LimitsOfCurrentDevice() {
-  constexpr int kDevices = 64;
-  static std::atomic<int> shared_bytes[kDevices] = {};  // 0: not read yet
-  static std::atomic<int> major[kDevices] = {};
-  int device = 0;
-  if (cudaGetDevice(&device) != cudaSuccess || device < 0 || device >= kDevices) return {};
-  if (shared_bytes[device].load(std::memory_order_acquire) == 0) {
-    int bytes = 48 * 1024, cc_major = 0;
-    cudaDeviceGetAttribute(&bytes, cudaDevAttrMaxSharedMemoryPerBlockOptin, device);
-    cudaDeviceGetAttribute(&cc_major, cudaDevAttrComputeCapabilityMajor, device);
-    major[device].store(cc_major, std::memory_order_relaxed);
-    shared_bytes[device].store(bytes, std::memory_order_release);
-  }
-  return {static_cast<size_t>(shared_bytes[device].load(std::memory_order_acquire)),
-          major[device].load(std::memory_order_relaxed) >= 8};
-}
-
-// Raises the kernel's dynamic shared memory limit to the device's opt-in maximum, once per device. A function
-// attribute, not a stream operation: allowed while a stream is being captured.
-template <typename T, int kKeyTile>
-cudaError_t AllowLargeShared(size_t limit) {
-  constexpr int kDevices = 64;
-  static std::atomic<bool> done[kDevices] = {};
-  int device = 0;
-  cudaError_t status = cudaGetDevice(&device);
-  if (status != cudaSuccess) return status;
-  if (device >= 0 && device < kDevices && done[device].load(std::memory_order_acquire)) return cudaSuccess;
-  status = cudaFuncSetAttribute(AttentionMmaKernel<T, kKeyTile>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                static_cast<int>(limit));
-  if (status == cudaSuccess && device >= 0 && device < kDevices) done[device].store(true, std::memory_order_release);
-  return status;
-}
-
 int KeyTileFor(const AttentionArgs& a) { return a.k_len <= kShortKeys ? 16 : 32; }
 
 template <typename T, int kKeyTile>
 cudaError_t LaunchMma(const AttentionArgs& a, cudaStream_t stream) {
   const int64_t tiles = (a.k_len + kKeyTile - 1) / kKeyTile;
   int warps = static_cast<int>(tiles < kMaxWarps ? (tiles > 0 ? tiles : 1) : kMaxWarps);
-  const size_t limit = LimitsOfCurrentDevice().shared_opt_in;
+  const size_t limit = CurrentAttentionDevice().shared_opt_in;
   MmaLayout l = MakeLayout<T>(a, warps, kKeyTile);
   while (l.Bytes() > limit && warps > 1) l = MakeLayout<T>(a, warps /= 2, kKeyTile);
   if (l.Bytes() > limit) return cudaErrorInvalidConfiguration;
   const int64_t q_tiles = (a.q_len + kRows - 1) / kRows;
   if (q_tiles > 2147483647 || a.heads > 65535 || a.batch > 65535) return cudaErrorInvalidConfiguration;
   if (l.Bytes() > 48 * 1024) {
-    const cudaError_t status = AllowLargeShared<T, kKeyTile>(limit);
+    const cudaError_t status = AllowDynamicShared<AttentionMmaKernel<T, kKeyTile>>(limit);
     if (status != cudaSuccess) return status;
   }
   const dim3 grid(static_cast<unsigned>(q_tiles), static_cast<unsigned>(a.heads), static_cast<unsigned>(a.batch));
@@ -435,7 +395,7 @@ cudaError_t LaunchMma(const AttentionArgs& a, cudaStream_t stream) {
 }  // namespace
 
 bool AttentionOnTensorCoresFits(const AttentionArgs& a) {
-  const DeviceLimits limits = LimitsOfCurrentDevice();
+  const AttentionDevice limits = CurrentAttentionDevice();
   if (!limits.tensor_cores) return false;
   const int key_tile = KeyTileFor(a);
   const size_t bytes = a.type == ElementType::kHalf ? MakeLayout<__half>(a, 1, key_tile).Bytes()
