@@ -197,6 +197,7 @@ __global__ void __launch_bounds__(kMaxThreads) FlashAttentionKernel(AttentionArg
   };
   stage(0, 0);
   if (steps > 1) stage(1, 1);
+  if (steps == 0) WaitCopies<0>();  // no keys: round 0's zero-fills land before the block exits
 
   // Q fragments of rows row0 + group (+ 8), columns 16 s + 2 quad (+ 8), for the whole kernel.
   uint32_t qf[kSteps][4];
