@@ -1,21 +1,24 @@
 // ai.tessera::Attention in float16 on tensor cores with the softmax in registers (the flash-attention-2 scheme).
 //
-// One warp owns 16 query rows of one (batch, head); a block of W warps (1, 2 or 4: fewer when the grid would not
-// fill the device) shares each tile of 64 keys, which its threads copy into shared memory with cp.async, two tiles
-// in flight. Per tile a warp
+// A warp owns 16 query rows of one (batch, head). A block has four warps: `q_warps` query tiles x `splits` warps per
+// query tile (FlashLayout; splits > 1 when the query tiles alone would leave the device short of warps), and its
+// threads copy K, V and the mask's rows of `splits` tiles of 64 keys per round into shared memory with cp.async, two
+// rounds in flight. Per tile (split s of a query tile takes tiles s, s + splits, ...) a warp
 //   1. computes S = Q.K^T (16 x 64) with mma.sync m16n8k16 from Q fragments held in registers for the whole
 //      kernel and K rows read from shared memory,
-//   2. scales it, adds the mask (read from global memory before the tile's wait, so the loads overlap the copy),
-//      and updates each row's running maximum and sum in registers (the four lanes of a row exchange by shuffles),
+//   2. scales it, adds the mask (from the copied rows, or for masks that cannot be copied so from global memory
+//      before the round's wait) and updates each row's running maximum and sum in registers (the four lanes of a
+//      row exchange by shuffles),
 //   3. rounds P = exp(S - max) to float16 in the accumulator layout, which is the A operand's layout of the next
 //      product, and adds P.V to its output accumulators (V transposed on the fly by ldmatrix.trans).
-// Nothing goes through shared memory but K and V, and no warp waits for another's partial results: the per-block
-// latency is one copy of the first key tile plus the products.
+// With several splits, each warp's partial state (O, maximum, sum) goes through shared memory at the end and the
+// first warp of the query tile merges them (flash-decoding's scheme) before writing the output once.
 //
-// Operands: float16, head sizes multiples of 8 up to kMaxFlashHead (padded with zeros to 16, 32, 64 or 128),
-// features contiguous and element strides multiples of 8 (16-byte copies; the fused BERT / GPT-2 layouts). Other
-// cases run on attention_mma.cu's kernel. Products accumulate in float32; the softmax is in float32 (base 2, the
-// scale folded with log2(e)); P is rounded to float16 before P.V, as attention_mma.cu and flash-attention do.
+// Operands: float16, head sizes multiples of 8 up to 128 (padded with zeros to 16, 32, 64 or 128), features
+// contiguous, K / V element strides multiples of 8 and 16-byte aligned (16-byte copies; every fused BERT / GPT-2
+// layout). Other cases run on attention_mma.cu's kernel. Products accumulate in float32; the softmax is in float32
+// (base 2, the scale folded with log2(e)); P is rounded to float16 before P.V, as attention_mma.cu and
+// flash-attention do.
 #include <cuda_fp16.h>
 
 #include <cmath>
