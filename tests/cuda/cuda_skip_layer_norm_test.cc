@@ -1,7 +1,7 @@
 // SkipLayerNormalization on the CUDA EP against the CPU EP (float32 and float16, strict and default
 // `enable_skip_layer_norm_strict_mode`, with and without beta and bias, parameters fed or constant, broadcast skip, the
 // sum output; the
-// warp-per-row kernel's row counts and widths and the block kernel's), and
+// word-per-thread kernel's row counts and widths and the block kernel's), and
 // the fused residual Add + LayerNormalization in strict mode against the unfused graph on the GPU, bit for bit.
 #include "cuda/cuda_test_util.h"
 #include "ops/skip_layer_norm_model.h"
@@ -50,14 +50,16 @@ TEST_F(CudaSkipLayerNormTest, MatchesCpu) {
       {{3, 7, 33}, {7, 33}},       // broadcast skip, odd width
       {{2, 3, 1}, {2, 1, 40}},     // input broadcast along the hidden axis
       {{2, 10000}, {2, 10000}},    // longer than the shared-memory cache
-      // default mode, rows of at most 1024 elements: one warp per row
-      {{1, 1, 768}, {1, 1, 768}},  // a decoding step's token
-      {{3, 1024}, {3, 1024}},      // the longest row: 4 (float16) or 8 (float32) 16-byte words per lane
-      {{16, 64}, {16, 64}},        // fewer words than lanes
+      // default mode, rows of at most 1024 16-byte words: one thread per word
+      {{1, 1, 768}, {1, 1, 768}},  // a decoding step's token: 96 (float16) or 192 (float32) threads
+      {{3, 1024}, {3, 1024}},      // whole warps per row
+      {{16, 64}, {16, 64}},        // rows shorter than a warp: 4 rows per block
       {{1, 1, 768}, {1, 768}},     // one row, the skip broadcast (a token's embedding plus its position's)
-      {{2, 64, 768}, {2, 64, 768}},  // BERT-base's 128 rows: one warp per block
-      {{1100, 36}, {1100, 36}},    // more than 1024 rows: four warps per block, the last block partly filled
-      {{5, 1028}, {5, 1028}},      // longer than the warp kernel's rows: the block kernel in default mode too
+      {{2, 64, 768}, {2, 64, 768}},  // BERT-base's 128 rows: a block per row
+      {{1100, 36}, {1100, 36}},    // float32: 9 words, a partly idle warp per row, the last block partly filled
+      {{5, 1028}, {5, 1028}},      // float16: not whole words, the block kernel in default mode too
+      {{2, 8192}, {2, 8192}},      // float16: the longest row (1024 words); float32: the block kernel
+      {{3, 40, 200}, {3, 40, 200}},  // 25 (float16) or 50 (float32) words: 4 or 2 rows per block
   };
   for (DataType type : {DataType::kFloat, DataType::kFloat16})
     for (const Shapes& s : shapes)
@@ -71,7 +73,7 @@ TEST_F(CudaSkipLayerNormTest, MatchesCpu) {
           c.bias = bias;
           c.sum = bias;
           ExpectCudaMatchesCpu(c);
-          // Initializer parameters: the warp kernel loads them before waiting for the kernel before it.
+          // Initializer parameters: the word kernel loads them before waiting for the kernel before it.
           c.constant_parameters = true;
           ExpectCudaMatchesCpu(c);
         }

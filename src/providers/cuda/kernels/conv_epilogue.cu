@@ -1,6 +1,7 @@
 // Conv's epilogue in one pass over the output: bias per channel, a same-shape residual and an activation, for
 // NCHW and for channels-last (NHWC) outputs.
 #include "providers/cuda/kernels/device_common.cuh"
+#include "providers/cuda/kernels/pair_epilogue.cuh"
 
 namespace tessera::cuda::launch {
 namespace {
@@ -26,7 +27,7 @@ __global__ void EpilogueKernel(T* y, const T* bias, const T* residual, int64_t p
   }
 }
 
-// Channels last: element i belongs to channel i % channels.
+// Channels last: element i belongs to channel i % channels (odd channel counts; even ones take pair_epilogue.cuh).
 template <typename T>
 __global__ void EpilogueChannelsLastKernel(T* y, const T* bias, const T* residual, int64_t n, int64_t channels,
                                            EpilogueActivation activation) {
@@ -44,6 +45,9 @@ cudaError_t ConvEpilogueChannelsLast(ElementType type, void* y, const void* bias
                                      int64_t channels, const EpilogueActivation& activation, cudaStream_t stream) {
   return device::DispatchFloat(type, [&](auto tag) {
     using T = decltype(tag);
+    if (device::PairEpilogueFits<T>(y, n, channels, bias, residual))
+      return device::PairEpilogue<T, true>(static_cast<T*>(y), n, channels, static_cast<const T*>(bias), activation,
+                                           static_cast<const T*>(residual), stream);
     EpilogueChannelsLastKernel<T><<<device::BlocksFor(n), kThreads, 0, stream>>>(
         static_cast<T*>(y), static_cast<const T*>(bias), static_cast<const T*>(residual), n, channels, activation);
     return device::LaunchStatus();

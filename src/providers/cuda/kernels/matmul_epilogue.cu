@@ -1,5 +1,7 @@
-// FusedMatMul's epilogue in one pass over the product: bias per column, activation, then the addend.
+// FusedMatMul's epilogue in one pass over the product: bias per column, activation, then the addend. Rows of an even
+// length take the pair kernel (pair_epilogue.cuh); the general kernel below broadcasts the addend.
 #include "providers/cuda/kernels/device_common.cuh"
+#include "providers/cuda/kernels/pair_epilogue.cuh"
 
 namespace tessera::cuda::launch {
 namespace {
@@ -30,36 +32,6 @@ __global__ void MatMulEpilogueKernel(T* y, int64_t n, int64_t columns, const T* 
   }
 }
 
-// The same over 16-byte words (columns a multiple of a word, operands 16-byte aligned, the addend of Y's shape or
-// absent): one bias offset per word instead of one 64-bit remainder per element. BERT-base's FFN at 128 tokens
-// (128 x 3072, bias + GELU in float16) is the case this serves.
-template <typename T>
-__global__ void MatMulEpilogueWordKernel(T* y, int64_t words, int64_t row_words, const T* bias,
-                                         EpilogueActivation activation, const T* addend) {
-  constexpr int kWord = device::kWordElements<T>;
-  for (int64_t w = device::FirstIndex(); w < words; w += device::IndexStride()) {
-    float v[kWord];
-    device::UnpackWord(reinterpret_cast<const uint4*>(y)[w], v, T{});
-    if (bias != nullptr) {
-      float b[kWord];
-      device::UnpackWord(__ldg(reinterpret_cast<const uint4*>(bias) + w % row_words), b, T{});
-#pragma unroll
-      for (int i = 0; i < kWord; ++i) v[i] += b[i];
-    }
-#pragma unroll
-    for (int i = 0; i < kWord; ++i) v[i] = device::Activate(activation, v[i]);
-    if (addend != nullptr) {
-      float a[kWord];
-      device::UnpackWord(reinterpret_cast<const uint4*>(addend)[w], a, T{});
-#pragma unroll
-      for (int i = 0; i < kWord; ++i) v[i] += a[i];
-    }
-    reinterpret_cast<uint4*>(y)[w] = device::PackWord(v, T{});
-  }
-}
-
-bool WordAligned(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
-
 }  // namespace
 
 cudaError_t MatMulEpilogue(ElementType type, void* y, int64_t n, int64_t columns, const void* bias,
@@ -67,15 +39,9 @@ cudaError_t MatMulEpilogue(ElementType type, void* y, int64_t n, int64_t columns
                            cudaStream_t stream) {
   return device::DispatchFloat(type, [&](auto tag) {
     using T = decltype(tag);
-    constexpr int kWord = device::kWordElements<T>;
-    if (addend_index == nullptr && columns > 0 && columns % kWord == 0 && n % columns == 0 && WordAligned(y) &&
-        WordAligned(bias) && WordAligned(addend)) {
-      const int64_t words = n / kWord;
-      MatMulEpilogueWordKernel<T><<<device::BlocksFor(words), device::kThreads, 0, stream>>>(
-          static_cast<T*>(y), words, columns / kWord, static_cast<const T*>(bias), activation,
-          static_cast<const T*>(addend));
-      return device::LaunchStatus();
-    }
+    if (addend_index == nullptr && device::PairEpilogueFits<T>(y, n, columns, bias, addend))
+      return device::PairEpilogue<T, false>(static_cast<T*>(y), n, columns, static_cast<const T*>(bias), activation,
+                                            static_cast<const T*>(addend), stream);
     MatMulEpilogueKernel<T><<<device::BlocksFor(n), device::kThreads, 0, stream>>>(
         static_cast<T*>(y), n, columns, static_cast<const T*>(bias), activation, static_cast<const T*>(addend),
         addend_index != nullptr ? *addend_index : BroadcastIndex{}, addend_index != nullptr);

@@ -1,8 +1,9 @@
-// SkipLayerNormalization device kernels, float32 accumulation. Strict mode (and rows the warp kernel does not take):
+// SkipLayerNormalization device kernels, float32 accumulation. Strict mode (and rows the word kernel does not take):
 // one block per row, the row's elements spread over the threads exactly as in LayerNormalization's kernel
 // (normalization.cu), with the same block sizes and the same reductions, so that in strict mode the result is the
 // unfused Add + LayerNormalization's bit for bit; rows of up to kCachedRow elements keep their sum in shared memory
-// between the passes. Default mode: one warp per row of at most 1024 elements (SkipLayerNormWarpKernel).
+// between the passes. Default mode: one thread per 16-byte word of a row (SkipLayerNormWordKernel).
+#include <algorithm>
 #include <cstdint>
 
 #include "providers/cuda/kernels/device_common.cuh"
@@ -91,124 +92,113 @@ __global__ void SkipLayerNormKernel(Row<T> p, BroadcastIndex index, bool broadca
   }
 }
 
-// Default arithmetic, rows of at most 1024 elements: one warp per row, the row held in registers, 16-byte loads and
-// stores, warp shuffles for the statistics -- no shared memory, no block barriers. The block-per-row kernel's three
-// barrier-separated passes cost ~5.4 us per row of 768 on the H100 for a decoding step's token (ncu), and ~7.8 us for
-// BERT-base's 128 rows of 768. A 16-byte word holds 8 float16 or 4 float32 elements; kWords words per lane cover
-// 1024 elements either way.
+// Default arithmetic, rows of at most 1024 16-byte words (8192 float16 or 4096 float32 elements): one thread per
+// word, the row in registers, shuffle reductions within each warp and one shared-memory step across the warps of a
+// row; several rows per block when a row is short. A row is spread over as many threads as it has words because the
+// kernel is bound by each thread's chain of dependent instructions, not by memory (its operands are in L2): one warp
+// per BERT-base row (three words per lane) measured 2.6 us in the graph, 1.6% occupancy and 0.11 instructions per
+// cycle per SM (ncu); a thread per word 2.2 us. The block-per-row kernel above, with barrier-separated passes over
+// global memory, cost ~5.4 us for a decoding step's row of 768 and ~7.8 us for BERT-base's 128 rows on the H100.
 template <typename T>
-struct WarpRow {
-  static constexpr int kPerWord = device::kWordElements<T>;
-  static constexpr int kWords = 1024 / (kWarp * kPerWord);
-};
-
-template <typename T>
-__global__ void SkipLayerNormWarpKernel(Row<T> p, int64_t rows) {
-  constexpr int kPerWord = WarpRow<T>::kPerWord;
-  constexpr int kWords = WarpRow<T>::kWords;
-  const int64_t row = blockIdx.x * int64_t{blockDim.x / kWarp} + threadIdx.x / kWarp;
-  const int lane = threadIdx.x % kWarp;
+__global__ void SkipLayerNormWordKernel(Row<T> p, int64_t rows) {
+  constexpr int kPerWord = device::kWordElements<T>;
+  __shared__ float sum_parts[kWarp], square_parts[kWarp];  // one per warp of the block (at most 1024 threads)
+  const int64_t row = blockIdx.x * int64_t{blockDim.y} + threadIdx.y;
+  const int word = static_cast<int>(threadIdx.x);
   const int words = static_cast<int>(p.hidden / kPerWord);
+  const int row_warps = static_cast<int>(blockDim.x) / kWarp;
+  const int first_part = static_cast<int>(threadIdx.y) * row_warps;
+  const int part = first_part + word / kWarp;
+  const bool active = row < rows && word < words;
   const uint4* gamma = reinterpret_cast<const uint4*>(p.gamma);
   const uint4* beta = reinterpret_cast<const uint4*>(p.beta);
   const uint4* bias = reinterpret_cast<const uint4*>(p.bias);
   // The per-feature parameters as loaded; constants are loaded before waiting, so that their memory latency (they
   // are rarely in L2 in a decoding step, whose weights stream through it) overlaps the kernel before.
-  uint4 gamma_words[kWords], beta_words[kWords], bias_words[kWords];
+  uint4 gamma_word{}, beta_word{}, bias_word{};
   const auto load_parameters = [&] {
-#pragma unroll
-    for (int w = 0; w < kWords; ++w) {
-      const int at = lane + w * kWarp;
-      if (at < words) {
-        gamma_words[w] = gamma[at];
-        if (beta != nullptr) beta_words[w] = beta[at];
-        if (bias != nullptr) bias_words[w] = bias[at];
-      }
-    }
+    if (!active) return;
+    gamma_word = gamma[word];
+    if (beta != nullptr) beta_word = beta[word];
+    if (bias != nullptr) bias_word = bias[word];
   };
-  if (p.constant_parameters && row < rows) load_parameters();
+  if (p.constant_parameters) load_parameters();
   device::WaitForPrerequisites();
   device::AllowDependents();
-  if (row >= rows) return;
   if (!p.constant_parameters) load_parameters();
-  const uint4* a = reinterpret_cast<const uint4*>(p.input + row * p.hidden);
-  const uint4* b = reinterpret_cast<const uint4*>(p.skip + row * p.hidden);
-  float v[kWords][kPerWord], g[kWords][kPerWord], s[kWords][kPerWord];
+  float v[kPerWord] = {};
   float total = 0.0f;
-#pragma unroll
-  for (int w = 0; w < kWords; ++w) {
-    const int at = lane + w * kWarp;
-    if (at >= words) break;
-    float x[kPerWord], y[kPerWord], z[kPerWord];
-    device::UnpackWord(a[at], x, T{});
-    device::UnpackWord(b[at], y, T{});
-    device::UnpackWord(gamma_words[w], g[w], T{});
-    if (beta != nullptr) device::UnpackWord(beta_words[w], s[w], T{});
-    if (bias != nullptr) device::UnpackWord(bias_words[w], z, T{});
+  if (active) {
+    float x[kPerWord], y[kPerWord], z[kPerWord] = {};
+    device::UnpackWord(reinterpret_cast<const uint4*>(p.input + row * p.hidden)[word], x, T{});
+    device::UnpackWord(reinterpret_cast<const uint4*>(p.skip + row * p.hidden)[word], y, T{});
+    if (bias != nullptr) device::UnpackWord(bias_word, z, T{});
 #pragma unroll
     for (int e = 0; e < kPerWord; ++e) {
-      v[w][e] = x[e] + (bias != nullptr ? z[e] : 0.0f) + y[e];
-      total += v[w][e];
-      if (beta == nullptr) s[w][e] = 0.0f;
+      v[e] = x[e] + z[e] + y[e];
+      total += v[e];
     }
-    if (p.sum != nullptr) reinterpret_cast<uint4*>(p.sum + row * p.hidden)[at] = device::PackWord(v[w], T{});
+    if (p.sum != nullptr) reinterpret_cast<uint4*>(p.sum + row * p.hidden)[word] = device::PackWord(v, T{});
   }
+  // The row's sum: each warp's by shuffles, then the row's warps' in order.
   for (int offset = kWarp / 2; offset > 0; offset /= 2) total += __shfl_xor_sync(0xffffffffu, total, offset);
-  const float mean = total / static_cast<float>(p.hidden);
+  if (word % kWarp == 0) sum_parts[part] = total;
+  __syncthreads();
+  float row_total = 0.0f;
+  for (int w = 0; w < row_warps; ++w) row_total += sum_parts[first_part + w];
+  const float mean = row_total / static_cast<float>(p.hidden);
   float squares = 0.0f;
+  if (active) {
 #pragma unroll
-  for (int w = 0; w < kWords; ++w) {
-    if (lane + w * kWarp >= words) break;
-#pragma unroll
-    for (int e = 0; e < kPerWord; ++e) squares += (v[w][e] - mean) * (v[w][e] - mean);
+    for (int e = 0; e < kPerWord; ++e) squares += (v[e] - mean) * (v[e] - mean);
   }
   for (int offset = kWarp / 2; offset > 0; offset /= 2) squares += __shfl_xor_sync(0xffffffffu, squares, offset);
-  const float inv_std = rsqrtf(squares / static_cast<float>(p.hidden) + p.epsilon);
-  uint4* out = reinterpret_cast<uint4*>(p.output + row * p.hidden);
+  if (word % kWarp == 0) square_parts[part] = squares;
+  __syncthreads();
+  float row_squares = 0.0f;
+  for (int w = 0; w < row_warps; ++w) row_squares += square_parts[first_part + w];
+  if (!active) return;
+  const float inv_std = rsqrtf(row_squares / static_cast<float>(p.hidden) + p.epsilon);
+  float g[kPerWord], s[kPerWord] = {}, out[kPerWord];
+  device::UnpackWord(gamma_word, g, T{});
+  if (beta != nullptr) device::UnpackWord(beta_word, s, T{});
 #pragma unroll
-  for (int w = 0; w < kWords; ++w) {
-    const int at = lane + w * kWarp;
-    if (at >= words) break;
-    float y[kPerWord];
-#pragma unroll
-    for (int e = 0; e < kPerWord; ++e) y[e] = (v[w][e] - mean) * inv_std * g[w][e] + s[w][e];
-    out[at] = device::PackWord(y, T{});
-  }
+  for (int e = 0; e < kPerWord; ++e) out[e] = (v[e] - mean) * inv_std * g[e] + s[e];
+  reinterpret_cast<uint4*>(p.output + row * p.hidden)[word] = device::PackWord(out, T{});
 }
+
+constexpr int64_t kMaxRowWords = 1024;  // one thread per word, one block per row at most
 
 bool Aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
 
-// Whether the warp-per-row kernel takes these rows (default arithmetic, no broadcasting, whole aligned 16-byte
-// words of at most 1024 elements).
+// Whether the word-per-thread kernel takes these rows (default arithmetic, no broadcasting, whole aligned 16-byte
+// words, at most kMaxRowWords of them).
 template <typename T>
-bool WarpRowsFit(const Row<T>& r, const SkipLayerNormArgs& args) {
+bool WordRowsFit(const Row<T>& r, const SkipLayerNormArgs& args) {
   // A broadcast over rows is trivial for one row whose operands both run along the hidden axis (a token embedding
   // plus a position embedding of one [hidden] row).
   const bool plain = args.index == nullptr || (args.rows == 1 && args.index->rank > 0 &&
                                                args.index->a_strides[args.index->rank - 1] == 1 &&
                                                args.index->b_strides[args.index->rank - 1] == 1);
-  constexpr int64_t kPerWord = WarpRow<T>::kPerWord;
-  return !args.strict && plain && args.hidden % kPerWord == 0 &&
-         args.hidden <= int64_t{kWarp} * WarpRow<T>::kWords * kPerWord && Aligned16(r.input) && Aligned16(r.skip) &&
+  constexpr int64_t kPerWord = device::kWordElements<T>;
+  return !args.strict && plain && args.hidden % kPerWord == 0 && args.hidden <= kMaxRowWords * kPerWord &&
+         Aligned16(r.input) && Aligned16(r.skip) &&
          Aligned16(r.gamma) && Aligned16(r.output) && (r.beta == nullptr || Aligned16(r.beta)) &&
          (r.bias == nullptr || Aligned16(r.bias)) && (r.sum == nullptr || Aligned16(r.sum));
-}
-
-// Warps (rows) per block of the warp-per-row kernel: up to 4 for a few rows (a decoding step); one for up to 1024
-// rows, which spreads them over every SM (BERT-base's 128 rows: 128 blocks); four beyond.
-int64_t WarpRowsPerBlock(int64_t rows) {
-  if (rows <= 16) return rows < 4 ? rows : 4;
-  return rows <= 1024 ? 1 : 4;
 }
 
 template <typename T, bool kStrict>
 void Launch(const Row<T>& row, const SkipLayerNormArgs& args, cudaStream_t stream) {
   if constexpr (!kStrict) {
-    if (WarpRowsFit(row, args)) {
-      const int64_t per_block = WarpRowsPerBlock(args.rows);
-      device::LaunchDependent(SkipLayerNormWarpKernel<T>,
+    if (WordRowsFit(row, args)) {
+      // Threads per row: the row's words rounded up to whole warps; rows per block: as many as fit in 128 threads.
+      const int64_t words = args.hidden / device::kWordElements<T>;
+      const int64_t row_threads = (words + kWarp - 1) / kWarp * kWarp;
+      const int64_t per_block = std::max<int64_t>(1, std::min<int64_t>(args.rows, 128 / row_threads));
+      device::LaunchDependent(SkipLayerNormWordKernel<T>,
                               dim3(static_cast<unsigned>((args.rows + per_block - 1) / per_block)),
-                              dim3(static_cast<unsigned>(per_block * kWarp)), 0, stream, row, args.rows);
+                              dim3(static_cast<unsigned>(row_threads), static_cast<unsigned>(per_block)), 0, stream,
+                              row, args.rows);
       return;
     }
   }
