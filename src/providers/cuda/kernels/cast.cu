@@ -24,6 +24,8 @@ __device__ __forceinline__ To Convert(From v) {
 
 template <typename From, typename To>
 __global__ void CastKernel(const From* x, To* y, int64_t n) {
+  device::WaitForPrerequisites();
+  device::AllowDependents();
   for (int64_t i = device::FirstIndex(); i < n; i += device::IndexStride()) y[i] = Convert<To>(x[i]);
 }
 
@@ -34,8 +36,8 @@ cudaError_t Cast(ScalarType from, ScalarType to, const void* x, void* y, int64_t
     using From = decltype(from_tag);
     return device::DispatchScalar(to, [&](auto to_tag) {
       using To = decltype(to_tag);
-      CastKernel<From, To><<<device::BlocksFor(n), device::kThreads, 0, stream>>>(static_cast<const From*>(x),
-                                                                                   static_cast<To*>(y), n);
+      device::LaunchDependent(CastKernel<From, To>, dim3(device::BlocksFor(n)), dim3(device::kThreads), 0, stream,
+                              static_cast<const From*>(x), static_cast<To*>(y), n);
       return device::LaunchStatus();
     });
   });

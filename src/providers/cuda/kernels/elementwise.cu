@@ -61,6 +61,8 @@ struct PowF {
 
 template <typename T, typename Op>
 __global__ void SameShapeBinary(const T* a, const T* b, T* out, int64_t n) {
+  device::WaitForPrerequisites();
+  device::AllowDependents();
   Op op;
   for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n; i += int64_t{gridDim.x} * blockDim.x)
     out[i] = Store<T>(op(Load(a[i]), Load(b[i])));
@@ -68,6 +70,8 @@ __global__ void SameShapeBinary(const T* a, const T* b, T* out, int64_t n) {
 
 template <typename T, typename Op>
 __global__ void BroadcastBinary(const T* a, const T* b, T* out, int64_t n, BroadcastIndex index) {
+  device::WaitForPrerequisites();
+  device::AllowDependents();
   Op op;
   for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n; i += int64_t{gridDim.x} * blockDim.x) {
     int64_t rest = i, a_offset = 0, b_offset = 0;
@@ -83,6 +87,8 @@ __global__ void BroadcastBinary(const T* a, const T* b, T* out, int64_t n, Broad
 
 template <typename T, typename Op>
 __global__ void RowBinary(const T* a, const T* row, T* out, int64_t n, int64_t row_length, bool row_first) {
+  device::WaitForPrerequisites();
+  device::AllowDependents();
   Op op;
   for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n; i += int64_t{gridDim.x} * blockDim.x) {
     const ComputeType<T> x = Load(a[i]), r = Load(row[i % row_length]);
@@ -198,8 +204,9 @@ cudaError_t LaunchRowBinary(ScalarType type, const void* a, const void* row, voi
                             bool row_first, cudaStream_t stream) {
   return DispatchArithmetic<Op>(type, [&](auto tag) {
     using T = decltype(tag);
-    RowBinary<T, Op><<<device::BlocksFor(n), kThreads, 0, stream>>>(
-        static_cast<const T*>(a), static_cast<const T*>(row), static_cast<T*>(out), n, row_length, row_first);
+    device::LaunchDependent(RowBinary<T, Op>, dim3(device::BlocksFor(n)), dim3(kThreads), 0, stream,
+                            static_cast<const T*>(a), static_cast<const T*>(row), static_cast<T*>(out), n, row_length,
+                            row_first);
     return device::LaunchStatus();
   });
 }
@@ -213,15 +220,19 @@ cudaError_t LaunchBinary(ScalarType type, const void* a, const void* b, void* ou
     const T* tb = static_cast<const T*>(b);
     T* tout = static_cast<T*>(out);
     if (index == nullptr)
-      SameShapeBinary<T, Op><<<device::BlocksFor(n), kThreads, 0, stream>>>(ta, tb, tout, n);
+      device::LaunchDependent(SameShapeBinary<T, Op>, dim3(device::BlocksFor(n)), dim3(kThreads), 0, stream, ta, tb,
+                              tout, n);
     else
-      BroadcastBinary<T, Op><<<device::BlocksFor(n), kThreads, 0, stream>>>(ta, tb, tout, n, *index);
+      device::LaunchDependent(BroadcastBinary<T, Op>, dim3(device::BlocksFor(n)), dim3(kThreads), 0, stream, ta, tb,
+                              tout, n, *index);
     return device::LaunchStatus();
   });
 }
 
 template <typename T, typename Op>
 __global__ void UnaryKernel(const T* x, T* y, int64_t n, Op op) {
+  device::WaitForPrerequisites();
+  device::AllowDependents();
   for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n; i += int64_t{gridDim.x} * blockDim.x)
     y[i] = Store<T>(op(Load(x[i])));
 }
@@ -230,14 +241,16 @@ template <typename Op>
 cudaError_t LaunchUnary(ScalarType type, const void* x, void* y, int64_t n, Op op, cudaStream_t stream) {
   return DispatchArithmetic<Op>(type, [&](auto tag) {
     using T = decltype(tag);
-    UnaryKernel<T, Op><<<device::BlocksFor(n), kThreads, 0, stream>>>(static_cast<const T*>(x), static_cast<T*>(y), n,
-                                                                      op);
+    device::LaunchDependent(UnaryKernel<T, Op>, dim3(device::BlocksFor(n)), dim3(kThreads), 0, stream,
+                            static_cast<const T*>(x), static_cast<T*>(y), n, op);
     return device::LaunchStatus();
   });
 }
 
 template <typename T>
 __global__ void BroadcastCopy(const T* a, T* out, int64_t n, BroadcastIndex index) {
+  device::WaitForPrerequisites();
+  device::AllowDependents();
   for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n; i += int64_t{gridDim.x} * blockDim.x) {
     int64_t rest = i, offset = 0;
     for (int d = index.rank - 1; d >= 0; --d) {
@@ -329,8 +342,8 @@ cudaError_t BroadcastTo(ElementType type, const void* a, void* out, int64_t n, c
                         cudaStream_t stream) {
   return device::DispatchFloat(type, [&](auto tag) {
     using T = decltype(tag);
-    BroadcastCopy<T><<<device::BlocksFor(n), kThreads, 0, stream>>>(static_cast<const T*>(a), static_cast<T*>(out), n,
-                                                                     index);
+    device::LaunchDependent(BroadcastCopy<T>, dim3(device::BlocksFor(n)), dim3(kThreads), 0, stream,
+                            static_cast<const T*>(a), static_cast<T*>(out), n, index);
     return device::LaunchStatus();
   });
 }

@@ -22,6 +22,8 @@ struct ValueIndices {
 template <typename W, typename Indices>
 __global__ void GatherKernel(const W* data, Indices indices, W* out, int64_t outer, int64_t axis_dim, int64_t inner,
                              int64_t index_count) {
+  device::WaitForPrerequisites();
+  device::AllowDependents();
   const int64_t n = outer * index_count * inner;
   for (int64_t i = device::FirstIndex(); i < n; i += device::IndexStride()) {
     const int64_t in_row = i % inner;
@@ -36,11 +38,15 @@ __global__ void GatherKernel(const W* data, Indices indices, W* out, int64_t out
 
 template <typename W>
 __global__ void FillKernel(W* out, int64_t n, W value) {
+  device::WaitForPrerequisites();
+  device::AllowDependents();
   for (int64_t i = device::FirstIndex(); i < n; i += device::IndexStride()) out[i] = value;
 }
 
 template <typename T>
 __global__ void RangeKernel(T* out, int64_t n, T start, T delta) {
+  device::WaitForPrerequisites();
+  device::AllowDependents();
   for (int64_t i = device::FirstIndex(); i < n; i += device::IndexStride())
     out[i] = static_cast<T>(start + static_cast<T>(i) * delta);
 }
@@ -55,13 +61,13 @@ cudaError_t Gather(int element_size, const void* data, const void* indices, bool
     const W* in = static_cast<const W*>(data);
     W* result = static_cast<W*>(out);
     if (indices_are_int64)
-      GatherKernel<W><<<device::BlocksFor(n), device::kThreads, 0, stream>>>(
-          in, DeviceIndices<int64_t>{static_cast<const int64_t*>(indices)}, result, outer, axis_dim, inner,
-          index_count);
+      device::LaunchDependent(
+          GatherKernel<W, DeviceIndices<int64_t>>, dim3(device::BlocksFor(n)), dim3(device::kThreads), 0, stream, in,
+          DeviceIndices<int64_t>{static_cast<const int64_t*>(indices)}, result, outer, axis_dim, inner, index_count);
     else
-      GatherKernel<W><<<device::BlocksFor(n), device::kThreads, 0, stream>>>(
-          in, DeviceIndices<int32_t>{static_cast<const int32_t*>(indices)}, result, outer, axis_dim, inner,
-          index_count);
+      device::LaunchDependent(
+          GatherKernel<W, DeviceIndices<int32_t>>, dim3(device::BlocksFor(n)), dim3(device::kThreads), 0, stream, in,
+          DeviceIndices<int32_t>{static_cast<const int32_t*>(indices)}, result, outer, axis_dim, inner, index_count);
     return device::LaunchStatus();
   });
 }
@@ -72,9 +78,9 @@ cudaError_t GatherInline(int element_size, const void* data, const InlineIndices
   const int64_t n = outer * index_count * inner;
   return device::DispatchWord(element_size, [&](auto tag) {
     using W = decltype(tag);
-    GatherKernel<W><<<device::BlocksFor(n), device::kThreads, 0, stream>>>(
-        static_cast<const W*>(data), ValueIndices{indices}, static_cast<W*>(out), outer, axis_dim, inner,
-        index_count);
+    device::LaunchDependent(GatherKernel<W, ValueIndices>, dim3(device::BlocksFor(n)), dim3(device::kThreads), 0,
+                            stream, static_cast<const W*>(data), ValueIndices{indices}, static_cast<W*>(out), outer,
+                            axis_dim, inner, index_count);
     return device::LaunchStatus();
   });
 }
@@ -84,7 +90,8 @@ cudaError_t Fill(int element_size, void* out, int64_t n, const void* value, cuda
     using W = decltype(tag);
     W word;
     std::memcpy(&word, value, sizeof(W));
-    FillKernel<W><<<device::BlocksFor(n), device::kThreads, 0, stream>>>(static_cast<W*>(out), n, word);
+    device::LaunchDependent(FillKernel<W>, dim3(device::BlocksFor(n)), dim3(device::kThreads), 0, stream,
+                            static_cast<W*>(out), n, word);
     return device::LaunchStatus();
   });
 }
@@ -97,7 +104,8 @@ cudaError_t Range(ScalarType type, void* out, int64_t n, const void* start, cons
       T first, step;
       std::memcpy(&first, start, sizeof(T));
       std::memcpy(&step, delta, sizeof(T));
-      RangeKernel<T><<<device::BlocksFor(n), device::kThreads, 0, stream>>>(static_cast<T*>(out), n, first, step);
+      device::LaunchDependent(RangeKernel<T>, dim3(device::BlocksFor(n)), dim3(device::kThreads), 0, stream,
+                              static_cast<T*>(out), n, first, step);
       return device::LaunchStatus();
     } else {
       return cudaErrorInvalidValue;

@@ -13,6 +13,8 @@ struct PermutedStrides {
 
 template <typename Word>
 __global__ void TransposeKernel(const Word* in, Word* out, PermutedStrides p, int64_t n) {
+  device::WaitForPrerequisites();
+  device::AllowDependents();
   for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n; i += int64_t{gridDim.x} * blockDim.x) {
     int64_t rest = i, offset = 0;
     for (int d = p.rank - 1; d >= 0; --d) {
@@ -25,8 +27,8 @@ __global__ void TransposeKernel(const Word* in, Word* out, PermutedStrides p, in
 
 template <typename Word>
 cudaError_t LaunchTranspose(const void* in, void* out, const PermutedStrides& p, int64_t n, cudaStream_t stream) {
-  TransposeKernel<Word><<<device::BlocksFor(n), device::kThreads, 0, stream>>>(static_cast<const Word*>(in),
-                                                                               static_cast<Word*>(out), p, n);
+  device::LaunchDependent(TransposeKernel<Word>, dim3(device::BlocksFor(n)), dim3(device::kThreads), 0, stream,
+                          static_cast<const Word*>(in), static_cast<Word*>(out), p, n);
   return device::LaunchStatus();
 }
 
