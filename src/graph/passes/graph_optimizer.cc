@@ -4,6 +4,7 @@
 
 #include "graph/passes/attention_fusion.h"
 #include "graph/passes/cache_update_fusion.h"
+#include "graph/passes/attention_mask_narrowing.h"
 #include "graph/passes/cast_elimination.h"
 #include "graph/passes/conv_activation_fusion.h"
 #include "graph/passes/conv_bn_folding.h"
@@ -96,6 +97,8 @@ void RunAll(Graph& graph, bool is_subgraph, PassRunner& run) {
   // Before matmul_epilogue_fusion, which would take the attention's scalar Mul/Div and mask Add as epilogues.
   run("attention_fusion", [&] { return FuseAttention(graph, context.can_fuse); });
   run("cache_update_fusion", [&] { return FuseCacheUpdates(graph, context.can_fuse); });
+  // After attention_fusion: the fused nodes read their masks with broadcasting.
+  run("attention_mask_narrowing", [&] { return NarrowAttentionMasks(graph); });
   // Before skip_layer_norm_fusion: a quantized projection's bias Add goes with its product, in the graph's order.
   run("integer_matmul_fusion", [&] { return FuseIntegerMatMulToFloat(graph, context.can_fuse); });
   // Before matmul_epilogue_fusion: the residual Add (and a bias Add before it) go with the LayerNormalization.
@@ -148,7 +151,7 @@ const std::vector<std::string>& OptimizerPassNames() {
       "constant_folding",      "dead_node_elimination",   "shape_subgraph_elimination", "cast_elimination",
       "conv_bn_folding",       "conv_affine_folding",     "layer_norm_fusion",       "gelu_fusion",                "hard_swish_fusion",
       "transpose_elimination", "float32_regions",         "mha_lowering",               "attention_fusion",
-      "cache_update_fusion",   "integer_matmul_fusion",   "skip_layer_norm_fusion",     "conv_activation_fusion", "silu_fusion",
+      "cache_update_fusion",   "attention_mask_narrowing", "integer_matmul_fusion",   "skip_layer_norm_fusion",     "conv_activation_fusion", "silu_fusion",
       "gemm_to_matmul",        "matmul_epilogue_fusion",  "shared_input_matmul_fusion", "packed_qkv_attention", "nchwc_layout",
       "depthwise_input_activation", "split_concat_elimination"};
   return names;
