@@ -3,6 +3,10 @@
 #include <algorithm>
 #include <set>
 
+#include "tessera/ep/broadcast.h"
+#include "tessera/ep/reshape_target.h"
+#include "tessera/status.h"
+
 namespace tessera {
 
 namespace {
@@ -66,7 +70,7 @@ bool NarrowsOnlyQueriesAndKeys(const std::vector<int64_t>& narrow, const std::ve
 
 // The dims of `value`: stated by the model, or derived through the ops a mask is built of (Cast, Not, Identity,
 // Reshape and Expand by constant shapes, broadcasting elementwise ops), whose exports often state no shapes.
-std::optional<std::vector<int64_t>> DimsOfOutput(const Graph& graph, const GraphIndex& index, const Node& node_ref,
+std::optional<std::vector<int64_t>> DimsOfOutput(const Graph& graph, const GraphIndex& index, const Node& node,
                                                  int depth);
 
 std::optional<std::vector<int64_t>> DimsOf(const Graph& graph, const GraphIndex& index, const std::string& value,
@@ -82,66 +86,49 @@ std::optional<std::vector<int64_t>> DimsOf(const Graph& graph, const GraphIndex&
   return DimsOfOutput(graph, index, *node, depth);
 }
 
-// The dims of `node_ref`'s first output derived from its inputs (not from what the model states about it).
-std::optional<std::vector<int64_t>> DimsOfOutput(const Graph& graph, const GraphIndex& index, const Node& node_ref,
+// The dims of `node`'s first output derived from its inputs (not from what the model states about it).
+std::optional<std::vector<int64_t>> DimsOfOutput(const Graph& graph, const GraphIndex& index, const Node& node,
                                                  int depth) {
-  const Node* node = &node_ref;
-  const auto input = [&](size_t i) { return DimsOf(graph, index, node->inputs[i], depth + 1); };
+  const auto input = [&](size_t i) { return DimsOf(graph, index, node.inputs[i], depth + 1); };
   const auto constant_shape = [&](size_t i) -> std::optional<std::vector<int64_t>> {
-    const Tensor* t = i < node->inputs.size() ? ConstantTensor(graph, node->inputs[i]) : nullptr;
+    const Tensor* t = i < node.inputs.size() ? ConstantTensor(graph, node.inputs[i]) : nullptr;
     if (t == nullptr || t->type() != DataType::kInt64 || t->shape().rank() != 1) return std::nullopt;
     return std::vector<int64_t>(t->Data<int64_t>(), t->Data<int64_t>() + t->NumElements());
   };
-  if (IsStandardOp(node, "Cast") || IsStandardOp(node, "Not") || IsStandardOp(node, "Identity")) return input(0);
-  if (IsStandardOp(node, "Reshape") && node->inputs.size() == 2 && node->GetInt("allowzero", 0) == 0) {
-    std::optional<std::vector<int64_t>> target = constant_shape(1);
+  if (IsStandardOp(&node, "Cast") || IsStandardOp(&node, "Not") || IsStandardOp(&node, "Identity")) return input(0);
+  std::vector<std::optional<std::vector<int64_t>>> operands;
+  if (IsStandardOp(&node, "Reshape") && node.inputs.size() == 2) {
+    const std::optional<std::vector<int64_t>> target = constant_shape(1);
     if (!target) return std::nullopt;
-    const bool positive = std::all_of(target->begin(), target->end(), [](int64_t d) { return d > 0; });
-    if (positive) return target;
+    // A target of stated dims is the shape whatever the input (Hugging Face's [B, 1, 1, K] row, after a Gather
+    // whose shape this does not derive); 0 and -1 need the input's.
+    if (std::all_of(target->begin(), target->end(), [](int64_t d) { return d > 0; })) return target;
     const std::optional<std::vector<int64_t>> from = input(0);
     if (!from) return std::nullopt;
-    int64_t total = 1, known = 1, inferred = -1;
-    for (int64_t d : *from) total *= d;
-    for (size_t i = 0; i < target->size(); ++i) {
-      int64_t& d = (*target)[i];
-      if (d == 0) {
-        if (i >= from->size()) return std::nullopt;
-        d = (*from)[i];
-      }
-      if (d == -1) {
-        if (inferred >= 0) return std::nullopt;
-        inferred = static_cast<int64_t>(i);
-      } else {
-        known *= d;
-      }
+    try {  // Reshape's own rule; a request the kernel would reject is left to it
+      return ReshapeTarget(node, Shape(*from), *target, node.GetInt("allowzero", 0) != 0);
+    } catch (const Error&) {
+      return std::nullopt;
     }
-    if (inferred >= 0) {
-      if (known == 0 || total % known != 0) return std::nullopt;
-      (*target)[static_cast<size_t>(inferred)] = total / known;
-    }
-    return target;
   }
-  std::vector<std::optional<std::vector<int64_t>>> operands;
-  if (IsStandardOp(node, "Expand") && node->inputs.size() == 2) {
+  if (IsStandardOp(&node, "Expand") && node.inputs.size() == 2) {
     operands = {input(0), constant_shape(1)};
   } else {
     static const std::set<std::string> kBroadcasting = {"And", "Or", "Xor", "Where", "Add", "Sub", "Mul", "Div",
                                                          "Equal", "Greater", "Less", "GreaterOrEqual", "LessOrEqual"};
-    if (!node->domain.empty() || kBroadcasting.count(node->op_type) == 0) return std::nullopt;
-    for (size_t i = 0; i < node->inputs.size(); ++i) operands.push_back(input(i));
+    if (!node.domain.empty() || kBroadcasting.count(node.op_type) == 0) return std::nullopt;
+    for (size_t i = 0; i < node.inputs.size(); ++i) operands.push_back(input(i));
   }
-  std::vector<int64_t> out;
+  std::vector<Shape> shapes;
   for (const std::optional<std::vector<int64_t>>& dims : operands) {
     if (!dims) return std::nullopt;
-    if (dims->size() > out.size()) out.insert(out.begin(), dims->size() - out.size(), 1);
-    const size_t pad = out.size() - dims->size();
-    for (size_t d = 0; d < dims->size(); ++d) {
-      const int64_t v = (*dims)[d];
-      if (out[pad + d] == 1) out[pad + d] = v;
-      else if (v != 1 && v != out[pad + d]) return std::nullopt;
-    }
+    shapes.emplace_back(*dims);
   }
-  return out;
+  try {  // the kernels' broadcasting rule; shapes it rejects are left to them
+    return BroadcastShapes(node, shapes).dims();
+  } catch (const Error&) {
+    return std::nullopt;
+  }
 }
 
 bool NarrowsOnlyQueriesAndKeys(const Graph& graph, const GraphIndex& index, const std::string& narrow,

@@ -15,6 +15,7 @@
 #include "providers/cpu/cpu_kernels.h"
 #include "providers/cpu/tensor/numeric_dispatch.h"
 #include "providers/cpu/tensor/strided_copy.h"
+#include "tessera/ep/reshape_target.h"
 #include "tessera/ep/shape_kernel.h"
 
 namespace tessera::cpu {
@@ -48,39 +49,6 @@ class SizeKernel : public Kernel {
     ctx.Output(0, DataType::kInt64, Shape{}).Data<int64_t>()[0] = count;
   }
 };
-
-// Resolves Reshape's requested shape: 0 copies the input dim (unless allowzero), one -1 is inferred.
-std::vector<int64_t> ReshapeTarget(const Node& node, const Shape& input, std::vector<int64_t> dims, bool allow_zero) {
-  int64_t inferred = -1, known = 1;
-  for (size_t i = 0; i < dims.size(); ++i) {
-    if (dims[i] == -1) {
-      if (inferred >= 0)
-        Fail(ErrorCode::kInvalidArgument, node.Describe(), ": shape ", DimsString(dims), " has more than one -1");
-      inferred = static_cast<int64_t>(i);
-      continue;
-    }
-    if (dims[i] == 0 && !allow_zero) {
-      if (i >= input.rank())
-        Fail(ErrorCode::kInvalidArgument, node.Describe(), ": shape ", DimsString(dims), " copies dim ", i,
-             " (0) but the input ", input.ToString(), " has rank ", input.rank());
-      dims[i] = input[i];
-    }
-    if (dims[i] < 0)
-      Fail(ErrorCode::kInvalidArgument, node.Describe(), ": invalid dim ", dims[i], " in shape ", DimsString(dims));
-    known *= dims[i];
-  }
-  const int64_t total = input.NumElements();
-  if (inferred >= 0) {
-    if (known == 0 || total % known != 0)
-      Fail(ErrorCode::kInvalidArgument, node.Describe(), ": cannot infer the -1 in shape ", DimsString(dims),
-           " for input ", input.ToString(), " (", total, " elements)");
-    dims[inferred] = total / known;
-  } else if (known != total) {
-    Fail(ErrorCode::kInvalidArgument, node.Describe(), ": cannot reshape input ", input.ToString(), " (", total,
-         " elements) to ", DimsString(dims), " (", known, " elements)");
-  }
-  return dims;
-}
 
 class ReshapeKernel : public Kernel {
  public:

@@ -5,6 +5,7 @@
 
 #include "providers/cuda/kernels/cuda_kernels.h"
 #include "providers/cuda/kernels/kernel_utils.h"
+#include "tessera/ep/reshape_target.h"
 
 namespace tessera::cuda {
 
@@ -22,42 +23,6 @@ std::vector<int64_t> HostInts(const KernelContext& ctx, size_t input) {
 std::vector<int64_t> Axes(const KernelContext& ctx) {
   if (ctx.HasInput(1)) return HostInts(ctx, 1);
   return ctx.node().GetInts("axes");
-}
-
-Shape ReshapeTarget(const KernelContext& ctx, const Shape& in, const std::vector<int64_t>& requested) {
-  const bool allow_zero = ctx.node().GetInt("allowzero", 0) != 0;
-  std::vector<int64_t> dims(requested.size());
-  int inferred = -1;
-  int64_t known = 1;
-  for (size_t i = 0; i < requested.size(); ++i) {
-    int64_t d = requested[i];
-    if (d == 0 && !allow_zero) {
-      if (i >= in.rank())
-        Fail(ErrorCode::kInvalidArgument, ctx.node().Describe(), ": shape entry ", i, " is 0 but the input ",
-             in.ToString(), " has no dimension ", i);
-      d = in[i];
-    }
-    if (d == -1) {
-      if (inferred >= 0) Fail(ErrorCode::kInvalidArgument, ctx.node().Describe(), ": more than one -1 in the shape");
-      inferred = static_cast<int>(i);
-      continue;
-    }
-    if (d < 0) Fail(ErrorCode::kInvalidArgument, ctx.node().Describe(), ": invalid shape entry ", d);
-    dims[i] = d;
-    known *= d;
-  }
-  const int64_t total = in.NumElements();
-  if (inferred >= 0) {
-    if (known == 0 || total % known != 0)
-      Fail(ErrorCode::kInvalidArgument, ctx.node().Describe(), ": cannot reshape ", in.ToString(), " with ",
-           Shape(requested).ToString());
-    dims[inferred] = total / known;
-  }
-  Shape out(dims);
-  if (out.NumElements() != total)
-    Fail(ErrorCode::kInvalidArgument, ctx.node().Describe(), ": cannot reshape ", in.ToString(), " to ",
-         out.ToString());
-  return out;
 }
 
 Shape SqueezeTarget(const KernelContext& ctx, const Shape& in) {
@@ -111,7 +76,8 @@ class AliasKernel : public Kernel {
  private:
   Shape Target(const KernelContext& ctx, const Shape& in) const {
     switch (op_) {
-      case ShapeOp::kReshape: return ReshapeTarget(ctx, in, HostInts(ctx, 1));
+      case ShapeOp::kReshape:
+        return Shape(ReshapeTarget(ctx.node(), in, HostInts(ctx, 1), ctx.node().GetInt("allowzero", 0) != 0));
       case ShapeOp::kFlatten: return FlattenTarget(ctx, in);
       case ShapeOp::kSqueeze: return SqueezeTarget(ctx, in);
       case ShapeOp::kUnsqueeze: return UnsqueezeTarget(ctx, in);
