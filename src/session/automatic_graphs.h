@@ -58,6 +58,10 @@ class AutomaticGraphs {
   // Held by a run on `set` (graph or eager) from its first queued work to its last: Run and WarmedUp need it.
   std::unique_lock<std::mutex> Hold(const StreamPool::Set& set);
 
+  // Whether a step of `plan` reads its input `i`, or the input is also an output. Inputs nobody reads (a model's
+  // unused inputs) may sit in any memory: a captured run ignores them.
+  static bool Reads(const ExecutionPlan& plan, size_t i);
+
   // Whether `inputs` can go through a graph at all (tensors in host-readable memory or in ep's memory).
   bool Accepts(const std::vector<Value>& inputs) const;
 
@@ -93,6 +97,8 @@ class AutomaticGraphs {
     std::mutex mutex;  // Hold
     std::map<Signature, Warmth> seen;
     std::list<std::unique_ptr<Instance>> instances;  // most recently used first
+    // Streams a capture forks its copies onto when the set has no copy streams (CaptureCopies).
+    std::unique_ptr<Stream> capture_in, capture_out;
   };
 
   Signature SignatureOf(const std::vector<Value>& inputs, Outputs mode) const;

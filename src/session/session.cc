@@ -648,7 +648,7 @@ void Session::Impl::SetUpAutomaticGraphs() {
     const MemoryInfo& where = plan.slots[plan.input_slots[i]].location;
     if (graph.inputs[i].kind != ValueInfo::Kind::kTensor)
       reason = "input '" + graph.inputs[i].name + "' is not a tensor";
-    else if (where != device)
+    else if (where != device && AutomaticGraphs::Reads(plan, i))
       reason = "input '" + graph.inputs[i].name + "' is read in " + where.ToString() + " memory";
   }
   for (size_t i = 0; reason.empty() && i < graph.outputs.size(); ++i)

@@ -63,6 +63,45 @@ TEST_F(CudaAutomaticGraphsTest, HostFeedsReplayWithNewValues) {
   EXPECT_EQ(graphed.AutomaticGraphReplays(), 5u);
 }
 
+// A decoder's shape: one input per layer read first at that layer, one output per layer written there and read by
+// the next (like GPT-2's past and present key/values). The graph copies each layer's input on the host -> device
+// stream and each layer's output on the device -> host stream beside the kernels; a copy not ordered before its
+// reader or after its writer would return another run's values. 1 MB per tensor, new values every run.
+TEST_F(CudaAutomaticGraphsTest, LayerInputsAndOutputsCopiedBesideTheKernels) {
+  constexpr int kLayers = 6;
+  GraphBuilder builder;
+  builder.Input("x", {256, 1024});
+  std::string h = "x";
+  for (int i = 0; i < kLayers; ++i) {
+    const std::string past = "past" + std::to_string(i), present = "present" + std::to_string(i);
+    builder.Input(past, {256, 1024})
+        .Node("Mul", {h, past}, {"m" + std::to_string(i)})
+        .Node("Add", {"m" + std::to_string(i), past}, {"s" + std::to_string(i)})
+        .Node("Relu", {"s" + std::to_string(i)}, {present})
+        .Output(present);
+    h = present;
+  }
+  builder.Node("Sigmoid", {h}, {"logits"}).Output("logits");
+  const std::string model = builder.Serialize();
+  Session eager = MakeCudaSession(model, Options(false));
+  Session graphed = MakeCudaSession(model, Options(true));
+  EXPECT_EQ(graphed.GraphStatus().rfind("automatic:", 0), 0u) << graphed.GraphStatus();
+  for (uint32_t run = 0; run < 8; ++run) {
+    std::vector<std::pair<std::string, Value>> feeds{
+        {"x", Value(RandomTensor(DataType::kFloat, {256, 1024}, 100 * run, -1.0, 1.0))}};
+    for (int i = 0; i < kLayers; ++i)
+      feeds.push_back({"past" + std::to_string(i),
+                       Value(RandomTensor(DataType::kFloat, {256, 1024}, 100 * run + 1 + i, -1.0, 1.0))});
+    const std::vector<Value> expected = eager.Run(feeds), got = graphed.Run(feeds);
+    ASSERT_EQ(got.size(), expected.size());
+    for (size_t k = 0; k < got.size(); ++k)
+      EXPECT_EQ(got[k].tensor().ToVector<float>(), expected[k].tensor().ToVector<float>())
+          << "run " << run << ", output " << k;
+  }
+  EXPECT_EQ(graphed.AutomaticGraphCaptures(), 1u);
+  EXPECT_EQ(graphed.AutomaticGraphReplays(), 7u);
+}
+
 // Static shapes and the default options: the preparation runs at creation capture the graph, so the caller's
 // first run replays it.
 TEST_F(CudaAutomaticGraphsTest, PreparedSessionsReplayFromTheFirstRun) {
