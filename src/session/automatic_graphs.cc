@@ -1,8 +1,6 @@
 #include "session/automatic_graphs.h"
 
 #include <algorithm>
-#include <cstdlib>
-#include <string>
 
 #include "core/logging.h"
 #include "exec/executor.h"
@@ -25,223 +23,6 @@ Tensor ViewOf(const std::shared_ptr<Tensor>& block, size_t offset, DataType type
   return Tensor::Share(type, shape, block, base + offset, bytes, block->memory_info());
 }
 
-// TESSERA_AUTOMATIC_GRAPH_OVERLAP=0: a captured run copies its host-fed inputs in one piece before its first kernel
-// and its outputs in one piece after its last (the behaviour before the overlap, kept for A/B measurements).
-bool OverlapEnabled() {
-  static const bool enabled = [] {
-    const char* v = std::getenv("TESSERA_AUTOMATIC_GRAPH_OVERLAP");
-    return v == nullptr || std::string(v) != "0";
-  }();
-  return enabled;
-}
-
-// The copies between a captured run's pinned blocks and its device blocks. With the set's copy streams (and the
-// overlap on) they run beside the kernels inside the graph: the host-fed inputs, laid out in the order the steps
-// first read them, are copied on the host -> device stream in groups (the inputs one step reads first), and each
-// step that reads a group waits for that group alone; each output a step writes into the output block is copied
-// on the device -> host stream right after that step. So GPT-2's key/value caches move while the other layers
-// compute instead of before the first kernel and after the last. Otherwise (no copy streams, overlap off) the
-// inputs go in one copy before the first kernel and the outputs in one copy after the last, on the compute stream.
-class CaptureCopies : public RunObserver {
- public:
-  struct Inputs {
-    const std::shared_ptr<Tensor>* staging = nullptr;  // pinned, the host-fed prefix of `block`
-    const std::shared_ptr<Tensor>* block = nullptr;
-    size_t host_bytes = 0;
-    std::vector<size_t> offsets;                   // per plan input
-    std::vector<bool> host_fed;                    // per plan input
-  };
-  struct Outputs {
-    bool copied = false;                           // kHost: the outputs come back through `staging`
-    const std::shared_ptr<Tensor>* block = nullptr;
-    const std::shared_ptr<Tensor>* staging = nullptr;
-    std::vector<size_t> offsets;                   // per plan output
-    std::vector<std::pair<DataType, Shape>> types;
-  };
-
-  // `copy_in` / `copy_out`: streams of the device beside the compute stream (null: the copies go on the compute
-  // stream, before and after the steps).
-  CaptureCopies(const ExecutionPlan& plan, const StreamPool::Set& set, const RunStreams& remap, const MemoryInfo& device,
-                const MemoryInfo& staging, Stream* copy_in, Stream* copy_out, Inputs inputs, Outputs outputs)
-      : plan_(plan), set_(set), remap_(remap), device_(device), staging_(staging), in_(std::move(inputs)),
-        out_(std::move(outputs)), compute_(set.services.stream_for(device)), copy_in_(copy_in), copy_out_(copy_out) {
-    out_done_.assign(out_.offsets.size(), false);
-  }
-
-  // Per plan input: the first step that reads it (plan.steps.size() when none does).
-  static std::vector<size_t> FirstUse(const ExecutionPlan& plan) {
-    std::vector<size_t> first(plan.input_slots.size(), plan.steps.size());
-    for (size_t t = plan.steps.size(); t-- > 0;)
-      for (int slot : plan.steps[t].inputs)
-        for (size_t i = 0; i < plan.input_slots.size(); ++i)
-          if (plan.input_slots[i] == slot) first[i] = t;
-    return first;
-  }
-
-  // What the capture overlapped, for the log: "inputs in 12 groups, 24 of 25 outputs as written".
-  std::string Summary() const {
-    if (groups_.empty() && !copy_out_used_) return "copies before and after the steps";
-    return "inputs copied in " + std::to_string(groups_.size()) + " group(s) beside the steps, " +
-           std::to_string(std::count(out_done_.begin(), out_done_.end(), true)) + " of " +
-           std::to_string(out_done_.size()) + " output(s) copied out as written";
-  }
-
-  // Queued at the capture's start, before the plan's steps.
-  void Start() {
-    if (in_.host_bytes == 0) return;
-    if (copy_in_ == nullptr) {
-      CopyInput(0, in_.host_bytes, *compute_);
-      return;
-    }
-    // Groups: consecutive host-fed inputs (in layout order) that the same step reads first.
-    const std::vector<size_t> first = FirstUse(plan_);
-    std::vector<size_t> host;
-    for (size_t i = 0; i < in_.host_fed.size(); ++i)
-      if (in_.host_fed[i]) host.push_back(i);
-    std::sort(host.begin(), host.end(), [&](size_t a, size_t b) { return in_.offsets[a] < in_.offsets[b]; });
-    std::unique_ptr<Event> fork = compute_->CreateEvent();
-    fork->Record(*compute_);
-    fork->Wait(*copy_in_);
-    for (size_t k = 0; k < host.size();) {
-      size_t end = k + 1;
-      while (end < host.size() && first[host[end]] == first[host[k]]) ++end;
-      const size_t begin_byte = in_.offsets[host[k]];
-      const size_t end_byte = end < host.size() ? in_.offsets[host[end]] : in_.host_bytes;
-      Group group;
-      if (end_byte > begin_byte) {
-        CopyInput(begin_byte, end_byte - begin_byte, *copy_in_);
-        group.arrived = copy_in_->CreateEvent();
-        group.arrived->Record(*copy_in_);
-      }
-      for (size_t j = k; j < end; ++j) group_of_[plan_.input_slots[host[j]]] = groups_.size();
-      groups_.push_back(std::move(group));
-      k = end;
-    }
-  }
-
-  void BeforeStep(const PlanStep& step) override {
-    if (groups_.empty()) return;
-    Stream* stream = remap_.Map(step.stream);
-    if (stream == nullptr) stream = compute_;
-    for (int slot : step.inputs) {
-      auto it = group_of_.find(slot);
-      if (it == group_of_.end()) continue;
-      Group& group = groups_[it->second];
-      if (group.arrived == nullptr ||
-          std::find(group.waited.begin(), group.waited.end(), stream) != group.waited.end())
-        continue;
-      group.arrived->Wait(*stream);
-      group.waited.push_back(stream);
-    }
-  }
-
-  void AfterStep(const PlanStep& step, const std::vector<Value>& frame) override {
-    if (!out_.copied || copy_out_ == nullptr) return;
-    std::vector<Tensor> sources, targets;
-    for (int slot : step.outputs) {
-      if (slot < 0) continue;
-      for (size_t j = 0; j < plan_.output_slots.size(); ++j) {
-        if (plan_.output_slots[j] != slot || out_done_[j] || !InOutputBlock(j, frame[slot])) continue;
-        sources.push_back(BlockView(*out_.block, j));
-        targets.push_back(BlockView(*out_.staging, j));
-        out_done_[j] = true;
-      }
-    }
-    if (sources.empty()) return;
-    Stream* stream = remap_.Map(step.stream);
-    if (stream == nullptr) stream = compute_;
-    std::unique_ptr<Event> written = stream->CreateEvent();
-    written->Record(*stream);
-    written->Wait(*copy_out_);
-    Copy(sources, targets, device_, staging_, *copy_out_);
-    copy_out_used_ = true;
-  }
-
-  // Queued after the plan's steps, before anything that may read an input (an output that is a graph input):
-  // the compute stream waits for every input copy, as a capture must join its streams back.
-  void JoinInputs() {
-    if (groups_.empty()) return;
-    std::unique_ptr<Event> joined = copy_in_->CreateEvent();
-    joined->Record(*copy_in_);
-    joined->Wait(*compute_);
-  }
-
-  // Queued last (after the outputs not written in place were copied into the output block): the outputs' copies to
-  // the pinned block that AfterStep did not queue, on the compute stream; then the device -> host stream's join.
-  void FinishOutputs() {
-    if (out_.copied) {
-      std::vector<Tensor> sources, targets;
-      bool any_done = std::find(out_done_.begin(), out_done_.end(), true) != out_done_.end();
-      if (!any_done) {
-        sources.push_back(**out_.block);
-        targets.push_back(**out_.staging);
-      } else {
-        for (size_t j = 0; j < out_done_.size(); ++j) {
-          if (out_done_[j] || plan_.slots[plan_.output_slots[j]].location.IsHostReadable()) continue;
-          if (BlockBytes(j) == 0) continue;
-          sources.push_back(BlockView(*out_.block, j));
-          targets.push_back(BlockView(*out_.staging, j));
-        }
-      }
-      if (!sources.empty()) Copy(sources, targets, device_, staging_, *compute_);
-    }
-    if (copy_out_used_) {
-      std::unique_ptr<Event> joined = copy_out_->CreateEvent();
-      joined->Record(*copy_out_);
-      joined->Wait(*compute_);
-    }
-  }
-
- private:
-  struct Group {
-    std::unique_ptr<Event> arrived;  // null for a group of empty tensors
-    std::vector<Stream*> waited;     // streams already made to wait for it
-  };
-
-  size_t BlockBytes(size_t j) const {
-    const auto& [type, shape] = out_.types[j];
-    return static_cast<size_t>(shape.NumElements()) * SizeOf(type);
-  }
-  Tensor BlockView(const std::shared_ptr<Tensor>& block, size_t j) const {
-    const auto& [type, shape] = out_.types[j];
-    return ViewOf(block, out_.offsets[j], type, shape, BlockBytes(j));
-  }
-  // Whether output j, as `value`, was written by its step straight into its place in the output block.
-  bool InOutputBlock(size_t j, const Value& value) const {
-    if (plan_.slots[plan_.output_slots[j]].location.IsHostReadable() || !value.is_tensor()) return false;
-    const Tensor& t = value.tensor();
-    const auto& [type, shape] = out_.types[j];
-    if (t.type() != type || t.shape() != shape || t.SizeInBytes() == 0) return false;
-    return t.raw_data() == static_cast<const char*>((*out_.block)->raw_data()) + out_.offsets[j];
-  }
-  void CopyInput(size_t offset, size_t bytes, Stream& stream) {
-    const Shape shape({static_cast<int64_t>(bytes)});
-    Tensor from = ViewOf(*in_.staging, offset, DataType::kUInt8, shape, bytes);
-    std::vector<Tensor> to{ViewOf(*in_.block, offset, DataType::kUInt8, shape, bytes)};
-    Copy({from}, to, staging_, device_, stream);
-  }
-  void Copy(const std::vector<Tensor>& sources, std::vector<Tensor>& targets, const MemoryInfo& src,
-            const MemoryInfo& dst, Stream& stream) {
-    std::vector<CopyPair> pairs;
-    for (size_t k = 0; k < sources.size(); ++k) pairs.push_back({&sources[k], &targets[k]});
-    set_.services.find_transfer(src, dst)->Copy(pairs, &stream);
-  }
-
-  const ExecutionPlan& plan_;
-  const StreamPool::Set& set_;
-  const RunStreams& remap_;
-  const MemoryInfo device_, staging_;
-  Inputs in_;
-  Outputs out_;
-  Stream* const compute_;
-  Stream* const copy_in_;
-  Stream* const copy_out_;
-  std::vector<Group> groups_;
-  std::map<int, size_t> group_of_;  // input slot -> group
-  std::vector<bool> out_done_;      // per output: queued by AfterStep
-  bool copy_out_used_ = false;
-};
-
 }  // namespace
 
 struct AutomaticGraphs::Instance {
@@ -253,7 +34,7 @@ struct AutomaticGraphs::Instance {
   // Inputs: one device block (views handed to the plan); inputs fed from host memory first, mirrored by a pinned
   // block of host_bytes that the graph copies to the device block's start.
   std::shared_ptr<Tensor> input_block;
-  std::shared_ptr<Tensor> input_staging;
+  Tensor input_staging;
   size_t host_bytes = 0;
   std::vector<size_t> input_offsets;
   std::vector<bool> read;  // per input: Reads (unused inputs are neither copied nor handed to the plan)
@@ -402,20 +183,13 @@ std::unique_ptr<AutomaticGraphs::Instance> AutomaticGraphs::Capture(const Stream
   auto instance = std::make_unique<Instance>();
   instance->signature = signature;
 
-  // Inputs: host-fed ones first, in the order the steps first read them (the graph copies that prefix from the
-  // pinned block, CaptureCopies), then device-fed ones.
+  // Inputs: host-fed ones first (the graph copies that prefix from the pinned block), then device-fed ones.
   instance->input_offsets.resize(inputs.size());
-  std::vector<size_t> order(inputs.size());
-  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
-  if (inputs.size() == plan_.input_slots.size()) {
-    const std::vector<size_t> first = CaptureCopies::FirstUse(plan_);
-    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return first[a] < first[b]; });
-  }
   instance->read.resize(inputs.size());
   for (size_t i = 0; i < inputs.size(); ++i) instance->read[i] = i >= plan_.input_slots.size() || Reads(plan_, i);
   size_t bytes = 0;
   for (int pass = 0; pass < 2; ++pass) {
-    for (size_t i : order) {
+    for (size_t i = 0; i < inputs.size(); ++i) {
       const Tensor& t = inputs[i].tensor();
       if (!instance->read[i]) continue;  // an unused input: not copied, not handed to the plan
       if (t.memory_info().IsHostReadable() != (pass == 0)) continue;
@@ -427,8 +201,8 @@ std::unique_ptr<AutomaticGraphs::Instance> AutomaticGraphs::Capture(const Stream
   instance->input_block = std::make_shared<Tensor>(
       Tensor::Allocate(DataType::kUInt8, Shape({static_cast<int64_t>(std::max<size_t>(bytes, 1))}), device_memory));
   if (instance->host_bytes > 0)
-    instance->input_staging = std::make_shared<Tensor>(Tensor::Allocate(
-        DataType::kUInt8, Shape({static_cast<int64_t>(instance->host_bytes)}), set.services.allocator_for(staging_)));
+    instance->input_staging = Tensor::Allocate(DataType::kUInt8, Shape({static_cast<int64_t>(instance->host_bytes)}),
+                                               set.services.allocator_for(staging_));
   RunRequest capture;
   for (size_t i = 0; i < inputs.size(); ++i) {
     const Tensor& t = inputs[i].tensor();
@@ -471,49 +245,17 @@ std::unique_ptr<AutomaticGraphs::Instance> AutomaticGraphs::Capture(const Stream
   instance->remap = RetainingStreams(plan_, set.streams(), &set.services);
   capture.streams = &instance->remap;
   capture.retained_frame = &instance->frame;
-  CaptureCopies::Inputs copied_in;
-  copied_in.staging = &instance->input_staging;
-  copied_in.block = &instance->input_block;
-  copied_in.host_bytes = instance->host_bytes;
-  copied_in.offsets = instance->input_offsets;
-  for (size_t i = 0; i < inputs.size(); ++i)
-    copied_in.host_fed.push_back(instance->read[i] && inputs[i].tensor().memory_info().IsHostReadable());
-  CaptureCopies::Outputs copied_out;
-  copied_out.copied = mode == Outputs::kHost;
-  copied_out.block = &instance->output_block;
-  copied_out.staging = &instance->output_staging;
-  copied_out.offsets = instance->output_offsets;
-  copied_out.types = warmth.outputs;
-  // The copies' streams: the set's copy streams where the EP has them, else two streams of the EP kept for
-  // captures on this set (only captures queue work on them; replays run on the compute stream).
-  Stream* copy_in = nullptr;
-  Stream* copy_out = nullptr;
-  if (OverlapEnabled()) {
-    const auto in = set.copy_in.find(device), out = set.copy_out.find(device);
-    SetGraphs& graphs = GraphsOf(set);
-    if (in != set.copy_in.end()) {
-      copy_in = in->second.get();
-    } else {
-      if (graphs.capture_in == nullptr) graphs.capture_in = ep_.CreateStream();
-      copy_in = graphs.capture_in.get();
-    }
-    if (out != set.copy_out.end()) {
-      copy_out = out->second.get();
-    } else {
-      if (graphs.capture_out == nullptr) graphs.capture_out = ep_.CreateStream();
-      copy_out = graphs.capture_out.get();
-    }
-  }
-  CaptureCopies copies(plan_, set, instance->remap, device, staging_, copy_in, copy_out, std::move(copied_in),
-                       std::move(copied_out));
-  capture.observer = &copies;
   set.Synchronize();  // the capture starts on idle streams: nothing queued earlier can be waited on inside it
   const int key = next_key_.fetch_add(1);
   ep_.BeginCapture(stream, key);
   try {
-    copies.Start();
+    if (instance->host_bytes > 0) {
+      Tensor prefix = ViewOf(instance->input_block, 0, DataType::kUInt8,
+                             Shape({static_cast<int64_t>(instance->host_bytes)}), instance->host_bytes);
+      const CopyPair pair{&instance->input_staging, &prefix};
+      set.services.find_transfer(staging_, device)->Copy({&pair, 1}, &stream);
+    }
     const std::vector<Value> produced = ExecutePlan(plan_, capture, set.services);
-    copies.JoinInputs();
     if (mode == Outputs::kDevice) {
       instance->outputs = produced;
     } else {
@@ -539,7 +281,8 @@ std::unique_ptr<AutomaticGraphs::Instance> AutomaticGraphs::Capture(const Stream
       std::vector<CopyPair> pairs;
       for (size_t k = 0; k < sources.size(); ++k) pairs.push_back({&sources[k], &targets[k]});
       if (!pairs.empty()) set.services.find_transfer(device, device)->Copy(pairs, &stream);
-      copies.FinishOutputs();
+      const CopyPair down{instance->output_block.get(), instance->output_staging.get()};
+      set.services.find_transfer(device, staging_)->Copy({&down, 1}, &stream);
     }
   } catch (...) {
     try {
@@ -559,7 +302,7 @@ std::unique_ptr<AutomaticGraphs::Instance> AutomaticGraphs::Capture(const Stream
   instance->replayed = stream.CreateEvent();
   captures_.fetch_add(1);
   Log(LogLevel::kInfo, "automatic graphs (", ep_.type(), "): captured graph ", key, " for ", inputs.size(),
-      " input(s) of new shapes (", copies.Summary(), ")");
+      " input(s) of new shapes");
   return instance;
 }
 
@@ -574,7 +317,7 @@ void AutomaticGraphs::Replay(const StreamPool::Set& set, Instance& instance, con
     const Tensor& t = inputs[i].tensor();
     if (t.SizeInBytes() == 0 || !instance.read[i]) continue;
     if (t.memory_info().IsHostReadable())
-      host_feeds.push_back({static_cast<char*>(instance.input_staging->raw_data()) + instance.input_offsets[i],
+      host_feeds.push_back({static_cast<char*>(instance.input_staging.raw_data()) + instance.input_offsets[i],
                             t.raw_data(), t.SizeInBytes()});
     else
       device_feeds.push_back({&t, &instance.input_views[i]});

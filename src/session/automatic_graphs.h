@@ -97,8 +97,6 @@ class AutomaticGraphs {
     std::mutex mutex;  // Hold
     std::map<Signature, Warmth> seen;
     std::list<std::unique_ptr<Instance>> instances;  // most recently used first
-    // Streams a capture forks its copies onto when the set has no copy streams (CaptureCopies).
-    std::unique_ptr<Stream> capture_in, capture_out;
   };
 
   Signature SignatureOf(const std::vector<Value>& inputs, Outputs mode) const;

@@ -64,10 +64,9 @@ TEST_F(CudaAutomaticGraphsTest, HostFeedsReplayWithNewValues) {
 }
 
 // A decoder's shape: one input per layer read first at that layer, one output per layer written there and read by
-// the next (like GPT-2's past and present key/values). The graph copies each layer's input on the host -> device
-// stream and each layer's output on the device -> host stream beside the kernels; a copy not ordered before its
-// reader or after its writer would return another run's values. 1 MB per tensor, new values every run.
-TEST_F(CudaAutomaticGraphsTest, LayerInputsAndOutputsCopiedBesideTheKernels) {
+// the next (like GPT-2's past and present key/values), 1 MB each, new values every run: each replay returns this
+// run's values.
+TEST_F(CudaAutomaticGraphsTest, LayerInputsAndOutputsOfADecoderReplayExactly) {
   constexpr int kLayers = 6;
   GraphBuilder builder;
   builder.Input("x", {256, 1024});

@@ -118,32 +118,14 @@ class TestingEvent : public Event {
  public:
   void Record(Stream& stream) override {
     auto marker = std::make_shared<Marker>();
-    TestingStream& testing = AsTestingStream(stream);
-    testing.Enqueue([marker] { marker->Reach(); });
+    AsTestingStream(stream).Enqueue([marker] { marker->Reach(); });
     std::lock_guard<std::mutex> lock(mutex_);
     marker_ = std::move(marker);
-    recording_ = testing.current_recording();
   }
 
   void Wait(Stream& stream) override {
     std::shared_ptr<Marker> marker = Current();
-    if (marker == nullptr) return;
-    TestingStream& testing = AsTestingStream(stream);
-    std::shared_ptr<TestingStream::Recording> recording;
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      recording = recording_;
-    }
-    // Waiting for a point of an open recording joins it (a fork in a CUDA stream capture).
-    if (recording != nullptr && testing.current_recording() != recording) {
-      bool open = false;
-      {
-        std::lock_guard<std::mutex> lock(recording->mutex);
-        open = recording->open;
-      }
-      if (open) testing.Join(recording);
-    }
-    testing.Enqueue([marker] { marker->WaitUntilReached(); });
+    if (marker != nullptr) AsTestingStream(stream).Enqueue([marker] { marker->WaitUntilReached(); });
   }
 
   void Synchronize() override {
@@ -164,7 +146,6 @@ class TestingEvent : public Event {
 
   std::mutex mutex_;
   std::shared_ptr<Marker> marker_;  // the latest Record; null before the first
-  std::shared_ptr<TestingStream::Recording> recording_;  // the recording that Record went into, if any
 };
 
 }  // namespace
@@ -181,52 +162,33 @@ void TestingStream::Synchronize() { queue_->Synchronize(); }
 std::unique_ptr<Event> TestingStream::CreateEvent() { return std::make_unique<TestingEvent>(); }
 
 void TestingStream::Enqueue(std::function<void()> work) {
-  if (std::shared_ptr<Recording> recording = current_recording()) {
-    std::lock_guard<std::mutex> lock(recording->mutex);
-    if (recording->open) {
-      recording->work.push_back(std::move(work));
+  {
+    std::lock_guard<std::mutex> lock(recording_mutex_);
+    if (recording_) {
+      recorded_.push_back(std::move(work));
       return;
     }
   }
   queue_->Enqueue(std::move(work));
 }
 
-std::shared_ptr<TestingStream::Recording> TestingStream::current_recording() {
-  std::lock_guard<std::mutex> lock(recording_mutex_);
-  if (recording_ == nullptr) return nullptr;
-  {
-    std::lock_guard<std::mutex> open_lock(recording_->mutex);
-    if (recording_->open) return recording_;
-  }
-  recording_ = nullptr;  // a joined recording has ended
-  owns_recording_ = false;
-  return nullptr;
-}
-
-void TestingStream::Join(std::shared_ptr<Recording> recording) {
-  std::lock_guard<std::mutex> lock(recording_mutex_);
-  if (owns_recording_) Fail(ErrorCode::kRuntime, "testing stream: a recording stream cannot join another recording");
-  recording_ = std::move(recording);
-}
-
 void TestingStream::BeginRecording() {
-  if (current_recording() != nullptr) Fail(ErrorCode::kRuntime, "testing stream: a recording is already open");
   std::lock_guard<std::mutex> lock(recording_mutex_);
-  recording_ = std::make_shared<Recording>();
-  owns_recording_ = true;
+  if (recording_) Fail(ErrorCode::kRuntime, "testing stream: a recording is already open");
+  recording_ = true;
+  recorded_.clear();
 }
 
 std::vector<std::function<void()>> TestingStream::EndRecording() {
   std::lock_guard<std::mutex> lock(recording_mutex_);
-  if (recording_ == nullptr || !owns_recording_) return {};
-  std::shared_ptr<Recording> recording = std::exchange(recording_, nullptr);
-  owns_recording_ = false;
-  std::lock_guard<std::mutex> open_lock(recording->mutex);
-  recording->open = false;  // streams that joined it queue their work again
-  return std::exchange(recording->work, {});
+  recording_ = false;
+  return std::exchange(recorded_, {});
 }
 
-bool TestingStream::recording() { return current_recording() != nullptr; }
+bool TestingStream::recording() {
+  std::lock_guard<std::mutex> lock(recording_mutex_);
+  return recording_;
+}
 
 void RunOn(Stream* stream, std::function<void()> work) {
   if (stream == nullptr) {

@@ -38,33 +38,21 @@ class TestingStream : public Stream {
   void Synchronize() override;
   std::unique_ptr<Event> CreateEvent() override;
   const MemoryInfo& memory_info() const override { return info_; }
-  // Queues `work`, or records it while this stream is in an open recording.
+  // Queues `work`, or records it while a recording is open.
   void Enqueue(std::function<void()> work);
   // Graph capture: between BeginRecording and EndRecording, work given to Enqueue is recorded instead of
-  // run; EndRecording returns it in order. The caller must not queue other work meanwhile. As in a CUDA
-  // stream capture, another stream joins the recording when it waits for an event recorded in it: its work
-  // is recorded too, in the order it is queued (an order that keeps every dependency), until EndRecording.
+  // run; EndRecording returns it in order. The caller must not queue other work meanwhile.
   void BeginRecording();
   std::vector<std::function<void()>> EndRecording();
   bool recording();
-
-  struct Recording {
-    std::mutex mutex;
-    bool open = true;
-    std::vector<std::function<void()>> work;
-  };
-  // The open recording this stream's work goes to (its own or one it joined), null when none.
-  std::shared_ptr<Recording> current_recording();
-  // Later work on this stream is recorded in `recording` while it is open.
-  void Join(std::shared_ptr<Recording> recording);
 
  private:
   class Queue;
   MemoryInfo info_;
   std::unique_ptr<Queue> queue_;
   std::mutex recording_mutex_;
-  std::shared_ptr<Recording> recording_;  // begun here or joined
-  bool owns_recording_ = false;
+  bool recording_ = false;
+  std::vector<std::function<void()>> recorded_;
 };
 
 // Queues `work` on `stream` when it is a testing stream; runs it before returning when `stream` is
