@@ -252,6 +252,33 @@ TEST_F(VulkanOpsTest, ConvolutionsDirectGroupedDepthwiseAndOneD) {
   CompareOnVulkan(same);
 }
 
+// The products load their 16-deep slices three ahead into three sets of registers (coop_tile.glsl, TILE_LOOP): depths
+// of 1 to 8 slices, whole and ragged, end the loop at each of the three stages; unsplit (a grid of four tiles, less
+// than 128 deep), float32 and float16, products and pointwise / 3 x 3 convolutions.
+TEST_F(VulkanOpsTest, ProductsOfEveryDepthAcrossTheRegisterStages) {
+  for (int64_t depth : {5, 16, 32, 48, 64, 80, 96, 112, 127}) {
+    for (DataType type : {kF32, DataType::kFloat16}) {
+      SCOPED_TRACE("depth " + std::to_string(depth) + " " + DataTypeName(type));
+      const double tolerance = type == kF32 ? 1e-4 : 2e-2;
+      OpTester mm("MatMul", 13);
+      mm.Input("A", RandomTensor(type, {70, depth}, 90)).Input("B", RandomTensor(type, {depth, 65}, 91));
+      mm.OutputName("Y").Tolerance(tolerance, tolerance);
+      CompareOnVulkan(mm);
+      OpTester pointwise("Conv", 11);
+      pointwise.Input("X", RandomTensor(type, {1, depth, 9, 9}, 92))
+          .Input("W", RandomTensor(type, {70, depth, 1, 1}, 93), true)
+          .OutputName("Y")
+          .Tolerance(tolerance, tolerance);
+      CompareOnVulkan(pointwise);
+    }
+  }
+  OpTester conv("Conv", 11);  // 3 x 3 over 12 channels: 108 deep, 7 slices
+  conv.Attr("pads", std::vector<int64_t>{1, 1, 1, 1});
+  conv.Input("X", RandomTensor(kF32, {1, 12, 10, 10}, 94)).Input("W", RandomTensor(kF32, {70, 12, 3, 3}, 95), true);
+  conv.OutputName("Y").Tolerance(1e-4, 1e-4);
+  CompareOnVulkan(conv);
+}
+
 TEST_F(VulkanOpsTest, SplitKProductsAndConvolutionsOfSmallGrids) {
   // Few output tiles and a deep reduction: the depth is split into chunks whose partial sums are added afterwards.
   OpTester mm("MatMul", 13);
