@@ -252,10 +252,10 @@ TEST_F(VulkanOpsTest, ConvolutionsDirectGroupedDepthwiseAndOneD) {
   CompareOnVulkan(same);
 }
 
-// The products load their 16-deep slices three ahead into three sets of registers (coop_tile.glsl, TILE_LOOP): depths
-// of 1 to 8 slices, whole and ragged, end the loop at each of the three stages; unsplit (a grid of four tiles, less
-// than 128 deep), float32 and float16, products and pointwise / 3 x 3 convolutions.
-TEST_F(VulkanOpsTest, ProductsOfEveryDepthAcrossTheRegisterStages) {
+// The products' slice loop (16-deep slices loaded a slice ahead, coop_tile.glsl) over depths of 1 to 8 slices, whole
+// and ragged; unsplit (a grid of four tiles, less than 128 deep), float32 and float16, products and pointwise / 3 x 3
+// convolutions.
+TEST_F(VulkanOpsTest, ProductsOfEveryDepthUpToEightSlices) {
   for (int64_t depth : {5, 16, 32, 48, 64, 80, 96, 112, 127}) {
     for (DataType type : {kF32, DataType::kFloat16}) {
       SCOPED_TRACE("depth " + std::to_string(depth) + " " + DataTypeName(type));

@@ -75,9 +75,23 @@ void main() {
   uint chunk = ((depth + p.splits * TILE_K - 1u) / (p.splits * TILE_K)) * TILE_K;
   uint k_begin = split * chunk, k_end = min(depth, k_begin + chunk);
   TILE_BEGIN();
+  // Each invocation stages kPerInvocation weights and input values per slice, loaded into registers one slice
+  // ahead: the next slice's loads are in flight while this one is multiplied.
   Column column = Column(col_ok, x_base, pix, ih0, iw0, window, plane);
-#define LOAD_SLICE(k, ra, rb) LoadSlice(k, k_end, row0, g * Kg, Kg, depth, tid, column, ra, rb)
-  TILE_LOOP();
+  float ra[kPerInvocation], rb[kPerInvocation];
+  uint k0 = k_begin;
+  if (k0 < k_end) LoadSlice(k0, k_end, row0, g * Kg, Kg, depth, tid, column, ra, rb);
+  for (; k0 < k_end; k0 += TILE_K) {
+    for (uint i = 0u; i < kPerInvocation; ++i) {
+      uint e = tid + 256u * i;
+      PUT_A(e % TILE_K, e / TILE_K, ra[i]);
+      PUT_B(e / 64u, tid % 64u, rb[i]);
+    }
+    barrier();
+    if (k0 + TILE_K < k_end) LoadSlice(k0 + TILE_K, k_end, row0, g * Kg, Kg, depth, tid, column, ra, rb);
+    TILE_PRODUCT(acc, tx, ty);
+    barrier();
+  }
   TILE_END(acc, tx, ty);
   if (p.splits > 1u) {  // raw sums of this depth chunk
     Partials partial = Partials(p.y);

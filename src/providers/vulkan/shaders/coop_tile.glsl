@@ -4,8 +4,8 @@
 // slice TILE_END(acc, tx, ty) leaves in acc[i][j] the sum of output (row0 + ty + 16 i, col0 + tx + 16 j). Slices are
 // 16 deep (plain: 8.3 KB of shared memory, within the 16 KB every Vulkan device has; COOP: 22.3 KB, on devices with
 // at least 24 KB, vulkan_device.cc); the shaders load each slice into registers (kPerInvocation values of A
-// and of B per invocation, all loads issued before any is used) three slices ahead of the one multiplied
-// (TILE_LOOP), so that a product pays a fraction of a global-memory latency per slice, not one per element staged.
+// and of B per invocation, all loads issued before any is used) while the slice before it is multiplied, so that a
+// product pays about one global-memory latency per slice, not one per element staged.
 //
 // Plain: each invocation keeps its 4 x 4 outputs in registers (float FMAs).
 // COOP (float16 variants on devices with VK_NV_cooperative_matrix; vulkan_device.h): the slice is staged as float16
@@ -18,42 +18,6 @@
 #define TILE_K 16u
 // Elements of A and of B each invocation stages per slice (64 x TILE_K over 256 invocations).
 const uint kPerInvocation = 64u * TILE_K / 256u;
-
-// The slice loop, shared by the products: TILE_LOOP() multiplies depths k_begin .. k_end into acc with the slices
-// loaded three ahead into three sets of registers, so that each slice's loads have had the two slices before it to
-// arrive (one set ahead, as before, made every slice wait about one global-memory latency; on an H200 a 16-deep
-// slice then cost ~1.5 us, the whole of a small convolution's time). The shader defines LOAD_SLICE(k, ra, rb): load
-// the slice at depth k into ra / rb (kPerInvocation values each, zeros past k_end), and has tid, tx, ty, acc,
-// k_begin and k_end in scope. Stage: stage the registers in shared memory, reload them with the slice three ahead,
-// multiply.
-#define TILE_STAGE(k, ra, rb)                                                 \
-  {                                                                           \
-    for (uint i = 0u; i < kPerInvocation; ++i) {                              \
-      uint e = tid + 256u * i;                                                \
-      PUT_A(e % TILE_K, e / TILE_K, ra[i]);                                   \
-      PUT_B(e / 64u, e % 64u, rb[i]);                                         \
-    }                                                                         \
-    barrier();                                                                \
-    if ((k) + 3u * TILE_K < k_end) LOAD_SLICE((k) + 3u * TILE_K, ra, rb);     \
-    TILE_PRODUCT(acc, tx, ty);                                                \
-    barrier();                                                                \
-  }
-#define TILE_LOOP()                                                                        \
-  {                                                                                        \
-    float ra0[kPerInvocation], rb0[kPerInvocation], ra1[kPerInvocation], rb1[kPerInvocation]; \
-    float ra2[kPerInvocation], rb2[kPerInvocation];                                        \
-    uint k0 = k_begin;                                                                     \
-    if (k0 < k_end) LOAD_SLICE(k0, ra0, rb0);                                              \
-    if (k0 + TILE_K < k_end) LOAD_SLICE(k0 + TILE_K, ra1, rb1);                            \
-    if (k0 + 2u * TILE_K < k_end) LOAD_SLICE(k0 + 2u * TILE_K, ra2, rb2);                  \
-    for (; k0 < k_end; k0 += 3u * TILE_K) {                                                \
-      TILE_STAGE(k0, ra0, rb0);                                                            \
-      if (k0 + TILE_K >= k_end) break;                                                     \
-      TILE_STAGE(k0 + TILE_K, ra1, rb1);                                                   \
-      if (k0 + 2u * TILE_K >= k_end) break;                                                \
-      TILE_STAGE(k0 + 2u * TILE_K, ra2, rb2);                                              \
-    }                                                                                      \
-  }
 #ifdef COOP
 #extension GL_NV_cooperative_matrix : require
 #extension GL_KHR_memory_scope_semantics : require

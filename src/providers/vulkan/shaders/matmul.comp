@@ -49,8 +49,22 @@ void main() {
   float acc[4][4];
   for (int i = 0; i < 4; ++i) for (int j = 0; j < 4; ++j) acc[i][j] = 0.0;
   TILE_BEGIN();
-#define LOAD_SLICE(k, ra, rb) LoadSlice(k, k_end, row0, col0, tid, a_base, b_base, ra, rb)
-  TILE_LOOP();
+  // Each invocation stages kPerInvocation elements of A and of B per slice, loaded into registers one slice ahead:
+  // the next slice's loads are in flight while this one is multiplied.
+  float ra[kPerInvocation], rb[kPerInvocation];
+  uint k0 = k_begin;
+  if (k0 < k_end) LoadSlice(k0, k_end, row0, col0, tid, a_base, b_base, ra, rb);
+  for (; k0 < k_end; k0 += TILE_K) {
+    for (uint i = 0u; i < kPerInvocation; ++i) {
+      uint e = tid + 256u * i;
+      PUT_A(e % TILE_K, e / TILE_K, ra[i]);
+      PUT_B(e / 64u, e % 64u, rb[i]);
+    }
+    barrier();
+    if (k0 + TILE_K < k_end) LoadSlice(k0 + TILE_K, k_end, row0, col0, tid, a_base, b_base, ra, rb);
+    TILE_PRODUCT(acc, tx, ty);
+    barrier();
+  }
   TILE_END(acc, tx, ty);
   if (p.splits > 1u) {
     Partials partial = Partials(p.c);
