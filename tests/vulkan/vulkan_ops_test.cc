@@ -384,7 +384,7 @@ TEST_F(VulkanOpsTest, SoftmaxLayerNormAndBatchNorm) {
   CompareOnVulkan(bn);
 }
 
-TEST_F(VulkanOpsTest, TransposeConcatSliceExpandGather) {
+TEST_F(VulkanOpsTest, TransposeConcatSliceSplitExpandGather) {
   OpTester tr("Transpose", 13);
   tr.Attr("perm", std::vector<int64_t>{0, 2, 3, 1}).Input("X", RandomTensor(kF32, {2, 3, 4, 5}, 35)).OutputName("Y");
   CompareOnVulkan(tr);
@@ -406,6 +406,39 @@ TEST_F(VulkanOpsTest, TransposeConcatSliceExpandGather) {
       .Input("steps", Ints({-2, 2, 3}), true)
       .OutputName("Y");
   CompareOnVulkan(slice);
+  // Split: lengths from the input (opset 13), from the attribute (opset 11), equal parts, num_outputs with a shorter
+  // last part (opset 18), the last axis of a product's [1, 128, 2304] output (shared_input_matmul_fusion's Q / K / V).
+  OpTester split("Split", 13);
+  split.Attr("axis", int64_t{1})
+      .Input("X", RandomTensor(kF32, {2, 9, 3}, 44))
+      .Input("split", Ints({2, 0, 7}), true)
+      .OutputName("a")
+      .OutputName("b")
+      .OutputName("c");
+  CompareOnVulkan(split);
+  OpTester split11("Split", 11);
+  split11.Attr("axis", int64_t{-1}).Attr("split", std::vector<int64_t>{1, 4}).Input("X", RandomTensor(kF32, {3, 5}, 45));
+  split11.OutputName("a").OutputName("b");
+  CompareOnVulkan(split11);
+  OpTester equal("Split", 13);
+  equal.Input("X", RandomTensor(DataType::kFloat16, {6, 2}, 46)).OutputName("a").OutputName("b").OutputName("c");
+  CompareOnVulkan(equal);
+  OpTester parts("Split", 18);
+  parts.Attr("axis", int64_t{0}).Attr("num_outputs", int64_t{2}).Input("X", RandomTensor(kF32, {5, 3}, 47));
+  parts.OutputName("a").OutputName("b");
+  CompareOnVulkan(parts);
+  OpTester qkv("Split", 13);
+  qkv.Attr("axis", int64_t{-1})
+      .Input("X", RandomTensor(DataType::kFloat16, {1, 128, 2304}, 48))
+      .Input("split", Ints({768, 768, 768}), true)
+      .OutputName("q")
+      .OutputName("k")
+      .OutputName("v");
+  CompareOnVulkan(qkv);
+  OpTester wrong("Split", 13);
+  wrong.Attr("axis", int64_t{1}).Input("X", RandomTensor(kF32, {2, 5}, 49)).Input("split", Ints({2, 2}), true);
+  wrong.OutputName("a").OutputName("b");
+  wrong.ExpectFailure("split [2,2] sums to 4, but axis 1 of input [2,5] has 5").Run({"vulkan"});
   OpTester expand("Expand", 13);
   expand.Input("X", RandomTensor(kF32, {3, 1}, 41)).Input("shape", Ints({2, 3, 4}), true).OutputName("Y");
   CompareOnVulkan(expand);

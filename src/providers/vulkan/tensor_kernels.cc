@@ -1,11 +1,12 @@
 // Data movement: Reshape, Flatten, Squeeze, Unsqueeze, Identity and Dropout alias their input (no device work);
-// Transpose, Concat, Slice and Expand are strided copies (shaders/strided_copy.comp); Gather (shaders/gather.comp).
+// Transpose, Concat, Slice, Split and Expand are strided copies (shaders/strided_copy.comp); Gather (shaders/gather.comp).
 #include <algorithm>
 #include <cstring>
 #include <numeric>
 
 #include "tessera/ep/broadcast.h"
 #include "tessera/ep/shape_kernel.h"
+#include "tessera/ep/split_lengths.h"
 #include "tessera/status.h"
 #include "vulkan_kernels.h"
 
@@ -388,6 +389,45 @@ class SliceKernel : public Kernel {
   std::vector<int64_t> starts_, ends_, axes_;
 };
 
+// Split: each part a strided copy of its range along the axis (part lengths: the EP SDK's SplitLengths).
+class SplitKernel : public Kernel {
+ public:
+  explicit SplitKernel(const KernelInfo& info) {
+    const Node& node = info.node();
+    axis_ = node.GetInt("axis", 0);
+    if (node.opset < 13) attribute_split_ = node.GetInts("split");
+    if (node.opset >= 18) num_outputs_ = node.GetInt("num_outputs", 0);
+  }
+  void Compute(KernelContext& ctx) const override {
+    const Node& node = ctx.node();
+    const Tensor& x = ctx.Input(0);
+    const std::vector<int64_t>& d = x.shape().dims();
+    const int64_t rank = static_cast<int64_t>(d.size());
+    const int64_t axis = NormalizeAxis(node, axis_, rank);
+    std::vector<int64_t> given = attribute_split_;
+    const bool split_input = node.opset >= 13 || node.opset < 2;  // Split-1 took it as attribute or input
+    if (split_input && ctx.HasInput(1)) given = HostInts(ctx, 1);
+    const std::vector<int64_t> lengths = SplitLengths(node, x.shape(), static_cast<size_t>(axis),
+                                                      static_cast<int64_t>(ctx.NumOutputs()), given, num_outputs_);
+    const std::vector<int64_t> istr = ContiguousStrides(d);
+    int64_t begin = 0;
+    for (size_t i = 0; i < lengths.size(); ++i) {
+      std::vector<int64_t> out = d;
+      out[axis] = lengths[i];
+      Tensor& y = ctx.Output(i, x.type(), Shape(out));
+      if (y.NumElements() > 0)
+        RecordStridedCopy(ctx, Address(ctx, x, "input"), Address(ctx, y, "part"), SizeOf(x.type()), out, istr,
+                          ContiguousStrides(out), begin * istr[axis], 0);
+      begin += lengths[i];
+    }
+  }
+
+ private:
+  int64_t axis_ = 0;
+  std::vector<int64_t> attribute_split_;
+  int64_t num_outputs_ = 0;
+};
+
 class ExpandKernel : public Kernel {
  public:
   explicit ExpandKernel(const KernelInfo& /*info*/) {}
@@ -500,6 +540,9 @@ void RegisterTensorKernels(KernelRegistry& registry, const PhysicalDeviceInfo& d
   KernelDef slice = Def("Slice", "", 1, kLatestOnnxOpset, {{0, moved}});
   slice.host_inputs = {1, 2, 3, 4};
   registry.Register<SliceKernel>(slice);
+  KernelDef split = Def("Split", "", 1, kLatestOnnxOpset, {{0, moved}});
+  split.host_inputs = {1};
+  registry.Register<SplitKernel>(split);
   KernelDef expand = Def("Expand", "", 8, kLatestOnnxOpset, {{0, moved}});
   expand.host_inputs = {1};
   registry.Register<ExpandKernel>(expand);

@@ -12,6 +12,7 @@
 #include "providers/cpu/cpu_kernels.h"
 #include "providers/cpu/tensor/numeric_dispatch.h"
 #include "providers/cpu/tensor/strided_copy.h"
+#include "tessera/ep/split_lengths.h"
 
 namespace tessera::cpu {
 namespace {
@@ -178,7 +179,11 @@ class SplitKernel : public Kernel {
     const Tensor& input = ctx.Input(0);
     const Shape& shape = input.shape();
     const size_t axis = static_cast<size_t>(AxisFor(node, axis_, static_cast<int64_t>(shape.rank()), shape));
-    const std::vector<int64_t> lengths = Lengths(ctx, shape[axis]);
+    std::vector<int64_t> given = attribute_split_;
+    const bool split_input = node.opset >= 13 || node.opset < 2;  // Split-1 took it as attribute or input
+    if (split_input && ctx.OptionalInput(1) != nullptr) given = ReadIntParameter(node, ctx.Input(1), "split");
+    const std::vector<int64_t> lengths =
+        SplitLengths(node, shape, axis, static_cast<int64_t>(ctx.NumOutputs()), given, num_outputs_);
     const int64_t inner = shape.SizeFrom(axis + 1);
     StridedView view{{shape.SizeTo(axis), 0, inner}, {shape[axis] * inner, inner, 1}, 0};
     for (size_t i = 0; i < lengths.size(); ++i) {
@@ -192,30 +197,6 @@ class SplitKernel : public Kernel {
   }
 
  private:
-  // Part lengths along the axis: the split input/attribute, else num_outputs parts (opset 18: the last
-  // may be smaller), else equal parts, one per output.
-  std::vector<int64_t> Lengths(const KernelContext& ctx, int64_t dim) const {
-    const Node& node = ctx.node();
-    const int64_t outputs = static_cast<int64_t>(ctx.NumOutputs());
-    std::vector<int64_t> lengths = attribute_split_;
-    const bool split_input = node.opset >= 13 || node.opset < 2;  // Split-1 took it as attribute or input
-    if (split_input && ctx.OptionalInput(1) != nullptr) lengths = ReadIntParameter(node, ctx.Input(1), "split");
-    if (lengths.empty()) {
-      const int64_t parts = num_outputs_ > 0 ? num_outputs_ : outputs;
-      const int64_t part = num_outputs_ > 0 ? (dim + parts - 1) / parts : dim / std::max<int64_t>(parts, 1);
-      if (parts <= 0 || (num_outputs_ == 0 && dim % parts != 0))
-        Fail(ErrorCode::kInvalidArgument, node.Describe(), ": cannot split a dim of ", dim, " into ", parts,
-             " equal parts");
-      for (int64_t i = 0, left = dim; i < parts; ++i, left -= part)
-        lengths.push_back(std::clamp<int64_t>(left, 0, part));
-    }
-    const bool negative = std::any_of(lengths.begin(), lengths.end(), [](int64_t l) { return l < 0; });
-    const int64_t total = std::accumulate(lengths.begin(), lengths.end(), int64_t{0});
-    if (negative || static_cast<int64_t>(lengths.size()) != outputs || total != dim)
-      Fail(ErrorCode::kInvalidArgument, node.Describe(), ": split ", DimsString(lengths), " does not divide a dim of ",
-           dim, " into ", outputs, " outputs");
-    return lengths;
-  }
   int64_t axis_ = 0;
   std::vector<int64_t> attribute_split_;
   int64_t num_outputs_ = 0;

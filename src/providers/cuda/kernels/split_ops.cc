@@ -4,22 +4,19 @@
 #include <algorithm>
 #include <climits>
 #include <memory>
-#include <numeric>
-#include <string>
 #include <vector>
 
 #include "providers/cuda/kernels/cuda_kernels.h"
 #include "providers/cuda/kernels/kernel_utils.h"
+#include "tessera/ep/split_lengths.h"
 
 namespace tessera::cuda {
 
 namespace {
 
-std::string ListString(const std::vector<int64_t>& values) { return Shape(values).ToString(); }
 
 // Part lengths come from the `split` attribute (opset < 13) or host input 1 (opsets 1 and 13+), else from
-// `num_outputs` (opset 18+: ceil(dim / num_outputs) each, the last ones smaller), else equal parts, one per
-// output. The same rules as the CPU EP, with errors that say which rule failed.
+// `num_outputs` (opset 18+), else equal parts: the EP SDK's SplitLengths, as on every EP.
 class SplitKernel : public Kernel {
  public:
   explicit SplitKernel(const KernelInfo& info) : ep_(CudaEpOf(info)) {
@@ -38,7 +35,12 @@ class SplitKernel : public Kernel {
       Fail(ErrorCode::kInvalidArgument, ctx.node().Describe(), ": axis ", axis_, " is out of range for input ",
            shape.ToString());
     const size_t axis = static_cast<size_t>(axis_ < 0 ? axis_ + rank : axis_);
-    const std::vector<int64_t> lengths = PartLengths(ctx, shape, axis);
+    std::vector<int64_t> given = attribute_split_;
+    const bool split_input = ctx.node().opset >= 13 || ctx.node().opset < 2;  // Split-1: attribute or input
+    if (const Tensor* split = split_input ? ctx.OptionalInput(1) : nullptr; split != nullptr)
+      given = HostInt64s(ctx, *split, "split");
+    const std::vector<int64_t> lengths =
+        SplitLengths(ctx.node(), shape, axis, static_cast<int64_t>(ctx.NumOutputs()), given, num_outputs_);
     if (shape.SizeTo(axis) == 1 && x.NumElements() > 0) {
       // Nothing before the axis (a decoding step's [1, 1, 3 x width] Q/K/V): every part is a contiguous range of the
       // input, so the outputs are views of it, without a launch.
@@ -81,48 +83,6 @@ class SplitKernel : public Kernel {
   }
 
  private:
-  std::vector<int64_t> PartLengths(const KernelContext& ctx, const Shape& shape, size_t axis) const {
-    const Node& node = ctx.node();
-    const int64_t dim = shape[axis];
-    const int64_t outputs = static_cast<int64_t>(ctx.NumOutputs());
-    std::vector<int64_t> lengths = attribute_split_;
-    const bool split_input = node.opset >= 13 || node.opset < 2;
-    if (const Tensor* given = split_input ? ctx.OptionalInput(1) : nullptr; given != nullptr)
-      lengths = HostInt64s(ctx, *given, "split");
-    if (!lengths.empty() && num_outputs_ > 0)
-      Fail(ErrorCode::kInvalidArgument, node.Describe(), ": both the split input and num_outputs are given");
-    if (lengths.empty()) return DefaultLengths(ctx, shape, axis, outputs);
-    if (static_cast<int64_t>(lengths.size()) != outputs)
-      Fail(ErrorCode::kInvalidArgument, node.Describe(), ": split ", ListString(lengths), " has ", lengths.size(),
-           " lengths for ", outputs, " outputs");
-    for (size_t i = 0; i < lengths.size(); ++i)
-      if (lengths[i] < 0)
-        Fail(ErrorCode::kInvalidArgument, node.Describe(), ": split ", ListString(lengths), " gives output ", i,
-             " the negative length ", lengths[i]);
-    const int64_t total = std::accumulate(lengths.begin(), lengths.end(), int64_t{0});
-    if (total != dim)
-      Fail(ErrorCode::kInvalidArgument, node.Describe(), ": split ", ListString(lengths), " sums to ", total,
-           ", but axis ", axis, " of input ", shape.ToString(), " has ", dim);
-    return lengths;
-  }
-
-  std::vector<int64_t> DefaultLengths(const KernelContext& ctx, const Shape& shape, size_t axis,
-                                      int64_t outputs) const {
-    const Node& node = ctx.node();
-    const int64_t dim = shape[axis];
-    if (num_outputs_ > 0 && num_outputs_ != outputs)
-      Fail(ErrorCode::kInvalidArgument, node.Describe(), ": num_outputs is ", num_outputs_, " but the node has ",
-           outputs, " outputs");
-    if (num_outputs_ == 0 && (outputs == 0 || dim % outputs != 0))
-      Fail(ErrorCode::kInvalidArgument, node.Describe(), ": axis ", axis, " of input ", shape.ToString(),
-           " cannot be split into ", outputs, " equal parts");
-    const int64_t part = (dim + outputs - 1) / outputs;
-    std::vector<int64_t> lengths;
-    for (int64_t i = 0, left = dim; i < outputs; ++i, left -= part)
-      lengths.push_back(std::clamp<int64_t>(left, 0, part));
-    return lengths;
-  }
-
   const CudaExecutionProvider& ep_;
   int64_t axis_ = 0;
   std::vector<int64_t> attribute_split_;
