@@ -37,7 +37,6 @@ struct AutomaticGraphs::Instance {
   Tensor input_staging;
   size_t host_bytes = 0;
   std::vector<size_t> input_offsets;
-  std::vector<bool> read;  // per input: Reads (unused inputs are neither copied nor handed to the plan)
   std::vector<Tensor> input_views;
   // kHost: the outputs in one device block, copied by the graph to a pinned block of the same layout.
   std::shared_ptr<Tensor> output_block;
@@ -50,7 +49,9 @@ struct AutomaticGraphs::Instance {
 
 AutomaticGraphs::AutomaticGraphs(const ExecutionPlan& plan, ExecutionProvider& ep, const MemoryInfo& staging,
                                  const ThreadPool& threads, size_t limit)
-    : plan_(plan), ep_(ep), staging_(staging), threads_(threads), limit_(std::max<size_t>(limit, 1)) {}
+    : plan_(plan), ep_(ep), staging_(staging), threads_(threads), limit_(std::max<size_t>(limit, 1)) {
+  for (size_t i = 0; i < plan.input_slots.size(); ++i) read_.push_back(Reads(plan, i));
+}
 
 AutomaticGraphs::~AutomaticGraphs() {
   for (auto& [set, graphs] : sets_)
@@ -185,13 +186,11 @@ std::unique_ptr<AutomaticGraphs::Instance> AutomaticGraphs::Capture(const Stream
 
   // Inputs: host-fed ones first (the graph copies that prefix from the pinned block), then device-fed ones.
   instance->input_offsets.resize(inputs.size());
-  instance->read.resize(inputs.size());
-  for (size_t i = 0; i < inputs.size(); ++i) instance->read[i] = i >= plan_.input_slots.size() || Reads(plan_, i);
   size_t bytes = 0;
   for (int pass = 0; pass < 2; ++pass) {
     for (size_t i = 0; i < inputs.size(); ++i) {
       const Tensor& t = inputs[i].tensor();
-      if (!instance->read[i]) continue;  // an unused input: not copied, not handed to the plan
+      if (!IsRead(i)) continue;  // an unused input: not copied, not handed to the plan
       if (t.memory_info().IsHostReadable() != (pass == 0)) continue;
       instance->input_offsets[i] = bytes;
       bytes += RoundUp(t.SizeInBytes());
@@ -206,11 +205,11 @@ std::unique_ptr<AutomaticGraphs::Instance> AutomaticGraphs::Capture(const Stream
   RunRequest capture;
   for (size_t i = 0; i < inputs.size(); ++i) {
     const Tensor& t = inputs[i].tensor();
-    instance->input_views.push_back(instance->read[i] ? ViewOf(instance->input_block, instance->input_offsets[i],
+    instance->input_views.push_back(IsRead(i) ? ViewOf(instance->input_block, instance->input_offsets[i],
                                                                t.type(), t.shape(), t.SizeInBytes())
                                                       : Tensor());
     capture.inputs.emplace_back();
-    if (instance->read[i]) capture.inputs.back() = Value(instance->input_views.back());
+    if (IsRead(i)) capture.inputs.back() = Value(instance->input_views.back());
   }
 
   // kHost: the outputs' block (kernels write into it where they can) and its pinned mirror.
@@ -315,7 +314,7 @@ void AutomaticGraphs::Replay(const StreamPool::Set& set, Instance& instance, con
   std::vector<HostCopy> host_feeds;
   for (size_t i = 0; i < inputs.size(); ++i) {
     const Tensor& t = inputs[i].tensor();
-    if (t.SizeInBytes() == 0 || !instance.read[i]) continue;
+    if (t.SizeInBytes() == 0 || !IsRead(i)) continue;
     if (t.memory_info().IsHostReadable())
       host_feeds.push_back({static_cast<char*>(instance.input_staging.raw_data()) + instance.input_offsets[i],
                             t.raw_data(), t.SizeInBytes()});

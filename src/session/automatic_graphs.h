@@ -106,7 +106,11 @@ class AutomaticGraphs {
   void Replay(const StreamPool::Set& set, Instance& instance, const std::vector<Value>& inputs);
   void Release(const StreamPool::Set& set, Instance& instance);
 
+  // Whether a run reads input i (Reads; inputs past the plan's are passed on as they are).
+  bool IsRead(size_t i) const { return i >= read_.size() || read_[i]; }
+
   const ExecutionPlan& plan_;
+  std::vector<bool> read_;  // per plan input: Reads (unused inputs are neither copied nor handed to the plan)
   ExecutionProvider& ep_;
   const MemoryInfo staging_;
   const ThreadPool& threads_;

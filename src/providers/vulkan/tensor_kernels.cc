@@ -392,23 +392,18 @@ class SliceKernel : public Kernel {
 // Split: each part a strided copy of its range along the axis (part lengths: the EP SDK's SplitLengths).
 class SplitKernel : public Kernel {
  public:
-  explicit SplitKernel(const KernelInfo& info) {
-    const Node& node = info.node();
-    axis_ = node.GetInt("axis", 0);
-    if (node.opset < 13) attribute_split_ = node.GetInts("split");
-    if (node.opset >= 18) num_outputs_ = node.GetInt("num_outputs", 0);
-  }
+  explicit SplitKernel(const KernelInfo& info) : rule_(SplitRule::Of(info.node())) {}
   void Compute(KernelContext& ctx) const override {
     const Node& node = ctx.node();
     const Tensor& x = ctx.Input(0);
     const std::vector<int64_t>& d = x.shape().dims();
     const int64_t rank = static_cast<int64_t>(d.size());
-    const int64_t axis = NormalizeAxis(node, axis_, rank);
-    std::vector<int64_t> given = attribute_split_;
-    const bool split_input = node.opset >= 13 || node.opset < 2;  // Split-1 took it as attribute or input
-    if (split_input && ctx.HasInput(1)) given = HostInts(ctx, 1);
-    const std::vector<int64_t> lengths = SplitLengths(node, x.shape(), static_cast<size_t>(axis),
-                                                      static_cast<int64_t>(ctx.NumOutputs()), given, num_outputs_);
+    const int64_t axis = NormalizeAxis(node, rule_.axis, rank);
+    const bool from_input = rule_.input_lengths && ctx.HasInput(1);
+    const std::vector<int64_t> given = from_input ? HostInts(ctx, 1) : std::vector<int64_t>{};
+    const std::vector<int64_t> lengths =
+        SplitLengths(node, x.shape(), static_cast<size_t>(axis), static_cast<int64_t>(ctx.NumOutputs()), rule_,
+                     from_input ? &given : nullptr);
     const std::vector<int64_t> istr = ContiguousStrides(d);
     int64_t begin = 0;
     for (size_t i = 0; i < lengths.size(); ++i) {
@@ -423,9 +418,7 @@ class SplitKernel : public Kernel {
   }
 
  private:
-  int64_t axis_ = 0;
-  std::vector<int64_t> attribute_split_;
-  int64_t num_outputs_ = 0;
+  SplitRule rule_;
 };
 
 class ExpandKernel : public Kernel {

@@ -7,9 +7,20 @@
 
 namespace tessera {
 
+SplitRule SplitRule::Of(const Node& node) {
+  SplitRule rule;
+  rule.axis = node.GetInt("axis", 0);
+  if (node.opset < 13) rule.attribute = node.GetInts("split");
+  if (node.opset >= 18) rule.num_outputs = node.GetInt("num_outputs", 0);
+  rule.input_lengths = node.opset >= 13 || node.opset < 2;  // Split-1 took them as attribute or input
+  return rule;
+}
+
 std::vector<int64_t> SplitLengths(const Node& node, const Shape& input, size_t axis, int64_t outputs,
-                                  const std::vector<int64_t>& given, int64_t num_outputs) {
+                                  const SplitRule& rule, const std::vector<int64_t>* input_lengths) {
   const int64_t dim = input[axis];
+  const std::vector<int64_t>& given = input_lengths != nullptr ? *input_lengths : rule.attribute;
+  const int64_t num_outputs = rule.num_outputs;
   if (!given.empty()) {
     const std::string lengths = Shape(given).ToString();
     if (num_outputs > 0)

@@ -168,22 +168,17 @@ class ConcatKernel : public Kernel {
 
 class SplitKernel : public Kernel {
  public:
-  explicit SplitKernel(const KernelInfo& info) {
-    const Node& node = info.node();
-    axis_ = node.GetInt("axis", 0);
-    if (node.opset < 13) attribute_split_ = node.GetInts("split");
-    if (node.opset >= 18) num_outputs_ = node.GetInt("num_outputs", 0);
-  }
+  explicit SplitKernel(const KernelInfo& info) : rule_(SplitRule::Of(info.node())) {}
   void Compute(KernelContext& ctx) const override {
     const Node& node = ctx.node();
     const Tensor& input = ctx.Input(0);
     const Shape& shape = input.shape();
-    const size_t axis = static_cast<size_t>(AxisFor(node, axis_, static_cast<int64_t>(shape.rank()), shape));
-    std::vector<int64_t> given = attribute_split_;
-    const bool split_input = node.opset >= 13 || node.opset < 2;  // Split-1 took it as attribute or input
-    if (split_input && ctx.OptionalInput(1) != nullptr) given = ReadIntParameter(node, ctx.Input(1), "split");
-    const std::vector<int64_t> lengths =
-        SplitLengths(node, shape, axis, static_cast<int64_t>(ctx.NumOutputs()), given, num_outputs_);
+    const size_t axis = static_cast<size_t>(AxisFor(node, rule_.axis, static_cast<int64_t>(shape.rank()), shape));
+    const bool from_input = rule_.input_lengths && ctx.OptionalInput(1) != nullptr;
+    const std::vector<int64_t> given =
+        from_input ? ReadIntParameter(node, ctx.Input(1), "split") : std::vector<int64_t>{};
+    const std::vector<int64_t> lengths = SplitLengths(node, shape, axis, static_cast<int64_t>(ctx.NumOutputs()), rule_,
+                                                      from_input ? &given : nullptr);
     const int64_t inner = shape.SizeFrom(axis + 1);
     StridedView view{{shape.SizeTo(axis), 0, inner}, {shape[axis] * inner, inner, 1}, 0};
     for (size_t i = 0; i < lengths.size(); ++i) {
@@ -197,9 +192,7 @@ class SplitKernel : public Kernel {
   }
 
  private:
-  int64_t axis_ = 0;
-  std::vector<int64_t> attribute_split_;
-  int64_t num_outputs_ = 0;
+  SplitRule rule_;
 };
 
 // Slice parameters after defaults: one entry per sliced axis.

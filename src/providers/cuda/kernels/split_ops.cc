@@ -19,28 +19,22 @@ namespace {
 // `num_outputs` (opset 18+), else equal parts: the EP SDK's SplitLengths, as on every EP.
 class SplitKernel : public Kernel {
  public:
-  explicit SplitKernel(const KernelInfo& info) : ep_(CudaEpOf(info)) {
-    const Node& node = info.node();
-    axis_ = node.GetInt("axis", 0);
-    if (node.opset < 13) attribute_split_ = node.GetInts("split");
-    if (node.opset >= 18) num_outputs_ = node.GetInt("num_outputs", 0);
-  }
+  explicit SplitKernel(const KernelInfo& info) : ep_(CudaEpOf(info)), rule_(SplitRule::Of(info.node())) {}
 
   void Compute(KernelContext& ctx) const override {
     DeviceGuard guard(ep_.ordinal());
     const Tensor& x = ctx.Input(0);
     const Shape& shape = x.shape();
     const int64_t rank = static_cast<int64_t>(shape.rank());
-    if (axis_ < -rank || axis_ >= rank)
-      Fail(ErrorCode::kInvalidArgument, ctx.node().Describe(), ": axis ", axis_, " is out of range for input ",
+    const int64_t requested = rule_.axis;
+    if (requested < -rank || requested >= rank)
+      Fail(ErrorCode::kInvalidArgument, ctx.node().Describe(), ": axis ", requested, " is out of range for input ",
            shape.ToString());
-    const size_t axis = static_cast<size_t>(axis_ < 0 ? axis_ + rank : axis_);
-    std::vector<int64_t> given = attribute_split_;
-    const bool split_input = ctx.node().opset >= 13 || ctx.node().opset < 2;  // Split-1: attribute or input
-    if (const Tensor* split = split_input ? ctx.OptionalInput(1) : nullptr; split != nullptr)
-      given = HostInt64s(ctx, *split, "split");
-    const std::vector<int64_t> lengths =
-        SplitLengths(ctx.node(), shape, axis, static_cast<int64_t>(ctx.NumOutputs()), given, num_outputs_);
+    const size_t axis = static_cast<size_t>(requested < 0 ? requested + rank : requested);
+    const Tensor* split = rule_.input_lengths ? ctx.OptionalInput(1) : nullptr;
+    const std::vector<int64_t> given = split != nullptr ? HostInt64s(ctx, *split, "split") : std::vector<int64_t>{};
+    const std::vector<int64_t> lengths = SplitLengths(ctx.node(), shape, axis, static_cast<int64_t>(ctx.NumOutputs()),
+                                                      rule_, split != nullptr ? &given : nullptr);
     if (shape.SizeTo(axis) == 1 && x.NumElements() > 0) {
       // Nothing before the axis (a decoding step's [1, 1, 3 x width] Q/K/V): every part is a contiguous range of the
       // input, so the outputs are views of it, without a launch.
@@ -84,9 +78,7 @@ class SplitKernel : public Kernel {
 
  private:
   const CudaExecutionProvider& ep_;
-  int64_t axis_ = 0;
-  std::vector<int64_t> attribute_split_;
-  int64_t num_outputs_ = 0;
+  SplitRule rule_;
 };
 
 }  // namespace
