@@ -330,23 +330,32 @@ TEST_F(VulkanSessionTest, BoolAttentionMasksRunOnTheDeviceAndRecord) {
 // the CPU. A decoding step's cache writes stay ScatterElements: the Vulkan kernel does not take the cache-update form
 // (cache_update_fusion asks for a kernel of 8 inputs).
 // A BERT-style block whose merged Q/K/V projection the fused attention reads in place
-// (graph/passes/packed_qkv_attention.h): the packed operands' offsets reach the shader's addresses.
+// (graph/passes/packed_qkv_attention.h): the packed operands' offsets reach the shader's addresses. In float16 too
+// (attention_coop.comp on devices with cooperative matrices: the packed rows are whole 16-byte words).
 TEST_F(VulkanSessionTest, PackedProjectionsRunOnTheDeviceAndMatchTheCpu) {
-  const PassTestGraph g = SelfAttentionBlockGraph({.batch = 2, .seq = 33, .heads = 4, .head = 16});
-  const std::string bytes = g.Serialize();
-  SessionOptions options;
-  options.AddProvider(kVulkanEpName, {{"fused_attention", "1"}});
-  Session vulkan(TestEnv(), bytes.data(), bytes.size(), options);
-  size_t fused = 0, splits = 0;
-  for (const PartitionEntry& e : vulkan.Partition()) {
-    fused += e.op_type == "Attention" && e.ep == kVulkanEpName;
-    splits += e.op_type == "Split";
+  const bool half = VulkanDevice().device->metadata.at("float16") == "1";
+  for (bool in_half : {false, true}) {
+    if (in_half && !half) continue;
+    SCOPED_TRACE(in_half ? "float16" : "float32");
+    const PassTestGraph g =
+        SelfAttentionBlockGraph({.batch = 2, .seq = 33, .heads = 4, .head = 16, .half = in_half});
+    const std::string bytes = g.Serialize();
+    SessionOptions options;
+    options.AddProvider(kVulkanEpName, {{"fused_attention", "1"}});
+    Session vulkan(TestEnv(), bytes.data(), bytes.size(), options);
+    size_t fused = 0, splits = 0;
+    for (const PartitionEntry& e : vulkan.Partition()) {
+      fused += e.op_type == "Attention" && e.ep == kVulkanEpName;
+      splits += e.op_type == "Split";
+    }
+    EXPECT_EQ(fused, 1u);
+    EXPECT_EQ(splits, 0u);
+    Session reference(TestEnv(), bytes.data(), bytes.size(), OptionsAt(OptimizationLevel::kNone));
+    const Session::NamedValues feeds = g.Feeds();
+    const double tolerance = in_half ? 2e-2 : 1e-4;
+    EXPECT_EQ(CompareTensors(reference.Run(feeds)[0].tensor(), vulkan.Run(feeds)[0].tensor(), tolerance, tolerance),
+              "");
   }
-  EXPECT_EQ(fused, 1u);
-  EXPECT_EQ(splits, 0u);
-  Session reference(TestEnv(), bytes.data(), bytes.size(), OptionsAt(OptimizationLevel::kNone));
-  const Session::NamedValues feeds = g.Feeds();
-  EXPECT_EQ(CompareTensors(reference.Run(feeds)[0].tensor(), vulkan.Run(feeds)[0].tensor(), 1e-4, 1e-4), "");
 }
 
 TEST_F(VulkanSessionTest, FusedAttentionRunsOnTheDeviceAndMatchesTheCpu) {
@@ -406,6 +415,65 @@ TEST_F(VulkanSessionTest, FusedAttentionRunsOnTheDeviceAndMatchesTheCpu) {
   ASSERT_EQ(got.size(), want.size());
   for (size_t i = 0; i < got.size(); ++i)
     EXPECT_EQ(CompareTensors(want[i].tensor(), got[i].tensor(), 1e-5, 1e-4), "") << "output " << i;
+}
+
+// float16 attention at the edges of attention_coop.comp's tiles (on devices with cooperative matrices; lavapipe runs
+// these through attention.comp): 16-row query blocks and 32- / 16-key chunks cut short, head sizes padded to 16 (40),
+// both variants (64, and 80 / 128 on the 128 one), a mask row per query, a decoding step, a head size that is no
+// multiple of 8 (the per-row shader), and torch SDPA's Boolean mask with a fully masked query (zeros through the
+// absorbed NaN guard).
+TEST_F(VulkanSessionTest, Float16FusedAttentionMatchesTheCpuAtEveryTileEdge) {
+  if (VulkanDevice().device->metadata.at("float16") != "1") GTEST_SKIP() << "the device has no float16 kernels";
+  const bool storage8 = VulkanDevice().device->metadata.at("8bit_storage") == "1";
+  struct Case {
+    const char* name;
+    AttentionSpec spec;
+    int64_t batch;
+    bool mask_first_query = false;  // every key of query 0 masked (SDPA's mask input is [batch, 1, queries, keys])
+  };
+  std::vector<Case> cases = {
+      {"BERT-base's shape", {.seq = 128, .heads = 12, .head = 64, .half = true}, 1},
+      {"130 keys and queries, head 80", {.seq = 130, .heads = 2, .head = 80, .half = true}, 1},
+      {"77 keys, head 40, a mask row per query",
+       {.seq = 77, .heads = 3, .head = 40, .query_mask = true, .half = true}, 2},
+      {"17 keys, head 128, no mask", {.seq = 17, .heads = 2, .head = 128, .mask = false, .half = true}, 1},
+      {"head 20 (the per-row shader)", {.seq = 9, .heads = 2, .head = 20, .half = true}, 2},
+      {"one decoding step over 70 keys", {.seq = 70, .heads = 4, .head = 64, .q_seq = 1, .half = true}, 1},
+  };
+  if (storage8)
+    cases.push_back(
+        {"SDPA Boolean mask, query 0 fully masked", {.seq = 50, .heads = 2, .head = 64, .sdpa = true, .half = true}, 2,
+         true});
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    const PassTestGraph g = AttentionGraph(c.spec);
+    const std::string bytes = g.Serialize();
+    SessionOptions options;
+    options.AddProvider(kVulkanEpName, {{"fused_attention", "1"}});
+    Session vulkan(TestEnv(), bytes.data(), bytes.size(), options);
+    size_t fused = 0;
+    for (const PartitionEntry& e : vulkan.Partition())
+      if (e.op_type == "Attention" && e.domain == "ai.tessera" && e.ep == kVulkanEpName) ++fused;
+    EXPECT_EQ(fused, 1u);
+    Session reference(TestEnv(), bytes.data(), bytes.size(), OptionsAt(OptimizationLevel::kNone));
+    Session::NamedValues feeds = g.Feeds(c.batch);
+    if (c.mask_first_query)
+      for (auto& [name, value] : feeds) {
+        if (name != "m") continue;
+        Tensor& m = value.tensor();
+        const int64_t queries = m.shape().dims()[2], keys = m.shape().dims()[3];
+        float* data = m.Data<float>();
+        for (int64_t b = 0; b < m.shape().dims()[0]; ++b)
+          for (int64_t j = 0; j < keys; ++j) data[b * queries * keys + j] = -2.0f;  // below the graph's -1.5
+      }
+    const std::vector<Value> got = vulkan.Run(feeds), want = reference.Run(feeds);
+    ASSERT_EQ(got.size(), 1u);
+    EXPECT_EQ(CompareTensors(want[0].tensor(), got[0].tensor(), 2e-2, 2e-2), "");
+    if (c.mask_first_query) {
+      const float* y = got[0].tensor().Data<float>();  // [batch, queries, heads, head]: query 0 of batch 0 first
+      for (int64_t f = 0; f < c.spec.heads * c.spec.head; ++f) ASSERT_EQ(y[f], 0.0f) << "feature " << f;
+    }
+  }
 }
 
 TEST_F(VulkanSessionTest, ConcurrentRunsOnOneSession) {

@@ -1,8 +1,14 @@
 // ai.tessera::Attention (graph/passes/attention_fusion.h) on the Vulkan EP: the fused scaled dot-product attention
-// of BERT- and GPT-style exports in one dispatch per batch entry (shaders/attention.comp), reading Q, K and V through
-// the strides of the absorbed Transposes and writing the output in the layout the absorbed output Transpose gave.
+// of BERT- and GPT-style exports in one dispatch per batch entry, reading Q, K and V through the strides of the
+// absorbed Transposes and writing the output in the layout the absorbed output Transpose gave. float16 on devices
+// with cooperative matrices, where Q's, K's and V's rows are whole aligned 16-byte words (CoopAttentionShader), runs
+// shaders/attention_coop.comp (16 query rows per workgroup, matrix units); everything else shaders/attention.comp
+// (one query row per workgroup, float FMAs).
 // The geometry and its checks are the EP SDK's (tessera/ep/attention_geometry.h). The cache-update form (inputs 4-7)
 // is not taken (KernelDef::max_inputs): cache_update_fusion leaves the updates to ScatterElements for this EP.
+#include <algorithm>
+#include <string>
+
 #include "tessera/ep/attention_geometry.h"
 #include "tessera/status.h"
 #include "vulkan_kernels.h"
@@ -23,6 +29,26 @@ static_assert(sizeof(AttentionPush) <= kPushConstantBytes);
 
 // The largest head size attention.comp holds (its kMaxHeadSize).
 constexpr int64_t kMaxHeadSize = 512;
+
+// attention_coop.comp's variant for the call ("attention[_bool_mask]_coop_h64_f16" for head sizes up to 64, "_h128"
+// up to 128), or "" when it cannot take it: it needs float16 on a device with cooperative matrices (coop_f16) and
+// subgroup shuffles, and reads every row of Q, K and V as 16-byte words, so features must be contiguous and every
+// offset and stride a multiple of 8 elements from 16-byte aligned addresses.
+std::string CoopAttentionShader(const VulkanStream& stream, DataType type, const AttentionGeometry& g,
+                                const AttentionPush& push) {
+  const PhysicalDeviceInfo& device = stream.device().info();
+  if (type != DataType::kFloat16 || !device.coop_f16 || !device.subgroup_shuffle) return "";
+  const int64_t largest = std::max(g.head_size, g.v_head_size);
+  if (largest > 128 || g.head_size % 8 != 0 || g.v_head_size % 8 != 0) return "";
+  if (g.q[3] != 1 || g.k[3] != 1 || g.v[3] != 1) return "";
+  for (const auto* strides : {&g.q, &g.k, &g.v})
+    for (size_t axis = 0; axis < 3; ++axis)
+      if ((*strides)[axis] % 8 != 0) return "";
+  if (push.q % 16 != 0 || push.k % 16 != 0 || push.v % 16 != 0) return "";
+  if ((g.q_len + 15) / 16 > 65535 || g.heads > 65535) return "";
+  return std::string(g.bool_mask ? "attention_bool_mask" : "attention") +
+         (largest <= 64 ? "_coop_h64_f16" : "_coop_h128_f16");
+}
 
 class AttentionKernel : public Kernel {
  public:
@@ -60,8 +86,11 @@ class AttentionKernel : public Kernel {
     push.scale = attributes_.scale;
     push.flags = (g.has_mask ? 1u : 0u) | (attributes_.masked_rows_zero ? 2u : 0u);
     const size_t mask_element = g.bool_mask ? 1 : element;
-    const std::string shader = std::string(g.bool_mask ? "attention_bool_mask" : "attention") + FloatSuffix(ctx, q.type());
     VulkanStream& stream = StreamOf(ctx);
+    const std::string coop = CoopAttentionShader(stream, q.type(), g, push);
+    const std::string shader = !coop.empty() ? coop
+                                             : std::string(g.bool_mask ? "attention_bool_mask" : "attention") +
+                                                   FloatSuffix(ctx, q.type());
     // One dispatch per batch entry, its offsets added to the addresses (the push constants hold no batch strides).
     for (int64_t b = 0; b < g.batch; ++b) {
       AttentionPush entry = push;
@@ -70,7 +99,11 @@ class AttentionKernel : public Kernel {
       entry.v += static_cast<uint64_t>(b * g.v[0]) * element;
       entry.out += static_cast<uint64_t>(b * g.out[0]) * element;
       if (g.has_mask) entry.mask += static_cast<uint64_t>(b * g.mask[0]) * mask_element;
-      DispatchRows(stream, shader, &entry, sizeof(entry), static_cast<uint64_t>(g.heads * g.q_len));
+      if (!coop.empty())
+        stream.Dispatch(shader, &entry, sizeof(entry), static_cast<uint32_t>((g.q_len + 15) / 16),
+                        static_cast<uint32_t>(g.heads));
+      else
+        DispatchRows(stream, shader, &entry, sizeof(entry), static_cast<uint64_t>(g.heads * g.q_len));
     }
   }
 

@@ -158,6 +158,8 @@ std::optional<PhysicalDeviceInfo> Describe(VkInstance instance, VkPhysicalDevice
   properties2.pNext = &subgroup;
   vkGetPhysicalDeviceProperties2(device, &properties2);
   info.subgroup_size = subgroup.subgroupSize;
+  info.subgroup_shuffle = (subgroup.supportedStages & VK_SHADER_STAGE_COMPUTE_BIT) != 0 &&
+                          (subgroup.supportedOperations & VK_SUBGROUP_FEATURE_SHUFFLE_BIT) != 0;
   if (has_pci) {
     std::ostringstream os;
     os << std::hex << std::setfill('0') << std::setw(4) << pci.pciDomain << ':' << std::setw(2) << pci.pciBus << ':'

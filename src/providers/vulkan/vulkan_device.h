@@ -49,6 +49,7 @@ struct PhysicalDeviceInfo {
   // enabled on the EP's own VkDevice unless TESSERA_VULKAN_COOPERATIVE_MATRIX=0 (never on an application's device).
   bool coop_f16 = false;
   uint32_t subgroup_size = 0;
+  bool subgroup_shuffle = false;  // compute shaders may shuffle within a subgroup (shaders/attention_coop.comp)
   uint32_t timestamp_valid_bits = 0;  // of the compute queue family: 0 when it writes no timestamps (profiling)
   VkDeviceSize device_local_bytes = 0;
   std::string pci_bus_id;  // "0000:2a:00.0" when VK_EXT_pci_bus_info is there, else ""
