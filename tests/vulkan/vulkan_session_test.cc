@@ -323,8 +323,8 @@ TEST_F(VulkanSessionTest, BoolAttentionMasksRunOnTheDeviceAndRecord) {
   EXPECT_NE(session.GraphStatus().find("explicit"), std::string::npos) << session.GraphStatus();
 }
 
-// ai.tessera::Attention on the Vulkan EP (attention_fusion, provider option fused_attention = 1; without it the
-// subgraphs stay unfused): the exporters' attention subgraphs (an additive mask,
+// ai.tessera::Attention on the Vulkan EP (attention_fusion, on by default; provider option fused_attention = 0 keeps
+// the subgraphs unfused): the exporters' attention subgraphs (an additive mask,
 // torch SDPA's Boolean mask with its NaN guard, float16, key lengths across the kernel's 64-key chunks, head sizes
 // above 64, one decoding step, no mask) become one Vulkan step whose outputs match the unfused graph on
 // the CPU. A decoding step's cache writes stay ScatterElements: the Vulkan kernel does not take the cache-update form
@@ -380,15 +380,15 @@ TEST_F(VulkanSessionTest, FusedAttentionRunsOnTheDeviceAndMatchesTheCpu) {
     const PassTestGraph g = AttentionGraph(c.spec);
     const std::string bytes = g.Serialize();
     SessionOptions options, unfused;
-    options.AddProvider(kVulkanEpName, {{"fused_attention", "1"}});
-    unfused.AddProvider(kVulkanEpName, {});
+    options.AddProvider(kVulkanEpName);
+    unfused.AddProvider(kVulkanEpName, {{"fused_attention", "0"}});
     Session vulkan(TestEnv(), bytes.data(), bytes.size(), options);
     size_t fused = 0;
     for (const PartitionEntry& e : vulkan.Partition())
       if (e.op_type == "Attention" && e.domain == "ai.tessera" && e.ep == kVulkanEpName) ++fused;
     EXPECT_EQ(fused, 1u);
     for (const PartitionEntry& e : Session(TestEnv(), bytes.data(), bytes.size(), unfused).Partition())
-      EXPECT_NE(e.op_type, "Attention") << "fused without the option";
+      EXPECT_NE(e.op_type, "Attention") << "fused with fused_attention = 0";
     Session reference(TestEnv(), bytes.data(), bytes.size(), OptionsAt(OptimizationLevel::kNone));
     const Session::NamedValues feeds = g.Feeds(c.symbolic_size);
     const std::vector<Value> got = vulkan.Run(feeds), want = reference.Run(feeds);

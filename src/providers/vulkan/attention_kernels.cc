@@ -32,12 +32,15 @@ constexpr int64_t kMaxHeadSize = 512;
 
 // attention_coop.comp's variant for the call ("attention[_bool_mask]_coop_h64_f16" for head sizes up to 64, "_h128"
 // up to 128), or "" when it cannot take it: it needs float16 on a device with cooperative matrices (coop_f16) and
-// subgroup shuffles, and reads every row of Q, K and V as 16-byte words, so features must be contiguous and every
-// offset and stride a multiple of 8 elements from 16-byte aligned addresses.
+// subgroup shuffles and 42 KB of shared memory per workgroup (the variants' tiles: 40.7 KB / 39.5 KB), and reads every
+// row of Q, K and V as 16-byte words, so features must be contiguous and every offset and stride a multiple of 8
+// elements from 16-byte aligned addresses.
 std::string CoopAttentionShader(const VulkanStream& stream, DataType type, const AttentionGeometry& g,
                                 const AttentionPush& push) {
   const PhysicalDeviceInfo& device = stream.device().info();
-  if (type != DataType::kFloat16 || !device.coop_f16 || !device.subgroup_shuffle) return "";
+  if (type != DataType::kFloat16 || !device.coop_f16 || !device.subgroup_shuffle ||
+      device.properties.limits.maxComputeSharedMemorySize < 42 * 1024)
+    return "";
   const int64_t largest = std::max(g.head_size, g.v_head_size);
   if (largest > 128 || g.head_size % 8 != 0 || g.v_head_size % 8 != 0) return "";
   if (g.q[3] != 1 || g.k[3] != 1 || g.v[3] != 1) return "";
