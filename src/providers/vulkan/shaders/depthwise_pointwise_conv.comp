@@ -10,7 +10,6 @@
 // activation); with splits > 1 (split-K) raw float sums of depth chunk z go to `y` as [splits][K][N * OH * OW] and
 // conv_reduce.comp applies the epilogue.
 #include "common.glsl"
-#extension GL_EXT_control_flow_attributes : require
 layout(local_size_x = 16, local_size_y = 16) in;
 layout(push_constant) uniform Params {
   TBuf x; TBuf w_dw; TBuf b_dw; TBuf w_pw; TBuf bias; TBuf y; TBuf residual;
@@ -54,14 +53,14 @@ uint High(uint v) { return v >> 16u; }
 void LoadSlice(uint k0, uint k_end, uint row0, uint tid, Column col, out float ra[kPerInvocation], out Taps taps) {
   uint taps_n = min(Low(p.window) * High(p.window), kTaps);
   uint plane = p.H * p.W, window = Low(p.window) * High(p.window);
-  [[unroll]] for (uint i = 0u; i < kPerInvocation; ++i) {
+  for (uint i = 0u; i < kPerInvocation; ++i) {
     uint e = tid + 256u * i;
     uint gr = row0 + e / TILE_K, gk = k0 + e % TILE_K;
     ra[i] = (gr < p.K && gk < k_end) ? LOAD(p.w_pw, gr * p.C + gk) : 0.0;
     uint c = k0 + e / 64u;
     bool live = c < k_end && col.ok;
     taps.bias[i] = (live && (p.flags & 8u) != 0u) ? LOAD(p.b_dw, c) : 0.0;
-    [[unroll]] for (uint t = 0u; t < kTaps; ++t) {
+    for (uint t = 0u; t < kTaps; ++t) {
       bool use = live && t < taps_n && col.offset[t] >= 0;
       taps.x[i][t] = use ? LOAD(p.x, col.x_base + c * plane + uint(col.offset[t])) : 0.0;
       taps.w[i][t] = use ? LOAD(p.w_dw, c * window + t) : 0.0;
@@ -74,7 +73,7 @@ void LoadSlice(uint k0, uint k_end, uint row0, uint tid, Column col, out float r
 float Depthwise(Taps taps, uint i, uint c, Column col, bool live) {
   if (!live) return 0.0;
   float v = taps.bias[i];
-  [[unroll]] for (uint t = 0u; t < kTaps; ++t) v += taps.x[i][t] * taps.w[i][t];
+  for (uint t = 0u; t < kTaps; ++t) v += taps.x[i][t] * taps.w[i][t];
   uint R = Low(p.window), S = High(p.window), window = R * S;
   for (uint t = kTaps; t < window; ++t) {
     uint r = t / S, s = t - r * S;
@@ -104,7 +103,7 @@ void main() {
   column.iw0 = int(ow * High(p.strides)) - int(High(p.pads));
   column.x_base = n * p.C * p.H * p.W;
   uint S = High(p.window);
-  [[unroll]] for (uint t = 0u; t < kTaps; ++t) {
+  for (uint t = 0u; t < kTaps; ++t) {
     uint r = t / max(S, 1u), s = t - r * max(S, 1u);
     int ih = column.ih0 + int(r * Low(p.dilations)), iw = column.iw0 + int(s * High(p.dilations));
     bool inside = ih >= 0 && ih < int(p.H) && iw >= 0 && iw < int(p.W);
@@ -119,7 +118,7 @@ void main() {
   uint k0 = k_begin;
   if (k0 < k_end) LoadSlice(k0, k_end, row0, tid, column, ra, taps);
   for (; k0 < k_end; k0 += TILE_K) {
-    [[unroll]] for (uint i = 0u; i < kPerInvocation; ++i) {
+    for (uint i = 0u; i < kPerInvocation; ++i) {
       uint e = tid + 256u * i;
       uint c = k0 + e / 64u;
       PUT_A(e % TILE_K, e / TILE_K, ra[i]);
