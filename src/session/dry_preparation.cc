@@ -32,7 +32,7 @@ const std::set<std::string>& ShapeOnlyOps() {
 // Tessera's and ONNX Runtime's contrib operators the optimizer writes or exporters carry, shapes from input shapes.
 const std::set<std::string>& ShapeOnlyFusedOps() {
   static const std::set<std::string> ops = {
-      "FusedConv", "FusedConvTranspose", "DepthwisePointwiseConv", "NchwcConv", "ActivatedNchwcConv", "NchwcMaxPool", "NchwcAveragePool", "NchwcGlobalAveragePool",
+      "FusedConv", "FusedConvTranspose", "NchwcConv", "ActivatedNchwcConv", "NchwcMaxPool", "NchwcAveragePool", "NchwcGlobalAveragePool",
       "NchwcGlobalMaxPool", "ReorderFromBlocked", "FusedMatMul", "SkipLayerNormalization", "QuickGelu", "FastGelu",
       "BiasGelu", "Gelu"};
   return ops;

@@ -310,55 +310,6 @@ TEST_F(VulkanOpsTest, SplitKProductsAndConvolutionsOfSmallGrids) {
   CompareOnVulkan(grouped);
 }
 
-// ai.tessera::DepthwisePointwiseConv (depthwise_pointwise_conv.comp: the depthwise value evaluated while the
-// product stages it): 3 x 3 windows with taps held in registers, a 5 x 5 one past them, strides, dilations and
-// asymmetric padding, both activations, a residual of Y's shape (epilogue) and one that broadcasts (added after),
-// split-K with the reduce pass's epilogue (576 channels over a 7 x 7 map), float32 and float16 (on devices with
-// cooperative matrices these run on them).
-TEST_F(VulkanOpsTest, DepthwisePointwiseConvolutions) {
-  struct Case {
-    const char* name;
-    Shape x;
-    int64_t k, window;
-    std::vector<int64_t> pads, strides, dilations;
-    std::string dw_activation, activation;
-    std::optional<Shape> z;
-    bool biases;
-  };
-  const std::vector<Case> cases = {
-      {"MobileNetV2 block", {2, 16, 9, 9}, 24, 3, {1, 1, 1, 1}, {1, 1}, {1, 1}, "Clip", "", Shape{2, 24, 9, 9}, true},
-      {"stride 2, dilated, asymmetric pads", {1, 24, 11, 10}, 40, 3, {2, 1, 0, 2}, {2, 2}, {2, 1}, "Relu", "Relu",
-       std::nullopt, false},
-      {"5 x 5 window", {1, 8, 12, 12}, 70, 5, {2, 2, 2, 2}, {1, 1}, {1, 1}, "HardSwish", "", std::nullopt, true},
-      {"split-K, residual that broadcasts", {1, 576, 7, 7}, 160, 3, {1, 1, 1, 1}, {1, 1}, {1, 1}, "Clip", "Relu",
-       Shape{160, 1, 1}, true},
-  };
-  const bool half = VulkanDevice().device->metadata.at("float16") == "1";
-  for (const Case& c : cases) {
-    for (DataType type : {kF32, DataType::kFloat16}) {
-      if (type == DataType::kFloat16 && !half) continue;
-      SCOPED_TRACE(std::string(c.name) + (type == kF32 ? " float32" : " float16"));
-      const int64_t channels = c.x[1];
-      OpTester t("DepthwisePointwiseConv", 1, "ai.tessera");
-      t.Attr("pads", c.pads).Attr("strides", c.strides).Attr("dilations", c.dilations);
-      t.Attr("depthwise_activation", c.dw_activation);
-      if (c.dw_activation == "Clip") t.Attr("depthwise_activation_params", std::vector<float>{0.0f, 6.0f});
-      if (!c.activation.empty()) t.Attr("activation", c.activation);
-      t.Input("X", RandomTensor(type, c.x, 160)).Input("W_dw", RandomTensor(type, {channels, 1, c.window, c.window}, 161), true);
-      if (c.biases) t.Input("B_dw", RandomTensor(type, {channels}, 162), true);
-      else t.OmittedInput();
-      t.Input("W_pw", RandomTensor(type, {c.k, channels, 1, 1}, 163, -0.2, 0.2), true);
-      if (c.biases) t.Input("B_pw", RandomTensor(type, {c.k}, 164), true);
-      else if (c.z) t.OmittedInput();
-      if (c.z) t.Input("Z", RandomTensor(type, *c.z, 165));
-      t.OutputName("Y");
-      if (type == kF32) t.Tolerance(1e-4, 1e-4);
-      else t.Tolerance(5e-2, 2e-2);
-      CompareOnVulkan(t);
-    }
-  }
-}
-
 TEST_F(VulkanOpsTest, TransposedConvolutions) {
   struct Case {
     Shape x, w;

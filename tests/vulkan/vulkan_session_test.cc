@@ -476,39 +476,6 @@ TEST_F(VulkanSessionTest, Float16FusedAttentionMatchesTheCpuAtEveryTileEdge) {
   }
 }
 
-// MobileNetV2's inverted residuals on the Vulkan EP: depthwise_pointwise_fusion merges each depthwise convolution
-// (with its Clip) into the projection after it (with its residual), one Vulkan step per pair, by default; outputs
-// match the unoptimized graph on the CPU.
-TEST_F(VulkanSessionTest, DepthwiseAndPointwiseConvolutionsRunAsOneStep) {
-  PassTestGraph g(13);
-  g.Input("x", {2, 16, 10, 10}).Output("y");
-  g.Scalar("lo", 0.0f).Scalar("hi", 6.0f);
-  AddConv(g, "x", "expand", 16, 64, 1, 0);
-  g.Node("Clip", {"expand", "lo", "hi"}, {"e"});
-  AddConv(g, "e", "dw", 64, 64, 3, 1, 64);
-  g.Node("Clip", {"dw", "lo", "hi"}, {"d"});
-  AddConv(g, "d", "project", 64, 16, 1, 0);
-  g.Node("Add", {"project", "x"}, {"block"});
-  AddConv(g, "block", "dw2", 16, 16, 3, 1, 16, 2);
-  AddConv(g, "dw2", "y", 16, 24, 1, 0);
-  const std::string bytes = g.Serialize();
-  SessionOptions options;
-  options.AddProvider(kVulkanEpName);
-  Session vulkan(TestEnv(), bytes.data(), bytes.size(), options);
-  size_t pairs = 0, convs = 0;
-  for (const PartitionEntry& e : vulkan.Partition()) {
-    if (e.is_copy) continue;
-    EXPECT_EQ(e.ep, kVulkanEpName) << e.op_type;
-    pairs += e.op_type == "DepthwisePointwiseConv";
-    convs += e.op_type == "FusedConv" || e.op_type == "Conv";
-  }
-  EXPECT_EQ(pairs, 2u);
-  EXPECT_EQ(convs, 1u);  // the expansion
-  Session reference(TestEnv(), bytes.data(), bytes.size(), OptionsAt(OptimizationLevel::kNone));
-  const Session::NamedValues feeds = g.Feeds();
-  EXPECT_EQ(CompareTensors(reference.Run(feeds)[0].tensor(), vulkan.Run(feeds)[0].tensor(), 1e-4, 1e-4), "");
-}
-
 TEST_F(VulkanSessionTest, ConcurrentRunsOnOneSession) {
   const std::string model = SmallResidualNet();
   SessionOptions options;

@@ -10,7 +10,6 @@
 #include "graph/passes/conv_bn_folding.h"
 #include "graph/passes/dead_node_elimination.h"
 #include "graph/passes/depthwise_input_activation.h"
-#include "graph/passes/depthwise_pointwise_fusion.h"
 #include "graph/passes/float32_regions.h"
 #include "graph/passes/gelu_fusion.h"
 #include "graph/passes/integer_matmul_fusion.h"
@@ -107,8 +106,6 @@ void RunAll(Graph& graph, bool is_subgraph, PassRunner& run) {
   run("conv_activation_fusion", [&] { return FuseConvActivation(graph, context.can_fuse); });
   // After conv_activation_fusion, which takes a convolution's SiLU into its epilogue.
   run("silu_fusion", [&] { return FuseSilu(graph, context.can_fuse); });
-  // After conv_activation_fusion: the pair's activations and the projection's residual are already in FusedConvs.
-  run("depthwise_pointwise_fusion", [&] { return FuseDepthwisePointwise(graph, context.can_fuse); });
   run("gemm_to_matmul", [&] { return RewriteReshapedGemm(graph); });
   run("matmul_epilogue_fusion", [&] { return FuseMatMulEpilogue(graph, context.can_fuse); });
   // After matmul_epilogue_fusion: products that read one input merge with their biases.
@@ -155,7 +152,6 @@ const std::vector<std::string>& OptimizerPassNames() {
       "conv_bn_folding",       "conv_affine_folding",     "layer_norm_fusion",       "gelu_fusion",                "hard_swish_fusion",
       "transpose_elimination", "float32_regions",         "mha_lowering",               "attention_fusion",
       "cache_update_fusion",   "attention_mask_narrowing", "integer_matmul_fusion",   "skip_layer_norm_fusion",     "conv_activation_fusion", "silu_fusion",
-      "depthwise_pointwise_fusion",
       "gemm_to_matmul",        "matmul_epilogue_fusion",  "shared_input_matmul_fusion", "packed_qkv_attention", "nchwc_layout",
       "depthwise_input_activation", "split_concat_elimination"};
   return names;

@@ -26,7 +26,6 @@ const KernelRegistry& CpuKernelRegistry() {
     cpu::RegisterActivationKernels(r);
     cpu::RegisterMatMulKernels(r);
     cpu::RegisterConvKernels(r);
-    cpu::RegisterDepthwisePointwiseConvKernels(r);
     cpu::RegisterPoolKernels(r);
     cpu::RegisterNchwcPoolKernels(r);
     cpu::RegisterNchwcReorderKernels(r);
@@ -88,17 +87,15 @@ const KernelRegistry& CpuKernelRegistry() {
 CpuProviderOptions ParseCpuProviderOptions(const ProviderOptions& options) {
   CpuProviderOptions parsed;
   for (const auto& [key, value] : options) {
-    if (key != "conv_winograd" && key != "fused_attention" && key != "activated_depthwise" &&
-        key != "depthwise_pointwise")
+    if (key != "conv_winograd" && key != "fused_attention" && key != "activated_depthwise")
       Fail(ErrorCode::kInvalidArgument, "CPUExecutionProvider: unknown provider option '", key,
-           "' (known: conv_winograd, fused_attention, activated_depthwise, depthwise_pointwise)");
+           "' (known: conv_winograd, fused_attention, activated_depthwise)");
     if (value != "0" && value != "1")
       Fail(ErrorCode::kInvalidArgument, "CPUExecutionProvider: provider option '", key, "' must be 0 or 1, got '",
            value, "'");
-    bool& option = key == "conv_winograd"         ? parsed.conv_winograd
-                   : key == "fused_attention"     ? parsed.fused_attention
-                   : key == "depthwise_pointwise" ? parsed.depthwise_pointwise
-                                                  : parsed.activated_depthwise;
+    bool& option = key == "conv_winograd" ? parsed.conv_winograd
+                   : key == "fused_attention" ? parsed.fused_attention
+                                              : parsed.activated_depthwise;
     option = value == "1";
   }
   return parsed;
@@ -109,9 +106,6 @@ bool CpuExecutionProvider::PrefersFusion(const std::string& op_type, const std::
   // oneDNN fuses the producer's activation as a post-op already; moving it into the depthwise convolution would
   // cost an activated copy of X (depthwise_input_activation).
   if (op_type == "ActivatedNchwcConv" && domain == "ai.tessera") return options_.activated_depthwise;
-  // The reference kernel of depthwise_pointwise_fusion's op runs a graph that has it; oneDNN's two convolutions (in
-  // the channel-inner layout) are faster than it.
-  if (op_type == "DepthwisePointwiseConv" && domain == "ai.tessera") return options_.depthwise_pointwise;
   return true;
 }
 

@@ -24,10 +24,6 @@ struct CpuProviderOptions {
   // the depthwise convolution after it (ai.tessera::ActivatedNchwcConv) on the CPU EP too. Its kernel activates a
   // copy of X, where oneDNN applied the activation as the convolution's post-op for free: for tests and comparisons.
   bool activated_depthwise = false;
-  // "depthwise_pointwise" = "0" (default) / "1": let depthwise_pointwise_fusion merge a depthwise convolution and the
-  // pointwise one after it into ai.tessera::DepthwisePointwiseConv on the CPU EP too. Its kernel is a plain reference
-  // loop, slower than oneDNN's two convolutions: for tests and comparisons.
-  bool depthwise_pointwise = false;
 };
 CpuProviderOptions ParseCpuProviderOptions(const ProviderOptions& options);
 

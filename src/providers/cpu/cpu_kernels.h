@@ -11,7 +11,6 @@ void RegisterElementwiseKernels(KernelRegistry& registry);     // math/elementwi
 void RegisterActivationKernels(KernelRegistry& registry);      // math/activations.cc
 void RegisterMatMulKernels(KernelRegistry& registry);          // math/matmul.cc (MatMul, Gemm)
 void RegisterConvKernels(KernelRegistry& registry);            // nn/conv.cc
-void RegisterDepthwisePointwiseConvKernels(KernelRegistry& registry);  // nn/depthwise_pointwise_conv.cc
 void RegisterPoolKernels(KernelRegistry& registry);            // nn/pool.cc
 void RegisterNchwcPoolKernels(KernelRegistry& registry);       // nn/nchwc_pool.cc (ai.tessera, blocked layout)
 void RegisterNchwcReorderKernels(KernelRegistry& registry);    // nn/nchwc_reorder.cc (ai.tessera)

@@ -1,11 +1,9 @@
 // Convolutions (Conv and ai.tessera::FusedConv: implicit matrix product, or one invocation per output for depthwise
-// convolutions; ai.tessera::DepthwisePointwiseConv: the product of a pointwise convolution over a depthwise one's
-// output evaluated on the fly), pooling, and Resize of the two spatial axes. 1-D windows run as 2-D ones of height 1.
+// convolutions), pooling, and Resize of the two spatial axes. 1-D windows run as 2-D ones of height 1.
 #include <algorithm>
 #include <cmath>
 
 #include "tessera/ep/broadcast.h"
-#include "tessera/ep/depthwise_pointwise_geometry.h"
 #include "tessera/ep/fused_activation.h"
 #include "tessera/ep/window_geometry.h"
 #include "tessera/status.h"
@@ -65,43 +63,6 @@ Window2d ToWindow2d(const KernelContext& ctx, const WindowGeometry& g) {
   w.OH = U32(ctx, oh);
   w.OW = U32(ctx, ow);
   return w;
-}
-
-// y = act(y + z) for a z that broadcasts to y's shape: y + z with the binary shader, then the activation in place.
-void RecordResidual(const KernelContext& ctx, Tensor& y, const Tensor& z, const FusedActivation& activation) {
-  struct BinaryPush {
-    uint64_t a, b, c;
-    uint32_t n, op, rank;
-    uint32_t dims[5], a_strides[5], b_strides[5];
-  } push{};
-  const std::vector<int64_t>& yd = y.shape().dims();
-  std::vector<int64_t> zd(yd.size() - z.shape().rank(), 1);
-  zd.insert(zd.end(), z.shape().dims().begin(), z.shape().dims().end());
-  if (yd.size() > 5)
-    Fail(ErrorCode::kNotImplemented, ctx.node(), ": residual of rank ", yd.size(), " on the Vulkan EP");
-  int64_t ys = 1, zs = 1;
-  push.rank = static_cast<uint32_t>(yd.size());
-  for (size_t i = yd.size(); i-- > 0;) {
-    push.dims[i] = U32(ctx, yd[i]);
-    push.a_strides[i] = U32(ctx, ys);
-    push.b_strides[i] = zd[i] == 1 ? 0 : U32(ctx, zs);
-    ys *= yd[i];
-    zs *= zd[i];
-  }
-  push.a = push.c = Address(ctx, y, "Y");
-  push.b = Address(ctx, z, "Z");
-  push.n = U32(ctx, y.NumElements());
-  push.op = 0;  // add
-  const char* suffix = FloatSuffix(ctx, y.type());
-  VulkanStream& stream = StreamOf(ctx);
-  DispatchLinear(stream, std::string("binary") + suffix, &push, sizeof(push), y.NumElements());
-  struct {
-    uint64_t x, y;
-    uint32_t n, op;
-    float a, b;
-  } act{push.c, push.c, push.n, static_cast<uint32_t>(ShaderActivation(activation)), activation.alpha,
-        activation.beta};
-  if (act.op != 0) DispatchLinear(stream, std::string("unary") + suffix, &act, sizeof(act), y.NumElements());
 }
 
 // Conv(X, W, B?) and FusedConv(X, W, B?, Z?) with `activation`.
@@ -208,104 +169,52 @@ class ConvKernel : public Kernel {
     }
     if (separate_residual) {
       BroadcastShapes(node, y.shape(), z->shape());
-      RecordResidual(ctx, y, *z, activation_);
+      RecordResidual(ctx, y, *z);
     }
   }
 
  private:
+  // y = act(y + z) for a z that broadcasts to y's shape: y + z with the binary shader, then the activation in place.
+  void RecordResidual(const KernelContext& ctx, Tensor& y, const Tensor& z) const {
+    struct BinaryPush {
+      uint64_t a, b, c;
+      uint32_t n, op, rank;
+      uint32_t dims[5], a_strides[5], b_strides[5];
+    } push{};
+    const std::vector<int64_t>& yd = y.shape().dims();
+    std::vector<int64_t> zd(yd.size() - z.shape().rank(), 1);
+    zd.insert(zd.end(), z.shape().dims().begin(), z.shape().dims().end());
+    if (yd.size() > 5)
+      Fail(ErrorCode::kNotImplemented, ctx.node(), ": residual of rank ", yd.size(), " on the Vulkan EP");
+    int64_t ys = 1, zs = 1;
+    push.rank = static_cast<uint32_t>(yd.size());
+    for (size_t i = yd.size(); i-- > 0;) {
+      push.dims[i] = U32(ctx, yd[i]);
+      push.a_strides[i] = U32(ctx, ys);
+      push.b_strides[i] = zd[i] == 1 ? 0 : U32(ctx, zs);
+      ys *= yd[i];
+      zs *= zd[i];
+    }
+    push.a = push.c = Address(ctx, y, "Y");
+    push.b = Address(ctx, z, "Z");
+    push.n = U32(ctx, y.NumElements());
+    push.op = 0;  // add
+    const char* suffix = FloatSuffix(ctx, y.type());
+    VulkanStream& stream = StreamOf(ctx);
+    DispatchLinear(stream, std::string("binary") + suffix, &push, sizeof(push), y.NumElements());
+    struct {
+      uint64_t x, y;
+      uint32_t n, op;
+      float a, b;
+    } act{push.c, push.c, push.n, static_cast<uint32_t>(ShaderActivation(activation_)), activation_.alpha,
+          activation_.beta};
+    if (act.op != 0) DispatchLinear(stream, std::string("unary") + suffix, &act, sizeof(act), y.NumElements());
+  }
+
   WindowAttributes attributes_;
   int64_t group_;
   bool fused_;
   FusedActivation activation_;
-};
-
-struct DepthwisePointwisePush {
-  uint64_t x, w_dw, b_dw, w_pw, bias, y, residual;
-  uint32_t N, C, H, W, K, OH, OW;
-  uint32_t window, strides, pads, dilations, acts;  // pairs of 16-bit values (depthwise_pointwise_conv.comp)
-  float act_a, act_b, dw_a, dw_b;
-  uint32_t flags, splits;
-};
-static_assert(sizeof(DepthwisePointwisePush) <= kPushConstantBytes);
-
-// ai.tessera::DepthwisePointwiseConv (graph/passes/depthwise_pointwise_fusion.h): one implicit product whose operand
-// is the depthwise output, evaluated while staged (shaders/depthwise_pointwise_conv.comp), split-K like Conv's for
-// small grids; a residual that only broadcasts is added afterwards, the activation then after it.
-class DepthwisePointwiseKernel : public Kernel {
- public:
-  explicit DepthwisePointwiseKernel(const KernelInfo& info)
-      : attributes_(DepthwisePointwiseAttributes::Of(info.node())) {}
-
-  void Compute(KernelContext& ctx) const override {
-    const Node& node = ctx.node();
-    const Tensor& x = ctx.Input(kDwX);
-    const Tensor& w_dw = ctx.Input(kDwWeights);
-    const Tensor* b_dw = ctx.OptionalInput(kDwBias);
-    const Tensor& w_pw = ctx.Input(kPwWeights);
-    const Tensor* b_pw = ctx.OptionalInput(kPwBias);
-    const Tensor* z = ctx.OptionalInput(kPwResidual);
-    const DepthwisePointwiseGeometry g = MakeDepthwisePointwiseGeometry(node, attributes_, x, w_dw, b_dw, w_pw, b_pw);
-    Tensor& y = ctx.Output(0, x.type(), g.output_shape);
-    if (z != nullptr) CheckUnidirectionalBroadcast(node, z->shape(), y.shape(), "Z (input 5)");
-    if (y.NumElements() == 0) return;
-    const auto pair = [&](int64_t low, int64_t high, const char* what) {
-      if (low < 0 || low > 0xffff || high < 0 || high > 0xffff)
-        Fail(ErrorCode::kNotImplemented, node, ": the Vulkan kernel holds the depthwise window's ", what,
-             " in 16 bits, got ", low, " and ", high);
-      return static_cast<uint32_t>(low) | static_cast<uint32_t>(high) << 16;
-    };
-    DepthwisePointwisePush push{};
-    push.x = Address(ctx, x, "X");
-    push.w_dw = Address(ctx, w_dw, "W_dw");
-    push.b_dw = b_dw != nullptr ? Address(ctx, *b_dw, "B_dw") : push.w_dw;
-    push.w_pw = Address(ctx, w_pw, "W_pw");
-    push.y = Address(ctx, y, "Y");
-    push.bias = b_pw != nullptr ? Address(ctx, *b_pw, "B_pw") : push.y;
-    push.residual = push.y;
-    push.N = U32(ctx, g.N), push.C = U32(ctx, g.C), push.H = U32(ctx, g.H), push.W = U32(ctx, g.W);
-    push.K = U32(ctx, g.K), push.OH = U32(ctx, g.OH), push.OW = U32(ctx, g.OW);
-    push.window = pair(g.R, g.S, "extent");
-    push.strides = pair(g.stride_h, g.stride_w, "strides");
-    push.pads = pair(g.pad_top, g.pad_left, "padding");
-    push.dilations = pair(g.dilation_h, g.dilation_w, "dilations");
-    push.flags = (b_pw != nullptr ? 1u : 0u) | (b_dw != nullptr ? 8u : 0u);
-    const bool residual_in_epilogue = z != nullptr && z->shape() == y.shape();
-    const bool separate_residual = z != nullptr && !residual_in_epilogue;
-    if (residual_in_epilogue) {
-      push.residual = Address(ctx, *z, "Z");
-      push.flags |= 2u;
-    }
-    const FusedActivation none;
-    const FusedActivation& after = separate_residual ? none : attributes_.activation;
-    push.acts = static_cast<uint32_t>(ShaderActivation(after)) |
-                static_cast<uint32_t>(ShaderActivation(attributes_.depthwise_activation)) << 16;
-    push.act_a = after.alpha, push.act_b = after.beta;
-    push.dw_a = attributes_.depthwise_activation.alpha, push.dw_b = attributes_.depthwise_activation.beta;
-    VulkanStream& stream = StreamOf(ctx);
-    const char* suffix = FloatSuffix(ctx, x.type());
-    const uint64_t cols = static_cast<uint64_t>(g.N * g.OH * g.OW);
-    const uint32_t gx = U32(ctx, static_cast<int64_t>((cols + 63) / 64)), gy = U32(ctx, (g.K + 63) / 64);
-    push.splits = SplitsFor(uint64_t{gx} * gy, static_cast<uint64_t>(g.C));
-    const std::string shader = ProductShader(stream, "depthwise_pointwise_conv", suffix);
-    if (push.splits == 1) {
-      stream.Dispatch(shader, &push, sizeof(push), gx, gy, 1);
-    } else {  // split-K: partial sums, then conv_reduce applies the epilogue
-      Tensor partial = Tensor::Allocate(DataType::kFloat, Shape({static_cast<int64_t>(push.splits * g.K * cols)}),
-                                        ctx.allocator());
-      DepthwisePointwisePush first = push;
-      first.y = Address(ctx, partial, "split-K partial sums");
-      stream.Dispatch(shader, &first, sizeof(first), gx, gy, push.splits);
-      ConvReducePush reduce{first.y,      push.bias,   push.residual, push.y,     push.N,     push.K,
-                            push.OH * push.OW, push.splits, push.acts & 0xffffu, push.act_a, push.act_b,
-                            push.flags & 3u};
-      DispatchLinear(stream, std::string("conv_reduce") + suffix, &reduce, sizeof(reduce), y.NumElements());
-      stream.KeepAlive(partial.buffer());
-    }
-    if (separate_residual) RecordResidual(ctx, y, *z, attributes_.activation);
-  }
-
- private:
-  DepthwisePointwiseAttributes attributes_;
 };
 
 struct ConvTransposePush {
@@ -531,8 +440,6 @@ void RegisterConvKernels(KernelRegistry& registry, const PhysicalDeviceInfo& dev
   const std::vector<DataType> floats = FloatTypes(device);
   registry.Register<ConvKernel>(Def("Conv", "", 1, kLatestOnnxOpset, {{0, floats}, {1, floats}, {2, floats}}));
   registry.Register<ConvKernel>(Def("FusedConv", "ai.tessera", 1, INT_MAX, {{0, floats}, {1, floats}, {2, floats}}));
-  registry.Register<DepthwisePointwiseKernel>(
-      Def("DepthwisePointwiseConv", "ai.tessera", 1, INT_MAX, {{0, floats}, {1, floats}, {3, floats}}));
   registry.Register<ConvTransposeKernel>(
       Def("ConvTranspose", "", 1, kLatestOnnxOpset, {{0, floats}, {1, floats}, {2, floats}}));
   auto pool = [&](const char* op, bool max, bool global, int since) {
