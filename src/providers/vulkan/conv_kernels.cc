@@ -13,12 +13,12 @@ namespace tessera::vulkan_ep {
 
 namespace {
 
-// conv2d.comp's and depthwise_conv2d.comp's push constants.
 struct ConvPush {
   uint64_t x, w, bias, y, residual;
-  uint64_t partial, counters;  // split-K (conv2d.comp): the partial sums and the stream's tile counters
   uint32_t N, C, H, W, K, OH, OW;
-  uint32_t kernel, strides, dilations, pads;  // (height, width) pairs of 16-bit values: h | w << 16
+  uint32_t KH, KW, SH, SW;
+  int32_t PH, PW;
+  uint32_t DH, DW;
   uint32_t groups, act;
   float act_a, act_b;
   uint32_t flags;
@@ -26,14 +26,12 @@ struct ConvPush {
 };
 static_assert(sizeof(ConvPush) <= kPushConstantBytes);
 
-// (height, width) as one push-constant word, h | w << 16; throws kNotImplemented naming the node and `what` when
-// either does not fit 16 bits.
-uint32_t HeightWidthPair(const KernelContext& ctx, uint32_t h, uint32_t w, const char* what) {
-  if (h > 0xffff || w > 0xffff)
-    Fail(ErrorCode::kNotImplemented, ctx.node(), ": the Vulkan convolution kernels hold the window's ", what,
-         " in 16 bits, got ", h, " and ", w);
-  return h | w << 16;
-}
+struct ConvReducePush {
+  uint64_t partial, bias, residual, y;
+  uint32_t N, K, pixels, splits, act;
+  float act_a, act_b;
+  uint32_t flags;
+};
 
 
 // The spatial dims of a 1-D or 2-D window as (height, width), height 1 for 1-D.
@@ -116,10 +114,14 @@ class ConvKernel : public Kernel {
     push.K = U32(ctx, K);
     push.OH = win.OH;
     push.OW = win.OW;
-    push.kernel = HeightWidthPair(ctx, win.KH, win.KW, "extent");
-    push.strides = HeightWidthPair(ctx, win.SH, win.SW, "strides");
-    push.dilations = HeightWidthPair(ctx, win.DH, win.DW, "dilations");
-    push.pads = HeightWidthPair(ctx, static_cast<uint32_t>(win.PH), static_cast<uint32_t>(win.PW), "padding");
+    push.KH = win.KH;
+    push.KW = win.KW;
+    push.SH = win.SH;
+    push.SW = win.SW;
+    push.PH = win.PH;
+    push.PW = win.PW;
+    push.DH = win.DH;
+    push.DW = win.DW;
     push.groups = U32(ctx, group_);
     push.flags = b != nullptr ? 1u : 0u;
     // Pointwise (1 x 1, stride 1, no padding): the implicit product reads X directly (conv2d.comp, flags bit 4).
@@ -150,16 +152,20 @@ class ConvKernel : public Kernel {
       const uint32_t gx = U32(ctx, (cols + 63) / 64), gy = U32(ctx, (Kg + 63) / 64);
       const uint64_t depth = static_cast<uint64_t>(Cg) * win.KH * win.KW;
       push.splits = SplitsFor(uint64_t{gx} * gy * push.groups, depth);
-      if (uint64_t{gx} * gy * push.groups > VulkanStream::kSplitCounters) push.splits = 1;  // a counter per tile
       const std::string shader = ProductShader(stream, "conv2d", suffix);
-      if (push.splits > 1) {  // split-K: partial sums, the tile's last workgroup adds them up (split_fixup.glsl)
+      if (push.splits == 1) {
+        stream.Dispatch(shader, &push, sizeof(push), gx, gy, push.groups);
+      } else {  // split-K: partial sums, then conv_reduce applies the epilogue
         Tensor partial = Tensor::Allocate(DataType::kFloat, Shape({static_cast<int64_t>(push.splits * K * cols)}),
                                           ctx.allocator());
-        push.partial = Address(ctx, partial, "split-K partial sums");
-        push.counters = stream.UseSplitCounters();
+        ConvPush first = push;
+        first.y = Address(ctx, partial, "split-K partial sums");
+        stream.Dispatch(shader, &first, sizeof(first), gx, gy, push.groups * push.splits);
+        ConvReducePush reduce{first.y, push.bias, push.residual, push.y,    push.N,     push.K,   win.OH * win.OW,
+                              push.splits, push.act, push.act_a,  push.act_b, push.flags};
+        DispatchLinear(stream, std::string("conv_reduce") + suffix, &reduce, sizeof(reduce), y.NumElements());
         stream.KeepAlive(partial.buffer());
       }
-      stream.Dispatch(shader, &push, sizeof(push), gx, gy, push.groups * push.splits);
     }
     if (separate_residual) {
       BroadcastShapes(node, y.shape(), z->shape());

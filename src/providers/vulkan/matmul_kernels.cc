@@ -12,41 +12,54 @@ namespace tessera::vulkan_ep {
 
 namespace {
 
-// matmul.comp's push constants.
 struct MatMulPush {
   uint64_t a, b, c, bias;
-  uint64_t partial, counters;  // split-K: the partial sums and the stream's tile counters
   uint32_t M, N, K;
   uint32_t a_row, a_col, b_row, b_col;
   uint32_t a_batch, b_batch, c_batch;
   float alpha, beta;
-  uint32_t bias_row, bias_col;
-  uint32_t flags;  // the activation's code (bits 0-7), kHasBias, kHasAddend
+  uint32_t bias_row, bias_col, has_bias;
+  uint32_t act;
   float act_a, act_b;
   uint32_t splits;
-  uint64_t addend;  // FusedMatMul's addend of C's shape (kHasAddend), added after the activation
+  uint32_t has_addend;
+  uint64_t addend;  // FusedMatMul's addend of C's shape (has_addend), added after the activation
 };
 static_assert(sizeof(MatMulPush) <= kPushConstantBytes);
-constexpr uint32_t kHasBias = 1u << 8, kHasAddend = 1u << 9;
+
+struct MatMulReducePush {
+  uint64_t partial, bias, c;
+  uint32_t total, N, MN, splits;
+  float alpha, beta;
+  uint32_t bias_row, bias_col, has_bias, act;
+  float act_a, act_b;
+  uint32_t has_addend;
+  uint64_t addend;
+};
 
 // Records `batches` products of push.M x push.N (at push.c, batch stride push.c_batch == M * N), split along the depth
-// when the grid is too small to fill the GPU (SplitsFor): partial sums in a scratch buffer, which the last workgroup
-// of each output tile adds up before the epilogue (split_fixup.glsl), in the same dispatch.
+// when the grid is too small to fill the GPU (SplitsFor): partial sums in a scratch buffer, then matmul_reduce.
 void DispatchProduct(const KernelContext& ctx, VulkanStream& stream, const char* suffix, MatMulPush push,
                      uint32_t batches) {
   const uint32_t x = (push.N + 63) / 64, y = (push.M + 63) / 64;
-  const uint64_t tiles = uint64_t{x} * y * batches;
-  push.splits = tiles <= VulkanStream::kSplitCounters ? SplitsFor(tiles, push.K) : 1;
+  const uint32_t splits = SplitsFor(uint64_t{x} * y * batches, push.K);
+  push.splits = splits;
   const std::string shader = ProductShader(stream, "matmul", suffix);
-  if (push.splits > 1) {
-    const uint64_t total = uint64_t{push.M} * push.N * batches;
-    Tensor partial =
-        Tensor::Allocate(DataType::kFloat, Shape({static_cast<int64_t>(total * push.splits)}), ctx.allocator());
-    push.partial = Address(ctx, partial, "split-K partial sums");
-    push.counters = stream.UseSplitCounters();
-    stream.KeepAlive(partial.buffer());
+  if (splits == 1) {
+    stream.Dispatch(shader, &push, sizeof(push), x, y, batches);
+    return;
   }
-  stream.Dispatch(shader, &push, sizeof(push), x, y, batches * push.splits);
+  const uint64_t total = uint64_t{push.M} * push.N * batches;
+  Tensor partial = Tensor::Allocate(DataType::kFloat, Shape({static_cast<int64_t>(total * splits)}), ctx.allocator());
+  MatMulPush first = push;
+  first.c = Address(ctx, partial, "split-K partial sums");
+  stream.Dispatch(shader, &first, sizeof(first), x, y, batches * splits);
+  MatMulReducePush reduce{first.c,       push.bias,  push.c,       U32(ctx, static_cast<int64_t>(total)),
+                          push.N,        push.M * push.N, splits, push.alpha,
+                          push.beta,     push.bias_row, push.bias_col, push.has_bias,
+                          push.act,      push.act_a,    push.act_b, push.has_addend, push.addend};
+  DispatchLinear(stream, std::string("matmul_reduce") + suffix, &reduce, sizeof(reduce), total);
+  stream.KeepAlive(partial.buffer());
 }
 
 // MatMul, and ai.tessera::FusedMatMul: Y = act(alpha * A x B + bias) + addend (matmul_epilogue_fusion), alpha, the
@@ -153,16 +166,16 @@ class MatMulKernel : public Kernel {
     push.c_batch = U32(ctx, M * N);
     if (bias != nullptr) {  // bias[j] for every row
       push.bias = Address(ctx, *bias, "bias");
-      push.flags |= kHasBias;
+      push.has_bias = 1;
       push.beta = 1.0f;
       push.bias_row = 0;
       push.bias_col = 1;
     }
     if (addend != nullptr) {
       push.addend = Address(ctx, *addend, "addend");
-      push.flags |= kHasAddend;
+      push.has_addend = 1;
     }
-    push.flags |= static_cast<uint32_t>(ShaderActivation(activation_));
+    push.act = static_cast<uint32_t>(ShaderActivation(activation_));
     push.act_a = activation_.alpha;
     push.act_b = activation_.beta;
     // B shared by every batch with A's batches contiguous: one product of (batches * M) rows.
@@ -196,7 +209,7 @@ class MatMulKernel : public Kernel {
       part.a += a_off * element;
       part.b += b_off * element;
       part.c += o * inner * M * N * element;
-      if ((part.flags & kHasAddend) != 0) part.addend += o * inner * M * N * element;
+      if (part.has_addend != 0) part.addend += o * inner * M * N * element;
       DispatchProduct(ctx, stream, suffix, part, U32(ctx, inner));
     }
   }
@@ -254,7 +267,7 @@ class GemmKernel : public Kernel {
       push.bias = Address(ctx, *c, "C");
       push.bias_row = rows == 1 ? 0 : U32(ctx, cols);
       push.bias_col = cols == 1 ? 0 : 1;
-      push.flags |= kHasBias;
+      push.has_bias = 1;
     }
     DispatchProduct(ctx, StreamOf(ctx), FloatSuffix(ctx, a.type()), push, 1);
   }

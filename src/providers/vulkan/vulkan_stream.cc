@@ -96,15 +96,6 @@ VulkanStream::VulkanStream(VulkanDevice& device)
   pool.flags = VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT;
   pool.queueFamilyIndex = device_.info().compute_queue_family;
   Check(vkCreateCommandPool(device_.handle(), &pool, nullptr, &pool_), "vkCreateCommandPool");
-  const size_t bytes = kSplitCounters * sizeof(uint32_t);
-  void* counters = device_.AllocateBuffer(bytes, /*host_visible=*/false);
-  split_counters_ = std::shared_ptr<void>(counters, [device = &device_](void* p) { device->FreeBuffer(p, false); });
-  const BufferRange range = device_.Resolve(counters, bytes);
-  Guard lock(*this);
-  BeginBatchLocked();
-  OrderLocked(VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT, VK_ACCESS_TRANSFER_WRITE_BIT);
-  vkCmdFillBuffer(current_.commands, range.buffer, range.offset, bytes, 0);
-  ++current_.num_commands;
 }
 
 VulkanStream::~VulkanStream() {
@@ -116,11 +107,6 @@ VulkanStream::~VulkanStream() {
   Guard lock(*this);
   if (current_.commands != VK_NULL_HANDLE) vkEndCommandBuffer(current_.commands);
   vkDestroyCommandPool(device_.handle(), pool_, nullptr);  // frees its command buffers
-}
-
-uint64_t VulkanStream::UseSplitCounters() {
-  KeepAlive(split_counters_);
-  return reinterpret_cast<uintptr_t>(split_counters_.get());
 }
 
 void* VulkanStream::native_handle() const { return queue_; }

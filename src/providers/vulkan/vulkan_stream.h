@@ -87,14 +87,6 @@ class VulkanStream : public Stream {
   bool WriteTimestamp(VkQueryPool pool, uint32_t query);
   // Keeps `owner` alive until the work recorded so far has completed.
   void KeepAlive(std::shared_ptr<void> owner);
-  // The device address of this stream's split-K tile counters: kSplitCounters uint32 zeros (filled when the stream
-  // is created, ahead of any capture). A split-K product counts its arriving workgroups per output tile there, and
-  // the last one to arrive adds the partial sums up, applies the epilogue and sets the counter back to zero
-  // (coop_tile.glsl SPLIT_FIXUP), so the counters are zero again after every dispatch; the stream's dispatches run one
-  // after another, so none shares them with another.
-  // The buffer is kept alive by the batch (or the captured work) recording the dispatch that uses it.
-  static constexpr uint32_t kSplitCounters = 1024;
-  uint64_t UseSplitCounters();
   // Submits what has been recorded (nothing when the batch is empty or a capture is open).
   void Flush();
   // The timeline value the last submission signals (0 before any).
@@ -144,7 +136,6 @@ class VulkanStream : public Stream {
 
   VulkanDevice& device_;
   std::shared_ptr<Timeline> timeline_;
-  std::shared_ptr<void> split_counters_;  // device-local: its device address; frees the buffer when released
   mutable std::mutex mutex_;
   VkCommandPool pool_ = VK_NULL_HANDLE;
   Batch current_;

@@ -4,28 +4,18 @@
 // deep (coop_tile.glsl), each of the 256 invocations computing 4 x 4 outputs; bias and activation in the
 // epilogue; an optional residual (same shape as Y) is added before the activation. With splits > 1 (split-K, for
 // grids too small to fill the GPU), workgroup z = group * splits + s covers depth chunk s and writes raw float sums to
-// `partial` ([splits][K][N * OH * OW]); the last workgroup of a tile to finish adds them up and applies the epilogue
-// (split_fixup.glsl), so a split convolution is one dispatch.
+// `partial` ([splits][K][N * OH * OW]); conv_reduce.comp adds them up and applies the epilogue.
 #include "common.glsl"
-#include "split_fixup.glsl"
 layout(local_size_x = 16, local_size_y = 16) in;
 layout(push_constant) uniform Params {
   TBuf x; TBuf w; TBuf bias; TBuf y; TBuf residual;
-  Partials partial; Counters counters;  // split-K: the partial sums and the stream's tile counters
   uint N; uint C; uint H; uint W; uint K; uint OH; uint OW;
-  uint kernel; uint strides; uint dilations; uint pads;  // (height, width) pairs of 16-bit values: h | w << 16
+  uint KH; uint KW; uint SH; uint SW; int PH; int PW; uint DH; uint DW;
   uint groups; uint act; float act_a; float act_b; uint flags;  // flags: 1 = bias, 2 = residual
-  uint splits;
+  uint splits;  // > 1: write raw sums of depth chunk z % splits to `y` as floats (partials)
 } p;
 // flags bit 4: a pointwise convolution (1 x 1 window, stride 1, no padding): depth index = input channel.
-#define KH (p.kernel & 0xffffu)
-#define KW (p.kernel >> 16u)
-#define SH (p.strides & 0xffffu)
-#define SW (p.strides >> 16u)
-#define DH (p.dilations & 0xffffu)
-#define DW (p.dilations >> 16u)
-#define PH int(p.pads & 0xffffu)
-#define PW int(p.pads >> 16u)
+layout(buffer_reference, std430, buffer_reference_align = 4) buffer Partials { float v[]; };
 
 #include "coop_tile.glsl"
 
@@ -45,17 +35,17 @@ struct WindowPos {
   uint c[kPerInvocation], kh[kPerInvocation], kw[kPerInvocation];
 };
 void Place(uint depth_index, out uint c, out uint kh, out uint kw) {
-  uint window = KH * KW;
+  uint window = p.KH * p.KW;
   c = depth_index / window;
   uint rs = depth_index - c * window;
-  kh = rs / KW;
-  kw = rs - kh * KW;
+  kh = rs / p.KW;
+  kw = rs - kh * p.KW;
 }
 void Advance(inout WindowPos at, uint step_c, uint step_kh, uint step_kw) {
   for (uint i = 0u; i < kPerInvocation; ++i) {
     uint kw = at.kw[i] + step_kw, kh = at.kh[i] + step_kh, c = at.c[i] + step_c;
-    if (kw >= KW) { kw -= KW; ++kh; }
-    if (kh >= KH) { kh -= KH; ++c; }
+    if (kw >= p.KW) { kw -= p.KW; ++kh; }
+    if (kh >= p.KH) { kh -= p.KH; ++c; }
     at.c[i] = c; at.kh[i] = kh; at.kw[i] = kw;
   }
 }
@@ -75,7 +65,7 @@ void LoadSlice(uint k0, uint k_end, uint row0, uint first_k, uint Kg, uint depth
     if (gkb < k_end && col.ok && (p.flags & 4u) != 0u) {
       v = LOAD(p.x, col.x_base + gkb * col.plane + col.pix);
     } else if (gkb < k_end && col.ok) {
-      int ih = col.ih0 + int(at.kh[i] * DH), iw = col.iw0 + int(at.kw[i] * DW);
+      int ih = col.ih0 + int(at.kh[i] * p.DH), iw = col.iw0 + int(at.kw[i] * p.DW);
       if (ih >= 0 && ih < int(p.H) && iw >= 0 && iw < int(p.W))
         v = LOAD(p.x, col.x_base + at.c[i] * col.plane + uint(ih) * p.W + uint(iw));
     }
@@ -86,7 +76,7 @@ void LoadSlice(uint k0, uint k_end, uint row0, uint first_k, uint Kg, uint depth
 void main() {
   uint g = gl_WorkGroupID.z / p.splits, split = gl_WorkGroupID.z % p.splits;
   uint Kg = p.K / p.groups, Cg = p.C / p.groups;
-  uint window = KH * KW;
+  uint window = p.KH * p.KW;
   uint depth = Cg * window;
   uint pixels = p.OH * p.OW;
   uint cols = p.N * pixels;
@@ -100,7 +90,7 @@ void main() {
   bool col_ok = my_col < cols;
   uint n = col_ok ? my_col / pixels : 0u, pix = col_ok ? my_col % pixels : 0u;
   uint oh = pix / p.OW, ow = pix % p.OW;
-  int ih0 = int(oh * SH) - PH, iw0 = int(ow * SW) - PW;
+  int ih0 = int(oh * p.SH) - p.PH, iw0 = int(ow * p.SW) - p.PW;
   uint x_base = (n * p.C + g * Cg) * p.H * p.W;
   uint plane = p.H * p.W;
   // Depth chunk of this split (whole slices).
@@ -133,8 +123,8 @@ void main() {
     barrier();
   }
   TILE_END(acc, tx, ty);
-  if (p.splits > 1u) {  // raw sums of this depth chunk; the tile's last workgroup goes on with their total
-    Partials partial = p.partial;
+  if (p.splits > 1u) {  // raw sums of this depth chunk
+    Partials partial = Partials(p.y);
     for (int i = 0; i < 4; ++i) {
       uint r = row0 + ty + 16 * i;
       if (r >= Kg) continue;
@@ -143,17 +133,7 @@ void main() {
         if (col < cols) partial.v[(split * p.K + g * Kg + r) * cols + col] = acc[i][j];
       }
     }
-    uint tile = gl_WorkGroupID.x + gl_NumWorkGroups.x * (gl_WorkGroupID.y + gl_NumWorkGroups.y * g);
-    if (!LastOfTile(p.counters, tile, p.splits)) return;
-    uint at[4][4];
-    for (int i = 0; i < 4; ++i) {
-      uint r = row0 + ty + 16 * i;
-      for (int j = 0; j < 4; ++j) {
-        uint col = col0 + tx + 16 * j;
-        at[i][j] = (r < Kg && col < cols) ? (g * Kg + r) * cols + col : ~0u;
-      }
-    }
-    SumChunks(partial, at, p.K * cols, p.splits, acc);
+    return;
   }
   // Each of the invocation's four columns: its image and pixel, found once (not once per output row).
   uint col_base[4];

@@ -3,21 +3,12 @@
 // k / multiplier): one invocation per output element.
 #include "common.glsl"
 layout(local_size_x = 256) in;
-layout(push_constant) uniform Params {  // conv2d.comp's (conv_kernels.cc, ConvPush)
+layout(push_constant) uniform Params {
   TBuf x; TBuf w; TBuf bias; TBuf y; TBuf residual;
-  TBuf unused_partial; TBuf unused_counters;
   uint N; uint C; uint H; uint W; uint K; uint OH; uint OW;
-  uint kernel; uint strides; uint dilations; uint pads;  // (height, width) pairs of 16-bit values: h | w << 16
+  uint KH; uint KW; uint SH; uint SW; int PH; int PW; uint DH; uint DW;
   uint groups; uint act; float act_a; float act_b; uint flags;
 } p;
-#define KH (p.kernel & 0xffffu)
-#define KW (p.kernel >> 16u)
-#define SH (p.strides & 0xffffu)
-#define SW (p.strides >> 16u)
-#define DH (p.dilations & 0xffffu)
-#define DW (p.dilations >> 16u)
-#define PH int(p.pads & 0xffffu)
-#define PW int(p.pads >> 16u)
 void main() {
   uint i = FlatIndex();
   uint total = p.N * p.K * p.OH * p.OW;
@@ -28,14 +19,14 @@ void main() {
   uint c = k / (p.K / p.C);
   float acc = (p.flags & 1u) != 0u ? LOAD(p.bias, k) : 0.0;
   uint x_base = (n * p.C + c) * p.H * p.W;
-  uint w_base = k * KH * KW;
-  for (uint kh = 0; kh < KH; ++kh) {
-    int ih = int(oh * SH + kh * DH) - PH;
+  uint w_base = k * p.KH * p.KW;
+  for (uint kh = 0; kh < p.KH; ++kh) {
+    int ih = int(oh * p.SH + kh * p.DH) - p.PH;
     if (ih < 0 || ih >= int(p.H)) continue;
-    for (uint kw = 0; kw < KW; ++kw) {
-      int iw = int(ow * SW + kw * DW) - PW;
+    for (uint kw = 0; kw < p.KW; ++kw) {
+      int iw = int(ow * p.SW + kw * p.DW) - p.PW;
       if (iw < 0 || iw >= int(p.W)) continue;
-      acc += LOAD(p.x, x_base + uint(ih) * p.W + uint(iw)) * LOAD(p.w, w_base + kh * KW + kw);
+      acc += LOAD(p.x, x_base + uint(ih) * p.W + uint(iw)) * LOAD(p.w, w_base + kh * p.KW + kw);
     }
   }
   if ((p.flags & 2u) != 0u) acc += LOAD(p.residual, i);

@@ -4,24 +4,22 @@
 // Element (i, k) of A is at a_batch_stride * batch + i * a_row + k * a_col (strides in elements: transposes are
 // strides); bias element (i, j) at i * bias_row + j * bias_col (0 strides broadcast). 64 x 64 tiles, 16 deep; each
 // of the 256 invocations computes a 4 x 4 block (with COOP, the tile's products run on cooperative matrices:
-// coop_tile.glsl). With splits > 1 (split-K, for grids too small to fill the GPU), workgroup z = batch * splits + s
-// sums depth chunk s and writes raw float sums to `partial` as [splits][batches][M][N]; the last workgroup of each
-// output tile adds them up and applies the epilogue (split_fixup.glsl), so a split product is one dispatch.
+// coop_tile.glsl). With splits > 1 (split-K, for grids too small to fill the GPU),
+// workgroup z = batch * splits + s sums depth chunk s and writes raw float sums to `c` as [splits][batches][M][N];
+// matmul_reduce.comp adds them up and applies alpha, beta * bias and the activation.
 #include "common.glsl"
-#include "split_fixup.glsl"
 layout(local_size_x = 16, local_size_y = 16) in;
 layout(push_constant) uniform Params {
   TBuf a; TBuf b; TBuf c; TBuf bias;
-  Partials partial; Counters counters;  // split-K: the partial sums and the stream's tile counters
   uint M; uint N; uint K;
   uint a_row; uint a_col; uint b_row; uint b_col;
   uint a_batch; uint b_batch; uint c_batch;
-  float alpha; float beta; uint bias_row; uint bias_col;
-  uint flags;  // the activation's code (bits 0-7), 256: bias, 512: addend
-  float act_a; float act_b;
+  float alpha; float beta; uint bias_row; uint bias_col; uint has_bias;
+  uint act; float act_a; float act_b;
   uint splits;
-  TBuf addend;  // FusedMatMul's addend of C's shape, added after the activation
+  uint has_addend; TBuf addend;  // FusedMatMul's addend of C's shape, added after the activation
 } p;
+layout(buffer_reference, std430, buffer_reference_align = 4) buffer Partials { float v[]; };
 
 #include "coop_tile.glsl"
 
@@ -68,26 +66,17 @@ void main() {
     barrier();
   }
   TILE_END(acc, tx, ty);
-  if (p.splits > 1u) {  // raw sums of this depth chunk; the tile's last workgroup goes on with their total
+  if (p.splits > 1u) {
+    Partials partial = Partials(p.c);
     for (int i = 0; i < 4; ++i) {
       uint r = row0 + ty + 16 * i;
       if (r >= p.M) continue;
       for (int j = 0; j < 4; ++j) {
         uint c = col0 + tx + 16 * j;
-        if (c < p.N) p.partial.v[((split * batches + batch) * p.M + r) * p.N + c] = acc[i][j];
+        if (c < p.N) partial.v[((split * batches + batch) * p.M + r) * p.N + c] = acc[i][j];
       }
     }
-    uint tile = gl_WorkGroupID.x + gl_NumWorkGroups.x * (gl_WorkGroupID.y + gl_NumWorkGroups.y * batch);
-    if (!LastOfTile(p.counters, tile, p.splits)) return;
-    uint at[4][4];
-    for (int i = 0; i < 4; ++i) {
-      uint r = row0 + ty + 16 * i;
-      for (int j = 0; j < 4; ++j) {
-        uint c = col0 + tx + 16 * j;
-        at[i][j] = (r < p.M && c < p.N) ? (batch * p.M + r) * p.N + c : ~0u;
-      }
-    }
-    SumChunks(p.partial, at, batches * p.M * p.N, p.splits, acc);
+    return;
   }
   for (int i = 0; i < 4; ++i) {
     uint r = row0 + ty + 16 * i;
@@ -96,10 +85,10 @@ void main() {
       uint c = col0 + tx + 16 * j;
       if (c >= p.N) continue;
       float v = p.alpha * acc[i][j];
-      if ((p.flags & 256u) != 0u) v += p.beta * LOAD(p.bias, r * p.bias_row + c * p.bias_col);
+      if (p.has_bias != 0u) v += p.beta * LOAD(p.bias, r * p.bias_row + c * p.bias_col);
       uint at = batch * p.c_batch + r * p.N + c;
-      v = Activate(v, p.flags & 255u, p.act_a, p.act_b);
-      if ((p.flags & 512u) != 0u) v += LOAD(p.addend, at);
+      v = Activate(v, p.act, p.act_a, p.act_b);
+      if (p.has_addend != 0u) v += LOAD(p.addend, at);
       STORE(p.c, at, v);
     }
   }
