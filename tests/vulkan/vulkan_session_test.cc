@@ -223,6 +223,38 @@ TEST_F(VulkanSessionTest, IoBindingWithDeviceOutputsAndRecordedCommandBuffers) {
   }
 }
 
+// Split-K convolutions (grids too small to fill the GPU: partial sums in an arena buffer, then conv_reduce.comp):
+// chained split convolutions (9 and 5 chunks) give the right outputs run after run, eager and replayed from a
+// recorded command buffer, while the input changes in place between runs.
+TEST_F(VulkanSessionTest, SplitKConvolutionsRunAfterRunAndReplayed) {
+  PassTestGraph g(13);
+  g.Input("x", {1, 64, 7, 7}).Output("y");
+  AddConv(g, "x", "c1", 64, 64, 3, 1);  // one 64 x 64 tile, 576 deep: split nine ways
+  g.Node("Relu", {"c1"}, {"r1"});
+  AddConv(g, "r1", "c2", 64, 40, 3, 1);  // 576 deep again, another counter reuse on the stream
+  AddConv(g, "c2", "y", 40, 24, 3, 0);   // 360 deep: five chunks
+  const std::string bytes = g.Serialize();
+  for (const char* capture : {"0", "1"}) {
+    SCOPED_TRACE(std::string("enable_graph_capture=") + capture);
+    SessionOptions options;
+    options.AddProvider(kVulkanEpName, {{"enable_graph_capture", capture}});
+    Session session(TestEnv(), bytes.data(), bytes.size(), options);
+    Session reference(TestEnv(), bytes.data(), bytes.size(), OptionsAt(OptimizationLevel::kNone));
+    Tensor x = ToVulkan(RandomTensor(DataType::kFloat, {1, 64, 7, 7}, 30));
+    IoBinding binding = session.CreateIoBinding();
+    binding.BindInput("x", x);
+    binding.BindOutput("y", MemoryInfo::Host());
+    for (uint32_t seed = 31; seed < 36; ++seed) {
+      const Tensor input = RandomTensor(DataType::kFloat, {1, 64, 7, 7}, seed);
+      TestEnv().CopyTensors({&input, 1}, {&x, 1}, nullptr);
+      session.Run(binding);
+      binding.SynchronizeOutputs();
+      const std::vector<Value> want = reference.Run({{"x", Value(input)}});
+      EXPECT_EQ(CompareTensors(want[0].tensor(), binding.BoundOutputs()[0].tensor(), 1e-4, 1e-4), "") << "seed " << seed;
+    }
+  }
+}
+
 // Profiling: every Vulkan step of an eager run has a device time from timestamp queries, inside its run on the
 // host timeline; runs that replay a recorded command buffer add none (no marker enters a capture).
 TEST_F(VulkanSessionTest, ProfiledRunsHaveDeviceTimesForEveryVulkanStep) {
