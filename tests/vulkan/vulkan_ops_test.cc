@@ -253,23 +253,25 @@ TEST_F(VulkanOpsTest, ConvolutionsDirectGroupedDepthwiseAndOneD) {
 }
 
 // The products' slice loop (16-deep slices loaded a slice ahead, coop_tile.glsl) over depths of 1 to 8 slices, whole
-// and ragged; unsplit (a grid of four tiles, less than 128 deep), float32 and float16, products and pointwise / 3 x 3
-// convolutions.
+// and ragged, float32 and float16, products and pointwise / 3 x 3 convolutions: in one pass over the depth (grids of
+// 128 tiles or more: 32 batched products, 64 images) and split into one-slice chunks (grids of four tiles).
 TEST_F(VulkanOpsTest, ProductsOfEveryDepthUpToEightSlices) {
   for (int64_t depth : {5, 16, 32, 48, 64, 80, 96, 112, 127}) {
     for (DataType type : {kF32, DataType::kFloat16}) {
-      SCOPED_TRACE("depth " + std::to_string(depth) + " " + DataTypeName(type));
-      const double tolerance = type == kF32 ? 1e-4 : 2e-2;
-      OpTester mm("MatMul", 13);
-      mm.Input("A", RandomTensor(type, {70, depth}, 90)).Input("B", RandomTensor(type, {depth, 65}, 91));
-      mm.OutputName("Y").Tolerance(tolerance, tolerance);
-      CompareOnVulkan(mm);
-      OpTester pointwise("Conv", 11);
-      pointwise.Input("X", RandomTensor(type, {1, depth, 9, 9}, 92))
-          .Input("W", RandomTensor(type, {70, depth, 1, 1}, 93), true)
-          .OutputName("Y")
-          .Tolerance(tolerance, tolerance);
-      CompareOnVulkan(pointwise);
+      for (int64_t batch : {1, 32}) {
+        SCOPED_TRACE("depth " + std::to_string(depth) + " " + DataTypeName(type) + " batch " + std::to_string(batch));
+        const double tolerance = type == kF32 ? 1e-4 : 2e-2;
+        OpTester mm("MatMul", 13);
+        mm.Input("A", RandomTensor(type, {batch, 70, depth}, 90)).Input("B", RandomTensor(type, {batch, depth, 65}, 91));
+        mm.OutputName("Y").Tolerance(tolerance, tolerance);
+        CompareOnVulkan(mm);
+        OpTester pointwise("Conv", 11);
+        pointwise.Input("X", RandomTensor(type, {2 * batch, depth, 9, 9}, 92))
+            .Input("W", RandomTensor(type, {70, depth, 1, 1}, 93), true)
+            .OutputName("Y")
+            .Tolerance(tolerance, tolerance);
+        CompareOnVulkan(pointwise);
+      }
     }
   }
   OpTester conv("Conv", 11);  // 3 x 3 over 12 channels: 108 deep, 7 slices
@@ -277,6 +279,11 @@ TEST_F(VulkanOpsTest, ProductsOfEveryDepthUpToEightSlices) {
   conv.Input("X", RandomTensor(kF32, {1, 12, 10, 10}, 94)).Input("W", RandomTensor(kF32, {70, 12, 3, 3}, 95), true);
   conv.OutputName("Y").Tolerance(1e-4, 1e-4);
   CompareOnVulkan(conv);
+  OpTester wide("Conv", 11);  // the same over 82 images: 129 x 2 tiles, one pass
+  wide.Attr("pads", std::vector<int64_t>{1, 1, 1, 1});
+  wide.Input("X", RandomTensor(kF32, {82, 12, 10, 10}, 96)).Input("W", RandomTensor(kF32, {70, 12, 3, 3}, 97), true);
+  wide.OutputName("Y").Tolerance(1e-4, 1e-4);
+  CompareOnVulkan(wide);
 }
 
 TEST_F(VulkanOpsTest, SplitKProductsAndConvolutionsOfSmallGrids) {

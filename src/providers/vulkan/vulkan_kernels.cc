@@ -67,7 +67,7 @@ std::string ProductShader(const VulkanStream& stream, const char* base, const ch
 uint32_t SplitsFor(uint64_t workgroups, uint64_t depth) {
   if (workgroups == 0 || workgroups >= 128 || depth == 0) return 1;
   const uint64_t wanted = (256 + workgroups - 1) / workgroups;
-  const uint64_t deepest = std::max<uint64_t>(depth / 64, 1);
+  const uint64_t deepest = std::max<uint64_t>(depth / 16, 1);
   const uint64_t splits = std::clamp<uint64_t>(std::min(wanted, deepest), 1, 32);
   // The shaders give each split ceil(depth / (splits * 16)) * 16 of the depth; with that rounding fewer splits may
   // cover it (768 deep in 11 splits of 80: ten), and a split past the end would only add zeros.

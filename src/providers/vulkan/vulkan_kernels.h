@@ -48,8 +48,10 @@ void DispatchRows(VulkanStream& stream, const std::string& shader, const void* p
 std::string ProductShader(const VulkanStream& stream, const char* base, const char* suffix);
 // Split-K: into how many depth chunks a matrix product or convolution of `workgroups` output tiles over `depth`
 // is split, so that small grids (batch 1, late layers) still fill the GPU: 1 when the grid has 128 tiles or more;
-// otherwise enough chunks for about 256 workgroups, each at least 64 deep, at most 32. The shaders round chunks up
-// to whole 16-deep slices (coop_tile.glsl).
+// otherwise enough chunks for about 256 workgroups, each at least one 16-deep slice, at most 32. The shaders round
+// chunks up to whole 16-deep slices (coop_tile.glsl). Chunks of one slice rather than at least four (64 deep) took
+// MobileNetV2 fp16 from 0.64 to 0.57-0.59 ms recorded on an H200, ResNet-50 and BERT-base unchanged within noise
+// (bench/results/gpu-2026-11-29-session34/, lease 7).
 uint32_t SplitsFor(uint64_t workgroups, uint64_t depth);
 
 // A uint32 push-constant value; throws kNotImplemented naming the node when `value` does not fit (tensors of 2^32
