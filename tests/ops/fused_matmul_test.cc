@@ -109,6 +109,13 @@ TEST(FusedMatMulTest, VectorWeightsWithAddend) {
   Check({Shape{4, 8}, Shape{8}, true, 2.0f, false, "Relu", Shape{4}});
 }
 
+// One row (RowTimesMatrix; the product itself is checked against a double reference in matmul_test.cc, here the
+// epilogue after it).
+TEST(FusedMatMulTest, OneRowWithScaleBiasReluAndResidual) {
+  Check({Shape{1, 1, 130}, Shape{130, 72}, true, 0.5f, true, "Relu", Shape{1, 1, 72}});
+  Check({Shape{1, 130}, Shape{130, 72}, false, 1.0f, true, "Gelu", Shape{72}});
+}
+
 TEST(FusedMatMulTest, RejectsBiasOfWrongLength) {
   OpTester t("FusedMatMul", 1, "ai.tessera");
   t.Input("A", RandomTensor(DataType::kFloat, Shape{2, 4}, 1)).Input("B", RandomTensor(DataType::kFloat, Shape{4, 3}, 2));

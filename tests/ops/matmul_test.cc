@@ -68,6 +68,12 @@ TEST(MatMulOpTest, VectorTimesMatrix) { CheckMatMul({5}, {2, 5, 3}); }
 TEST(MatMulOpTest, MatrixTimesVector) { CheckMatMul({2, 4, 5}, {5}); }
 TEST(MatMulOpTest, VectorDot) { CheckMatMul({8}, {8}); }
 TEST(MatMulOpTest, LargerConstant) { CheckMatMul({64, 96}, {96, 130}, true); }
+// One row times a 2-D B (RowTimesMatrix: the depth split over the threads, rows of B four at a time, a ragged end).
+TEST(MatMulOpTest, OneRowTimesMatrix) {
+  CheckMatMul({1, 301}, {301, 70}, true);
+  CheckMatMul({1, 1, 203}, {203, 96});
+  CheckMatMul({203}, {203, 65}, true);
+}
 TEST(MatMulOpTest, Double) { CheckMatMul({2, 3, 4}, {2, 4, 5}, false, DataType::kDouble); }
 
 TEST(MatMulOpTest, Int64) {
