@@ -341,9 +341,11 @@ class MatMul : public Kernel {
                       y.Data<float>(), y.shape(), [](float x, float z) { return x + z; });
   }
 
-  // Whether the product is a single row of A times a 2-D B deep and wide enough for RowTimesMatrix to pay.
+  // Whether the product is a single row of A times a 2-D B deep and wide enough for RowTimesMatrix to pay, and
+  // narrow enough that a thread's partial row (at most 16 KB) stays in its core's cache while B streams past it
+  // (wider ones, e.g. a language model's vocabulary projection, keep oneDNN's blocked walk).
   static bool OneRowTimesMatrix(const MatMulShapes& s, const Tensor& a, const Tensor& b) {
-    return a.NumElements() == s.k && b.shape().rank() == 2 && s.m == 1 && s.k >= 64 && s.n >= 64;
+    return a.NumElements() == s.k && b.shape().rank() == 2 && s.m == 1 && s.k >= 64 && s.n >= 64 && s.n <= 4096;
   }
 
   // y = activation(alpha * y + bias), for the paths that do not run on oneDNN.
