@@ -1,9 +1,18 @@
 // ai.tessera::Attention (opset 1), made by graph/passes/attention_fusion: scaled dot-product attention over
 // rank-4 Q, K, V read through axis maps, with an optional additive (or Boolean) mask, and in its cache-update form
 // (graph/passes/cache_update_fusion) the rows a decoding step writes into K and V first. Semantics in
-// graph/passes/attention_fusion.h and cache_update_fusion.h. Float32 and float16; scores, softmax and the weighted sum of V are computed
-// in float32 per query row (float16 results are rounded once, at the end).
+// graph/passes/attention_fusion.h and cache_update_fusion.h. Float32 and float16; scores, softmax and the weighted
+// sum of V are computed in float32 (float16 results are rounded once, at the end).
+//
+// Two float32 paths on x86-64 with AVX2 or AVX-512 (RunBlockedAttention): where at least kBlockedMinQueries queries
+// share each (batch, head) and V's rows are contiguous with a head size a multiple of the vector width, K is
+// transposed once per head into a panel and blocks of query rows run two register-tiled products (scores against
+// the panel, then probabilities times V) around a softmax over rows kept in cache -- an encoder's attention at
+// matrix-product speed, with no scores tensor in memory. Everything else (decoding steps, float16, other layouts)
+// takes the row kernel (RunAttention): one query row at a time, vectorized dot products and weighted sums.
+#include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <limits>
 #include <type_traits>
@@ -11,8 +20,13 @@
 
 #include "providers/cpu/common/float_width.h"
 #include "providers/cpu/common/target_clones.h"
+#include "providers/cpu/common/vector_math.h"
 #include "providers/cpu/cpu_kernels.h"
 #include "tessera/ep/attention_geometry.h"
+
+// The vector types of the blocked kernel stay inside this file's target-specific functions, so GCC's note that
+// 64-byte vectors pass differently with and without AVX-512 does not apply.
+#pragma GCC diagnostic ignored "-Wpsabi"
 
 namespace tessera::cpu {
 namespace {
@@ -36,6 +50,311 @@ TESSERA_TARGET_CLONES("arch=x86-64-v4", "arch=x86-64-v3", "default")
 void AxpyContiguous(float alpha, const float* x, float* y, int64_t n) {
   for (int64_t i = 0; i < n; ++i) y[i] += alpha * x[i];
 }
+
+// What one row's scores came to: its softmax denominator's reciprocal, or (every score -inf, or NaN) the value
+// the whole output row takes -- 0 for a fully masked row with masked_rows_zero or no keys, NaN otherwise, as the
+// unfused Softmax and MatMul give.
+struct RowSum {
+  bool special = false;
+  float value = 0.0f;
+};
+
+#if defined(__x86_64__)
+#define TESSERA_BLOCKED_ATTENTION 1
+
+// Queries per (batch, head) from which the blocked path pays for transposing K (a decoding step's single query does
+// not).
+constexpr int64_t kBlockedMinQueries = 8;
+
+// Vectors of 16 floats (one AVX-512 register) and of 8 (one AVX2 register).
+typedef float Lanes16 __attribute__((vector_size(16 * sizeof(float))));
+typedef float Lanes8 __attribute__((vector_size(8 * sizeof(float))));
+
+// The blocked kernel for vectors Vec with R query rows per register tile (AVX-512: 16 lanes, 8 rows = 16
+// accumulators of the 32 registers; AVX2: 8 lanes, 4 rows = 8 of 16). Instantiated only inside the target-specific
+// entry points below, which it is inlined into.
+template <typename Vec, int R>
+struct BlockedAttention {
+  static constexpr int W = sizeof(Vec) / sizeof(float);
+  typedef int32_t Index __attribute__((vector_size(sizeof(Vec))));
+
+  [[gnu::always_inline]] static inline Vec Load(const float* p) {
+    Vec v;
+    std::memcpy(&v, p, sizeof(v));
+    return v;
+  }
+  [[gnu::always_inline]] static inline void Store(float* p, Vec v) { std::memcpy(p, &v, sizeof(v)); }
+  // Lane 0 shuffled into every lane (one broadcast instruction). Spelled x - Vec{} (or x + Vec{}), GCC 12 built the
+  // vector lane by lane in this kernel: 16 masked broadcasts per splat.
+  [[gnu::always_inline]] static inline Vec Splat(float x) {
+    Vec v = {};
+    v[0] = x;
+    return __builtin_shuffle(v, Index{});
+  }
+  // *p in every lane: one broadcasting load (GCC 12 assembled the vector lane by lane from any C++ spelling of it
+  // inside these loops).
+  [[gnu::always_inline]] static inline Vec SplatLoad(const float* p) {
+    Vec v;
+    asm("vbroadcastss %1, %0" : "=v"(v) : "m"(*p));
+    return v;
+  }
+  [[gnu::always_inline]] static inline float Max(Vec v) {
+    float m = v[0];
+    for (int l = 1; l < W; ++l) m = Select(m < v[l], v[l], m);
+    return m;
+  }
+  [[gnu::always_inline]] static inline float Sum(Vec v) {
+    float s = 0.0f;
+#pragma GCC unroll 16
+    for (int l = 0; l < W; ++l) s += v[l];
+    return s;
+  }
+
+  // scores[r][j] for j < panel_width (a multiple of 2 W; zero columns past k_len) = Q row r . panel column j, for
+  // Rows (<= R) rows starting at q_rows[0].
+  template <int Rows>
+  [[gnu::always_inline]] static inline void Scores(const float* const* q_rows, int64_t q_feature_stride,
+                                                   const float* panel, int64_t panel_width, int64_t head_size,
+                                                   float* scores) {
+    for (int64_t j = 0; j < panel_width; j += 2 * W) {
+      Vec acc[Rows][2];
+#pragma GCC unroll 8
+      for (int r = 0; r < Rows; ++r) acc[r][0] = acc[r][1] = Vec{};
+      const float* column = panel + j;
+      for (int64_t d = 0; d < head_size; ++d, column += panel_width) {
+        const Vec k0 = Load(column), k1 = Load(column + W);
+#pragma GCC unroll 8
+        for (int r = 0; r < Rows; ++r) {
+          const Vec q = SplatLoad(q_rows[r] + d * q_feature_stride);
+          acc[r][0] += q * k0;
+          acc[r][1] += q * k1;
+        }
+      }
+#pragma GCC unroll 8
+      for (int r = 0; r < Rows; ++r) {
+        Store(scores + r * panel_width + j, acc[r][0]);
+        Store(scores + r * panel_width + j + W, acc[r][1]);
+      }
+    }
+  }
+
+  // out row r (contiguous features) = sum over keys j of probs[r][j] * V row j, times sums[r].value, for Rows rows.
+  template <int Rows>
+  [[gnu::always_inline]] static inline void Weighted(const float* probs, int64_t panel_width, const float* v,
+                                                     int64_t v_key_stride, int64_t k_len, int64_t v_head_size,
+                                                     const RowSum* sums, float* const* out_rows) {
+    int64_t c = 0;
+    for (; c + 2 * W <= v_head_size; c += 2 * W) {
+      Vec acc[Rows][2];
+#pragma GCC unroll 8
+      for (int r = 0; r < Rows; ++r) acc[r][0] = acc[r][1] = Vec{};
+      const float* v_row = v + c;
+      for (int64_t j = 0; j < k_len; ++j, v_row += v_key_stride) {
+        const Vec v0 = Load(v_row), v1 = Load(v_row + W);
+#pragma GCC unroll 8
+        for (int r = 0; r < Rows; ++r) {
+          const Vec p = SplatLoad(probs + r * panel_width + j);
+          acc[r][0] += p * v0;
+          acc[r][1] += p * v1;
+        }
+      }
+#pragma GCC unroll 8
+      for (int r = 0; r < Rows; ++r) {
+        if (sums[r].special) continue;
+        const Vec scale = Splat(sums[r].value);
+        Store(out_rows[r] + c, acc[r][0] * scale);
+        Store(out_rows[r] + c + W, acc[r][1] * scale);
+      }
+    }
+    for (; c < v_head_size; c += W) {  // one vector of columns left (head sizes are multiples of W)
+      Vec acc[Rows];
+#pragma GCC unroll 8
+      for (int r = 0; r < Rows; ++r) acc[r] = Vec{};
+      const float* v_row = v + c;
+      for (int64_t j = 0; j < k_len; ++j, v_row += v_key_stride) {
+        const Vec v0 = Load(v_row);
+#pragma GCC unroll 8
+        for (int r = 0; r < Rows; ++r) acc[r] += SplatLoad(probs + r * panel_width + j) * v0;
+      }
+#pragma GCC unroll 8
+      for (int r = 0; r < Rows; ++r)
+        if (!sums[r].special) Store(out_rows[r] + c, acc[r] * Splat(sums[r].value));
+    }
+  }
+
+  // Scales one row of scores, adds its mask row, and turns it into unnormalized probabilities in place (zeros
+  // past k_len up to panel_width); returns what normalizes them.
+  [[gnu::always_inline]] static inline RowSum Softmax(float* row, int64_t k_len, int64_t panel_width, float scale,
+                                                      const void* mask, bool bool_mask, int64_t mask_at,
+                                                      int64_t mask_stride, bool masked_rows_zero) {
+    const float minus_inf = -std::numeric_limits<float>::infinity();
+    const int64_t whole = k_len / W * W;  // vectors of W scores; the rest one at a time
+    const Vec scale_v = Splat(scale);
+    // Lanewise partial maxima (a single float accumulator would serialize the loop), taken in the pass that scales
+    // and masks; NaN scores leave a maximum alone, as std::max(max, x) does.
+    Vec max_v = Splat(minus_inf);
+    const auto take = [&](int64_t j, Vec x) {
+      Store(row + j, x);
+      max_v = max_v < x ? x : max_v;
+    };
+    const float* additive = !bool_mask && mask != nullptr && mask_stride == 1
+                                ? static_cast<const float*>(mask) + mask_at : nullptr;
+    if (mask == nullptr) {
+      for (int64_t j = 0; j < whole; j += W) take(j, Load(row + j) * scale_v);
+      for (int64_t j = whole; j < k_len; ++j) row[j] *= scale;
+    } else if (additive != nullptr) {
+      for (int64_t j = 0; j < whole; j += W) take(j, Load(row + j) * scale_v + Load(additive + j));
+      for (int64_t j = whole; j < k_len; ++j) row[j] = row[j] * scale + additive[j];
+    } else if (bool_mask) {
+      const bool* m = static_cast<const bool*>(mask) + mask_at;
+      for (int64_t j = 0; j < k_len; ++j) row[j] = Select(m[j * mask_stride], row[j] * scale, minus_inf);
+      for (int64_t j = 0; j < whole; j += W) take(j, Load(row + j));
+    } else {
+      const float* m = static_cast<const float*>(mask) + mask_at;
+      for (int64_t j = 0; j < k_len; ++j) row[j] = row[j] * scale + m[j * mask_stride];
+      for (int64_t j = 0; j < whole; j += W) take(j, Load(row + j));
+    }
+    float max = Max(max_v);
+    for (int64_t j = whole; j < k_len; ++j) max = Select(max < row[j], row[j], max);
+    RowSum sum;
+    if (max == minus_inf || std::isnan(max)) {
+      sum.special = true;
+      sum.value = masked_rows_zero && max == minus_inf ? 0.0f : std::numeric_limits<float>::quiet_NaN();
+      std::fill(row, row + panel_width, 0.0f);
+      return sum;
+    }
+    Vec total_v = Vec{};
+    for (int64_t j = 0; j < whole; j += W) {
+      float e[W];
+#pragma GCC unroll 16
+      for (int l = 0; l < W; ++l) e[l] = Exp(row[j + l] - max);
+      const Vec ev = Load(e);
+      Store(row + j, ev);
+      total_v += ev;
+    }
+    float total = Sum(total_v);
+    for (int64_t j = whole; j < k_len; ++j) total += row[j] = Exp(row[j] - max);
+    std::fill(row + k_len, row + panel_width, 0.0f);
+    sum.value = 1.0f / total;
+    return sum;
+  }
+
+  // Calls f(std::integral_constant<int, n>, first row) over `rows` (<= R) rows in register tiles of R, R / 2, ..., 1
+  // rows: a query block's last rows still run several independent accumulator chains.
+  template <typename F>
+  [[gnu::always_inline]] static inline void ForTiles(int rows, F&& f) {
+    int r = 0;
+    if constexpr (R >= 8) for (; r + 8 <= rows; r += 8) f(std::integral_constant<int, 8>{}, r);
+    if constexpr (R >= 4) for (; r + 4 <= rows; r += 4) f(std::integral_constant<int, 4>{}, r);
+    for (; r + 2 <= rows; r += 2) f(std::integral_constant<int, 2>{}, r);
+    for (; r < rows; ++r) f(std::integral_constant<int, 1>{}, r);
+  }
+
+  // Units [begin, end) of g.batch x g.heads x query blocks of `block` rows.
+  [[gnu::always_inline]] static inline void Run(const AttentionGeometry& g, const AttentionAttributes& a,
+                                                const float* q, const float* k, const float* v, const void* mask,
+                                                float* out, int64_t block, int64_t begin, int64_t end) {
+    const int64_t blocks = (g.q_len + block - 1) / block;
+    const int64_t panel_width = (g.k_len + 2 * W - 1) / (2 * W) * (2 * W);
+    std::vector<float> panel(static_cast<size_t>(g.head_size * panel_width), 0.0f);
+    std::vector<float> scores(static_cast<size_t>(R * panel_width));
+    int64_t panel_of = -1;  // the (batch, head) whose K the panel holds
+    for (int64_t unit = begin; unit < end; ++unit) {
+      const int64_t bh = unit / blocks, b = bh / g.heads, h = bh % g.heads;
+      const int64_t first = unit % blocks * block, last = std::min(g.q_len, first + block);
+      if (bh != panel_of) {  // K^T of this head, panel[d][j] = K[j][d], in 16 x 16 tiles (both sides cache-friendly)
+        const float* k_head = k + b * g.k[0] + h * g.k[1];
+        for (int64_t j0 = 0; j0 < g.k_len; j0 += 16)
+          for (int64_t d0 = 0; d0 < g.head_size; d0 += 16) {
+            const int64_t j1 = std::min(g.k_len, j0 + 16), d1 = std::min(g.head_size, d0 + 16);
+            for (int64_t j = j0; j < j1; ++j)
+              for (int64_t d = d0; d < d1; ++d) panel[d * panel_width + j] = k_head[j * g.k[2] + d * g.k[3]];
+          }
+        panel_of = bh;
+      }
+      const float* v_head = v + b * g.v[0] + h * g.v[1];
+      for (int64_t i = first; i < last;) {
+        const int rows = static_cast<int>(std::min<int64_t>(R, last - i));
+        const float* q_rows[R];
+        float* out_rows[R];
+        for (int r = 0; r < rows; ++r) {
+          q_rows[r] = q + b * g.q[0] + h * g.q[1] + (i + r) * g.q[2];
+          out_rows[r] = out + b * g.out[0] + h * g.out[1] + (i + r) * g.out[2];
+        }
+        ForTiles(rows, [&](auto tile, int r) {
+          Scores<decltype(tile)::value>(q_rows + r, g.q[3], panel.data(), panel_width, g.head_size,
+                                        scores.data() + r * panel_width);
+        });
+        RowSum sums[R];
+        for (int r = 0; r < rows; ++r) {
+          const int64_t mask_at = b * g.mask[0] + h * g.mask[1] + (i + r) * g.mask[2];
+          sums[r] = Softmax(scores.data() + r * panel_width, g.k_len, panel_width, a.scale, g.has_mask ? mask : nullptr,
+                            g.bool_mask, mask_at, g.mask[3], a.masked_rows_zero);
+          if (sums[r].special)
+            std::fill(out_rows[r], out_rows[r] + g.v_head_size, sums[r].value);
+        }
+        ForTiles(rows, [&](auto tile, int r) {
+          Weighted<decltype(tile)::value>(scores.data() + r * panel_width, panel_width, v_head, g.v[2], g.k_len,
+                                          g.v_head_size, sums + r, out_rows + r);
+        });
+        i += rows;
+      }
+    }
+  }
+};
+
+using BlockedUnits = void (*)(const AttentionGeometry&, const AttentionAttributes&, const float*, const float*,
+                              const float*, const void*, float*, int64_t, int64_t, int64_t);
+
+__attribute__((target("arch=x86-64-v4"))) void BlockedUnitsAvx512(
+    const AttentionGeometry& g, const AttentionAttributes& a, const float* q, const float* k, const float* v,
+    const void* mask, float* out, int64_t block, int64_t begin, int64_t end) {
+  BlockedAttention<Lanes16, 8>::Run(g, a, q, k, v, mask, out, block, begin, end);
+}
+
+__attribute__((target("arch=x86-64-v3"))) void BlockedUnitsAvx2(
+    const AttentionGeometry& g, const AttentionAttributes& a, const float* q, const float* k, const float* v,
+    const void* mask, float* out, int64_t block, int64_t begin, int64_t end) {
+  BlockedAttention<Lanes8, 4>::Run(g, a, q, k, v, mask, out, block, begin, end);
+}
+
+// The blocked kernel for this CPU and geometry with its vector width, or nullptr (the row kernel runs it); vectors
+// of at most `max_lanes` floats.
+BlockedUnits ChooseBlocked(const AttentionGeometry& g, int64_t max_lanes, int64_t& lanes) {
+  static const bool avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") &&
+                             __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512dq");
+  static const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  if (g.q_len < kBlockedMinQueries || g.k_len == 0 || g.head_size == 0 || g.v[3] != 1 || g.out[3] != 1) return nullptr;
+  if (avx512 && max_lanes >= 16 && g.v_head_size % 16 == 0) {
+    lanes = 16;
+    return BlockedUnitsAvx512;
+  }
+  if (avx2 && max_lanes >= 8 && g.v_head_size % 8 == 0) {
+    lanes = 8;
+    return BlockedUnitsAvx2;
+  }
+  return nullptr;
+}
+
+// Runs the blocked kernel where it applies (see the file comment); false: the caller runs the row kernel.
+bool RunBlockedAttention(const ThreadPool& pool, const AttentionGeometry& g, const AttentionAttributes& a,
+                         const float* q, const float* k, const float* v, const void* mask, float* out,
+                         int64_t max_lanes) {
+  int64_t lanes = 0;
+  const BlockedUnits units = ChooseBlocked(g, max_lanes, lanes);
+  if (units == nullptr) return false;
+  // Query blocks of whole register tiles, small enough that every thread gets several units, large enough that a
+  // head's panel serves many rows (a thread's units are consecutive, so it transposes each head it meets once).
+  const int64_t rows = lanes == 16 ? 8 : 4;
+  const int64_t heads = g.batch * g.heads;
+  const int64_t want_units = std::max<int64_t>(1, 4 * pool.num_threads());
+  int64_t block = std::max<int64_t>(rows, (g.q_len * heads + want_units - 1) / want_units);
+  block = std::min<int64_t>((block + rows - 1) / rows * rows, (g.q_len + rows - 1) / rows * rows);
+  const int64_t count = heads * ((g.q_len + block - 1) / block);
+  pool.ParallelFor(count, 1, [&](int64_t begin, int64_t end) { units(g, a, q, k, v, mask, out, block, begin, end); });
+  return true;
+}
+#endif  // __x86_64__
 
 template <typename T>
 void RunAttention(const ThreadPool& pool, const AttentionGeometry& g, const AttentionAttributes& a, const T* q,
@@ -143,17 +462,36 @@ class Attention : public Kernel {
     Tensor& y = ctx.Output(0, q.type(), g.output_shape);
     if (y.NumElements() == 0) return;
     const void* mask_data = mask != nullptr ? mask->raw_data() : nullptr;
-    if (q.type() == DataType::kFloat)
+    if (q.type() == DataType::kFloat) {
+#if defined(TESSERA_BLOCKED_ATTENTION)
+      if (RunBlockedAttention(ctx.thread_pool(), g, attributes_, q.Data<float>() + g.q_offset,
+                              k.Data<float>() + g.k_offset, v.Data<float>() + g.v_offset, mask_data, y.Data<float>(),
+                              max_lanes_))
+        return;
+#endif
       RunAttention<float>(ctx.thread_pool(), g, attributes_, q.Data<float>() + g.q_offset,
                           k.Data<float>() + g.k_offset, v.Data<float>() + g.v_offset, mask_data, y.Data<float>());
-    else
+    } else {
       RunAttention<Float16>(ctx.thread_pool(), g, attributes_, q.Data<Float16>() + g.q_offset,
                             k.Data<Float16>() + g.k_offset, v.Data<Float16>() + g.v_offset, mask_data,
                             y.Data<Float16>());
+    }
   }
 
  private:
   AttentionAttributes attributes_;
+  // The widest vectors the float32 path may use: TESSERA_CPU_ATTENTION_PATH = avx2 (8 floats) or rows (the row
+  // kernel) in the environment when the kernel is created narrows it, so that tests and benches on an AVX-512 host
+  // run the other paths too; otherwise the widest the CPU has.
+  int64_t max_lanes_ = MaxLanesFromEnvironment();
+
+  static int64_t MaxLanesFromEnvironment() {
+    const char* path = std::getenv("TESSERA_CPU_ATTENTION_PATH");
+    if (path == nullptr) return 16;
+    if (std::strcmp(path, "rows") == 0) return 0;
+    if (std::strcmp(path, "avx2") == 0) return 8;
+    return 16;
+  }
 };
 
 }  // namespace
