@@ -50,6 +50,72 @@ std::optional<Tensor> GatheredDims(const Graph& graph, const Node& gather, const
   return picked;
 }
 
+// Whether Concat part `value`, at `position` of a Reshape target, is Unsqueeze(Gather(Shape(data), position)): the
+// Reshape's own input's dim at that position, which a 0 entry copies (allowzero = 0).
+bool CopiesDataDim(const Graph& graph, const GraphIndex& index, const std::string& value, const std::string& data,
+                   int64_t position) {
+  const Node* unsqueeze = index.Producer(value);
+  if (!IsStandardOp(unsqueeze, "Unsqueeze") || unsqueeze->inputs.empty()) return false;
+  std::vector<int64_t> axes;
+  if (unsqueeze->inputs.size() >= 2) {
+    const Tensor* t = ConstantTensor(graph, unsqueeze->inputs[1]);
+    if (t == nullptr || t->type() != DataType::kInt64) return false;
+    axes.assign(t->Data<int64_t>(), t->Data<int64_t>() + t->NumElements());
+  } else {
+    axes = unsqueeze->GetInts("axes", {});
+  }
+  if (axes != std::vector<int64_t>{0} && axes != std::vector<int64_t>{-1}) return false;  // a scalar made 1-D
+  const Node* gather = index.Producer(unsqueeze->inputs[0]);
+  if (!IsStandardOp(gather, "Gather") || gather->NumInputs() != 2 || gather->GetInt("axis", 0) != 0) return false;
+  const Tensor* at = ConstantTensor(graph, gather->inputs[1]);
+  if (at == nullptr || at->shape().rank() != 0) return false;
+  const int64_t picked = at->type() == DataType::kInt64   ? at->Data<int64_t>()[0]
+                         : at->type() == DataType::kInt32 ? at->Data<int32_t>()[0]
+                                                          : -1;
+  const Node* shape = index.Producer(gather->inputs[0]);
+  return picked == position && IsStandardOp(shape, "Shape") && !shape->inputs.empty() && shape->inputs[0] == data &&
+         shape->GetInt("start", 0) == 0 && !shape->HasAttribute("end");
+}
+
+// Reshape(x, Concat(..., Unsqueeze(Gather(Shape(x), i)), ...)) with the gathered dim at position i of the target and
+// every other part constant: the target becomes a constant with 0 at those positions (Reshape copies x's dim there),
+// so the Shape / Gather / Unsqueeze / Concat chain goes whatever x's dims are -- the head-splitting and -merging
+// Reshapes of transformer exports over symbolic batch and sequence dims. Returns how many targets it replaced.
+size_t ConstantReshapeTargets(Graph& graph) {
+  GraphIndex index(graph);
+  NewValues values(graph);
+  size_t replaced = 0;
+  for (const auto& node : graph.nodes) {
+    Node& reshape = *node;
+    if (!IsStandardOp(&reshape, "Reshape") || reshape.inputs.size() != 2 || reshape.GetInt("allowzero", 0) != 0 ||
+        ConstantTensor(graph, reshape.inputs[1]) != nullptr)
+      continue;
+    const Node* concat = index.Producer(reshape.inputs[1]);
+    if (!IsStandardOp(concat, "Concat") || (concat->GetInt("axis", 0) != 0 && concat->GetInt("axis", 0) != -1))
+      continue;
+    std::vector<int64_t> target;
+    bool copies = false, ok = true;
+    for (const std::string& part : concat->inputs) {
+      const int64_t position = static_cast<int64_t>(target.size());
+      if (const Tensor* t = ConstantTensor(graph, part)) {
+        ok = t->type() == DataType::kInt64 && t->shape().rank() == 1;
+        if (!ok) break;
+        target.insert(target.end(), t->Data<int64_t>(), t->Data<int64_t>() + t->NumElements());
+      } else if (CopiesDataDim(graph, index, part, reshape.inputs[0], position)) {
+        target.push_back(0);
+        copies = true;
+      } else {
+        ok = false;
+        break;
+      }
+    }
+    if (!ok || !copies) continue;
+    reshape.inputs[1] = values.Int64s(reshape.inputs[1] + "_copying", target);
+    ++replaced;
+  }
+  return replaced;
+}
+
 void MakeConstant(Graph& graph, const std::string& value, Tensor tensor) {
   graph.value_infos[value] = ValueInfo{value, ValueInfo::Kind::kTensor, DataType::kInt64, std::nullopt};
   graph.initializers[value] = std::move(tensor);
@@ -84,7 +150,7 @@ size_t EliminateShapeSubgraphs(Graph& graph) {
     }
   }
   RemoveNodes(graph, doomed);
-  return doomed.size();
+  return doomed.size() + ConstantReshapeTargets(graph);
 }
 
 }  // namespace tessera
