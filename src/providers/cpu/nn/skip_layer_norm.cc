@@ -21,6 +21,7 @@
 #include "providers/cpu/common/broadcast.h"
 #include "providers/cpu/common/float_width.h"
 #include "providers/cpu/common/row_statistics.h"
+#include "providers/cpu/common/target_clones.h"
 #include "providers/cpu/cpu_kernels.h"
 
 namespace tessera::cpu {
@@ -78,6 +79,28 @@ struct RowOperands {
   int64_t hidden;
 };
 
+// The float rows' loops, built per instruction set (the templates below are compiled for the baseline only):
+// s = (a + bias) + b (bias may be null), and y = (s - m) * inv_std * gamma + beta (beta may be null), in the
+// templates' order of operations.
+TESSERA_TARGET_CLONES("arch=x86-64-v4", "arch=x86-64-v3", "default")
+void SumFloatRow(const float* a, const float* bias, const float* b, float* s, int64_t n) {
+  if (bias != nullptr) {
+    for (int64_t i = 0; i < n; ++i) s[i] = (a[i] + bias[i]) + b[i];
+  } else {
+    for (int64_t i = 0; i < n; ++i) s[i] = a[i] + b[i];
+  }
+}
+
+TESSERA_TARGET_CLONES("arch=x86-64-v4", "arch=x86-64-v3", "default")
+void NormalizeFloatRow(const float* s, float m, float inv_std, const float* gamma, const float* beta, float* y,
+                       int64_t n) {
+  if (beta != nullptr) {
+    for (int64_t i = 0; i < n; ++i) y[i] = (s[i] - m) * inv_std * gamma[i] + beta[i];
+  } else {
+    for (int64_t i = 0; i < n; ++i) y[i] = (s[i] - m) * inv_std * gamma[i];
+  }
+}
+
 // s = (input + bias) + skip for one row, each addition rounded to T.
 template <typename T>
 void SumRow(const RowOperands<T>& op, int64_t row, float* s) {
@@ -85,6 +108,9 @@ void SumRow(const RowOperands<T>& op, int64_t row, float* s) {
   const T* b = op.skip + op.skip_rows.Offset(row);
   const T* bias = op.bias;
   const int64_t n = op.hidden, sa = op.input_rows.step, sb = op.skip_rows.step;
+  if constexpr (std::is_same_v<T, float>) {
+    if (sa == 1 && sb == 1) return SumFloatRow(a, bias, b, s, n);
+  }
   if (sa == 1 && sb == 1) {
     if (bias != nullptr) {
       for (int64_t i = 0; i < n; ++i) s[i] = Round<T>(Round<T>(Widen(a[i]) + Widen(bias[i])) + Widen(b[i]));
@@ -108,6 +134,7 @@ void NormalizeRow(const RowOperands<T>& op, const float* s, T* y, double epsilon
   const float inv_std = static_cast<float>(1.0 / std::sqrt(stats.variance + epsilon));
   const T* gamma = op.gamma;
   const T* beta = op.beta;
+  if constexpr (std::is_same_v<T, float>) return NormalizeFloatRow(s, m, inv_std, gamma, beta, y, n);
   if (beta != nullptr) {
     for (int64_t i = 0; i < n; ++i) y[i] = Narrow<T>((s[i] - m) * inv_std * Widen(gamma[i]) + Widen(beta[i]));
   } else {
