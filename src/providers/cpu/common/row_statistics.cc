@@ -30,4 +30,14 @@ RowStatistics MeanVariance(const float* x, int64_t n) { return Statistics(x, n);
 TESSERA_TARGET_CLONES("arch=x86-64-v4", "arch=x86-64-v3", "default")
 RowStatistics MeanVariance(const double* x, int64_t n) { return Statistics(x, n); }
 
+TESSERA_TARGET_CLONES("arch=x86-64-v4", "arch=x86-64-v3", "default")
+void NormalizeRow(const float* x, float mean, float inv_std, const float* gamma, const float* beta, float* y,
+                  int64_t n) {
+  if (beta != nullptr) {
+    for (int64_t i = 0; i < n; ++i) y[i] = (x[i] - mean) * inv_std * gamma[i] + beta[i];
+  } else {
+    for (int64_t i = 0; i < n; ++i) y[i] = (x[i] - mean) * inv_std * gamma[i];
+  }
+}
+
 }  // namespace tessera::cpu

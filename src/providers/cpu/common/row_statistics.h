@@ -16,4 +16,10 @@ struct RowStatistics {
 RowStatistics MeanVariance(const float* x, int64_t n);
 RowStatistics MeanVariance(const double* x, int64_t n);
 
+// y[i] = (x[i] - mean) * inv_std * gamma[i] + beta[i] (beta may be null: no shift), evaluated in that order in float
+// (LayerNormalization's and SkipLayerNormalization's float expression), vectorized for the CPU's widest
+// instruction set. y may be x.
+void NormalizeRow(const float* x, float mean, float inv_std, const float* gamma, const float* beta, float* y,
+                  int64_t n);
+
 }  // namespace tessera::cpu

@@ -2,6 +2,7 @@
 // InstanceNormalization. Statistics accumulate in double; the per-element work is a fused
 // multiply-add over contiguous rows so the compiler vectorizes it.
 #include <cmath>
+#include <type_traits>
 #include <vector>
 
 #include "providers/cpu/common/row_statistics.h"
@@ -277,7 +278,11 @@ class LayerNormalization : public Kernel {
         T* yr = y + row * r.width;
         const auto [mean, inv_std] = MeanInvStd(xr, r.width, epsilon_);
         const T m = static_cast<T>(mean), s = static_cast<T>(inv_std);
-        for (int64_t i = 0; i < r.width; ++i) yr[i] = (xr[i] - m) * s * scale[i] + shift[i];
+        if constexpr (std::is_same_v<T, float>) {
+          NormalizeRow(xr, m, s, scale.data(), shift.data(), yr, r.width);
+        } else {
+          for (int64_t i = 0; i < r.width; ++i) yr[i] = (xr[i] - m) * s * scale[i] + shift[i];
+        }
         if (r.mean_out) r.mean_out[row] = static_cast<float>(mean);
         if (r.inv_std_out) r.inv_std_out[row] = static_cast<float>(inv_std);
       }

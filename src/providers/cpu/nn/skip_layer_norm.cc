@@ -79,25 +79,14 @@ struct RowOperands {
   int64_t hidden;
 };
 
-// The float rows' loops, built per instruction set (the templates below are compiled for the baseline only):
-// s = (a + bias) + b (bias may be null), and y = (s - m) * inv_std * gamma + beta (beta may be null), in the
-// templates' order of operations.
+// s = (a + bias) + b for float rows (bias may be null), in the template's order of additions, built per instruction
+// set (the templates below are compiled for the baseline only).
 TESSERA_TARGET_CLONES("arch=x86-64-v4", "arch=x86-64-v3", "default")
 void SumFloatRow(const float* a, const float* bias, const float* b, float* s, int64_t n) {
   if (bias != nullptr) {
     for (int64_t i = 0; i < n; ++i) s[i] = (a[i] + bias[i]) + b[i];
   } else {
     for (int64_t i = 0; i < n; ++i) s[i] = a[i] + b[i];
-  }
-}
-
-TESSERA_TARGET_CLONES("arch=x86-64-v4", "arch=x86-64-v3", "default")
-void NormalizeFloatRow(const float* s, float m, float inv_std, const float* gamma, const float* beta, float* y,
-                       int64_t n) {
-  if (beta != nullptr) {
-    for (int64_t i = 0; i < n; ++i) y[i] = (s[i] - m) * inv_std * gamma[i] + beta[i];
-  } else {
-    for (int64_t i = 0; i < n; ++i) y[i] = (s[i] - m) * inv_std * gamma[i];
   }
 }
 
@@ -134,7 +123,7 @@ void NormalizeRow(const RowOperands<T>& op, const float* s, T* y, double epsilon
   const float inv_std = static_cast<float>(1.0 / std::sqrt(stats.variance + epsilon));
   const T* gamma = op.gamma;
   const T* beta = op.beta;
-  if constexpr (std::is_same_v<T, float>) return NormalizeFloatRow(s, m, inv_std, gamma, beta, y, n);
+  if constexpr (std::is_same_v<T, float>) return cpu::NormalizeRow(s, m, inv_std, gamma, beta, y, n);
   if (beta != nullptr) {
     for (int64_t i = 0; i < n; ++i) y[i] = Narrow<T>((s[i] - m) * inv_std * Widen(gamma[i]) + Widen(beta[i]));
   } else {
