@@ -1,5 +1,9 @@
 #include "graph/passes/packed_qkv_attention.h"
 
+#include <algorithm>
+#include <map>
+#include <string>
+
 namespace tessera {
 namespace {
 
@@ -30,17 +34,77 @@ std::optional<std::vector<int64_t>> HeadSplitTarget(const Graph& graph, const No
   return t;
 }
 
-// The rank of the merged projection `y`: its stated shape's, or, for a product of a 2-D weight, its input's.
+// The number of entries of a Reshape target: a constant's, or a Concat's of constants and of scalars made 1-D
+// (Unsqueeze of a Gather of one dim, as exporters compute the leading dims).
+std::optional<int64_t> TargetLength(const Graph& graph, const GraphIndex& index, const std::string& target) {
+  if (const Tensor* constant = ConstantTensor(graph, target)) return constant->NumElements();
+  const Node* concat = index.Producer(target);
+  if (!IsStandardOp(concat, "Concat")) return std::nullopt;
+  int64_t length = 0;
+  for (const std::string& part : concat->inputs) {
+    if (const Tensor* constant = ConstantTensor(graph, part)) {
+      length += constant->NumElements();
+      continue;
+    }
+    const Node* unsqueeze = index.Producer(part);
+    const Node* gather = IsStandardOp(unsqueeze, "Unsqueeze") ? index.Producer(unsqueeze->inputs[0]) : nullptr;
+    const Tensor* at = IsStandardOp(gather, "Gather") && gather->inputs.size() == 2
+                           ? ConstantTensor(graph, gather->inputs[1]) : nullptr;
+    if (at == nullptr || at->shape().rank() != 0) return std::nullopt;
+    length += 1;
+  }
+  return length;
+}
+
+// The rank of `value` where its shape states it, or traced back through the ops of an encoder stack that keep their
+// first input's rank -- products of a 2-D weight, normalizations, activations, Slice, Transpose, element-wise ops
+// (the higher of two operands' ranks), an embedding Gather (the indices' rank plus the table's minus one), a Reshape
+// (its target's length) -- to values whose rank is stated or constant: transformer exports state the shapes of
+// graph inputs only. nullopt when the trace ends elsewhere or `depth` runs out.
+std::optional<int64_t> TracedRank(const Graph& graph, const GraphIndex& index, const std::string& value,
+                                  std::map<std::string, std::optional<int64_t>>& memo, int depth = 256) {
+  if (const std::optional<int64_t> rank = RankOf(graph, value)) return rank;
+  if (const Tensor* constant = ConstantTensor(graph, value)) return static_cast<int64_t>(constant->shape().rank());
+  if (depth == 0) return std::nullopt;
+  if (auto it = memo.find(value); it != memo.end()) return it->second;
+  std::optional<int64_t> rank;
+  const Node* p = index.Producer(value);
+  if (p != nullptr && !p->inputs.empty() && p->outputs[0] == value) {
+    const std::string& op = p->op_type;
+    const bool standard = p->domain.empty() || p->domain == "ai.onnx";
+    const bool contrib = p->domain == "ai.tessera" || p->domain == "com.microsoft";
+    if ((standard && op == "MatMul") || (contrib && op == "FusedMatMul")) {
+      const Tensor* weight = p->inputs.size() >= 2 ? ConstantTensor(graph, p->inputs[1]) : nullptr;
+      if (weight != nullptr ? weight->shape().rank() == 2 : RankOf(graph, p->inputs[1]) == 2)
+        rank = TracedRank(graph, index, p->inputs[0], memo, depth - 1);
+    } else if ((standard && (op == "LayerNormalization" || op == "Relu" || op == "Gelu" || op == "Erf" ||
+                             op == "Tanh" || op == "Sigmoid" || op == "Cast" || op == "Identity" || op == "Dropout" ||
+                             op == "Slice" || op == "Transpose")) ||
+               (contrib && (op == "SkipLayerNormalization" || op == "SimplifiedLayerNormalization" ||
+                            op == "SkipSimplifiedLayerNormalization" || op == "Gelu" || op == "FastGelu" ||
+                            op == "BiasGelu"))) {
+      rank = TracedRank(graph, index, p->inputs[0], memo, depth - 1);
+    } else if (standard && (op == "Add" || op == "Sub" || op == "Mul" || op == "Div") && p->inputs.size() == 2) {
+      const std::optional<int64_t> a = TracedRank(graph, index, p->inputs[0], memo, depth - 1);
+      const std::optional<int64_t> b = a ? TracedRank(graph, index, p->inputs[1], memo, depth - 1) : std::nullopt;
+      if (a && b) rank = std::max(*a, *b);
+    } else if (standard && op == "Reshape" && p->inputs.size() == 2) {
+      rank = TargetLength(graph, index, p->inputs[1]);
+    } else if (standard && op == "Gather" && p->inputs.size() == 2 && p->GetInt("axis", 0) == 0) {
+      const Tensor* data = ConstantTensor(graph, p->inputs[0]);
+      const std::optional<int64_t> indices = TracedRank(graph, index, p->inputs[1], memo, depth - 1);
+      if (data != nullptr && data->shape().rank() >= 1 && indices)
+        rank = *indices + static_cast<int64_t>(data->shape().rank()) - 1;
+    }
+  }
+  memo[value] = rank;
+  return rank;
+}
+
+// The rank of the merged projection `y` (TracedRank).
 std::optional<int64_t> ProjectionRank(const Graph& graph, const GraphIndex& index, const std::string& y) {
-  if (const std::optional<int64_t> rank = RankOf(graph, y)) return rank;
-  const Node* product = index.Producer(y);
-  if (product == nullptr || product->inputs.size() < 2 ||
-      !(IsStandardOp(product, "MatMul") || (product->op_type == "FusedMatMul" && product->domain == "ai.tessera")))
-    return std::nullopt;
-  const std::optional<int64_t> weight_rank = RankOf(graph, product->inputs[1]);
-  const Tensor* weight = ConstantTensor(graph, product->inputs[1]);
-  if (!(weight != nullptr ? weight->shape().rank() == 2 : weight_rank == 2)) return std::nullopt;
-  return RankOf(graph, product->inputs[0]);
+  std::map<std::string, std::optional<int64_t>> memo;
+  return TracedRank(graph, index, y, memo);
 }
 
 // Whether the Attention reads `operand` ("q_axes" ...) as [batch, seq, heads, features] or [seq, batch, ...]: heads

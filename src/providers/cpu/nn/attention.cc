@@ -4,12 +4,13 @@
 // graph/passes/attention_fusion.h and cache_update_fusion.h. Float32 and float16; scores, softmax and the weighted
 // sum of V are computed in float32 (float16 results are rounded once, at the end).
 //
-// Two float32 paths on x86-64 with AVX2 or AVX-512 (RunBlockedAttention): where at least kBlockedMinQueries queries
-// share each (batch, head) and V's rows are contiguous with a head size a multiple of the vector width, K is
-// transposed once per head into a panel and blocks of query rows run two register-tiled products (scores against
-// the panel, then probabilities times V) around a softmax over rows kept in cache -- an encoder's attention at
-// matrix-product speed, with no scores tensor in memory. Everything else (decoding steps, float16, other layouts)
-// takes the row kernel (RunAttention): one query row at a time, vectorized dot products and weighted sums.
+// Float32 on x86-64 with AVX2 or AVX-512 (RunBlockedAttention), where V's rows are contiguous with a head size a
+// multiple of the vector width: blocks of query rows get their scores, a softmax over rows kept in cache and
+// register-tiled products of the probabilities and V -- no scores tensor in memory. Scores: where at least
+// kBlockedMinQueries queries share a (batch, head), against K transposed once per head into a panel (an encoder's
+// attention at matrix-product speed); with fewer (decoding steps, short prompts) from K's rows directly, which needs
+// Q's and K's features contiguous too. Everything else (float16, other layouts, other CPUs) takes the row kernel
+// (RunAttention): one query row at a time, vectorized dot products and weighted sums.
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
@@ -138,6 +139,36 @@ struct BlockedAttention {
     }
   }
 
+  // The same scores for Rows (<= 4) rows without a panel: each key's row of K (contiguous features) times each query
+  // row, vectors across the features, then the lanes summed -- for a few queries over many keys, where transposing K
+  // would cost more than the products.
+  template <int Rows>
+  [[gnu::always_inline]] static inline void ScoresByKeyRows(const float* const* q_rows, const float* k_head,
+                                                            int64_t k_key_stride, int64_t k_len, int64_t head_size,
+                                                            int64_t panel_width, float* scores) {
+    for (int64_t j = 0; j < k_len; ++j) {
+      const float* k_row = k_head + j * k_key_stride;
+      Vec acc[Rows];
+#pragma GCC unroll 8
+      for (int r = 0; r < Rows; ++r) acc[r] = Vec{};
+      for (int64_t c = 0; c < head_size; c += W) {
+        const Vec kv = Load(k_row + c);
+#pragma GCC unroll 8
+        for (int r = 0; r < Rows; ++r) acc[r] += Load(q_rows[r] + c) * kv;
+      }
+#pragma GCC unroll 8
+      for (int r = 0; r < Rows; ++r) {
+        float lanes[W];
+        Store(lanes, acc[r]);
+        float sum = 0.0f;
+#pragma GCC unroll 16
+        for (int l = 0; l < W; ++l) sum += lanes[l];
+        scores[r * panel_width + j] = sum;
+      }
+    }
+    for (int r = 0; r < Rows; ++r) std::fill(scores + r * panel_width + k_len, scores + (r + 1) * panel_width, 0.0f);
+  }
+
   // out row r (contiguous features) = sum over keys j of probs[r][j] * V row j, times sums[r].value, for Rows rows.
   template <int Rows>
   [[gnu::always_inline]] static inline void Weighted(const float* probs, int64_t panel_width, const float* v,
@@ -250,19 +281,21 @@ struct BlockedAttention {
     for (; r < rows; ++r) f(std::integral_constant<int, 1>{}, r);
   }
 
-  // Units [begin, end) of g.batch x g.heads x query blocks of `block` rows.
+  // Units [begin, end) of g.batch x g.heads x query blocks of `block` rows; `by_key_rows`: scores without a panel
+  // (ScoresByKeyRows).
   [[gnu::always_inline]] static inline void Run(const AttentionGeometry& g, const AttentionAttributes& a,
                                                 const float* q, const float* k, const float* v, const void* mask,
-                                                float* out, int64_t block, int64_t begin, int64_t end) {
+                                                float* out, int64_t block, bool by_key_rows, int64_t begin,
+                                                int64_t end) {
     const int64_t blocks = (g.q_len + block - 1) / block;
     const int64_t panel_width = (g.k_len + 2 * W - 1) / (2 * W) * (2 * W);
-    std::vector<float> panel(static_cast<size_t>(g.head_size * panel_width), 0.0f);
+    std::vector<float> panel(by_key_rows ? 0 : static_cast<size_t>(g.head_size * panel_width), 0.0f);
     std::vector<float> scores(static_cast<size_t>(R * panel_width));
     int64_t panel_of = -1;  // the (batch, head) whose K the panel holds
     for (int64_t unit = begin; unit < end; ++unit) {
       const int64_t bh = unit / blocks, b = bh / g.heads, h = bh % g.heads;
       const int64_t first = unit % blocks * block, last = std::min(g.q_len, first + block);
-      if (bh != panel_of) {  // K^T of this head, panel[d][j] = K[j][d], in 16 x 16 tiles (both sides cache-friendly)
+      if (!by_key_rows && bh != panel_of) {  // K^T of this head, panel[d][j] = K[j][d], in 16 x 16 tiles
         const float* k_head = k + b * g.k[0] + h * g.k[1];
         for (int64_t j0 = 0; j0 < g.k_len; j0 += 16)
           for (int64_t d0 = 0; d0 < g.head_size; d0 += 16) {
@@ -281,10 +314,24 @@ struct BlockedAttention {
           q_rows[r] = q + b * g.q[0] + h * g.q[1] + (i + r) * g.q[2];
           out_rows[r] = out + b * g.out[0] + h * g.out[1] + (i + r) * g.out[2];
         }
-        ForTiles(rows, [&](auto tile, int r) {
-          Scores<decltype(tile)::value>(q_rows + r, g.q[3], panel.data(), panel_width, g.head_size,
-                                        scores.data() + r * panel_width);
-        });
+        if (by_key_rows) {
+          const float* k_head = k + b * g.k[0] + h * g.k[1];
+          for (int r = 0; r < rows; r += 4) {  // tiles of up to four rows
+            const int n = std::min(4, rows - r);
+            float* tile_scores = scores.data() + r * panel_width;
+            const float* const* tile_rows = q_rows + r;
+            const int64_t stride = g.k[2], keys = g.k_len, features = g.head_size;
+            if (n == 4) ScoresByKeyRows<4>(tile_rows, k_head, stride, keys, features, panel_width, tile_scores);
+            else if (n == 3) ScoresByKeyRows<3>(tile_rows, k_head, stride, keys, features, panel_width, tile_scores);
+            else if (n == 2) ScoresByKeyRows<2>(tile_rows, k_head, stride, keys, features, panel_width, tile_scores);
+            else ScoresByKeyRows<1>(tile_rows, k_head, stride, keys, features, panel_width, tile_scores);
+          }
+        } else {
+          ForTiles(rows, [&](auto tile, int r) {
+            Scores<decltype(tile)::value>(q_rows + r, g.q[3], panel.data(), panel_width, g.head_size,
+                                          scores.data() + r * panel_width);
+          });
+        }
         RowSum sums[R];
         for (int r = 0; r < rows; ++r) {
           const int64_t mask_at = b * g.mask[0] + h * g.mask[1] + (i + r) * g.mask[2];
@@ -304,18 +351,18 @@ struct BlockedAttention {
 };
 
 using BlockedUnits = void (*)(const AttentionGeometry&, const AttentionAttributes&, const float*, const float*,
-                              const float*, const void*, float*, int64_t, int64_t, int64_t);
+                              const float*, const void*, float*, int64_t, bool, int64_t, int64_t);
 
 __attribute__((target("arch=x86-64-v4"))) void BlockedUnitsAvx512(
     const AttentionGeometry& g, const AttentionAttributes& a, const float* q, const float* k, const float* v,
-    const void* mask, float* out, int64_t block, int64_t begin, int64_t end) {
-  BlockedAttention<Lanes16, 8>::Run(g, a, q, k, v, mask, out, block, begin, end);
+    const void* mask, float* out, int64_t block, bool by_key_rows, int64_t begin, int64_t end) {
+  BlockedAttention<Lanes16, 8>::Run(g, a, q, k, v, mask, out, block, by_key_rows, begin, end);
 }
 
 __attribute__((target("arch=x86-64-v3"))) void BlockedUnitsAvx2(
     const AttentionGeometry& g, const AttentionAttributes& a, const float* q, const float* k, const float* v,
-    const void* mask, float* out, int64_t block, int64_t begin, int64_t end) {
-  BlockedAttention<Lanes8, 4>::Run(g, a, q, k, v, mask, out, block, begin, end);
+    const void* mask, float* out, int64_t block, bool by_key_rows, int64_t begin, int64_t end) {
+  BlockedAttention<Lanes8, 4>::Run(g, a, q, k, v, mask, out, block, by_key_rows, begin, end);
 }
 
 // The blocked kernel for this CPU and geometry with its vector width, or nullptr (the row kernel runs it); vectors
@@ -324,12 +371,16 @@ BlockedUnits ChooseBlocked(const AttentionGeometry& g, int64_t max_lanes, int64_
   static const bool avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") &&
                              __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512dq");
   static const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-  if (g.q_len < kBlockedMinQueries || g.k_len == 0 || g.head_size == 0 || g.v[3] != 1 || g.out[3] != 1) return nullptr;
-  if (avx512 && max_lanes >= 16 && g.v_head_size % 16 == 0) {
+  if (g.k_len == 0 || g.head_size == 0 || g.v[3] != 1 || g.out[3] != 1) return nullptr;
+  // Fewer queries per head than kBlockedMinQueries: scores by key rows, which needs Q's and K's features contiguous
+  // and a head size a multiple of the vector width too.
+  const bool few = g.q_len < kBlockedMinQueries;
+  if (few && (g.q[3] != 1 || g.k[3] != 1)) return nullptr;
+  if (avx512 && max_lanes >= 16 && g.v_head_size % 16 == 0 && (!few || g.head_size % 16 == 0)) {
     lanes = 16;
     return BlockedUnitsAvx512;
   }
-  if (avx2 && max_lanes >= 8 && g.v_head_size % 8 == 0) {
+  if (avx2 && max_lanes >= 8 && g.v_head_size % 8 == 0 && (!few || g.head_size % 8 == 0)) {
     lanes = 8;
     return BlockedUnitsAvx2;
   }
@@ -351,7 +402,10 @@ bool RunBlockedAttention(const ThreadPool& pool, const AttentionGeometry& g, con
   int64_t block = std::max<int64_t>(rows, (g.q_len * heads + want_units - 1) / want_units);
   block = std::min<int64_t>((block + rows - 1) / rows * rows, (g.q_len + rows - 1) / rows * rows);
   const int64_t count = heads * ((g.q_len + block - 1) / block);
-  pool.ParallelFor(count, 1, [&](int64_t begin, int64_t end) { units(g, a, q, k, v, mask, out, block, begin, end); });
+  const bool by_key_rows = g.q_len < kBlockedMinQueries;
+  pool.ParallelFor(count, 1, [&](int64_t begin, int64_t end) {
+    units(g, a, q, k, v, mask, out, block, by_key_rows, begin, end);
+  });
   return true;
 }
 #endif  // __x86_64__

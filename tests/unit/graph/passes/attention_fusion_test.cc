@@ -173,8 +173,9 @@ void ExpectFusedOutputsOnThreads(const PassTestGraph& g, int threads, float tole
 }
 
 // Key counts around the blocked kernel's vector and tile widths (16 / 32 keys per tile column, 8 / 4 query rows per
-// tile), head sizes that end in a single vector (80, 48) or that only the AVX2 vectors or the row kernel take (24,
-// 20), additive masks with one row per batch entry or per query, torch SDPA's Boolean mask, and one to four threads.
+// tile), fewer than 8 queries (scores by key rows), head sizes that end in a single vector (80, 48) or that only the
+// AVX2 vectors or the row kernel take (24, 40, 20), additive masks with one row per batch entry or per query, torch
+// SDPA's Boolean mask, and one to four threads.
 TEST(AttentionFusionTest, CpuAttentionPathsMatchTheUnfusedGraphAtEveryTileEdge) {
   struct Case {
     int64_t seq, q_seq, heads, head;
@@ -187,6 +188,9 @@ TEST(AttentionFusionTest, CpuAttentionPathsMatchTheUnfusedGraphAtEveryTileEdge) 
       {9, 0, 2, 24, false, false, false},   // the fewest queries the blocked kernel takes; AVX2 vectors only
       {33, 0, 2, 20, true, false, false},   // head 20: the row kernel everywhere
       {40, 11, 3, 64, true, true, false},   // fewer queries than keys (a prompt after cached keys)
+      {40, 1, 3, 64, true, true, false},    // one query (a decoding step): scores by key rows, no panel
+      {37, 5, 2, 32, true, false, false},   // a few queries: tiles of four and one by key rows
+      {21, 3, 2, 40, false, false, false},  // head 40: AVX2 vectors only by key rows
   };
   for (const char* path : kAttentionPaths) {
     const AttentionPath scope(path);

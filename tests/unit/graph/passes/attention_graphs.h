@@ -89,15 +89,19 @@ inline PassTestGraph AttentionGraph(const AttentionSpec& c) {
 // entries, e.g. {0, 0}, {-1, seq} or the input's dims) and Transposed, scaled scores, an additive mask [batch, 1, 1,
 // seq], Softmax, the product with V, the Transpose and Reshape merging the heads. shared_input_matmul_fusion merges
 // the projections into one product and a Split; packed_qkv_attention lets the attention read that product.
-// `q_also_output`: Q's projection is also a graph output (a second reader). `relu_input`: the projections read
-// Relu(x) (whose rank the graph states only when x's dims are all known). `half`: float16 between Casts.
+// `q_also_output`: Q's projection is also a graph output (a second reader). `input_activation`: the projections read
+// that op of x (e.g. "Relu", whose rank the pass traces back to x's; "Softplus", which it does not trace). `half`:
+// float16 between Casts.
 struct SelfAttentionBlockSpec {
   int64_t batch = 2, seq = 5, heads = 3, head = 8;  // batch < 0: symbolic
   std::vector<int64_t> target_lead = {0, 0};
   bool q_also_output = false;
-  bool relu_input = false;
+  std::string input_activation = "";  // empty: the projections read x
   bool infer_heads = false;  // the target's head count -1 (Hugging Face's view(*input_shape, -1, head_size))
   bool half = false;
+  // Blocks one after another, each reading the one before; from the second on, value names take a prefix "l<i>_"
+  // and the head-merging Reshape's target is computed from the block input's Shape (as BERT exports write it).
+  int layers = 1;
 };
 
 inline PassTestGraph SelfAttentionBlockGraph(const SelfAttentionBlockSpec& c) {
@@ -112,9 +116,9 @@ inline PassTestGraph SelfAttentionBlockGraph(const SelfAttentionBlockSpec& c) {
   };
   std::string x = typed("x");
   const std::string m = typed("m");
-  if (c.relu_input) {
-    g.Node("Relu", {x}, {"x_relu"});
-    x = "x_relu";
+  if (!c.input_activation.empty()) {
+    g.Node(c.input_activation, {x}, {"x_activated"});
+    x = "x_activated";
   }
   unsigned seed = 11;
   const auto weights = [&](const std::string& name, std::vector<int64_t> dims) {
@@ -128,30 +132,47 @@ inline PassTestGraph SelfAttentionBlockGraph(const SelfAttentionBlockSpec& c) {
   };
   g.Int64s("head_shape", {4}, {c.target_lead[0], c.target_lead[1], c.infer_heads ? -1 : c.heads, c.head});
   g.Int64s("merged_shape", {3}, {0, 0, e});
-  for (const char* p : {"q", "k", "v"}) {
-    const std::string n = p;
-    weights(n + "_w", {e, e});
-    weights(n + "_b", {e});
-    g.Node("MatMul", {x, n + "_w"}, {n + "_mm"});
-    g.Node("Add", {n + "_mm", n + "_b"}, {n + "_proj"});
-    g.Node("Reshape", {n + "_proj", "head_shape"}, {n + "_heads"});
-  }
-  if (c.q_also_output) {
-    if (c.half) SetInt(g.Node("Cast", {"q_proj"}, {"q_proj_out"}), "to", 1);
-    else g.Node("Identity", {"q_proj"}, {"q_proj_out"});
-  }
-  SetInts(g.Node("Transpose", {"q_heads"}, {"q_t"}), "perm", {0, 2, 1, 3});
-  SetInts(g.Node("Transpose", {"k_heads"}, {"k_t"}), "perm", {0, 2, 3, 1});
-  SetInts(g.Node("Transpose", {"v_heads"}, {"v_t"}), "perm", {0, 2, 1, 3});
+  if (c.layers > 1)
+    g.Int64s("dim0", {}, {0}).Int64s("dim1", {}, {1}).Int64s("axis0", {1}, {0}).Int64s("width", {1}, {e});
   if (c.half) g.Halves("sqrt_d", {}, {std::sqrt(static_cast<float>(c.head))});
   else g.Scalar("sqrt_d", std::sqrt(static_cast<float>(c.head)));
-  g.Node("MatMul", {"q_t", "k_t"}, {"s"});
-  g.Node("Div", {"s", "sqrt_d"}, {"scaled"});
-  g.Node("Add", {"scaled", m}, {"masked"});
-  SetInt(g.Node("Softmax", {"masked"}, {"p"}), "axis", -1);
-  g.Node("MatMul", {"p", "v_t"}, {"o"});
-  SetInts(g.Node("Transpose", {"o"}, {"o_t"}), "perm", {0, 2, 1, 3});
-  g.Node("Reshape", {"o_t", "merged_shape"}, {c.half ? "y_h" : "y"});
+  for (int layer = 0; layer < c.layers; ++layer) {
+    const std::string P = layer == 0 ? "" : "l" + std::to_string(layer) + "_";
+    for (const char* p : {"q", "k", "v"}) {
+      const std::string n = P + p;
+      weights(n + "_w", {e, e});
+      weights(n + "_b", {e});
+      g.Node("MatMul", {x, n + "_w"}, {n + "_mm"});
+      g.Node("Add", {n + "_mm", n + "_b"}, {n + "_proj"});
+      g.Node("Reshape", {n + "_proj", "head_shape"}, {n + "_heads"});
+    }
+    if (c.q_also_output && layer == 0) {
+      if (c.half) SetInt(g.Node("Cast", {"q_proj"}, {"q_proj_out"}), "to", 1);
+      else g.Node("Identity", {"q_proj"}, {"q_proj_out"});
+    }
+    SetInts(g.Node("Transpose", {P + "q_heads"}, {P + "q_t"}), "perm", {0, 2, 1, 3});
+    SetInts(g.Node("Transpose", {P + "k_heads"}, {P + "k_t"}), "perm", {0, 2, 3, 1});
+    SetInts(g.Node("Transpose", {P + "v_heads"}, {P + "v_t"}), "perm", {0, 2, 1, 3});
+    g.Node("MatMul", {P + "q_t", P + "k_t"}, {P + "s"});
+    g.Node("Div", {P + "s", "sqrt_d"}, {P + "scaled"});
+    g.Node("Add", {P + "scaled", m}, {P + "masked"});
+    SetInt(g.Node("Softmax", {P + "masked"}, {P + "p"}), "axis", -1);
+    g.Node("MatMul", {P + "p", P + "v_t"}, {P + "o"});
+    SetInts(g.Node("Transpose", {P + "o"}, {P + "o_t"}), "perm", {0, 2, 1, 3});
+    std::string merged = "merged_shape";
+    if (layer > 0) {  // [dim 0 and 1 of the block's input, width]
+      g.Node("Shape", {x}, {P + "in_shape"});
+      SetInt(g.Node("Gather", {P + "in_shape", "dim0"}, {P + "n"}), "axis", 0);
+      SetInt(g.Node("Gather", {P + "in_shape", "dim1"}, {P + "t"}), "axis", 0);
+      g.Node("Unsqueeze", {P + "n", "axis0"}, {P + "n_1d"});
+      g.Node("Unsqueeze", {P + "t", "axis0"}, {P + "t_1d"});
+      SetInt(g.Node("Concat", {P + "n_1d", P + "t_1d", "width"}, {P + "merged_shape"}), "axis", 0);
+      merged = P + "merged_shape";
+    }
+    const std::string out = layer + 1 == c.layers ? (c.half ? "y_h" : "y") : P + "block_out";
+    g.Node("Reshape", {P + "o_t", merged}, {out});
+    x = out;
+  }
   if (c.half) SetInt(g.Node("Cast", {"y_h"}, {"y"}), "to", 1);
   return g;
 }

@@ -52,11 +52,12 @@ TEST(PackedQkvAttentionTest, StatedInferredOrCopiedLeadingEntries) {
   }
 }
 
-// Relu(x) with a symbolic batch: nothing states the projection's rank, so a 0 entry (which could copy its last dim)
-// keeps the Split; stated entries do not need the rank. With every dim known, Relu's shape gives it.
+// A projection of unknown rank (Softplus(x) with a symbolic batch: the pass does not trace ranks through Softplus):
+// a 0 entry, which could copy its last dim, keeps the Split; stated entries do not need the rank. Relu(x) with the
+// same symbolic batch takes x's stated rank (the pass traces it back), and with every dim known Relu's shape gives it.
 TEST(PackedQkvAttentionTest, CopiedEntriesOfAProjectionOfUnknownRankStay) {
   SelfAttentionBlockSpec spec;
-  spec.relu_input = true;
+  spec.input_activation = "Softplus";
   spec.batch = -1;
   const PassTestGraph unknown = SelfAttentionBlockGraph(spec);
   EXPECT_EQ(Count(OpsFused(unknown), "Split"), 1u);
@@ -66,10 +67,27 @@ TEST(PackedQkvAttentionTest, CopiedEntriesOfAProjectionOfUnknownRankStay) {
   EXPECT_EQ(Count(OpsFused(stated), "Split"), 0u);
   ExpectFusedOutputs(stated, 1e-5f);
   spec.target_lead = {0, 0};
+  spec.input_activation = "Relu";
+  const PassTestGraph traced = SelfAttentionBlockGraph(spec);
+  EXPECT_EQ(Count(OpsFused(traced), "Split"), 0u);
+  ExpectFusedOutputs(traced, 1e-5f);
   spec.batch = 2;
   const PassTestGraph known = SelfAttentionBlockGraph(spec);
   EXPECT_EQ(Count(OpsFused(known), "Split"), 0u);
   ExpectFusedOutputs(known, 1e-5f);
+}
+
+// The rank traced back through a stack of encoder layers (products, SkipLayerNormalization, the merge Reshape of
+// the layer before, whose target is computed from a Shape) to the graph input: every layer's Split goes.
+TEST(PackedQkvAttentionTest, RanksTracedThroughAStackOfLayers) {
+  SelfAttentionBlockSpec spec;
+  spec.batch = -1;
+  spec.layers = 3;
+  const PassTestGraph g = SelfAttentionBlockGraph(spec);
+  const std::vector<std::string> ops = OpsFused(g);
+  EXPECT_EQ(Count(ops, "Split"), 0u);
+  EXPECT_EQ(Count(ops, "Attention"), 3u);
+  ExpectFusedOutputs(g, 1e-4f);
 }
 
 TEST(PackedQkvAttentionTest, APartWithAnotherReaderStays) {

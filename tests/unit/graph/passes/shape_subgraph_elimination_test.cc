@@ -67,7 +67,8 @@ TEST(ShapeSubgraphEliminationTest, KeepsGatherOfSymbolicDimElsewhere) {
 TEST(ShapeSubgraphEliminationTest, FoldsTheHeadSplitOverSymbolicBatchAndSequence) {
   PassTestGraph g;
   g.Input("x", {-1, -1, 12}).Output("y");
-  g.Int64s("i0", {}, {0}).Int64s("i1", {}, {1}).Int64s("axes", {1}, {0}).Int64s("heads", {1}, {3}).Int64s("head", {1}, {4});
+  g.Int64s("i0", {}, {0}).Int64s("i1", {}, {1}).Int64s("axes", {1}, {0});
+  g.Int64s("heads", {1}, {3}).Int64s("head", {1}, {4});
   g.Node("Shape", {"x"}, {"shape_a"});
   g.Node("Shape", {"x"}, {"shape_b"});
   SetInt(g.Node("Gather", {"shape_a", "i0"}, {"n"}), "axis", 0);
