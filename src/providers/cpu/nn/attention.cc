@@ -77,7 +77,6 @@ typedef float Lanes8 __attribute__((vector_size(8 * sizeof(float))));
 template <typename Vec, int R>
 struct BlockedAttention {
   static constexpr int W = sizeof(Vec) / sizeof(float);
-  typedef int32_t Index __attribute__((vector_size(sizeof(Vec))));
 
   [[gnu::always_inline]] static inline Vec Load(const float* p) {
     Vec v;
@@ -85,19 +84,21 @@ struct BlockedAttention {
     return v;
   }
   [[gnu::always_inline]] static inline void Store(float* p, Vec v) { std::memcpy(p, &v, sizeof(v)); }
-  // Lane 0 shuffled into every lane (one broadcast instruction). Spelled x - Vec{} (or x + Vec{}), GCC 12 built the
-  // vector lane by lane in this kernel: 16 masked broadcasts per splat.
-  [[gnu::always_inline]] static inline Vec Splat(float x) {
-    Vec v = {};
-    v[0] = x;
-    return __builtin_shuffle(v, Index{});
-  }
   // *p in every lane: one broadcasting load (GCC 12 assembled the vector lane by lane from any C++ spelling of it
-  // inside these loops).
+  // inside these loops, so GCC gets the instruction itself).
   [[gnu::always_inline]] static inline Vec SplatLoad(const float* p) {
+#if defined(__clang__)
+    return *p - Vec{};  // x - 0 is x for every x: clang makes this one broadcast
+#else
     Vec v;
     asm("vbroadcastss %1, %0" : "=v"(v) : "m"(*p));
     return v;
+#endif
+  }
+  // x in every lane (outside the inner loops: through memory, as SplatLoad).
+  [[gnu::always_inline]] static inline Vec Splat(float x) {
+    const float in_memory = x;
+    return SplatLoad(&in_memory);
   }
   [[gnu::always_inline]] static inline float Max(Vec v) {
     float m = v[0];
