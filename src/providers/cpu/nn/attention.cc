@@ -63,8 +63,8 @@ struct RowSum {
 #if defined(__x86_64__)
 #define TESSERA_BLOCKED_ATTENTION 1
 
-// Queries per (batch, head) from which the blocked path pays for transposing K (a decoding step's single query does
-// not).
+// Queries per (batch, head) from which the scores go against K transposed into a panel; fewer (a decoding step, a
+// short prompt) score against K's rows, where the transpose would cost more than it saves.
 constexpr int64_t kBlockedMinQueries = 8;
 
 // Vectors of 16 floats (one AVX-512 register) and of 8 (one AVX2 register).
