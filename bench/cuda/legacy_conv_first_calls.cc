@@ -21,20 +21,13 @@
 #include <thread>
 #include <vector>
 
+#include "probe_checks.h"
+
 namespace {
 
-using Clock = std::chrono::steady_clock;
-
-double Ms(Clock::time_point a, Clock::time_point b) { return std::chrono::duration<double, std::milli>(b - a).count(); }
-
-void Check(bool ok, const char* what) {
-  if (!ok) {
-    std::fprintf(stderr, "failed: %s\n", what);
-    std::exit(1);
-  }
-}
-#define CUDA(x) Check((x) == cudaSuccess, #x)
-#define CUDNN(x) Check((x) == CUDNN_STATUS_SUCCESS, #x)
+using probe::Check;
+using probe::Clock;
+using probe::Ms;
 
 struct Geometry {
   int c, k, hw, kernel, stride;  // input channels, output channels, input height = width, filter size, stride

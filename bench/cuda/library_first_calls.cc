@@ -19,22 +19,16 @@
 #include <cstring>
 #include <thread>
 
+#include "probe_checks.h"
+
 namespace {
 
-using Clock = std::chrono::steady_clock;
+using probe::Clock;
+using probe::Ms;
+
 const Clock::time_point kStart = Clock::now();
 
-double Ms(Clock::time_point a, Clock::time_point b) { return std::chrono::duration<double, std::milli>(b - a).count(); }
-
-void Check(bool ok, const char* what) {
-  if (!ok) {
-    std::fprintf(stderr, "failed: %s\n", what);
-    std::exit(1);
-  }
-}
-#define CUDA(x) Check((x) == cudaSuccess, #x)
-#define CUDNN(x) Check((x) == CUDNN_STATUS_SUCCESS, #x)
-#define CUBLAS(x) Check((x) == CUBLAS_STATUS_SUCCESS, #x)
+#define CUBLAS(x) ::probe::Check((x) == CUBLAS_STATUS_SUCCESS, #x)
 
 template <typename F>
 double Timed(const char* what, F&& f) {

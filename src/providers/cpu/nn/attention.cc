@@ -140,7 +140,7 @@ struct BlockedAttention {
     }
   }
 
-  // The same scores for Rows (<= 4) rows without a panel: each key's row of K (contiguous features) times each query
+  // The same scores for Rows (<= R) rows without a panel: each key's row of K (contiguous features) times each query
   // row, vectors across the features, then the lanes summed -- for a few queries over many keys, where transposing K
   // would cost more than the products.
   template <int Rows>
@@ -315,24 +315,15 @@ struct BlockedAttention {
           q_rows[r] = q + b * g.q[0] + h * g.q[1] + (i + r) * g.q[2];
           out_rows[r] = out + b * g.out[0] + h * g.out[1] + (i + r) * g.out[2];
         }
-        if (by_key_rows) {
-          const float* k_head = k + b * g.k[0] + h * g.k[1];
-          for (int r = 0; r < rows; r += 4) {  // tiles of up to four rows
-            const int n = std::min(4, rows - r);
-            float* tile_scores = scores.data() + r * panel_width;
-            const float* const* tile_rows = q_rows + r;
-            const int64_t stride = g.k[2], keys = g.k_len, features = g.head_size;
-            if (n == 4) ScoresByKeyRows<4>(tile_rows, k_head, stride, keys, features, panel_width, tile_scores);
-            else if (n == 3) ScoresByKeyRows<3>(tile_rows, k_head, stride, keys, features, panel_width, tile_scores);
-            else if (n == 2) ScoresByKeyRows<2>(tile_rows, k_head, stride, keys, features, panel_width, tile_scores);
-            else ScoresByKeyRows<1>(tile_rows, k_head, stride, keys, features, panel_width, tile_scores);
-          }
-        } else {
-          ForTiles(rows, [&](auto tile, int r) {
-            Scores<decltype(tile)::value>(q_rows + r, g.q[3], panel.data(), panel_width, g.head_size,
-                                          scores.data() + r * panel_width);
-          });
-        }
+        const float* k_head = k + b * g.k[0] + h * g.k[1];
+        ForTiles(rows, [&](auto tile, int r) {
+          constexpr int kRows = decltype(tile)::value;
+          float* tile_scores = scores.data() + r * panel_width;
+          if (by_key_rows)
+            ScoresByKeyRows<kRows>(q_rows + r, k_head, g.k[2], g.k_len, g.head_size, panel_width, tile_scores);
+          else
+            Scores<kRows>(q_rows + r, g.q[3], panel.data(), panel_width, g.head_size, tile_scores);
+        });
         RowSum sums[R];
         for (int r = 0; r < rows; ++r) {
           const int64_t mask_at = b * g.mask[0] + h * g.mask[1] + (i + r) * g.mask[2];
