@@ -7,16 +7,19 @@
 // Float32 on x86-64 with AVX2 or AVX-512 (RunBlockedAttention), where V's rows are contiguous with a head size a
 // multiple of the vector width: blocks of query rows get their scores, a softmax over rows kept in cache and
 // register-tiled products of the probabilities and V -- no scores tensor in memory. Scores: where at least
-// kBlockedMinQueries queries share a (batch, head), against K transposed once per head into a panel (an encoder's
-// attention at matrix-product speed); with fewer (decoding steps, short prompts) from K's rows directly, which needs
-// Q's and K's features contiguous too. Everything else (float16, other layouts, other CPUs) takes the row kernel
-// (RunAttention): one query row at a time, vectorized dot products and weighted sums.
+// kBlockedMinQueries queries share a (batch, head), against K transposed once per head into a panel (vector-width
+// square blocks transposed in registers where K's features are contiguous; an encoder's attention at matrix-product
+// speed); with fewer (decoding steps, short prompts) from K's rows directly, which needs Q's and K's features
+// contiguous too. Everything else (float16, other layouts, other CPUs) takes the row kernel (RunAttention): one query
+// row at a time, vectorized dot products and weighted sums.
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <limits>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "providers/cpu/common/float_width.h"
@@ -110,6 +113,61 @@ struct BlockedAttention {
 #pragma GCC unroll 16
     for (int l = 0; l < W; ++l) s += v[l];
     return s;
+  }
+
+  // exp(x) in every lane, for x <= 0 or NaN (a score minus its row's maximum): Exp's reduction and polynomial
+  // (vector_math.h) without the handling of large and NaN arguments that such x do not need; 0 below -87.3, where
+  // exp(x) leaves the normal floats (Exp gives the denormals there).
+  [[gnu::always_inline]] static inline Vec ExpOfNonPositive(Vec x) {
+    typedef int32_t Bits __attribute__((vector_size(sizeof(Vec))));
+    const Vec floor = Vec{} - 87.3f;
+    const Vec clamped = x < floor ? floor : x;  // NaN stays NaN
+    constexpr float kShifter = 12582912.0f;     // 1.5 * 2^23: adding it rounds to an integer
+    const Vec shifted = clamped * 1.44269504088896341f + kShifter;
+    const Vec n = shifted - kShifter;
+    const Vec r = (clamped - n * 0.693359375f) - n * -2.12194440e-4f;
+    Vec poly = Vec{} + 1.9875691500e-4f;
+    poly = poly * r + 1.3981999507e-3f;
+    poly = poly * r + 8.3334519073e-3f;
+    poly = poly * r + 4.1665795894e-2f;
+    poly = poly * r + 1.6666665459e-1f;
+    poly = poly * r + 5.0000001201e-1f;
+    const Vec er = poly * (r * r) + r + 1.0f;
+    // 2^n for n in [-126, 0] from the shifter's low bits: a normal float.
+    const Bits exponent = ((Bits)shifted - std::bit_cast<int32_t>(kShifter) + 127) << 23;
+    const Vec result = er * (Vec)exponent;
+    return x < floor ? Vec{} : result;
+  }
+
+  // Transposes the W x W block at rows[i][0..W) (i < W) into columns: out + i * out_stride gets column i.
+  [[gnu::always_inline]] static inline void TransposeBlock(const float* in, int64_t in_stride, float* out,
+                                                           int64_t out_stride) {
+    Vec m[W];
+#pragma GCC unroll 16
+    for (int i = 0; i < W; ++i) m[i] = Load(in + i * in_stride);
+    SwapStage<1>(m);
+    SwapStage<2>(m);
+    SwapStage<4>(m);
+    if constexpr (W == 16) SwapStage<8>(m);
+#pragma GCC unroll 16
+    for (int i = 0; i < W; ++i) Store(out + i * out_stride, m[i]);
+  }
+  // One stage of the transpose: rows i and i + B (bit B of i clear) exchange their off-diagonal B x B blocks --
+  // lanes with bit B set of row i with lanes with it clear of row i + B. After the stages for B = 1, 2, .. W / 2
+  // every element has moved from (i, c) to (c, i).
+  static constexpr int LowLane(int c, int b) { return (c & b) ? W + c - b : c; }
+  static constexpr int HighLane(int c, int b) { return (c & b) ? W + c : c + b; }
+  template <int B, int... C>
+  [[gnu::always_inline]] static inline void SwapPair(Vec& low, Vec& high, std::integer_sequence<int, C...>) {
+    const Vec a = low, b = high;
+    low = __builtin_shufflevector(a, b, LowLane(C, B)...);
+    high = __builtin_shufflevector(a, b, HighLane(C, B)...);
+  }
+  template <int B>
+  [[gnu::always_inline]] static inline void SwapStage(Vec* m) {
+#pragma GCC unroll 16
+    for (int i = 0; i < W; ++i)
+      if ((i & B) == 0) SwapPair<B>(m[i], m[i + B], std::make_integer_sequence<int, W>{});
   }
 
   // scores[r][j] for j < panel_width (a multiple of 2 W; zero columns past k_len) = Q row r . panel column j, for
@@ -256,11 +314,9 @@ struct BlockedAttention {
       return sum;
     }
     Vec total_v = Vec{};
+    const Vec max_all = Splat(max);
     for (int64_t j = 0; j < whole; j += W) {
-      float e[W];
-#pragma GCC unroll 16
-      for (int l = 0; l < W; ++l) e[l] = Exp(row[j + l] - max);
-      const Vec ev = Load(e);
+      const Vec ev = ExpOfNonPositive(Load(row + j) - max_all);
       Store(row + j, ev);
       total_v += ev;
     }
@@ -296,9 +352,15 @@ struct BlockedAttention {
     for (int64_t unit = begin; unit < end; ++unit) {
       const int64_t bh = unit / blocks, b = bh / g.heads, h = bh % g.heads;
       const int64_t first = unit % blocks * block, last = std::min(g.q_len, first + block);
-      if (!by_key_rows && bh != panel_of) {  // K^T of this head, panel[d][j] = K[j][d], in 16 x 16 tiles
+      if (!by_key_rows && bh != panel_of) {  // K^T of this head, panel[d][j] = K[j][d]
         const float* k_head = k + b * g.k[0] + h * g.k[1];
-        for (int64_t j0 = 0; j0 < g.k_len; j0 += 16)
+        int64_t keys_done = 0;  // keys transposed W x W blocks at a time (features contiguous, whole vectors)
+        if (g.k[3] == 1 && g.head_size % W == 0)
+          for (; keys_done + W <= g.k_len; keys_done += W)
+            for (int64_t d0 = 0; d0 < g.head_size; d0 += W)
+              TransposeBlock(k_head + keys_done * g.k[2] + d0, g.k[2], panel.data() + d0 * panel_width + keys_done,
+                             panel_width);
+        for (int64_t j0 = keys_done; j0 < g.k_len; j0 += 16)  // the rest element by element, 16 x 16 tiles
           for (int64_t d0 = 0; d0 < g.head_size; d0 += 16) {
             const int64_t j1 = std::min(g.k_len, j0 + 16), d1 = std::min(g.head_size, d0 + 16);
             for (int64_t j = j0; j < j1; ++j)
