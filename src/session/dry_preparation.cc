@@ -33,8 +33,8 @@ const std::set<std::string>& ShapeOnlyOps() {
 const std::set<std::string>& ShapeOnlyFusedOps() {
   static const std::set<std::string> ops = {
       "FusedConv", "FusedConvTranspose", "NchwcConv", "ActivatedNchwcConv", "NchwcMaxPool", "NchwcAveragePool", "NchwcGlobalAveragePool",
-      "NchwcGlobalMaxPool", "ReorderFromBlocked", "FusedMatMul", "SkipLayerNormalization", "QuickGelu", "FastGelu",
-      "BiasGelu", "Gelu"};
+      "NchwcGlobalMaxPool", "ReorderFromBlocked", "FusedMatMul", "SkipLayerNormalization",
+      "MatMulSkipLayerNormalization", "QuickGelu", "FastGelu", "BiasGelu", "Gelu"};
   return ops;
 }
 

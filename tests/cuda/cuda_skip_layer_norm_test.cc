@@ -2,9 +2,12 @@
 // `enable_skip_layer_norm_strict_mode`, with and without beta and bias, parameters fed or constant, broadcast skip, the
 // sum output; the
 // word-per-thread kernel's row counts and widths and the block kernel's), and
-// the fused residual Add + LayerNormalization in strict mode against the unfused graph on the GPU, bit for bit.
+// the fused residual Add + LayerNormalization in strict mode against the unfused graph on the GPU, bit for bit;
+// ai.tessera::MatMulSkipLayerNormalization (the product's depth in chunks whose float32 partial sums the
+// normalization adds up, or one product) against the CPU EP's kernel, and its fusion in a BERT output block.
 #include "cuda/cuda_test_util.h"
 #include "ops/skip_layer_norm_model.h"
+#include "unit/graph/passes/pass_test_graph.h"
 #include "unit/session/graph_builder.h"
 
 namespace tessera::test {
@@ -136,6 +139,101 @@ TEST_F(CudaSkipLayerNormTest, StrictModeMatchesTheUnfusedGraphExactly) {
   EXPECT_EQ(strict_ops, (std::vector<std::string>{"SkipLayerNormalization", "Add"}));
   EXPECT_EQ(CompareTensors(unfused, strict, 0, 0), "");
   EXPECT_EQ(CompareTensors(unfused, relaxed, 1e-2, 1e-2), "");
+}
+
+struct MatMulSkipCase {
+  Shape a, b, skip;
+  bool beta = true, bias = true;
+};
+
+// One fused node; B, gamma, beta and bias initializers.
+void BuildMatMulSkip(OpTester& t, const MatMulSkipCase& c, const std::vector<Tensor>& in) {
+  t.Attr("epsilon", 1e-5f);
+  t.Input("A", in[0]).Input("B", in[1], true).Input("skip", in[2]).Input("gamma", in[3], true);
+  if (c.beta) t.Input("beta", in[4], true);
+  else if (c.bias) t.OmittedInput();
+  if (c.bias) t.Input("bias", in[5], true);
+}
+
+std::vector<MatMulSkipCase> MatMulSkipCases() {
+  return {
+      {{1, 128, 3072}, {3072, 768}, {1, 128, 768}},  // BERT-base's FFN output: 4 depth chunks
+      {{1, 128, 768}, {768, 768}, {1, 128, 768}},    // its attention output: 4 chunks of 192
+      {{4, 384}, {384, 256}, {4, 256}},              // 2 chunks
+      {{2, 3, 64}, {64, 32}, {2, 3, 32}},            // too shallow to split: one product
+      {{1, 128, 3072}, {3072, 768}, {128, 768}},     // a skip that broadcasts: one product
+      {{1, 128, 3072}, {3072, 768}, {1, 128, 768}, false, false},
+      {{1, 128, 3072}, {3072, 768}, {1, 128, 768}, false, true},
+      {{8, 768}, {768, 100}, {8, 100}},              // 4 chunks in float32; float16 rows of 100 are not whole words
+      {{3000}, {3000, 40}, {40}},                    // a 1-D A: one row
+  };
+}
+
+std::vector<Tensor> MatMulSkipInputs(DataType type, const MatMulSkipCase& c, uint32_t seed) {
+  const int64_t n = c.b[1];
+  return {RandomTensor(type, c.a, seed),           RandomTensor(type, c.b, seed + 1, -0.05, 0.05),
+          RandomTensor(type, c.skip, seed + 2),     RandomTensor(type, {n}, seed + 3, 0.5, 1.5),
+          RandomTensor(type, {n}, seed + 4),        RandomTensor(type, {n}, seed + 5)};
+}
+
+TEST_F(CudaSkipLayerNormTest, MatMulSkipLayerNormMatchesCpu) {
+  for (const MatMulSkipCase& c : MatMulSkipCases()) {
+    const std::string what = c.a.ToString() + " x " + c.b.ToString() + " + " + c.skip.ToString() +
+                             (c.beta ? " beta" : "") + (c.bias ? " bias" : "");
+    const std::vector<Tensor> in = MatMulSkipInputs(kF32, c, 31);
+    OpTester t("MatMulSkipLayerNormalization", 1, "ai.tessera");
+    BuildMatMulSkip(t, c, in);
+    t.OutputName("Y");
+    ExpectAllOnCuda(t.SerializedModel());
+    const std::vector<Tensor> expected = t.RunOn("cpu");
+    const Session::NamedValues feeds = {{"A", in[0]}, {"skip", in[2]}};
+    const std::vector<Tensor> actual = RunOnCuda(t.SerializedModel(), feeds, {{"use_tf32", "0"}});
+    EXPECT_EQ(CompareTensors(expected[0], actual[0], 1e-4, 1e-4), "") << "float32 " << what;
+    // float16 on the GPU against the same values in float32 on the CPU.
+    std::vector<Tensor> half;
+    for (const Tensor& x : MatMulSkipInputs(kF16, c, 41)) half.push_back(x);
+    CompareFloat16WithCpu(
+        "MatMulSkipLayerNormalization", 1, half, [&](OpTester& tester, const std::vector<Tensor>& inputs) {
+          BuildMatMulSkip(tester, c, inputs);
+        }, 2e-2, 2e-2, "ai.tessera");
+  }
+}
+
+// MatMul -> Add(bias) -> Add(residual) -> LayerNormalization at BERT-base's FFN output: one fused node on the CUDA
+// EP (two nodes in strict mode), both against the CPU EP's unfused graph.
+TEST_F(CudaSkipLayerNormTest, FusesBertOutputBlocks) {
+  PassTestGraph g;
+  g.Input("x", {1, 128, 3072}).Input("r", {1, 128, 768}).Output("y");
+  g.Floats("w", {3072, 768}, PassTestGraph::Random(3072 * 768, -0.03f, 0.03f, 1));
+  g.Floats("b", {768}, PassTestGraph::Random(768, -1, 1, 2));
+  g.Floats("gamma", {768}, PassTestGraph::Random(768, 0.5f, 1.5f, 3));
+  g.Floats("beta", {768}, PassTestGraph::Random(768, -0.5f, 0.5f, 4));
+  g.Node("MatMul", {"x", "w"}, {"h"});
+  g.Node("Add", {"h", "b"}, {"hb"});
+  g.Node("Add", {"hb", "r"}, {"sum"});
+  SetFloat(g.Node("LayerNormalization", {"sum", "gamma", "beta"}, {"y"}), "epsilon", 1e-12f);
+  const std::string model = g.Serialize();
+  const Session::NamedValues feeds = g.Feeds(1);
+  SessionOptions reference_options = OptionsFor("cpu");
+  reference_options.optimization_level = OptimizationLevel::kNone;
+  Session reference(TestEnv(), model.data(), model.size(), reference_options);
+  const Tensor want = reference.Run(feeds)[0].tensor();
+  for (bool strict : {false, true}) {
+    SessionOptions options;
+    options.AddProvider(kCudaEpName, {{"use_tf32", "0"}, {"enable_skip_layer_norm_strict_mode", strict ? "1" : "0"}});
+    Session session = MakeSession(model, options, TestEnv());
+    std::vector<std::string> ops;
+    for (const PartitionEntry& e : session.Partition())
+      if (!e.is_copy) {
+        ops.push_back(e.op_type);
+        EXPECT_EQ(e.ep, kCudaEpName) << e.op_type;
+      }
+    const std::vector<std::string> expected_ops =
+        strict ? std::vector<std::string>{"MatMul", "SkipLayerNormalization"}
+               : std::vector<std::string>{"MatMulSkipLayerNormalization"};
+    EXPECT_EQ(ops, expected_ops);
+    EXPECT_EQ(CompareTensors(want, session.Run(feeds)[0].tensor(), 1e-4, 1e-4), "") << (strict ? "strict" : "default");
+  }
 }
 
 }  // namespace

@@ -23,6 +23,7 @@
 #include "graph/passes/packed_qkv_attention.h"
 #include "graph/passes/shape_subgraph_elimination.h"
 #include "graph/passes/shared_input_matmul_fusion.h"
+#include "graph/passes/matmul_skip_layer_norm_fusion.h"
 #include "graph/passes/skip_layer_norm_fusion.h"
 #include "graph/passes/split_concat_elimination.h"
 #include "graph/passes/transpose_elimination.h"
@@ -110,6 +111,9 @@ void RunAll(Graph& graph, bool is_subgraph, PassRunner& run) {
   run("matmul_epilogue_fusion", [&] { return FuseMatMulEpilogue(graph, context.can_fuse); });
   // After matmul_epilogue_fusion: products that read one input merge with their biases.
   run("shared_input_matmul_fusion", [&] { return FuseSharedInputMatMuls(graph, context.can_fuse); });
+  // After matmul_epilogue_fusion and skip_layer_norm_fusion: a product whose bias and residual went into the
+  // normalization.
+  run("matmul_skip_layer_norm_fusion", [&] { return FuseMatMulSkipLayerNorm(graph, context.can_fuse); });
   // After shared_input_matmul_fusion: the attention reads its heads out of the merged projection.
   run("packed_qkv_attention", [&] { return PackAttentionProjections(graph, context.can_fuse); });
   if (!is_subgraph) {
@@ -152,7 +156,8 @@ const std::vector<std::string>& OptimizerPassNames() {
       "conv_bn_folding",       "conv_affine_folding",     "layer_norm_fusion",       "gelu_fusion",                "hard_swish_fusion",
       "transpose_elimination", "float32_regions",         "mha_lowering",               "attention_fusion",
       "cache_update_fusion",   "attention_mask_narrowing", "integer_matmul_fusion",   "skip_layer_norm_fusion",     "conv_activation_fusion", "silu_fusion",
-      "gemm_to_matmul",        "matmul_epilogue_fusion",  "shared_input_matmul_fusion", "packed_qkv_attention", "nchwc_layout",
+      "gemm_to_matmul",        "matmul_epilogue_fusion",  "shared_input_matmul_fusion", "matmul_skip_layer_norm_fusion",
+      "packed_qkv_attention",  "nchwc_layout",
       "depthwise_input_activation", "split_concat_elimination"};
   return names;
 }

@@ -87,15 +87,17 @@ const KernelRegistry& CpuKernelRegistry() {
 CpuProviderOptions ParseCpuProviderOptions(const ProviderOptions& options) {
   CpuProviderOptions parsed;
   for (const auto& [key, value] : options) {
-    if (key != "conv_winograd" && key != "fused_attention" && key != "activated_depthwise")
+    if (key != "conv_winograd" && key != "fused_attention" && key != "activated_depthwise" &&
+        key != "fused_matmul_skip_layer_norm")
       Fail(ErrorCode::kInvalidArgument, "CPUExecutionProvider: unknown provider option '", key,
-           "' (known: conv_winograd, fused_attention, activated_depthwise)");
+           "' (known: conv_winograd, fused_attention, activated_depthwise, fused_matmul_skip_layer_norm)");
     if (value != "0" && value != "1")
       Fail(ErrorCode::kInvalidArgument, "CPUExecutionProvider: provider option '", key, "' must be 0 or 1, got '",
            value, "'");
     bool& option = key == "conv_winograd" ? parsed.conv_winograd
-                   : key == "fused_attention" ? parsed.fused_attention
-                                              : parsed.activated_depthwise;
+                   : key == "fused_attention"   ? parsed.fused_attention
+                   : key == "activated_depthwise" ? parsed.activated_depthwise
+                                                  : parsed.fused_matmul_skip_layer_norm;
     option = value == "1";
   }
   return parsed;
@@ -106,6 +108,8 @@ bool CpuExecutionProvider::PrefersFusion(const std::string& op_type, const std::
   // oneDNN fuses the producer's activation as a post-op already; moving it into the depthwise convolution would
   // cost an activated copy of X (depthwise_input_activation).
   if (op_type == "ActivatedNchwcConv" && domain == "ai.tessera") return options_.activated_depthwise;
+  // Its kernel runs graphs that hold the op; oneDNN's product and the SkipLayerNormalization kernel are faster.
+  if (op_type == "MatMulSkipLayerNormalization" && domain == "ai.tessera") return options_.fused_matmul_skip_layer_norm;
   return true;
 }
 

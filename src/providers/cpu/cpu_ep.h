@@ -25,6 +25,10 @@ struct CpuProviderOptions {
   // the depthwise convolution after it (ai.tessera::ActivatedNchwcConv) on the CPU EP too. Its kernel activates a
   // copy of X, where oneDNN applied the activation as the convolution's post-op for free: for tests and comparisons.
   bool activated_depthwise = false;
+  // "fused_matmul_skip_layer_norm" = "0" (default) / "1": let matmul_skip_layer_norm_fusion put
+  // ai.tessera::MatMulSkipLayerNormalization on the CPU EP (a fusion for the CUDA EP: the CPU kernel's product is a
+  // plain loop, slower than oneDNN's): for tests and comparisons.
+  bool fused_matmul_skip_layer_norm = false;
 };
 CpuProviderOptions ParseCpuProviderOptions(const ProviderOptions& options);
 
@@ -43,7 +47,7 @@ class CpuExecutionProvider : public ExecutionProvider {
   // (AVX2).
   std::optional<int64_t> PreferredChannelBlock(const Node& conv, const Graph& graph) const override;
   // ai.tessera::Attention unless the provider option fused_attention = 0, ActivatedNchwcConv only with
-  // activated_depthwise = 1.
+  // activated_depthwise = 1, MatMulSkipLayerNormalization only with fused_matmul_skip_layer_norm = 1.
   bool PrefersFusion(const std::string& op_type, const std::string& domain) const override;
 
  private:

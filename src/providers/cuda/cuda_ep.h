@@ -40,6 +40,12 @@ class CudaExecutionProvider : public ExecutionProvider {
   // NHWC (0) for float16 and float32 convolutions with prefer_nhwc = 1, none with 0; unset: NHWC where the
   // convolution runs on tensor cores (float16; float32 with use_tf32).
   std::optional<int64_t> PreferredChannelBlock(const Node& conv, const Graph& graph) const override;
+  // Declines ai.tessera::MatMulSkipLayerNormalization in strict mode (enable_skip_layer_norm_strict_mode promises
+  // the unfused graph's float16 results; the fused op adds the product in float32).
+  bool PrefersFusion(const std::string& op_type, const std::string& domain) const override {
+    return !(options_.enable_skip_layer_norm_strict_mode && op_type == "MatMulSkipLayerNormalization" &&
+             domain == "ai.tessera");
+  }
 
   // CUDA graphs (enable_cuda_graph): the session captures whole runs on its stream and replays them.
   // Streams per concurrent run (kEpRunStreams) unless the session runs on the caller's user_compute_stream.

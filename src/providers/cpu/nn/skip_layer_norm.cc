@@ -13,8 +13,19 @@
 // element type in the unfused order, statistics accumulate in double and float rows are normalized with
 // LayerNormalization's float expression. Float rows are summed into the output (or the sum output) and
 // normalized in place, so no scratch memory is needed; float16 rows go through a float row per task.
+//
+// ai.tessera::MatMulSkipLayerNormalization (opset 1; graph/passes/matmul_skip_layer_norm_fusion, which fuses for the
+// CUDA EP only): the same with its input the product A x B, inputs (A [..., K], B [K, N], skip, gamma, beta?, bias?),
+// output 0 only, skip of the product's shape or broadcasting to it. This kernel lets a graph holding the op (an
+// optimized model saved by a CUDA session) run on the CPU: the product accumulates in float32 over blocks of rows
+// against B widened to float once (at creation when B is an initializer), and the sum (product + bias) + skip stays
+// in float32 before the statistics, as the CUDA kernel computes it. The CPU EP itself keeps MatMul and
+// SkipLayerNormalization (its oneDNN product is faster than this loop).
+#include <algorithm>
 #include <climits>
 #include <cmath>
+#include <string>
+#include <tuple>
 #include <type_traits>
 #include <vector>
 
@@ -215,6 +226,118 @@ class SkipLayerNormalization : public Kernel {
   float epsilon_;
 };
 
+// acc[r][0..n) += sum over j < k of a[r][j] * b[j][0..n) for `rows` (<= kProductRows) rows of a (`a_stride` apart)
+// and acc (`n` apart), built per instruction set.
+constexpr int64_t kProductRows = 8;
+TESSERA_TARGET_CLONES("arch=x86-64-v4", "arch=x86-64-v3", "default")
+void AccumulateProductRows(const float* a, int64_t a_stride, const float* b, float* acc, int64_t rows, int64_t k,
+                           int64_t n) {
+  for (int64_t j = 0; j < k; ++j) {
+    const float* b_row = b + j * n;
+    for (int64_t r = 0; r < rows; ++r) {
+      const float x = a[r * a_stride + j];
+      float* acc_row = acc + r * n;
+      for (int64_t i = 0; i < n; ++i) acc_row[i] += x * b_row[i];
+    }
+  }
+}
+
+template <typename T>
+std::vector<float> WidenAll(const T* x, int64_t count) {
+  std::vector<float> out(static_cast<size_t>(count));
+  for (int64_t i = 0; i < count; ++i) out[i] = Widen(x[i]);
+  return out;
+}
+
+class MatMulSkipLayerNormalization : public Kernel {
+ public:
+  explicit MatMulSkipLayerNormalization(const KernelInfo& info) : epsilon_(info.node().GetFloat("epsilon", 1e-12f)) {
+    for (size_t i = 1; i < info.node().outputs.size(); ++i)
+      if (NamesOutput(info.node(), i))
+        Fail(ErrorCode::kNotImplemented, info.node().Describe(), ": only output 0 is produced");
+    if (const Tensor* b = info.ConstantInput(1); b != nullptr && b->type() == DataType::kFloat16)
+      constant_b_ = WidenAll(b->Data<Float16>(), b->NumElements());
+  }
+
+  void Compute(KernelContext& ctx) const override {
+    const Tensor& a = ctx.Input(0);
+    const Tensor& b = ctx.Input(1);
+    const Tensor& skip = ctx.Input(2);
+    const Tensor* beta = ctx.OptionalInput(4);
+    const Tensor* bias = ctx.OptionalInput(5);
+    const DataType type = a.type();
+    if (a.shape().rank() < 1 || b.shape().rank() != 2 || b.type() != type ||
+        a.shape()[a.shape().rank() - 1] != b.shape()[0])
+      Fail(ErrorCode::kInvalidArgument, ctx.node().Describe(), ": A ", a.Describe(), " and B ", b.Describe(),
+           " do not multiply (A [..., K] and B [K, N] of one type)");
+    const int64_t k = b.shape()[0], n = b.shape()[1];
+    std::vector<int64_t> dims(a.shape().dims().begin(), a.shape().dims().end() - 1);
+    dims.push_back(n);
+    const Shape out(dims);
+    for (const auto& [t, what, length] : {std::tuple{&skip, "skip", int64_t{-1}}, {&ctx.Input(3), "gamma", n},
+                                          {beta, "beta", n}, {bias, "bias", n}})
+      if (t != nullptr && (t->type() != type || (length >= 0 && t->NumElements() != length)))
+        Fail(ErrorCode::kInvalidArgument, ctx.node().Describe(), ": ", what, " is ", t->Describe(), ", expected ",
+             DataTypeName(type), length >= 0 ? " with one value per feature (" + std::to_string(length) + ")" : "");
+    if (BroadcastShapes(ctx.node(), out, skip.shape()) != out)
+      Fail(ErrorCode::kInvalidArgument, ctx.node().Describe(), ": skip ", skip.Describe(), " widens the product's ",
+           out.ToString());
+    Tensor& y = ctx.Output(0, type, out);
+    if (out.NumElements() == 0) return;
+    if (type == DataType::kFloat) Run<float>(ctx, out, n, k, y);
+    else Run<Float16>(ctx, out, n, k, y);
+  }
+
+ private:
+  template <typename T>
+  void Run(KernelContext& ctx, const Shape& out, int64_t n, int64_t k, Tensor& y) const {
+    const Tensor* beta = ctx.OptionalInput(4);
+    const Tensor* bias = ctx.OptionalInput(5);
+    const T* a = ctx.Input(0).Data<T>();
+    std::vector<float> widened_b;
+    const float* b = nullptr;
+    if constexpr (std::is_same_v<T, float>) {
+      b = ctx.Input(1).Data<float>();
+    } else {
+      if (constant_b_.empty()) widened_b = WidenAll(ctx.Input(1).Data<T>(), k * n);
+      b = constant_b_.empty() ? widened_b.data() : constant_b_.data();
+    }
+    const T* skip = ctx.Input(2).Data<T>();
+    const RowMap skip_rows = MapRows(ctx.Input(2).shape(), out);
+    const T* gamma = ctx.Input(3).Data<T>();
+    const T* beta_data = beta != nullptr ? beta->Data<T>() : nullptr;
+    const T* bias_data = bias != nullptr ? bias->Data<T>() : nullptr;
+    T* y_data = y.Data<T>();
+    const int64_t rows = out.NumElements() / n;
+    const int64_t blocks = (rows + kProductRows - 1) / kProductRows;
+    ctx.thread_pool().ParallelFor(blocks, 1, [&](int64_t begin, int64_t end) {
+      std::vector<float> acc(static_cast<size_t>(kProductRows * n)), a_rows(static_cast<size_t>(kProductRows * k));
+      for (int64_t block = begin; block < end; ++block) {
+        const int64_t first = block * kProductRows, count = std::min(kProductRows, rows - first);
+        for (int64_t i = 0; i < count * k; ++i) a_rows[i] = Widen(a[first * k + i]);
+        std::fill(acc.begin(), acc.end(), 0.0f);
+        AccumulateProductRows(a_rows.data(), k, b, acc.data(), count, k, n);
+        for (int64_t r = 0; r < count; ++r) {
+          float* s = acc.data() + r * n;
+          const T* skip_row = skip + skip_rows.Offset(first + r);
+          for (int64_t i = 0; i < n; ++i)
+            s[i] = (s[i] + (bias_data != nullptr ? Widen(bias_data[i]) : 0.0f)) + Widen(skip_row[i * skip_rows.step]);
+          const RowStatistics stats = MeanVariance(s, n);
+          const float mean = static_cast<float>(stats.mean);
+          const float inv_std = static_cast<float>(1.0 / std::sqrt(stats.variance + static_cast<double>(epsilon_)));
+          T* y_row = y_data + (first + r) * n;
+          for (int64_t i = 0; i < n; ++i)
+            y_row[i] = Narrow<T>((s[i] - mean) * inv_std * Widen(gamma[i]) +
+                                 (beta_data != nullptr ? Widen(beta_data[i]) : 0.0f));
+        }
+      }
+    });
+  }
+
+  float epsilon_;
+  std::vector<float> constant_b_;  // a float16 initializer B widened
+};
+
 KernelDef SkipLayerNormDef(const char* domain) {
   KernelDef def;
   def.op_type = "SkipLayerNormalization";
@@ -229,6 +352,9 @@ KernelDef SkipLayerNormDef(const char* domain) {
 void RegisterSkipLayerNormKernels(KernelRegistry& registry) {
   registry.Register<SkipLayerNormalization>(SkipLayerNormDef("ai.tessera"));
   registry.Register<SkipLayerNormalization>(SkipLayerNormDef("com.microsoft"));
+  KernelDef fused = SkipLayerNormDef("ai.tessera");
+  fused.op_type = "MatMulSkipLayerNormalization";
+  registry.Register<MatMulSkipLayerNormalization>(fused);
 }
 
 }  // namespace tessera::cpu

@@ -80,8 +80,8 @@ constexpr int kCandidates = 8;
 
 struct LtMatmulPlans::Key {
   DataType type;
-  bool tf32, trans_a, trans_b, with_c;
-  int64_t m, n, k, batch, stride_a, stride_b, stride_out;
+  bool float_out, tf32, trans_a, trans_b, with_c;
+  int64_t m, n, k, lda, batch, stride_a, stride_b, stride_out;
   LtEpilogue epilogue;
   const void* bias;
   uint32_t align_a, align_b, align_c, align_out;
@@ -106,6 +106,7 @@ bool LtMatmulPlans::Supports(const RowMajorProduct& product) {
   const bool with_bias = product.epilogue == LtEpilogue::kBias || product.epilogue == LtEpilogue::kReluBias;
   if (with_bias && (product.bias == nullptr || AlignmentOf(product.bias) < 16)) return false;
   if (product.m == 0 || product.n == 0 || product.k == 0) return false;
+  if (product.lda != 0 && (product.trans_a || product.lda < product.k)) return false;
   return product.batch == 1 || (product.stride_a != 0 && product.stride_b != 0 && product.stride_out != 0);
 }
 
@@ -118,9 +119,11 @@ std::shared_ptr<const LtMatmulPlans::Plan> LtMatmulPlans::Find(const Key& key) c
 
 // The tuning cache's key: everything the timing depended on.
 std::string LtMatmulPlans::TuningKey(const Key& key) {
-  std::string text = "lt;" + std::string(DataTypeName(key.type)) + (key.tf32 ? ";tf32" : "") + ";" +
-                     (key.trans_a ? "T" : "N") + (key.trans_b ? "T" : "N") + (key.with_c ? ";c" : "") + ";m" +
-                     std::to_string(key.m) + ";n" + std::to_string(key.n) + ";k" + std::to_string(key.k);
+  std::string text = "lt;" + std::string(DataTypeName(key.type)) + (key.float_out ? ";float_out" : "") +
+                     (key.tf32 ? ";tf32" : "") + ";" + (key.trans_a ? "T" : "N") + (key.trans_b ? "T" : "N") +
+                     (key.with_c ? ";c" : "") + ";m" + std::to_string(key.m) + ";n" + std::to_string(key.n) + ";k" +
+                     std::to_string(key.k);
+  if (key.lda != key.k) text += ";lda" + std::to_string(key.lda);
   if (key.batch > 1)
     text += ";batch" + std::to_string(key.batch) + ";strides" + std::to_string(key.stride_a) + "," +
             std::to_string(key.stride_b) + "," + std::to_string(key.stride_out);
@@ -152,7 +155,7 @@ size_t LtMatmulPlans::Choose(const KernelContext& ctx, const CudaExecutionProvid
   const void* c = product.c != nullptr ? product.c : product.out;
   if (c == product.out && product.beta != 0.0f) {  // timing runs would accumulate into the real output
     const int64_t elements = (product.batch - 1) * product.stride_out + product.m * product.n;
-    scratch = Tensor::Allocate(product.type, Shape{elements}, ctx.allocator());
+    scratch = Tensor::Allocate(product.float_out ? DataType::kFloat : product.type, Shape{elements}, ctx.allocator());
     out = scratch.raw_data();
     c = out;
   }
@@ -188,6 +191,7 @@ bool LtMatmulPlans::Run(const KernelContext& ctx, const CudaExecutionProvider& e
   if (!Supports(product)) return false;
   const bool half = product.type == DataType::kFloat16;
   const Key key{product.type,
+                product.float_out && half,
                 !half && ep.options().use_tf32,
                 product.trans_a,
                 product.trans_b,
@@ -195,6 +199,7 @@ bool LtMatmulPlans::Run(const KernelContext& ctx, const CudaExecutionProvider& e
                 product.m,
                 product.n,
                 product.k,
+                product.lda != 0 ? product.lda : product.k,
                 product.batch,
                 product.stride_a,
                 product.stride_b,
@@ -225,10 +230,12 @@ bool LtMatmulPlans::Run(const KernelContext& ctx, const CudaExecutionProvider& e
     SetDesc(ctx, desc, CUBLASLT_MATMUL_DESC_EPILOGUE, ToCublas(product.epilogue));
     if (product.epilogue == LtEpilogue::kBias || product.epilogue == LtEpilogue::kReluBias)
       SetDesc(ctx, desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, product.bias);
-    auto layout = [&](uint64_t rows, uint64_t cols, int64_t stride) {
+    // rows x cols column-major of `type`, columns `leading` elements apart (0: rows).
+    auto layout = [&](uint64_t rows, uint64_t cols, int64_t stride, cudaDataType_t type, int64_t leading) {
       cublasLtMatrixLayout_t made_layout = nullptr;
-      CheckCublas(cublasLtMatrixLayoutCreate(&made_layout, data, rows, cols, static_cast<int64_t>(rows)), node,
-                  ": cublasLtMatrixLayoutCreate");
+      CheckCublas(cublasLtMatrixLayoutCreate(&made_layout, type, rows, cols,
+                                             leading != 0 ? leading : static_cast<int64_t>(rows)),
+                  node, ": cublasLtMatrixLayoutCreate");
       LayoutPtr owned(made_layout);
       if (product.batch > 1) {
         SetLayout(ctx, made_layout, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, static_cast<int32_t>(product.batch));
@@ -238,9 +245,12 @@ bool LtMatmulPlans::Run(const KernelContext& ctx, const CudaExecutionProvider& e
     };
     const uint64_t m = static_cast<uint64_t>(product.m), n = static_cast<uint64_t>(product.n),
                    k = static_cast<uint64_t>(product.k);
-    made->a_layout = product.trans_b ? layout(k, n, product.stride_b) : layout(n, k, product.stride_b);
-    made->b_layout = product.trans_a ? layout(m, k, product.stride_a) : layout(k, m, product.stride_a);
-    made->out_layout = layout(n, m, product.stride_out);
+    made->a_layout =
+        product.trans_b ? layout(k, n, product.stride_b, data, 0) : layout(n, k, product.stride_b, data, 0);
+    made->b_layout = product.trans_a ? layout(m, k, product.stride_a, data, 0)
+                                     : layout(k, m, product.stride_a, data, key.lda);
+    // float32 sums of float16 operands: C and D float32 (the compute type is float32 already).
+    made->out_layout = layout(n, m, product.stride_out, key.float_out ? CUDA_R_32F : data, 0);
 
     cublasLtMatmulPreference_t preference = nullptr;
     CheckCublas(cublasLtMatmulPreferenceCreate(&preference), node, ": cublasLtMatmulPreferenceCreate");

@@ -32,8 +32,10 @@ enum class LtEpilogue { kNone, kRelu, kBias, kReluBias };
 
 struct RowMajorProduct {
   DataType type = DataType::kFloat;  // of a, b, c, bias and out (float32 or float16)
+  bool float_out = false;            // c and out float32 whatever `type` is (float16 operands' float sums)
   bool trans_a = false, trans_b = false;
   int64_t m = 0, n = 0, k = 0;  // out is [m, n]; op(a) [m, k]; op(b) [k, n]
+  int64_t lda = 0;  // a's row length when a is not transposed and its rows are longer than k (0: k)
   const void* a = nullptr;
   const void* b = nullptr;
   const void* c = nullptr;  // optional, out's shape and strides (may be out itself); scaled by beta

@@ -32,6 +32,9 @@ struct Row {
   int64_t hidden;
   float epsilon;
   bool constant_parameters;  // gamma, beta and bias may be read before WaitForPrerequisites
+  const float* partials;     // instead of input (word kernel only): partial_count float32 arrays
+  int partial_count;
+  int64_t partial_stride;
 };
 
 // An addition's result as the unfused Add stores it (strict) or as computed (default).
@@ -129,8 +132,23 @@ __global__ void SkipLayerNormWordKernel(Row<T> p, int64_t rows) {
   float v[kPerWord] = {};
   float total = 0.0f;
   if (active) {
-    float x[kPerWord], y[kPerWord], z[kPerWord] = {};
-    device::UnpackWord(reinterpret_cast<const uint4*>(p.input + row * p.hidden)[word], x, T{});
+    float x[kPerWord] = {}, y[kPerWord], z[kPerWord] = {};
+    if (p.partials != nullptr) {
+      // The word's elements of each float32 partial sum, 16 bytes at a time, added in order.
+      const float* at = p.partials + row * p.hidden + int64_t{word} * kPerWord;
+      for (int s = 0; s < p.partial_count; ++s, at += p.partial_stride) {
+#pragma unroll
+        for (int q = 0; q < kPerWord; q += 4) {
+          const float4 f = *reinterpret_cast<const float4*>(at + q);
+          x[q] += f.x;
+          x[q + 1] += f.y;
+          x[q + 2] += f.z;
+          x[q + 3] += f.w;
+        }
+      }
+    } else {
+      device::UnpackWord(reinterpret_cast<const uint4*>(p.input + row * p.hidden)[word], x, T{});
+    }
     device::UnpackWord(reinterpret_cast<const uint4*>(p.skip + row * p.hidden)[word], y, T{});
     if (bias != nullptr) device::UnpackWord(bias_word, z, T{});
 #pragma unroll
@@ -182,7 +200,8 @@ bool WordRowsFit(const Row<T>& r, const SkipLayerNormArgs& args) {
                                                args.index->b_strides[args.index->rank - 1] == 1);
   constexpr int64_t kPerWord = device::kWordElements<T>;
   return !args.strict && plain && args.hidden % kPerWord == 0 && args.hidden <= kMaxRowWords * kPerWord &&
-         Aligned16(r.input) && Aligned16(r.skip) &&
+         Aligned16(r.partials != nullptr ? static_cast<const void*>(r.partials) : r.input) &&
+         (r.partials == nullptr || r.partial_stride % 4 == 0) && Aligned16(r.skip) &&
          Aligned16(r.gamma) && Aligned16(r.output) && (r.beta == nullptr || Aligned16(r.beta)) &&
          (r.bias == nullptr || Aligned16(r.bias)) && (r.sum == nullptr || Aligned16(r.sum));
 }
@@ -202,6 +221,7 @@ void Launch(const Row<T>& row, const SkipLayerNormArgs& args, cudaStream_t strea
       return;
     }
   }
+  if (row.partials != nullptr) return;  // SkipLayerNorm refused them (SkipLayerNormTakesPartials)
   // LayerNormalization's block sizes (normalization.cu): the same reduction order.
   const unsigned threads = args.hidden <= 256 ? 64 : args.hidden <= 1024 ? 128 : 256;
   const bool cached = args.hidden <= kCachedRow;
@@ -211,16 +231,30 @@ void Launch(const Row<T>& row, const SkipLayerNormArgs& args, cudaStream_t strea
       row, index, args.index != nullptr, cached);
 }
 
+template <typename T>
+Row<T> RowOf(const SkipLayerNormArgs& args) {
+  return Row<T>{static_cast<const T*>(args.input), static_cast<const T*>(args.skip),
+                static_cast<const T*>(args.gamma), static_cast<const T*>(args.beta),
+                static_cast<const T*>(args.bias),  static_cast<T*>(args.output),
+                static_cast<T*>(args.sum),         args.hidden,
+                args.epsilon,                      args.constant_parameters && device::EarlyConstantLoads(),
+                args.partials,                     args.partial_count,
+                args.partial_stride};
+}
+
 }  // namespace
 
+bool SkipLayerNormTakesPartials(const SkipLayerNormArgs& args) {
+  if (args.partials == nullptr || args.partial_count < 1) return false;
+  if (args.type == ElementType::kHalf) return WordRowsFit(RowOf<__half>(args), args);
+  return args.type == ElementType::kFloat && WordRowsFit(RowOf<float>(args), args);
+}
+
 cudaError_t SkipLayerNorm(const SkipLayerNormArgs& args, cudaStream_t stream) {
+  if (args.partials != nullptr && !SkipLayerNormTakesPartials(args)) return cudaErrorInvalidValue;
   return device::DispatchFloat(args.type, [&](auto tag) {
     using T = decltype(tag);
-    const Row<T> row{static_cast<const T*>(args.input), static_cast<const T*>(args.skip),
-                     static_cast<const T*>(args.gamma), static_cast<const T*>(args.beta),
-                     static_cast<const T*>(args.bias),  static_cast<T*>(args.output),
-                     static_cast<T*>(args.sum),         args.hidden,
-                     args.epsilon,                      args.constant_parameters && device::EarlyConstantLoads()};
+    const Row<T> row = RowOf<T>(args);
     // float32 additions are rounded to float32 in both modes, so the block kernel's results are the same; strict
     // mode keeps its reduction order (the unfused graph's), default mode may take the warp-per-row kernel.
     if (args.strict) Launch<T, true>(row, args, stream);

@@ -28,7 +28,17 @@ struct SkipLayerNormArgs {
   // gamma, beta and bias are constants (initializers: no kernel on the stream writes them), so a kernel launched
   // as a programmatic dependent may read them before waiting for the kernels before it.
   bool constant_parameters = false;
+  // Instead of `input` (which is then null): the sum of `partial_count` float32 arrays of rows x hidden values,
+  // `partial_stride` elements apart -- a product's depth chunks (MatMulSkipLayerNormalization), added in float32.
+  // Only the word kernel reads them (SkipLayerNormTakesPartials).
+  const float* partials = nullptr;
+  int partial_count = 0;
+  int64_t partial_stride = 0;
 };
+
+// Whether SkipLayerNorm takes `args` with partials: default arithmetic, no broadcasting, rows of whole aligned
+// 16-byte words (of the row type) that the word kernel holds.
+bool SkipLayerNormTakesPartials(const SkipLayerNormArgs& args);
 
 cudaError_t SkipLayerNorm(const SkipLayerNormArgs& args, cudaStream_t stream);
 
