@@ -296,6 +296,40 @@ TEST_F(CudaNhwcTest, GlobalAveragePoolOverLargeImagesMatchesTheCpu) {
   }
 }
 
+// NHWC max and average pooling against the CPU EP's blocked kernels: the word kernel where the channels fill 16-byte
+// words (8 float16 / 4 float32), the element kernel otherwise; pads, ceil_mode, dilations, count_include_pad.
+TEST_F(CudaNhwcTest, NhwcPoolingMatchesTheCpu) {
+  struct PoolCase {
+    const char* op;
+    Shape x;
+    std::vector<int64_t> kernel, strides, pads, dilations;
+    int64_t ceil_mode = 0, count_include_pad = 0;
+  };
+  const std::vector<PoolCase> cases = {
+      {"NchwcMaxPool", {1, 1, 112, 112, 64}, {3, 3}, {2, 2}, {1, 1, 1, 1}, {}, 0, 0},  // ResNet-50's, after its stem
+      {"NchwcMaxPool", {2, 1, 9, 10, 24}, {2, 2}, {2, 2}, {0, 0, 0, 0}, {}, 1, 0},
+      {"NchwcMaxPool", {1, 1, 11, 11, 16}, {3, 3}, {1, 1}, {0, 1, 2, 1}, {2, 2}, 0, 0},
+      {"NchwcAveragePool", {1, 1, 12, 12, 32}, {3, 3}, {2, 2}, {1, 1, 1, 1}, {}, 0, 0},
+      {"NchwcAveragePool", {1, 1, 12, 12, 32}, {3, 3}, {2, 2}, {1, 1, 1, 1}, {}, 0, 1},
+      {"NchwcAveragePool", {2, 1, 7, 9, 12}, {2, 3}, {2, 2}, {0, 0, 0, 0}, {}, 1, 1},  // float32 words only
+      {"NchwcMaxPool", {1, 1, 8, 8, 6}, {2, 2}, {2, 2}, {0, 0, 0, 0}, {}, 0, 0},        // no whole words
+  };
+  for (const PoolCase& c : cases) {
+    SCOPED_TRACE(std::string(c.op) + " " + c.x.ToString());
+    const auto build = [&](OpTester& t, const std::vector<Tensor>& in) {
+      t.Attr("kernel_shape", c.kernel).Attr("strides", c.strides).Attr("pads", c.pads).Attr("ceil_mode", c.ceil_mode);
+      if (!c.dilations.empty()) t.Attr("dilations", c.dilations);
+      if (std::string(c.op) == "NchwcAveragePool") t.Attr("count_include_pad", c.count_include_pad);
+      t.Input("X", in[0]);
+    };
+    OpTester t(c.op, 1, "ai.tessera");
+    build(t, {RandomTensor(kF32, c.x, 63, -2, 2)});
+    t.OutputName("Y").Tolerance(1e-6, 1e-6);
+    CompareOnCuda(t);
+    CompareFloat16WithCpu(c.op, 1, {RandomTensor(kF16, c.x, 64, -2, 2)}, build, 2e-3, 2e-3, "ai.tessera");
+  }
+}
+
 // SiLU fuses into the convolutions' epilogue (Swish) and the Split / Concat between them stay NHWC.
 TEST_F(CudaNhwcTest, SplitConcatBlockWithSiluStaysNhwc) {
   const std::string model = SplitConcatSiluModel();
