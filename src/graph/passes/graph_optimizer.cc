@@ -24,6 +24,7 @@
 #include "graph/passes/shape_subgraph_elimination.h"
 #include "graph/passes/shared_input_matmul_fusion.h"
 #include "graph/passes/matmul_skip_layer_norm_fusion.h"
+#include "graph/passes/scale_activation_motion.h"
 #include "graph/passes/skip_layer_norm_fusion.h"
 #include "graph/passes/split_concat_elimination.h"
 #include "graph/passes/transpose_elimination.h"
@@ -71,6 +72,8 @@ void RunExtended(Graph& graph, PassRunner& run) {
   for (size_t folded = 1; folded > 0;) {
     folded = run("conv_bn_folding", [&] { return FoldConvBatchNorm(graph); });
     folded += run("conv_affine_folding", [&] { return FoldConvAffine(graph); });
+    // A positive gain after a convolution's activation moves before it, where conv_affine_folding takes it next.
+    folded += run("scale_activation_motion", [&] { return MoveScalesBeforeActivations(graph); });
   }
   run("layer_norm_fusion", [&] { return FuseLayerNorm(graph, context.can_fuse); });
   run("gelu_fusion", [&] { return FuseGelu(graph, context.can_fuse); });
@@ -153,7 +156,7 @@ std::vector<PassResult> OptimizeGraph(Graph& graph, OptimizationLevel level, con
 const std::vector<std::string>& OptimizerPassNames() {
   static const std::vector<std::string> names = {
       "constant_folding",      "dead_node_elimination",   "shape_subgraph_elimination", "cast_elimination",
-      "conv_bn_folding",       "conv_affine_folding",     "layer_norm_fusion",       "gelu_fusion",                "hard_swish_fusion",
+      "conv_bn_folding",       "conv_affine_folding",     "scale_activation_motion",     "layer_norm_fusion",       "gelu_fusion",                "hard_swish_fusion",
       "transpose_elimination", "float32_regions",         "mha_lowering",               "attention_fusion",
       "cache_update_fusion",   "attention_mask_narrowing", "integer_matmul_fusion",   "skip_layer_norm_fusion",     "conv_activation_fusion", "silu_fusion",
       "gemm_to_matmul",        "matmul_epilogue_fusion",  "shared_input_matmul_fusion", "matmul_skip_layer_norm_fusion",
