@@ -145,5 +145,31 @@ TEST(MatMulSkipLayerNormFusionTest, FusesContribSkipLayerNormWithABroadcastResid
   ExpectSameOutputs(g, OptimizationLevel::kAll, 1e-5f, 3, {}, kFuseOnCpu);
 }
 
+// An optimized model saved by a session that fused (as a CUDA session would) holds the op; a plain CPU session loads
+// and runs it with the CPU kernel.
+TEST(MatMulSkipLayerNormFusionTest, ASavedFusedModelRunsOnTheCpu) {
+  const PassTestGraph g = OutputBlock({});
+  const std::string bytes = g.Serialize();
+  const std::string path = testing::TempDir() + "matmul_skip_layer_norm_optimized.onnx";
+  {
+    Environment env;
+    SessionOptions options = OptionsAt(OptimizationLevel::kAll, {}, kFuseOnCpu);
+    options.optimized_model_filepath = path;
+    Session writer(env, bytes.data(), bytes.size(), options);
+  }
+  Environment env;
+  Session saved(env, path, OptionsAt(OptimizationLevel::kNone));
+  std::vector<std::string> ops;
+  for (const PartitionEntry& entry : saved.Partition())
+    if (!entry.is_copy) ops.push_back(entry.op_type);
+  EXPECT_EQ(ops, std::vector<std::string>{"MatMulSkipLayerNormalization"});
+  Session reference(env, bytes.data(), bytes.size(), OptionsAt(OptimizationLevel::kNone));
+  const Session::NamedValues feeds = g.Feeds(3);
+  const Tensor got = saved.Run(feeds)[0].tensor();
+  const Tensor want = reference.Run(feeds)[0].tensor();
+  ASSERT_EQ(got.shape(), want.shape());
+  for (int64_t i = 0; i < got.NumElements(); ++i) EXPECT_NEAR(got.Data<float>()[i], want.Data<float>()[i], 1e-5f);
+}
+
 }  // namespace
 }  // namespace tessera::test
