@@ -165,5 +165,27 @@ TEST(SkipLayerNormOpTest, RejectsGammaOfTheWrongLength) {
   }
 }
 
+// ai.tessera::MatMulSkipLayerNormalization's operand checks (tessera/ep/matmul_skip_layer_norm_geometry.h): each bad
+// operand is named.
+TEST(SkipLayerNormOpTest, FusedProductRejectsOperandsNamingThem) {
+  struct Case {
+    Shape a, b, skip;
+    int64_t gamma;
+    const char* message;
+  } cases[] = {
+      {{2, 3, 8}, {6, 4}, {2, 3, 4}, 4, "do not multiply"},  // K 8 against 6
+      {{2, 3, 8}, {8, 4}, {2, 3, 4}, 5, "gamma"},            // 5 values for 4 features
+      {{3, 8}, {8, 4}, {2, 3, 4}, 4, "widens"},              // a skip of higher rank than the product
+  };
+  for (const Case& c : cases) {
+    OpTester t("MatMulSkipLayerNormalization", 1, "ai.tessera");
+    t.Input("A", RandomTensor(DataType::kFloat, c.a, 1)).Input("B", RandomTensor(DataType::kFloat, c.b, 2), true);
+    t.Input("skip", RandomTensor(DataType::kFloat, c.skip, 3));
+    t.Input("gamma", RandomTensor(DataType::kFloat, {c.gamma}, 4));
+    t.OutputName("Y").ExpectFailure(c.message);
+    t.Run({"cpu"});
+  }
+}
+
 }  // namespace
 }  // namespace tessera::test

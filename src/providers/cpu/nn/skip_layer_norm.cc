@@ -25,7 +25,6 @@
 #include <climits>
 #include <cmath>
 #include <string>
-#include <tuple>
 #include <type_traits>
 #include <vector>
 
@@ -34,6 +33,7 @@
 #include "providers/cpu/common/row_statistics.h"
 #include "providers/cpu/common/target_clones.h"
 #include "providers/cpu/cpu_kernels.h"
+#include "tessera/ep/matmul_skip_layer_norm_geometry.h"
 
 namespace tessera::cpu {
 namespace {
@@ -266,22 +266,8 @@ class MatMulSkipLayerNormalization : public Kernel {
     const Tensor* beta = ctx.OptionalInput(4);
     const Tensor* bias = ctx.OptionalInput(5);
     const DataType type = a.type();
-    if (a.shape().rank() < 1 || b.shape().rank() != 2 || b.type() != type ||
-        a.shape()[a.shape().rank() - 1] != b.shape()[0])
-      Fail(ErrorCode::kInvalidArgument, ctx.node().Describe(), ": A ", a.Describe(), " and B ", b.Describe(),
-           " do not multiply (A [..., K] and B [K, N] of one type)");
+    const Shape out = MatMulSkipLayerNormOutput(ctx.node(), a, b, skip, ctx.Input(3), beta, bias);
     const int64_t k = b.shape()[0], n = b.shape()[1];
-    std::vector<int64_t> dims(a.shape().dims().begin(), a.shape().dims().end() - 1);
-    dims.push_back(n);
-    const Shape out(dims);
-    for (const auto& [t, what, length] : {std::tuple{&skip, "skip", int64_t{-1}}, {&ctx.Input(3), "gamma", n},
-                                          {beta, "beta", n}, {bias, "bias", n}})
-      if (t != nullptr && (t->type() != type || (length >= 0 && t->NumElements() != length)))
-        Fail(ErrorCode::kInvalidArgument, ctx.node().Describe(), ": ", what, " is ", t->Describe(), ", expected ",
-             DataTypeName(type), length >= 0 ? " with one value per feature (" + std::to_string(length) + ")" : "");
-    if (BroadcastShapes(ctx.node(), out, skip.shape()) != out)
-      Fail(ErrorCode::kInvalidArgument, ctx.node().Describe(), ": skip ", skip.Describe(), " widens the product's ",
-           out.ToString());
     Tensor& y = ctx.Output(0, type, out);
     if (out.NumElements() == 0) return;
     if (type == DataType::kFloat) Run<float>(ctx, out, n, k, y);

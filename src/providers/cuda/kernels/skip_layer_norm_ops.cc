@@ -26,6 +26,7 @@
 #include "providers/cuda/kernels/lt_matmul.h"
 #include "providers/cuda/step_graphs.h"
 #include "providers/cuda/kernels/skip_layer_norm.h"
+#include "tessera/ep/matmul_skip_layer_norm_geometry.h"
 
 namespace tessera::cuda {
 
@@ -162,22 +163,8 @@ class MatMulSkipLayerNormKernel : public Kernel {
     const Tensor* beta = ctx.OptionalInput(4);
     const Tensor* bias = ctx.OptionalInput(5);
     const DataType type = a.type();
-    if (a.shape().rank() < 1 || b.shape().rank() != 2 || b.type() != type || a.shape()[a.shape().rank() - 1] !=
-        b.shape()[0])
-      Fail(ErrorCode::kInvalidArgument, ctx.node().Describe(), ": A ", a.Describe(), " and B ", b.Describe(),
-           " do not multiply (A [..., K] and B [K, N] of one type)");
+    const Shape out = MatMulSkipLayerNormOutput(ctx.node(), a, b, skip, ctx.Input(3), beta, bias);
     const int64_t k = b.shape()[0], n = b.shape()[1];
-    std::vector<int64_t> dims(a.shape().dims().begin(), a.shape().dims().end() - 1);
-    dims.push_back(n);
-    const Shape out(dims);
-    CheckParameter(ctx, skip, type, "skip", -1);
-    CheckParameter(ctx, ctx.Input(3), type, "gamma", n);
-    if (beta != nullptr) CheckParameter(ctx, *beta, type, "beta", n);
-    if (bias != nullptr) CheckParameter(ctx, *bias, type, "bias", n);
-    const Shape joint = cpu::BroadcastShapes(ctx.node(), out, skip.shape());
-    if (joint != out)
-      Fail(ErrorCode::kInvalidArgument, ctx.node().Describe(), ": skip ", skip.Describe(), " widens the product's ",
-           out.ToString());
     Tensor& y = ctx.Output(0, type, out);
     if (out.NumElements() == 0) return;
     const int64_t rows = out.NumElements() / n;
