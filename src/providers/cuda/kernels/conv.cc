@@ -36,6 +36,7 @@
 // only, running what the node really runs (the fused call, or convolution + epilogue) captured in a CUDA graph.
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <climits>
 #include <functional>
 #include <limits>
@@ -197,7 +198,14 @@ class ConvKernel : public Kernel {
       Fail(ErrorCode::kInvalidArgument, ctx.node().Describe(), ": X, W, B and Z must have one element type");
     FloatElementType(ctx, x_in.type());
     const bool x_nhwc = channels_last_ && x_in.shape().rank() == 5;
-    const ConvGeometry geometry = Resolve(ctx.node(), x_nhwc ? NchwOfNhwc(ctx, x_in.shape()) : x_in.shape(), w.shape());
+    // Steady state: the shapes and W of the step before, so their geometry, filter and plan are known.
+    const std::shared_ptr<const StepMemo> memo = memo_.load(std::memory_order_acquire);
+    const bool seen = memo != nullptr && memo->w_data == w.raw_data() && memo->x_shape == x_in.shape() &&
+                      memo->w_shape == w.shape();
+    std::optional<ConvGeometry> resolved;
+    if (!seen)
+      resolved = Resolve(ctx.node(), x_nhwc ? NchwOfNhwc(ctx, x_in.shape()) : x_in.shape(), w.shape());
+    const ConvGeometry& geometry = seen ? memo->geometry : *resolved;
     if (channels_last_ && (geometry.y_shape.rank() != 4 || w.shape().rank() != 4))
       Fail(ErrorCode::kInvalidArgument, ctx.node().Describe(), ": NchwcConv takes 2-D convolutions, not X ",
            x_in.shape().ToString());
@@ -225,8 +233,17 @@ class ConvKernel : public Kernel {
       extras.input_activation = {};
     }
     const Tensor& x = x_activated.defined() ? x_activated : x_plain;
-    const Tensor& filter = channels_last_ ? FilterInKrsc(ctx, w, stream) : w;
-    const ConvPlan& plan = PlanFor(ctx, geometry, x, filter, y, extras, stream);
+    const Tensor& filter = !channels_last_ ? w : seen ? *memo->krsc : FilterInKrsc(ctx, w, stream);
+    const int64_t alignment =
+        std::min({AlignmentOf(x.raw_data()), AlignmentOf(filter.raw_data()), AlignmentOf(y.raw_data())});
+    const ConvPlan* found = seen && memo->alignment == alignment ? memo->plan : nullptr;
+    if (found == nullptr) {
+      found = &PlanFor(ctx, geometry, x, filter, y, extras, stream);
+      auto next = std::make_shared<StepMemo>(
+          StepMemo{x_in.shape(), w.shape(), w.raw_data(), geometry, channels_last_ ? &filter : nullptr, alignment, found});
+      memo_.store(std::move(next), std::memory_order_release);
+    }
+    const ConvPlan& plan = *found;
     LibraryHandles::Lease lease = ep_.handles().Acquire(stream);
     void* workspace = lease.workspace(plan.choice.workspace_bytes);
     // cuDNN's calls cost 7-250 us of host time and a kernel launch ~4 us; the step's work replays from a step
@@ -308,6 +325,7 @@ class ConvKernel : public Kernel {
     g.dilations.insert(g.dilations.begin() + (unit_first ? 0 : 1), 1);
   }
 
+  // The plan for geometry `g` and the operands' alignment, made once (under the kernel's lock) and kept.
   const ConvPlan& PlanFor(const KernelContext& ctx, const ConvGeometry& g, const Tensor& x, const Tensor& w, Tensor& y,
                           const ConvExtras& extras, cudaStream_t stream) const {
     // Graph-API plans assume the pointers' alignment (their tensors declare it), so it is part of the key.
@@ -925,6 +943,19 @@ class ConvKernel : public Kernel {
   mutable std::shared_mutex mutex_;  // plans_ and krsc_filters_
   mutable std::map<std::vector<int>, std::unique_ptr<ConvPlan>> plans_;
   mutable std::map<const void*, Tensor> krsc_filters_;  // NchwcConv: W in KRSC, by W's address
+  // What the latest step with a new shape, W or alignment resolved: a step with the same X and W shapes, W and
+  // operand alignment reuses it instead of resolving the window, looking up the KRSC filter and the plan under the
+  // lock (about a microsecond of host time per step, at ~5 us per eager step). Plans and filters are never erased,
+  // so the pointers stay valid; concurrent runs swap the whole record atomically.
+  struct StepMemo {
+    Shape x_shape, w_shape;
+    const void* w_data = nullptr;
+    ConvGeometry geometry;
+    const Tensor* krsc = nullptr;  // NchwcConv: krsc_filters_'s copy of W
+    int64_t alignment = 0;
+    const ConvPlan* plan = nullptr;
+  };
+  mutable std::atomic<std::shared_ptr<const StepMemo>> memo_;
 };
 
 }  // namespace
