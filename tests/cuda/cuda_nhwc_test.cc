@@ -445,5 +445,38 @@ TEST_F(CudaNhwcTest, ActivationMovedIntoTheDepthwiseConvolutionMatches) {
   }
 }
 
+// One session, the input shape changing from run to run (batch and image size), eager and with automatic graphs:
+// each convolution's step memo (conv.cc) must resolve a new geometry and plan whenever the shapes change, and
+// take the remembered ones only for the shapes they were made for.
+TEST_F(CudaNhwcTest, ConvolutionsFollowInputShapesThatChangeEveryRun) {
+  GraphBuilder builder;
+  builder.FloatInitializer("w1", {16, 8, 3, 3}, RandomTensor(DataType::kFloat, {16, 8, 3, 3}, 51, -0.3, 0.3).ToVector<float>())
+      .FloatInitializer("b1", {16}, RandomTensor(DataType::kFloat, {16}, 52, -0.3, 0.3).ToVector<float>())
+      .FloatInitializer("w2", {8, 16, 1, 1}, RandomTensor(DataType::kFloat, {8, 16, 1, 1}, 53, -0.3, 0.3).ToVector<float>())
+      .Input("x", {-1, 8, -1, -1})
+      .Node("Conv", {"x", "w1", "b1"}, {"c1"}).IntsAttribute("pads", {1, 1, 1, 1})
+      .Node("Relu", {"c1"}, {"r1"})
+      .Node("Conv", {"r1", "w2"}, {"c2"})
+      .Node("Add", {"c2", "x"}, {"y"})
+      .Output("y");
+  const std::string model = builder.Serialize();
+  const std::vector<Shape> shapes = {{1, 8, 12, 12}, {2, 8, 9, 7}, {1, 8, 12, 12}, {2, 8, 9, 7},
+                                     {1, 8, 5, 16}, {1, 8, 12, 12}, {1, 8, 12, 12}, {2, 8, 9, 7}};
+  for (const char* automatic : {"0", "1"}) {
+    SessionOptions options;
+    options.AddProvider(kCudaEpName, {{"prefer_nhwc", "1"}, {"use_tf32", "0"}, {"automatic_cuda_graphs", automatic}});
+    Session session = MakeSession(model, options, TestEnv());
+    for (size_t run = 0; run < shapes.size(); ++run) {
+      const Tensor x = RandomTensor(DataType::kFloat, shapes[run], 60 + static_cast<uint32_t>(run), -1.0, 1.0);
+      const Tensor expected = RunOnCpu(model, {{"x", Value(x)}})[0];
+      const Tensor actual = session.Run({{"x", Value(x)}})[0].tensor();
+      ExpectClose(expected, actual, 1e-5,
+                  std::string("automatic_cuda_graphs ") + automatic + ", run " + std::to_string(run) + ", x " +
+                      shapes[run].ToString());
+    }
+  }
+  EXPECT_GE(PlacementOf(model, {{"prefer_nhwc", "1"}}).nhwc, 2) << "both convolutions run NHWC";
+}
+
 }  // namespace
 }  // namespace tessera::test
