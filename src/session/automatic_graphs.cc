@@ -4,6 +4,7 @@
 
 #include "core/logging.h"
 #include "exec/executor.h"
+#include "exec/run_observer.h"
 #include "session/graph_capture_check.h"
 #include "session/host_copies.h"
 #include "tessera/status.h"
@@ -21,6 +22,12 @@ size_t RoundUp(size_t value) { return (value + kBlockAlignment - 1) / kBlockAlig
 Tensor ViewOf(const std::shared_ptr<Tensor>& block, size_t offset, DataType type, const Shape& shape, size_t bytes) {
   auto* base = static_cast<char*>(block->raw_data());
   return Tensor::Share(type, shape, block, base + offset, bytes, block->memory_info());
+}
+
+// A byte view of `bytes` bytes at `offset` of `t`'s buffer (not owning: `t` outlives the copy queued with it).
+Tensor BytesOf(const Tensor& t, size_t offset, size_t bytes) {
+  return Tensor::Wrap(DataType::kUInt8, Shape({static_cast<int64_t>(bytes)}),
+                      static_cast<char*>(const_cast<void*>(t.raw_data())) + offset, bytes, t.memory_info());
 }
 
 }  // namespace
@@ -47,9 +54,72 @@ struct AutomaticGraphs::Instance {
   bool replay_recorded = false;
 };
 
+// Watches the captured run (RunObserver) for the early downloads of the header: an output that its step wrote in
+// place into the output block goes down to the pinned block on the download stream right after that step.
+class AutomaticGraphs::EarlyDownloads : public RunObserver {
+ public:
+  EarlyDownloads(const ExecutionPlan& plan, const RunStreams& remap, const Instance& instance, Stream& compute,
+                 Stream& download, DataTransfer& transfer)
+      : plan_(plan), remap_(remap), instance_(instance), compute_(compute), download_(download), transfer_(transfer),
+        copied_(plan.output_slots.size(), false) {}
+
+  void BeforeStep(const PlanStep& /*step*/) override {}
+
+  void AfterStep(const PlanStep& step, const std::vector<Value>& frame) override {
+    for (int slot : step.outputs) {
+      if (slot < 0 || plan_.slots[slot].location.IsHostReadable()) continue;
+      for (size_t i = 0; i < plan_.output_slots.size(); ++i) {
+        if (plan_.output_slots[i] != slot || copied_[i]) continue;
+        const Value& v = frame[static_cast<size_t>(slot)];
+        if (!v.is_tensor() || v.tensor().SizeInBytes() == 0) continue;
+        const size_t offset = instance_.output_offsets[i];
+        if (v.tensor().raw_data() != static_cast<const char*>(instance_.output_block->raw_data()) + offset)
+          continue;  // not written in place: copied into the block at the end, and downloaded from there
+        Order(StreamOf(step), download_);
+        const Tensor from = BytesOf(*instance_.output_block, offset, v.tensor().SizeInBytes());
+        Tensor to = BytesOf(*instance_.output_staging, offset, v.tensor().SizeInBytes());
+        const CopyPair pair{&from, &to};
+        transfer_.Copy({&pair, 1}, &download_);
+        copied_[i] = true;
+      }
+    }
+  }
+
+  // Whether output i went down early.
+  bool copied(size_t i) const { return copied_[i]; }
+
+  // The compute stream waits for the downloads (a capture must end with every stream it reached joined).
+  void Join() {
+    if (std::find(copied_.begin(), copied_.end(), true) != copied_.end()) Order(download_, compute_);
+  }
+
+ private:
+  // `to` waits for the work queued on `from` so far.
+  void Order(Stream& from, Stream& to) {
+    std::unique_ptr<Event> e = from.CreateEvent();
+    e->Record(from);
+    e->Wait(to);
+    events_.push_back(std::move(e));
+  }
+  Stream& StreamOf(const PlanStep& step) const {
+    Stream* s = remap_.Map(step.stream);
+    return s != nullptr ? *s : compute_;
+  }
+
+  const ExecutionPlan& plan_;
+  const RunStreams& remap_;
+  const Instance& instance_;
+  Stream& compute_;
+  Stream& download_;
+  DataTransfer& transfer_;
+  std::vector<bool> copied_;                    // per output: went down early
+  std::vector<std::unique_ptr<Event>> events_;  // alive until the capture ends
+};
+
 AutomaticGraphs::AutomaticGraphs(const ExecutionPlan& plan, ExecutionProvider& ep, const MemoryInfo& staging,
-                                 const ThreadPool& threads, size_t limit)
-    : plan_(plan), ep_(ep), staging_(staging), threads_(threads), limit_(std::max<size_t>(limit, 1)) {
+                                 const ThreadPool& threads, size_t limit, bool early_downloads)
+    : plan_(plan), ep_(ep), staging_(staging), threads_(threads), limit_(std::max<size_t>(limit, 1)),
+      early_downloads_(early_downloads) {
   for (size_t i = 0; i < plan.input_slots.size(); ++i) read_.push_back(Reads(plan, i));
 }
 
@@ -136,7 +206,7 @@ bool AutomaticGraphs::Run(const StreamPool::Set& set, const std::vector<Value>& 
     auto seen = graphs.seen.find(signature);
     if (seen == graphs.seen.end() || !seen->second.warm || seen->second.failures >= kMaxCaptureFailures) return false;
     try {
-      graphs.instances.push_front(Capture(set, signature, seen->second, inputs, mode, options));
+      graphs.instances.push_front(Capture(set, graphs, signature, seen->second, inputs, mode, options));
     } catch (const std::exception& e) {
       ++seen->second.failures;
       Log(LogLevel::kInfo, "automatic graphs (", ep_.type(), "): capturing a run failed",
@@ -174,7 +244,7 @@ bool AutomaticGraphs::Run(const StreamPool::Set& set, const std::vector<Value>& 
   return true;
 }
 
-std::unique_ptr<AutomaticGraphs::Instance> AutomaticGraphs::Capture(const StreamPool::Set& set,
+std::unique_ptr<AutomaticGraphs::Instance> AutomaticGraphs::Capture(const StreamPool::Set& set, SetGraphs& graphs,
                                                                     const Signature& signature, const Warmth& warmth,
                                                                     const std::vector<Value>& inputs, Outputs mode,
                                                                     const RunOptions& options) {
@@ -244,6 +314,18 @@ std::unique_ptr<AutomaticGraphs::Instance> AutomaticGraphs::Capture(const Stream
   instance->remap = RetainingStreams(plan_, set.streams(), &set.services);
   capture.streams = &instance->remap;
   capture.retained_frame = &instance->frame;
+  std::unique_ptr<EarlyDownloads> early;
+  if (early_downloads_ && mode == Outputs::kHost) {
+    Stream* down = set.services.copy_stream_for ? set.services.copy_stream_for(device, staging_) : nullptr;
+    if (down == nullptr || down == &stream) {
+      if (graphs.capture_download == nullptr) graphs.capture_download = ep_.CreateStream();
+      down = graphs.capture_download.get();
+    }
+    // (An EP whose streams are all one native stream, e.g. CUDA's user_compute_stream, gains nothing.)
+    if (down != nullptr && down->native_handle() != stream.native_handle())
+      early = std::make_unique<EarlyDownloads>(plan_, instance->remap, *instance, stream, *down,
+                                               *set.services.find_transfer(device, staging_));
+  }
   set.Synchronize();  // the capture starts on idle streams: nothing queued earlier can be waited on inside it
   const int key = next_key_.fetch_add(1);
   ep_.BeginCapture(stream, key);
@@ -254,6 +336,7 @@ std::unique_ptr<AutomaticGraphs::Instance> AutomaticGraphs::Capture(const Stream
       const CopyPair pair{&instance->input_staging, &prefix};
       set.services.find_transfer(staging_, device)->Copy({&pair, 1}, &stream);
     }
+    capture.observer = early.get();
     const std::vector<Value> produced = ExecutePlan(plan_, capture, set.services);
     if (mode == Outputs::kDevice) {
       instance->outputs = produced;
@@ -280,8 +363,23 @@ std::unique_ptr<AutomaticGraphs::Instance> AutomaticGraphs::Capture(const Stream
       std::vector<CopyPair> pairs;
       for (size_t k = 0; k < sources.size(); ++k) pairs.push_back({&sources[k], &targets[k]});
       if (!pairs.empty()) set.services.find_transfer(device, device)->Copy(pairs, &stream);
-      const CopyPair down{instance->output_block.get(), instance->output_staging.get()};
-      set.services.find_transfer(device, staging_)->Copy({&down, 1}, &stream);
+      if (early == nullptr) {
+        const CopyPair down{instance->output_block.get(), instance->output_staging.get()};
+        set.services.find_transfer(device, staging_)->Copy({&down, 1}, &stream);
+      } else {  // what did not go down early, output by output, then the copy streams join
+        std::vector<Tensor> from, to;
+        for (size_t i = 0; i < produced.size(); ++i) {
+          const size_t bytes = produced[i].tensor().SizeInBytes();
+          if (early->copied(i) || bytes == 0 || plan_.slots[plan_.output_slots[i]].location.IsHostReadable())
+            continue;
+          from.push_back(BytesOf(*instance->output_block, instance->output_offsets[i], bytes));
+          to.push_back(BytesOf(*instance->output_staging, instance->output_offsets[i], bytes));
+        }
+        std::vector<CopyPair> down;
+        for (size_t k = 0; k < from.size(); ++k) down.push_back({&from[k], &to[k]});
+        if (!down.empty()) set.services.find_transfer(device, staging_)->Copy(down, &stream);
+        early->Join();
+      }
     }
   } catch (...) {
     try {

@@ -20,6 +20,15 @@
 // a capture records everything queued on the set's stream, so nothing else may queue there meanwhile. Every
 // block a captured run allocates (values, and kernel temporaries freed before the kernel returns) comes from a
 // RetainingAllocator view and stays out of circulation until the graph is released.
+//
+// Early downloads (`early_downloads`, session config "session.automatic_graph_early_downloads", on by default): in
+// a Run(feeds) capture, an output that its step writes in place into the output block goes down to the pinned
+// block on a side stream (the set's device -> host copy stream, else one the set keeps for its captures) as soon as
+// that step has queued, so in the graph it is a branch beside the steps after it; the side stream joins the
+// compute stream before the capture ends, and the run still waits for the whole replay. A decoder's key/value
+// caches (GPT-2 with a past: 1.3 MB of its 1.5 MB of outputs) then cross the bus while the later layers compute.
+// Uploads stay one copy before the first step: per-input uploads waited for by their first readers measured
+// slower (docs/CUDA.md, "Host tensors through automatic graphs").
 #pragma once
 
 #include <atomic>
@@ -49,7 +58,7 @@ class AutomaticGraphs {
   // `plan` passed GraphCaptureBlocker for `ep` and every input slot is in ep's memory; `staging` is ep's
   // host-accessible memory. `limit` >= 1.
   AutomaticGraphs(const ExecutionPlan& plan, ExecutionProvider& ep, const MemoryInfo& staging,
-                  const ThreadPool& threads, size_t limit);
+                  const ThreadPool& threads, size_t limit, bool early_downloads = true);
   // Releases the graphs. The session's streams must be idle.
   ~AutomaticGraphs();
   AutomaticGraphs(const AutomaticGraphs&) = delete;
@@ -88,6 +97,7 @@ class AutomaticGraphs {
  private:
   using Signature = std::vector<int64_t>;
   struct Instance;
+  class EarlyDownloads;
   struct Warmth {
     bool warm = false;
     int failures = 0;
@@ -97,11 +107,13 @@ class AutomaticGraphs {
     std::mutex mutex;  // Hold
     std::map<Signature, Warmth> seen;
     std::list<std::unique_ptr<Instance>> instances;  // most recently used first
+    std::unique_ptr<Stream> capture_download;  // early downloads on a set without a device -> host copy stream
   };
 
   Signature SignatureOf(const std::vector<Value>& inputs, Outputs mode) const;
   SetGraphs& GraphsOf(const StreamPool::Set& set);
-  std::unique_ptr<Instance> Capture(const StreamPool::Set& set, const Signature& signature, const Warmth& warmth,
+  std::unique_ptr<Instance> Capture(const StreamPool::Set& set, SetGraphs& graphs, const Signature& signature,
+                                    const Warmth& warmth,
                                     const std::vector<Value>& inputs, Outputs mode, const RunOptions& options);
   void Replay(const StreamPool::Set& set, Instance& instance, const std::vector<Value>& inputs);
   void Release(const StreamPool::Set& set, Instance& instance);
@@ -115,6 +127,7 @@ class AutomaticGraphs {
   const MemoryInfo staging_;
   const ThreadPool& threads_;
   const size_t limit_;
+  const bool early_downloads_;
   std::mutex sets_mutex_;
   std::map<const StreamPool::Set*, std::unique_ptr<SetGraphs>> sets_;
   std::atomic<int> next_key_{0};

@@ -660,7 +660,12 @@ void Session::Impl::SetUpAutomaticGraphs() {
     Log(LogLevel::kInfo, "automatic graphs (", ep->type(), ") are not used for this model: ", reason);
     return;
   }
-  automatic_graphs = std::make_unique<AutomaticGraphs>(plan, *ep, *staging, threads, ep->automatic_graph_limit());
+  // "session.automatic_graph_early_downloads": "0" keeps every output's download after the graph's last step (A/B
+  // comparisons); anything else or unset downloads outputs as soon as their steps have written them.
+  auto early = options.config.find("session.automatic_graph_early_downloads");
+  const bool early_downloads = early == options.config.end() || early->second != "0";
+  automatic_graphs =
+      std::make_unique<AutomaticGraphs>(plan, *ep, *staging, threads, ep->automatic_graph_limit(), early_downloads);
   automatic_graphs_ep = ep;
   graph_status = "automatic: Run(feeds) and IoBinding runs are captured and replayed on " + ep->type();
 }

@@ -114,38 +114,78 @@ TestingStream& AsTestingStream(Stream& stream) {
   return *testing;
 }
 
+// Records inside a graph recording order work within the recording (its work is replayed in the order it was
+// queued), so they queue no marker: they remember where they were recorded, and a stream waiting for them joins
+// the recording (TestingStream::JoinCapture).
 class TestingEvent : public Event {
  public:
   void Record(Stream& stream) override {
+    TestingStream& on = AsTestingStream(stream);
+    if (TestingStream* origin = on.CaptureOrigin()) {
+      std::lock_guard<std::mutex> lock(mutex_);
+      marker_ = nullptr;
+      captured_ = {origin, &on};
+      return;
+    }
     auto marker = std::make_shared<Marker>();
-    AsTestingStream(stream).Enqueue([marker] { marker->Reach(); });
+    on.Enqueue([marker] { marker->Reach(); });
     std::lock_guard<std::mutex> lock(mutex_);
     marker_ = std::move(marker);
+    captured_ = {};
   }
 
   void Wait(Stream& stream) override {
+    TestingStream& waiting = AsTestingStream(stream);
+    const Captured captured = CapturedRecord();
+    if (captured.origin != nullptr) {
+      TestingStream* origin = waiting.CaptureOrigin();
+      if (origin == nullptr && captured.origin->recording()) {
+        waiting.JoinCapture(captured.origin);
+      } else if (origin != nullptr && origin != captured.origin) {
+        Fail(ErrorCode::kRuntime, "testing stream: waiting for an event recorded in another graph recording");
+      }
+      if (&waiting != captured.on) captured.on->MarkJoinedBack();
+      return;
+    }
     std::shared_ptr<Marker> marker = Current();
-    if (marker != nullptr) AsTestingStream(stream).Enqueue([marker] { marker->WaitUntilReached(); });
+    if (marker != nullptr) waiting.Enqueue([marker] { marker->WaitUntilReached(); });
   }
 
   void Synchronize() override {
+    CheckNotRecording("Synchronize");
     std::shared_ptr<Marker> marker = Current();
     if (marker != nullptr) marker->WaitUntilReached();
   }
 
   bool Query() override {
+    CheckNotRecording("Query");
     std::shared_ptr<Marker> marker = Current();
     return marker == nullptr || marker->reached();
   }
 
  private:
+  struct Captured {
+    TestingStream* origin = nullptr;  // the recording's stream
+    TestingStream* on = nullptr;      // the stream the event was recorded on
+  };
   std::shared_ptr<Marker> Current() {
     std::lock_guard<std::mutex> lock(mutex_);
     return marker_;
   }
+  Captured CapturedRecord() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return captured_;
+  }
+  // A host wait on an event recorded inside an open recording is an error (as cudaEventSynchronize in a capture).
+  void CheckNotRecording(const char* what) {
+    const Captured captured = CapturedRecord();
+    if (captured.origin != nullptr && captured.origin->recording())
+      Fail(ErrorCode::kRuntime, "testing event: ", what, " on an event recorded inside an open graph recording");
+  }
 
   std::mutex mutex_;
-  std::shared_ptr<Marker> marker_;  // the latest Record; null before the first
+  std::shared_ptr<Marker> marker_;  // the latest Record outside a recording; null before the first
+  Captured captured_;               // the latest Record, when it was inside a recording
 };
 
 }  // namespace
@@ -162,12 +202,20 @@ void TestingStream::Synchronize() { queue_->Synchronize(); }
 std::unique_ptr<Event> TestingStream::CreateEvent() { return std::make_unique<TestingEvent>(); }
 
 void TestingStream::Enqueue(std::function<void()> work) {
+  TestingStream* origin = nullptr;
   {
     std::lock_guard<std::mutex> lock(recording_mutex_);
     if (recording_) {
       recorded_.push_back(std::move(work));
       return;
     }
+    origin = joined_to_;
+    if (origin != nullptr) unjoined_work_ = true;
+  }
+  if (origin != nullptr) {  // a joined stream: into the recording, after what the host queued before
+    std::lock_guard<std::mutex> lock(origin->recording_mutex_);
+    origin->recorded_.push_back(std::move(work));
+    return;
   }
   queue_->Enqueue(std::move(work));
 }
@@ -177,17 +225,54 @@ void TestingStream::BeginRecording() {
   if (recording_) Fail(ErrorCode::kRuntime, "testing stream: a recording is already open");
   recording_ = true;
   recorded_.clear();
+  joined_.clear();
 }
 
 std::vector<std::function<void()>> TestingStream::EndRecording() {
-  std::lock_guard<std::mutex> lock(recording_mutex_);
-  recording_ = false;
-  return std::exchange(recorded_, {});
+  std::vector<TestingStream*> joined;
+  std::vector<std::function<void()>> recorded;
+  {
+    std::lock_guard<std::mutex> lock(recording_mutex_);
+    recording_ = false;
+    joined = std::exchange(joined_, {});
+    recorded = std::exchange(recorded_, {});
+  }
+  bool unjoined = false;
+  for (TestingStream* s : joined) {
+    std::lock_guard<std::mutex> lock(s->recording_mutex_);
+    unjoined = unjoined || s->unjoined_work_;
+    s->joined_to_ = nullptr;
+    s->unjoined_work_ = false;
+  }
+  if (unjoined)
+    Fail(ErrorCode::kRuntime, "testing stream: the recording ended with work on a joined stream that the recording's ",
+         "other streams never waited for (unjoined)");
+  return recorded;
 }
 
 bool TestingStream::recording() {
   std::lock_guard<std::mutex> lock(recording_mutex_);
   return recording_;
+}
+
+TestingStream* TestingStream::CaptureOrigin() {
+  std::lock_guard<std::mutex> lock(recording_mutex_);
+  return recording_ ? this : joined_to_;
+}
+
+void TestingStream::JoinCapture(TestingStream* origin) {
+  {
+    std::lock_guard<std::mutex> lock(recording_mutex_);
+    joined_to_ = origin;
+    unjoined_work_ = false;
+  }
+  std::lock_guard<std::mutex> lock(origin->recording_mutex_);
+  origin->joined_.push_back(this);
+}
+
+void TestingStream::MarkJoinedBack() {
+  std::lock_guard<std::mutex> lock(recording_mutex_);
+  unjoined_work_ = false;
 }
 
 void RunOn(Stream* stream, std::function<void()> work) {

@@ -42,9 +42,19 @@ class TestingStream : public Stream {
   void Enqueue(std::function<void()> work);
   // Graph capture: between BeginRecording and EndRecording, work given to Enqueue is recorded instead of
   // run; EndRecording returns it in order. The caller must not queue other work meanwhile.
+  // Like a CUDA stream capture, a recording spreads to other streams through events: a stream that waits for an
+  // event recorded inside the recording joins it (its work is recorded too, in the order the host queues it, which
+  // respects every dependency), and every joined stream must be joined back -- its last work waited for by
+  // another stream of the recording -- before EndRecording, which otherwise throws (CUDA's "unjoined" capture).
   void BeginRecording();
   std::vector<std::function<void()>> EndRecording();
   bool recording();
+  // The stream whose recording this stream's work goes into (itself while recording); nullptr when none.
+  TestingStream* CaptureOrigin();
+  // Joins `origin`'s recording (an event of it was waited for), or marks this joined stream's work so far as
+  // waited for by another stream of the recording.
+  void JoinCapture(TestingStream* origin);
+  void MarkJoinedBack();
 
  private:
   class Queue;
@@ -53,6 +63,9 @@ class TestingStream : public Stream {
   std::mutex recording_mutex_;
   bool recording_ = false;
   std::vector<std::function<void()>> recorded_;
+  TestingStream* joined_to_ = nullptr;   // the recording this stream joined
+  bool unjoined_work_ = false;           // joined: work queued since another stream last waited for it
+  std::vector<TestingStream*> joined_;   // recording: the streams that joined it
 };
 
 // Queues `work` on `stream` when it is a testing stream; runs it before returning when `stream` is

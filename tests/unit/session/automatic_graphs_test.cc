@@ -120,6 +120,57 @@ TEST_F(AutomaticGraphsTest, LargeHostFeedsAndOutputsReplayExactly) {
   EXPECT_EQ(session.AutomaticGraphReplays(), 3u);
 }
 
+// A decoder's shape: per layer an input read first there and an output written there and read by the next layer.
+// Run(feeds) captures download each such output right after its step, on a side stream the capture joins and
+// rejoins (session.automatic_graph_early_downloads, on by default): every replay returns this run's values, with
+// the early downloads on and off, with and without the set's copy streams, on a slower device.
+TEST_F(AutomaticGraphsTest, EarlyDownloadsOfLayerOutputsReplayExactly) {
+  constexpr int kLayers = 4;
+  GraphBuilder builder;
+  builder.Input("x", {-1, 4});
+  std::string h = "x";
+  for (int i = 0; i < kLayers; ++i) {
+    const std::string k = std::to_string(i);
+    builder.Input("past" + k, {-1, 4})
+        .Node("Mul", {h, "past" + k}, {"m" + k})
+        .Node("Add", {"m" + k, "past" + k}, {"s" + k})
+        .Node("Relu", {"s" + k}, {"present" + k})
+        .Output("present" + k);
+    h = "present" + k;
+  }
+  builder.Node("Mul", {h, h}, {"logits"}).Output("logits");
+  const std::string model = builder.Serialize();
+  for (const char* early : {"1", "0"}) {
+    for (const char* copy_streams : {"0", "1"}) {
+      SessionOptions options = AutomaticOptions({{"copy_streams", copy_streams}, {"task_delay_us", "200"}});
+      options.config["session.automatic_graph_early_downloads"] = early;
+      Session session = MakeSession(model, options, TestEnv());
+      const std::string where = std::string("early downloads ") + early + ", copy_streams " + copy_streams;
+      for (int run = 0; run < 5; ++run) {
+        const float r = static_cast<float>(run);
+        Session::NamedValues feeds = {{"x", Value(HostTensor(Values(16, r - 1.0f)))}};
+        std::vector<float> state = Values(16, r - 1.0f);
+        std::vector<std::vector<float>> expected;
+        for (int i = 0; i < kLayers; ++i) {
+          const std::vector<float> past = Values(16, 0.5f * r - static_cast<float>(i));
+          feeds.push_back({"past" + std::to_string(i), Value(HostTensor(past))});
+          for (size_t e = 0; e < state.size(); ++e) state[e] = std::max(state[e] * past[e] + past[e], 0.0f);
+          expected.push_back(state);
+        }
+        std::vector<float> logits;
+        for (float v : state) logits.push_back(v * v);
+        expected.push_back(logits);
+        const std::vector<Value> y = session.Run(feeds);
+        ASSERT_EQ(y.size(), expected.size()) << where;
+        for (size_t k = 0; k < y.size(); ++k)
+          EXPECT_EQ(y[k].tensor().ToVector<float>(), expected[k]) << where << ", run " << run << ", output " << k;
+      }
+      EXPECT_EQ(session.AutomaticGraphCaptures(), 1u) << where;
+      EXPECT_EQ(session.AutomaticGraphReplays(), 4u) << where;
+    }
+  }
+}
+
 // Several inputs read at different depths, one never read (a model's unused input must not keep it eager), one read
 // by two steps; outputs written at different depths, one by a Reshape, one an input fed through unchanged: every
 // replay returns this run's values, with and without copy streams.
