@@ -32,6 +32,16 @@ bool AcceptsTypes(const KernelDef& def, const Node& node, const Graph& graph) {
   }
   return true;
 }
+
+// Whether the kernel implements every extension attribute the node carries.
+bool ImplementsExtensions(const KernelDef& def, const Node& node) {
+  for (const char* name : kExtensionAttributes)
+    if (node.HasAttribute(name) &&
+        std::find(def.extension_attributes.begin(), def.extension_attributes.end(), name) ==
+            def.extension_attributes.end())
+      return false;
+  return true;
+}
 }  // namespace
 
 const KernelRegistration* KernelRegistry::Find(const Node& node, const Graph& graph) const {
@@ -39,6 +49,7 @@ const KernelRegistration* KernelRegistry::Find(const Node& node, const Graph& gr
   for (auto it = begin; it != end; ++it) {
     const KernelRegistration& r = kernels_[it->second];
     if (node.opset < r.def.since_version || node.opset > r.def.until_version) continue;
+    if (!ImplementsExtensions(r.def, node)) continue;
     if (AcceptsTypes(r.def, node, graph)) return &r;
   }
   return nullptr;

@@ -27,7 +27,20 @@ constexpr ActivationSpec kActivations[] = {
 
 }  // namespace
 
-FusedActivation ReadFusedActivation(const Node& node) { return ReadFusedActivation(node, "activation"); }
+FusedActivation ReadFusedActivation(const Node& node) {
+  FusedActivation a = ReadFusedActivation(node, "activation");
+  if (!node.HasAttribute("activation_clip")) return a;
+  const std::vector<float> limits = node.GetFloats("activation_clip", {});
+  if (a.kind == FusedActivation::Kind::kNone)
+    Fail(ErrorCode::kInvalidArgument, node.Describe(), ": activation_clip clamps an activation; the node has none");
+  if (limits.size() != 2 || !(limits[0] <= limits[1]))
+    Fail(ErrorCode::kInvalidArgument, node.Describe(), ": activation_clip must be [min, max] with min <= max, got ",
+         limits.size(), " value(s)", limits.size() == 2 ? " with min > max" : "");
+  a.clamp = true;
+  a.clamp_min = limits[0];
+  a.clamp_max = limits[1];
+  return a;
+}
 
 FusedActivation ReadFusedActivation(const Node& node, const std::string& attribute) {
   const std::string name = node.GetString(attribute, "");

@@ -491,6 +491,11 @@ void Session::Impl::Optimize() {
     const ExecutionProvider* ep = runner(anchor, g);
     return ep != nullptr && ep->kernels().HasOp(op_type, domain, num_inputs) && ep->PrefersFusion(op_type, domain);
   };
+  context.can_run = [runner](const Node& anchor, const Graph& g, const Node& replacement) {
+    const ExecutionProvider* ep = runner(anchor, g);
+    return ep != nullptr && ep->kernels().Find(replacement, g) != nullptr &&
+           ep->PrefersFusion(replacement.op_type, replacement.domain);
+  };
   context.fused_op_preferred = [this](const std::string& op_type, const std::string& domain) {
     for (const auto& ep : eps)
       if (ep->kernels().HasOp(op_type, domain)) return ep->PrefersFusion(op_type, domain);

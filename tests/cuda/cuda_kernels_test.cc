@@ -246,6 +246,38 @@ TEST_F(CudaKernelTest, ConvActivationFusionRunsOnCuda) {
   EXPECT_EQ(CompareTensors(outputs[0], outputs[1], 1e-5, 1e-4), "");
 }
 
+// A Clip after a convolution's activation (MI-GAN's LeakyRelu -> Clip) goes into the CPU EP's FusedConv as its
+// activation_clip; the CUDA EP's FusedConv does not take that extension attribute, so on CUDA the Clip stays a
+// node of its own and everything still runs on the GPU.
+TEST_F(CudaKernelTest, TheClipAfterAConvolutionsActivationStaysANodeOnCuda) {
+  GraphBuilder builder;
+  builder.FloatInitializer("w", {8, 4, 3, 3}, RandomTensor(kF32, {8, 4, 3, 3}, 81, -0.5, 0.5).ToVector<float>())
+      .FloatInitializer("lo", {}, {-0.3f})
+      .FloatInitializer("hi", {}, {0.4f})
+      .Input("x", {1, 4, 10, 10})
+      .Node("Conv", {"x", "w"}, {"c"}).IntsAttribute("pads", {1, 1, 1, 1})
+      .Node("LeakyRelu", {"c"}, {"a"}).FloatAttribute("alpha", 0.2f)
+      .Node("Clip", {"a", "lo", "hi"}, {"y"})
+      .Output("y");
+  const std::string model = builder.Serialize();
+  const Tensor x = RandomTensor(kF32, {1, 4, 10, 10}, 82, -1.0, 1.0);
+  SessionOptions options = OptionsFor("cuda");
+  options.providers.front().options = {{"use_tf32", "0"}};
+  Session session(TestEnv(), model.data(), model.size(), options);
+  size_t clips = 0;
+  for (const PartitionEntry& e : session.Partition()) {
+    if (e.is_copy) continue;
+    EXPECT_EQ(e.ep, "CUDAExecutionProvider") << e.node_name << " (" << e.op_type << ")";
+    clips += e.op_type == "Clip";
+  }
+  EXPECT_EQ(clips, 1u);
+  SessionOptions cpu = OptionsFor("cpu");
+  Session reference(TestEnv(), model.data(), model.size(), cpu);
+  EXPECT_EQ(CompareTensors(ToHost(reference.Run({{"x", x}})[0].tensor()), ToHost(session.Run({{"x", x}})[0].tensor()),
+                           1e-5, 1e-4),
+            "");
+}
+
 // ai.tessera::FusedMatMul (alpha in cuBLAS, bias + activation + addend in one epilogue kernel) against the
 // CPU's FusedMatMul.
 struct FusedMatMulCase {

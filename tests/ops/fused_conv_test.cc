@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <tuple>
 
 #include "ops/op_tester.h"
 
@@ -17,6 +18,7 @@ struct FusedConvCase {
   std::vector<float> params;
   std::optional<Shape> z;  // residual shape, none when absent
   DataType type = DataType::kFloat;
+  std::vector<float> clip = {};  // activation_clip [min, max], none when empty
 };
 
 double Activate(const std::string& name, const std::vector<float>& p, double x) {
@@ -55,7 +57,9 @@ Tensor Expected(const FusedConvCase& c, const Tensor& x, const Tensor& w, const 
   for (int64_t i = 0; i < y.NumElements(); ++i) {
     double v = data[i];
     if (z) v += z_at(i);
-    data[i] = static_cast<T>(Activate(c.activation, c.params, v));
+    v = Activate(c.activation, c.params, v);
+    if (!c.clip.empty()) v = std::min<double>(std::max<double>(v, c.clip[0]), c.clip[1]);
+    data[i] = static_cast<T>(v);
   }
   return y;
 }
@@ -71,6 +75,7 @@ void Check(const FusedConvCase& c) {
   if (!c.pads.empty()) t.Attr("pads", c.pads);
   if (!c.activation.empty()) t.Attr("activation", c.activation);
   if (!c.params.empty()) t.Attr("activation_params", c.params);
+  if (!c.clip.empty()) t.Attr("activation_clip", c.clip);
   t.Input("X", x).Input("W", w, true).Input("B", b, true);
   if (c.z) t.Input("Z", z);
   t.Output("Y", expected).Tolerance(1e-4, 1e-4).Run();
@@ -119,6 +124,42 @@ TEST(FusedConvTest, RejectsUnknownActivation) {
       .OutputName("Y")
       .ExpectFailure("unsupported activation 'Softplus'")
       .Run({"cpu"});
+}
+
+// activation_clip: the activation's result clamped, as a oneDNN post-op (blocked 3x3, plain 1x1) and on the double
+// reference path; both limits reached.
+TEST(FusedConvTest, ActivationClipClampsTheActivation) {
+  Check({Shape{1, 8, 9, 9}, Shape{16, 8, 3, 3}, {1, 1, 1, 1}, "LeakyRelu", {0.2f}, Shape{1, 16, 9, 9},
+         DataType::kFloat, {-0.3f, 0.4f}});
+  Check({Shape{2, 16, 7, 7}, Shape{24, 16, 1, 1}, {}, "Relu", {}, std::nullopt, DataType::kFloat, {0.0f, 0.25f}});
+  // Activations that end with a clip of their own (the clamp folds into it), limits overlapping or not.
+  for (DataType type : {DataType::kFloat, DataType::kDouble}) {
+    Check({Shape{1, 8, 9, 9}, Shape{16, 8, 3, 3}, {1, 1, 1, 1}, "Clip", {-0.5f, 0.5f}, std::nullopt, type,
+           {-0.25f, 0.3f}});
+    Check({Shape{1, 8, 9, 9}, Shape{16, 8, 3, 3}, {1, 1, 1, 1}, "Clip", {-0.5f, 0.1f}, std::nullopt, type,
+           {0.2f, 0.3f}});
+    Check({Shape{2, 16, 7, 7}, Shape{24, 16, 1, 1}, {}, "HardSigmoid", {0.3f, 0.4f}, std::nullopt, type,
+           {0.25f, 0.6f}});
+  }
+  Check({Shape{1, 3, 5, 5}, Shape{4, 3, 3, 3}, {1, 1, 1, 1}, "Tanh", {}, std::nullopt, DataType::kDouble,
+         {-0.5f, 0.5f}});
+}
+
+TEST(FusedConvTest, RejectsAnActivationClipWithoutAnActivationOrWithLimitsOutOfOrder) {
+  for (const auto& [activation, limits, message] :
+       std::vector<std::tuple<std::string, std::vector<float>, std::string>>{
+           {"", {-1.0f, 1.0f}, "activation_clip clamps an activation; the node has none"},
+           {"Relu", {1.0f, -1.0f}, "activation_clip must be [min, max] with min <= max"},
+           {"Relu", {1.0f}, "activation_clip must be [min, max] with min <= max, got 1 value(s)"}}) {
+    OpTester t("FusedConv", 1, "ai.tessera");
+    if (!activation.empty()) t.Attr("activation", activation);
+    t.Attr("activation_clip", limits);
+    t.Input("X", RandomTensor(DataType::kFloat, Shape{1, 2, 4, 4}, 1))
+        .Input("W", RandomTensor(DataType::kFloat, Shape{2, 2, 3, 3}, 2), true)
+        .OutputName("Y")
+        .ExpectFailure(message)
+        .Run({"cpu"});
+  }
 }
 
 }  // namespace

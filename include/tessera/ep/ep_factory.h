@@ -20,7 +20,7 @@
 #include "tessera/ep/data_transfer.h"
 #include "tessera/ep/execution_provider.h"
 
-#define TESSERA_EP_API_VERSION 9u
+#define TESSERA_EP_API_VERSION 10u
 #define TESSERA_EP_ENTRY_POINT "TesseraCreateEpFactory"
 
 namespace tessera {

@@ -41,6 +41,10 @@ class KernelContext;
 // integer types of ReduceLogSum(Exp). Kernels of ops that changed meaning check the node's opset or attributes.
 inline constexpr int kLatestOnnxOpset = 28;
 
+// Attributes of Tessera's fused ops that only some EPs' kernels implement (KernelDef::extension_attributes):
+// activation_clip (tessera/ep/fused_activation.h) on FusedConv, NchwcConv and FusedConvTranspose.
+inline constexpr const char* kExtensionAttributes[] = {"activation_clip"};
+
 struct KernelDef {
   std::string op_type;
   std::string domain;  // "" = default ONNX domain
@@ -70,6 +74,9 @@ struct KernelDef {
   // regions of such nodes in float32 end to end, converting only where values enter and leave the region
   // (docs/ARCHITECTURE.md, "Float16 and bfloat16 on the CPU").
   bool computes_in_float32 = false;
+  // The extension attributes (kExtensionAttributes) the kernel implements: a node carrying any other one is not
+  // this kernel's, so an EP whose kernel lacks an extension leaves such nodes to one that has it.
+  std::vector<std::string> extension_attributes;
   int InPlaceInput(size_t output) const {
     return output < in_place_inputs.size() ? in_place_inputs[output] : -1;
   }

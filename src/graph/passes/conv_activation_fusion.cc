@@ -34,6 +34,8 @@ struct ConvMatch {
   std::vector<Node*> followers;  // Add and/or activation, in order; the last one is rewritten
   std::string residual;
   std::optional<MatchedActivation> activation;
+  Node* clip = nullptr;  // a Clip with constant limits after the activation (activation_clip), if any
+  std::vector<float> clip_limits;
 };
 
 std::optional<ConvMatch> Match(const Graph& graph, const GraphIndex& index, Node& conv) {
@@ -58,12 +60,22 @@ std::optional<ConvMatch> Match(const Graph& graph, const GraphIndex& index, Node
     match.activation = MatchedActivation{"Swish", {1.0f}};
   }
   if (match.followers.empty()) return std::nullopt;
+  if (match.activation) {
+    const std::string& activated = match.followers.back()->outputs[0];
+    Node* after = graph.IsGraphOutput(activated) || index.ReadBySubgraph(activated) ? nullptr : index.SoleReader(activated);
+    const std::optional<MatchedActivation> clip = IsDefaultDomain(after, "Clip") ? MatchActivation(graph, after, false)
+                                                                                   : std::nullopt;
+    if (clip && clip->name == "Clip" && clip->params.size() == 2 && clip->params[0] <= clip->params[1]) {
+      match.clip = after;
+      match.clip_limits = clip->params;
+    }
+  }
   return match;
 }
 
 }  // namespace
 
-size_t FuseConvActivation(Graph& graph, const CanFuse& can_fuse) {
+size_t FuseConvActivation(Graph& graph, const CanFuse& can_fuse, const CanRun& can_run) {
   GraphIndex index(graph);
   std::set<const Node*> doomed, claimed;  // claimed: every node of an earlier match, the rewritten one included
   size_t fused = 0;
@@ -75,9 +87,7 @@ size_t FuseConvActivation(Graph& graph, const CanFuse& can_fuse) {
     bool taken = false;
     for (const Node* follower : match->followers) taken = taken || claimed.count(follower);
     if (taken) continue;
-    claimed.insert(match->followers.begin(), match->followers.end());
     Node& conv = *match->conv;
-    Node* last = match->followers.back();
     Node fused_node;
     fused_node.name = conv.name + "_fused";
     fused_node.op_type = fused_op;
@@ -88,9 +98,25 @@ size_t FuseConvActivation(Graph& graph, const CanFuse& can_fuse) {
       fused_node.inputs.resize(3);
       fused_node.inputs.push_back(match->residual);
     }
-    fused_node.outputs = {last->outputs[0]};
     fused_node.attributes = conv.attributes;
     if (match->activation) SetActivationAttributes(fused_node, *match->activation);
+    // The Clip after the activation, where the EP running the convolution takes the attribute.
+    if (match->clip != nullptr && !claimed.count(match->clip)) {
+      Node clamped = fused_node;
+      clamped.outputs = {match->clip->outputs[0]};
+      Attribute limits;
+      limits.name = "activation_clip";
+      limits.type = Attribute::Type::kFloats;
+      limits.floats = match->clip_limits;
+      clamped.attributes["activation_clip"] = limits;
+      if (can_run && can_run(*node, graph, clamped)) {
+        match->followers.push_back(match->clip);
+        fused_node = std::move(clamped);
+      }
+    }
+    claimed.insert(match->followers.begin(), match->followers.end());
+    Node* last = match->followers.back();
+    fused_node.outputs = {last->outputs[0]};
     for (const Node* follower : match->followers)
       if (follower != last) graph.value_infos.erase(follower->outputs[0]);
     graph.value_infos.erase(conv.outputs[0]);

@@ -14,6 +14,11 @@
 // ConvTranspose -> Act becomes ai.tessera::FusedConvTranspose(X, W, B, activation=Act) the same way (no residual:
 // a following Add stays a node), where the EP has a kernel for it (the CPU EP: the activation on each output row
 // while it is in cache, or as a oneDNN post-op).
+//
+// A Clip with constant limits right after Act (read only by it) goes in too, as attribute activation_clip = [min,
+// max] (StyleGAN-style generators clamp every activation: MI-GAN's LeakyRelu -> Clip(-256, 256)), where the EP
+// that would run the convolution has a kernel for the node with that extension attribute (`can_run`; the CPU EP);
+// elsewhere the Clip stays a node.
 #pragma once
 
 #include "graph/passes/graph_rewrite.h"
@@ -21,6 +26,6 @@
 namespace tessera {
 
 // Returns the number of FusedConv and FusedConvTranspose nodes created.
-size_t FuseConvActivation(Graph& graph, const CanFuse& can_fuse);
+size_t FuseConvActivation(Graph& graph, const CanFuse& can_fuse, const CanRun& can_run = {});
 
 }  // namespace tessera

@@ -16,6 +16,7 @@ bool ExactInFloat16(float v) { return ToFloat(ToFloat16(v)) == v; }
 
 // Whether P's activation commutes with rounding to the element type: Relu, or a Clip with float16 limits.
 bool MovableActivation(const Node& producer) {
+  if (producer.HasAttribute("activation_clip")) return false;  // a clamp after it: the two move together or not at all
   const std::string name = producer.GetString("activation", "");
   if (name == "Relu") return true;
   if (name != "Clip") return false;

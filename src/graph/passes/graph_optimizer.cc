@@ -107,7 +107,7 @@ void RunAll(Graph& graph, bool is_subgraph, PassRunner& run) {
   run("integer_matmul_fusion", [&] { return FuseIntegerMatMulToFloat(graph, context.can_fuse); });
   // Before matmul_epilogue_fusion: the residual Add (and a bias Add before it) go with the LayerNormalization.
   run("skip_layer_norm_fusion", [&] { return FuseSkipLayerNorm(graph, context.can_fuse); });
-  run("conv_activation_fusion", [&] { return FuseConvActivation(graph, context.can_fuse); });
+  run("conv_activation_fusion", [&] { return FuseConvActivation(graph, context.can_fuse, context.can_run); });
   // After conv_activation_fusion, which takes a convolution's SiLU into its epilogue.
   run("silu_fusion", [&] { return FuseSilu(graph, context.can_fuse); });
   run("gemm_to_matmul", [&] { return RewriteReshapedGemm(graph); });

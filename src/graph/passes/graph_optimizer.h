@@ -32,6 +32,9 @@ struct OptimizerContext {
   // a kernel for the fused op: fusions into non-standard ops check this so a fused node never lands on
   // an EP that cannot run it. `num_inputs` > 0: a kernel that takes a node of that many inputs (KernelDef::max_inputs).
   CanFuse can_fuse;
+  // Whether that EP has a kernel for exactly the fused node (extension attributes included: FusedConv's
+  // activation_clip); unset: no.
+  CanRun can_run;
   // The channel-inner layout the EP that will run the convolution `conv` prefers for it
   // (ExecutionProvider::PreferredChannelBlock); nullopt keeps it NCHW.
   std::function<std::optional<int64_t>(const Node& conv, const Graph& graph)> channel_block;

@@ -22,6 +22,9 @@ namespace tessera {
 // inputs (0: any; KernelDef::max_inputs) and prefers the fusion (OptimizerContext::can_fuse).
 using CanFuse = std::function<bool(const Node& anchor, const Graph& graph, const std::string& op_type,
                                    const std::string& domain, size_t num_inputs)>;
+// Whether the EP that would run `anchor` has a kernel for exactly `replacement` (its op, opset, input types and
+// extension attributes, kernel.h) and prefers the fusion (OptimizerContext::can_run); unset: no.
+using CanRun = std::function<bool(const Node& anchor, const Graph& graph, const Node& replacement)>;
 
 class GraphIndex {
  public:

@@ -52,5 +52,33 @@ TEST(KernelRegistryTest, AKernelTakesNoNodeWithInputsPastItsMost) {
   EXPECT_NE(registry.Find(AttentionNode(8), graph), nullptr);
 }
 
+// Extension attributes (kExtensionAttributes): a node carrying one goes only to a kernel that lists it, so an EP
+// whose fused kernel lacks it leaves the node to another EP.
+TEST(KernelRegistryTest, ANodeWithAnExtensionAttributeNeedsAKernelThatImplementsIt) {
+  Graph graph;
+  Node node;
+  node.op_type = "FusedConv";
+  node.domain = "ai.tessera";
+  node.opset = 1;
+  node.inputs = {"x", "w"};
+  KernelDef plain;
+  plain.op_type = "FusedConv";
+  plain.domain = "ai.tessera";
+  KernelRegistry without;
+  without.Register<NoOpKernel>(plain);
+  EXPECT_NE(without.Find(node, graph), nullptr);
+  Attribute clip;
+  clip.name = "activation_clip";
+  clip.type = Attribute::Type::kFloats;
+  clip.floats = {-1.0f, 1.0f};
+  node.attributes["activation_clip"] = clip;
+  EXPECT_EQ(without.Find(node, graph), nullptr);
+  KernelDef extended = plain;
+  extended.extension_attributes = {"activation_clip"};
+  KernelRegistry with;
+  with.Register<NoOpKernel>(extended);
+  EXPECT_NE(with.Find(node, graph), nullptr);
+}
+
 }  // namespace
 }  // namespace tessera::test

@@ -48,6 +48,13 @@ class GraphBuilder {
     for (int64_t v : values) a->add_ints(v);
     return *this;
   }
+  GraphBuilder& FloatAttribute(const std::string& name, float value) {
+    auto* a = LastNode()->add_attribute();
+    a->set_name(name);
+    a->set_type(onnx::AttributeProto::FLOAT);
+    a->set_f(value);
+    return *this;
+  }
   GraphBuilder& IntAttribute(const std::string& name, int64_t value) {
     auto* a = LastNode()->add_attribute();
     a->set_name(name);

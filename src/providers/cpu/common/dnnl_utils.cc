@@ -195,7 +195,7 @@ __attribute__((always_inline)) inline void ApplyKind(const FusedActivation& a, T
 }
 
 template <typename T>
-__attribute__((always_inline)) inline void ApplyActivationTo(const FusedActivation& a, T* data, int64_t count) {
+__attribute__((always_inline)) inline void ApplyKindTo(const FusedActivation& a, T* data, int64_t count) {
   using K = FusedActivation::Kind;
   switch (a.kind) {
     case K::kNone: return;
@@ -212,10 +212,23 @@ __attribute__((always_inline)) inline void ApplyActivationTo(const FusedActivati
   }
 }
 
+// The activation, then its activation_clip, over blocks small enough to stay in L1 between the two passes.
+template <typename T>
+__attribute__((always_inline)) inline void ApplyActivationTo(const FusedActivation& a, T* data, int64_t count) {
+  if (!a.clamp || a.kind == FusedActivation::Kind::kNone) return ApplyKindTo(a, data, count);
+  constexpr int64_t kBlock = 2048;
+  const T lo = a.clamp_min, hi = a.clamp_max;
+  for (int64_t begin = 0; begin < count; begin += kBlock) {
+    const int64_t n = std::min(kBlock, count - begin);
+    ApplyKindTo(a, data + begin, n);
+    for (int64_t i = begin; i < begin + n; ++i) data[i] = std::min(std::max(data[i], lo), hi);
+  }
+}
+
 }  // namespace
 
 
-void AppendActivation(dnnl::post_ops& ops, const FusedActivation& a) {
+static void AppendActivationKind(dnnl::post_ops& ops, const FusedActivation& a) {
   using K = FusedActivation::Kind;
   using dnnl::algorithm;
   switch (a.kind) {
@@ -233,6 +246,23 @@ void AppendActivation(dnnl::post_ops& ops, const FusedActivation& a) {
     case K::kGeluTanh: return ops.append_eltwise(1.0f, algorithm::eltwise_gelu_tanh, 0.0f, 0.0f);
     case K::kSwish: return ops.append_eltwise(1.0f, algorithm::eltwise_swish, a.alpha, 0.0f);
   }
+}
+
+void AppendActivation(dnnl::post_ops& ops, const FusedActivation& a) {
+  using K = FusedActivation::Kind;
+  using dnnl::algorithm;
+  if (!a.clamp || a.kind == K::kNone) return AppendActivationKind(ops, a);
+  // The clamp after the activation. A clip post-op right after another clip came out with the first one's limits
+  // only (oneDNN 2.6, FusedConvTest.ActivationClipClampsTheActivation), so where the activation ends with a clip the
+  // clamp folds into it: clipping to [a, b] then to [c, d] is clipping to [clamp(a), clamp(b)] with clamp = [c, d].
+  const auto clamp = [&](float v) { return std::min(std::max(v, a.clamp_min), a.clamp_max); };
+  if (a.kind == K::kClip) return ops.append_eltwise(1.0f, algorithm::eltwise_clip, clamp(a.alpha), clamp(a.beta));
+  if (a.kind == K::kHardSigmoid) {
+    ops.append_eltwise(1.0f, algorithm::eltwise_linear, a.alpha, a.beta);
+    return ops.append_eltwise(1.0f, algorithm::eltwise_clip, clamp(0.0f), clamp(1.0f));
+  }
+  AppendActivationKind(ops, a);
+  ops.append_eltwise(1.0f, algorithm::eltwise_clip, a.clamp_min, a.clamp_max);
 }
 
 TESSERA_TARGET_CLONES("arch=x86-64-v4", "arch=x86-64-v3", "default")

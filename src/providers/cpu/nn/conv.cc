@@ -601,6 +601,7 @@ void RegisterConvKernels(KernelRegistry& registry) {
   registry.Register<Conv>(def);
   def.op_type = "FusedConv";
   def.domain = "ai.tessera";
+  def.extension_attributes = {"activation_clip"};  // the clamp after the activation: AppendActivation / ApplyActivation
   def.input_types = {{0, {DataType::kFloat, DataType::kDouble}}, {3, {DataType::kFloat, DataType::kDouble}}};
   registry.Register<Conv>(def);
   def.op_type = "NchwcConv";
@@ -608,6 +609,7 @@ void RegisterConvKernels(KernelRegistry& registry) {
   def.may_alias = true;  // residual_in_place
   registry.Register<Conv>(def);
   def.op_type = "ActivatedNchwcConv";  // NchwcConv of input_activation(X); see CpuExecutionProvider::PrefersFusion
+  def.extension_attributes.clear();    // depthwise_input_activation leaves clamped producers alone
   registry.Register<Conv>(std::move(def));
 }
 

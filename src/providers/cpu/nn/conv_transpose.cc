@@ -238,6 +238,7 @@ void RegisterConvTransposeKernels(KernelRegistry& registry) {
   registry.Register<ConvTranspose>(def);
   def.op_type = "FusedConvTranspose";
   def.domain = "ai.tessera";
+  def.extension_attributes = {"activation_clip"};
   def.since_version = 1;
   registry.Register<ConvTranspose>(std::move(def));
 }

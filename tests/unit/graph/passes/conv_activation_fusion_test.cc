@@ -162,5 +162,62 @@ TEST(ConvActivationFusionTest, KeepsClipWithRuntimeLimits) {
   EXPECT_EQ(OpsAt(g, OptimizationLevel::kAll), (std::vector<std::string>{"Conv", "Clip"}));
 }
 
+// StyleGAN-style generators (MI-GAN) clamp every activation: Conv -> LeakyRelu -> Clip(-256, 256). The CPU EP's
+// FusedConv takes the Clip as its activation_clip; both limits are reached by these values.
+TEST(ConvActivationFusionTest, FusesTheClipAfterTheActivation) {
+  for (bool residual : {false, true}) {
+    PassTestGraph g = ConvGraph();
+    std::string activated_input = "c";
+    if (residual) {
+      g.Node("Add", {"c", "x"}, {"sum"});
+      activated_input = "sum";
+    }
+    g.Scalar("lo", -0.3f).Scalar("hi", 0.4f);
+    SetFloat(g.Node("LeakyRelu", {activated_input}, {"a"}), "alpha", 0.2f);
+    g.Node("Clip", {"a", "lo", "hi"}, {"y"});
+    SCOPED_TRACE(residual ? "with a residual Add" : "without a residual");
+    EXPECT_EQ(OpsAt(g, OptimizationLevel::kAll), (std::vector<std::string>{"FusedConv"}));
+    ExpectSameOutputs(g, OptimizationLevel::kAll, 1e-4f);
+  }
+}
+
+// The same in the channel-inner layout the CPU EP gives wider convolutions (NchwcConv keeps activation_clip), a
+// Relu then a Clip, and a Clip after a Clip.
+TEST(ConvActivationFusionTest, FusesTheClipAfterTheActivationOfBlockedConvolutions) {
+  for (const char* activation : {"LeakyRelu", "Relu", "Clip"}) {
+    PassTestGraph g(13);
+    g.Input("x", {1, 16, 12, 12}).Output("y");
+    g.Scalar("lo", -0.5f).Scalar("hi", 0.5f).Scalar("lo2", -0.25f).Scalar("hi2", 0.3f);
+    AddConv(g, "x", "c1", 16, 32, 3, 1);
+    if (std::string(activation) == "Clip")
+      g.Node("Clip", {"c1", "lo", "hi"}, {"a"});
+    else
+      g.Node(activation, {"c1"}, {"a"});
+    g.Node("Clip", {"a", "lo2", "hi2"}, {"b"});
+    AddConv(g, "b", "y", 32, 16, 3, 1);
+    SCOPED_TRACE(activation);
+    const std::vector<std::string> ops = OpsAt(g, OptimizationLevel::kAll);
+    EXPECT_EQ(Count(ops, "Clip"), 0u);
+    EXPECT_EQ(Count(ops, "NchwcConv"), 2u);
+    ExpectSameOutputs(g, OptimizationLevel::kAll, 1e-4f);
+  }
+}
+
+// A Clip whose input is read elsewhere too, or whose limits come at run time, stays a node (the activation fuses).
+TEST(ConvActivationFusionTest, KeepsAClipAfterTheActivationThatIsNotItsAlone) {
+  PassTestGraph shared = ConvGraph();
+  shared.Scalar("lo", -0.3f).Scalar("hi", 0.4f);
+  shared.Node("Relu", {"c"}, {"a"});
+  shared.Node("Clip", {"a", "lo", "hi"}, {"y"});
+  shared.Output("a");
+  EXPECT_EQ(OpsAt(shared, OptimizationLevel::kAll), (std::vector<std::string>{"FusedConv", "Clip"}));
+  ExpectSameOutputs(shared, OptimizationLevel::kAll, 1e-4f);
+  PassTestGraph runtime = ConvGraph();
+  runtime.Input("hi", {});
+  runtime.Node("Relu", {"c"}, {"a"});
+  runtime.Node("Clip", {"a", "", "hi"}, {"y"});
+  EXPECT_EQ(OpsAt(runtime, OptimizationLevel::kAll), (std::vector<std::string>{"FusedConv", "Clip"}));
+}
+
 }  // namespace
 }  // namespace tessera::test
