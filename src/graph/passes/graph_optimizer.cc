@@ -69,12 +69,17 @@ void RunExtended(Graph& graph, PassRunner& run) {
   if (run("shape_subgraph_elimination", [&] { return EliminateShapeSubgraphs(graph); }) > 0) RunBasic(graph, run);
   // A constant Add between a convolution and its BatchNormalization (PaddlePaddle's exports write ConvTranspose's
   // bias so) folds first and leaves the BatchNormalization to fold next: alternate until neither folds a node.
+  size_t scales_moved = 0;
   for (size_t folded = 1; folded > 0;) {
     folded = run("conv_bn_folding", [&] { return FoldConvBatchNorm(graph); });
     folded += run("conv_affine_folding", [&] { return FoldConvAffine(graph); });
     // A positive gain after a convolution's activation moves before it, where conv_affine_folding takes it next.
-    folded += run("scale_activation_motion", [&] { return MoveScalesBeforeActivations(graph); });
+    const size_t moved = run("scale_activation_motion", [&] { return MoveScalesBeforeActivations(graph); });
+    scales_moved += moved;
+    folded += moved;
   }
+  // Residuals the motion scaled (a Mul of two constants each).
+  if (scales_moved > 0) run("constant_folding", [&] { return FoldConstants(graph, context.evaluator); });
   run("layer_norm_fusion", [&] { return FuseLayerNorm(graph, context.can_fuse); });
   run("gelu_fusion", [&] { return FuseGelu(graph, context.can_fuse); });
   run("hard_swish_fusion", [&] { return FuseHardSwish(graph, context.can_fuse); });

@@ -1,5 +1,7 @@
 #include "graph/passes/scale_activation_motion.h"
 
+#include <memory>
+
 #include "graph/passes/graph_rewrite.h"
 
 namespace tessera {
@@ -45,6 +47,7 @@ bool IsConvOrTranspose(const Node* node) {
 size_t MoveScalesBeforeActivations(Graph& graph) {
   GraphIndex index(graph);
   std::set<const Node*> touched;
+  std::vector<std::unique_ptr<Node>> residual_scales;  // Mul(z, s) of constants, placed first at the end
   size_t moved = 0;
   for (const auto& node : graph.nodes) {
     Node& mul = *node;
@@ -59,9 +62,52 @@ size_t MoveScalesBeforeActivations(Graph& graph) {
       if ((type != DataType::kFloat && type != DataType::kFloat16) || scale->type() != type || !AllPositive(*scale))
         continue;
       Node* conv = index.Producer(activation->inputs[0]);
-      if (!IsConvOrTranspose(conv) || conv->inputs.size() < 2 || !index.OnlyReadBy(conv->outputs[0], *activation) ||
-          !KeepsShape(graph, *conv, *scale))
+      // Conv -> y -> Add(y, z) -> b -> act with a constant z (MI-GAN's noise maps): s * act(y + z) = act(s * y + s * z).
+      Node* add = nullptr;
+      std::string residual;
+      if (conv != nullptr && conv->op_type == "Add" && conv->domain.empty() && conv->inputs.size() == 2 &&
+          conv->outputs.size() == 1 && index.OnlyReadBy(conv->outputs[0], *activation) && !touched.count(conv)) {
+        for (size_t j = 0; j < 2 && add == nullptr; ++j) {
+          Node* producer = index.Producer(conv->inputs[j]);
+          const Tensor* z = ConstantTensor(graph, conv->inputs[1 - j]);
+          if (IsConvOrTranspose(producer) && z != nullptr && z->type() == type &&
+              index.OnlyReadBy(producer->outputs[0], *conv)) {
+            add = conv;
+            residual = conv->inputs[1 - j];
+            conv = producer;
+          }
+        }
+        if (add == nullptr) continue;
+      }
+      if (!IsConvOrTranspose(conv) || conv->inputs.size() < 2 ||
+          (add == nullptr && !index.OnlyReadBy(conv->outputs[0], *activation)) || !KeepsShape(graph, *conv, *scale))
         continue;
+      if (add != nullptr) {
+        // Conv -> y -> Add(z) -> b -> act -> a -> Mul(s) -> out   becomes
+        // Conv -> y -> Mul(s) -> a -> Add(zs) -> b -> act -> out, with zs = Mul(z, s) of constants (folded later).
+        const std::string y = conv->outputs[0], b = add->outputs[0], a = activation->outputs[0], out = mul.outputs[0];
+        const std::string scale_name = mul.inputs[1 - k], zs = out + "_residual_scaled";
+        auto scaled_residual = std::make_unique<Node>(mul);
+        scaled_residual->name = zs + "_mul";
+        scaled_residual->inputs = {residual, scale_name};
+        scaled_residual->outputs = {zs};
+        residual_scales.push_back(std::move(scaled_residual));
+        Node scaled = mul;
+        scaled.inputs = {y, scale_name};
+        scaled.outputs = {a};
+        Node added = *add;
+        added.inputs = {a, zs};
+        Node activated = *activation;
+        activated.inputs[0] = b;
+        activated.outputs = {out};
+        *add = std::move(scaled);
+        *activation = std::move(added);
+        mul = std::move(activated);
+        touched.insert(add);
+        touched.insert(activation);
+        ++moved;
+        break;
+      }
       // Conv -> y -> act -> a -> Mul -> out   becomes   Conv -> y -> Mul -> a -> act -> out: the two nodes swap
       // places and keep their value names (a now holds the scaled convolution; its shape and type are y's).
       const std::string y = activation->inputs[0], a = activation->outputs[0], out = mul.outputs[0];
@@ -79,6 +125,8 @@ size_t MoveScalesBeforeActivations(Graph& graph) {
       break;
     }
   }
+  // The scaled residuals' products read constants only: ahead of everything (constant_folding folds them).
+  for (auto& n : residual_scales) graph.nodes.insert(graph.nodes.begin(), std::move(n));
   return moved;
 }
 
