@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# Session 38, lease 2: host outputs copied out of the pinned block at the replay's early point (Event::RecordForReplays,
+# EP API 11) -- the CUDA tests, A/B of host-tensor runs against the session's starting code (404b460) built beside it,
+# and GPT-2's first run with an empty tuning cache (lease 1 saw 9.7 ms once).
+cd /tmp/tw
+export OUT=/tmp/tw/out/gpu
+mkdir -p $OUT/a
+{
+  source scripts/gpu_host/build_gpu.sh || { echo BUILD_SETUP_FAILED; exit 1; }
+  start=$SECONDS
+  ( LOG_DIR=$OUT/a export_bench_models /tmp/tessera-bench gpt2_past16 gpt2_past16_fp16 bert_base_s128 resnet50_fp16 ) &
+  EXPORT=$!
+  build_gpu tessera_cuda tessera_cli tessera_tests || { echo BUILD_FAILED; tail -30 $OUT/build.log; }
+  echo "BUILT in $((SECONDS-start)) s"
+  mkdir -p /tmp/old && tar xzf out/old.tar.gz -C /tmp/old && cp -r .deps /tmp/old/
+  ( cd /tmp/old && export OUT=$OUT/old && mkdir -p $OUT && source scripts/gpu_host/build_gpu.sh && build_gpu tessera_cuda tessera_cli && echo OLD_BUILT ) > $OUT/old_build.txt 2>&1 &
+  OLD=$!
+  timeout 300 build-gpu/tessera_tests --gtest_brief=1 --gtest_filter='CudaAutomaticGraphs*:CudaGraph*:CudaGeneration*:CudaPipelines*:CudaStream*:CudaCopy*:AutomaticGraphs*:CudaEp*' > $OUT/tests.txt 2>&1
+  tail -4 $OUT/tests.txt; grep -E "FAILED|Failure" $OUT/tests.txt | head -10
+  echo "TESTS at $((SECONDS-start)) s"
+  wait $OLD; tail -2 $OUT/old_build.txt
+  echo "OLD at $((SECONDS-start)) s"
+  wait $EXPORT
+  for round in 1 2 3; do
+    for m in gpt2_past16 gpt2_past16_fp16; do
+      for v in new old; do
+        T=build-gpu/tessera; [[ $v == old ]] && T=/tmp/old/build-gpu/tessera
+        echo "== $m $v round $round"
+        timeout 60 $T bench /tmp/tessera-bench/$m.onnx --ep cuda --modes host,io,graph --runs 600 --warmup 20 --time-budget 2 2>&1 | grep -E "^host tensors|^io binding" | head -3
+      done
+    done
+  done
+  for m in bert_base_s128 resnet50_fp16; do
+    for v in new old; do
+      T=build-gpu/tessera; [[ $v == old ]] && T=/tmp/old/build-gpu/tessera
+      echo "== $m $v"
+      timeout 60 $T bench /tmp/tessera-bench/$m.onnx --ep cuda --modes host,io,graph --runs 400 --warmup 20 --time-budget 2 2>&1 | grep -E "^host tensors|^io binding" | head -3
+    done
+  done
+  for i in 1 2 3; do
+    export TESSERA_CACHE_DIR=/tmp/cache_$i; rm -rf $TESSERA_CACHE_DIR
+    echo "== gpt2 first run, empty tuning cache, $i: $(timeout 60 build-gpu/tessera bench /tmp/tessera-bench/gpt2_past16.onnx --ep cuda --modes host --runs 20 2>&1 | grep -E 'creation|first run' | tr '\n' ' ')"
+    echo "== gpt2 first run, cache of the run before, $i: $(timeout 60 build-gpu/tessera bench /tmp/tessera-bench/gpt2_past16.onnx --ep cuda --modes host --runs 20 2>&1 | grep -E 'creation|first run' | tr '\n' ' ')"
+  done
+  echo "ALL at $((SECONDS-start)) s"
+} > $OUT/chain.log 2>&1
+touch $OUT/DONE
