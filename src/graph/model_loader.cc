@@ -17,7 +17,9 @@
 #include <fstream>
 #include <set>
 #include <system_error>
+#include <unordered_map>
 
+#include "graph/raw_data_regions.h"
 #include "graph/type_inference.h"
 #include "tessera/ep/kernel.h"
 #include "tessera/status.h"
@@ -48,6 +50,9 @@ struct LoadContext {
   std::shared_ptr<std::set<std::string>> external_used;  // names of `external->initializers` the model read
   // Initializers read from external data files (Model::external_sources).
   std::shared_ptr<std::map<std::string, Model::ExternalSource>> external_sources;
+  // Initializers whose raw_data was left out of the parse (SeparateLargeRawData): where their bytes are in `serialized`.
+  const std::unordered_map<const onnx::TensorProto*, RawDataRegion>* separated = nullptr;
+  const char* serialized = nullptr;
 };
 
 template <typename... Parts>
@@ -269,6 +274,22 @@ Tensor ReadExternalTensor(const onnx::TensorProto& proto, DataType type, Shape s
   return tensor;
 }
 
+// A host tensor of `bytes` copied from `from`, in memory mapped for it and populated in one call: writing a model's
+// weights into freshly allocated pages one page fault at a time costs several times the copy itself.
+Tensor CopyIntoPopulatedPages(DataType type, Shape shape, const char* from, size_t bytes) {
+  void* pages = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+  if (pages == MAP_FAILED) {  // the usual allocation (and its error) instead
+    Tensor tensor = Tensor::Allocate(type, std::move(shape));
+    FillFromBytes(tensor, from, bytes);
+    return tensor;
+  }
+  std::memcpy(pages, from, bytes);
+  std::shared_ptr<void> owner(pages, [bytes](void* p) { ::munmap(p, bytes); });
+  Tensor tensor = Tensor::Share(type, std::move(shape), std::move(owner), pages, bytes, MemoryInfo::Host());
+  if (type == DataType::kBool) NormalizeBools(tensor);
+  return tensor;
+}
+
 // A host tensor from a TensorProto; `what` names it ("initializer 'w'") in messages.
 Tensor ReadTensor(onnx::TensorProto& proto, const LoadContext& ctx, const std::string& what) {
   if (!IsKnownDataType(proto.data_type()))
@@ -281,6 +302,13 @@ Tensor ReadTensor(onnx::TensorProto& proto, const LoadContext& ctx, const std::s
   const size_t bytes = ByteSize(count, type, ctx, what);
   if (proto.data_location() == onnx::TensorProto::EXTERNAL)
     return ReadExternalTensor(proto, type, std::move(shape), bytes, ctx, what);
+  if (proto.has_raw_data() && ctx.separated != nullptr) {
+    if (auto region = ctx.separated->find(&proto); region != ctx.separated->end()) {
+      if (region->second.size != bytes)
+        FailModel(ctx, what, " needs ", bytes, " bytes for its dims but raw_data holds ", region->second.size);
+      return CopyIntoPopulatedPages(type, std::move(shape), ctx.serialized + region->second.offset, bytes);
+    }
+  }
   if (proto.has_raw_data()) {
     if (proto.raw_data().size() != bytes)
       FailModel(ctx, what, " needs ", bytes, " bytes for its dims but raw_data holds ", proto.raw_data().size());
@@ -597,7 +625,28 @@ std::unique_ptr<Model> LoadModelFromBytes(const void* data, size_t size, const s
     FailModel(ctx, "the model is ", size,
               " bytes; protobuf models must be under 2 GiB (store weights as external data)");
   onnx::ModelProto proto;
-  if (!proto.ParseFromArray(data, static_cast<int>(size)))
+  // Large raw_data stays out of the parse; ReadTensor copies it from `data` into populated pages. A model whose
+  // wire format the walk finds irregular is parsed whole (and reported by the parser).
+  std::unordered_map<const onnx::TensorProto*, RawDataRegion> separated;
+  if (std::optional<ModelWithoutRawData> rest =
+          SeparateLargeRawData({static_cast<const char*>(data), size}, kAdoptRawDataBytes)) {
+    bool parsed = proto.ParseFromArray(rest->bytes.data(), static_cast<int>(rest->bytes.size()));
+    for (const RawDataRegion& region : rest->regions) {
+      if (!parsed || region.initializer >= static_cast<size_t>(proto.graph().initializer_size())) {
+        parsed = false;
+        break;
+      }
+      separated[&proto.graph().initializer(static_cast<int>(region.initializer))] = region;
+    }
+    if (parsed) {
+      ctx.separated = &separated;
+      ctx.serialized = static_cast<const char*>(data);
+    } else {
+      separated.clear();
+      proto.Clear();
+    }
+  }
+  if (ctx.separated == nullptr && !proto.ParseFromArray(data, static_cast<int>(size)))
     FailModel(ctx, "not a valid ONNX model (protobuf parsing failed)");
   std::unique_ptr<Model> model = ConvertModel(proto, ctx);
   for (const auto& [name, tensor] : external.initializers)
@@ -630,7 +679,9 @@ class MappedFile {
            " bytes; protobuf models must be under 2 GiB (store weights as external data)");
     }
     if (size_ > 0) {
-      void* mapped = ::mmap(nullptr, size_, PROT_READ, MAP_PRIVATE, fd, 0);
+      // Populated: the loader reads every page (the parse, and the copies of large raw_data), and one call maps them
+      // all sooner than a fault per 64 KB.
+      void* mapped = ::mmap(nullptr, size_, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, 0);
       if (mapped == MAP_FAILED) {
         const int error = errno;
         ::close(fd);

@@ -193,8 +193,8 @@ TEST(ModelLoaderTest, InitializerFromRawData) {
   EXPECT_EQ(model->graph->TypeOf("w"), DataType::kFloat);
 }
 
-// Large raw_data (initializers and Constant values) becomes the tensor's buffer without a copy; small and
-// large ones load the same values, from bytes and from a file.
+// Large raw_data (initializers: copied into pages of their own; Constant values: the parsed string becomes the
+// tensor's buffer) and small raw_data load the same values, from bytes and from a file.
 class LargeRawDataTest : public TempDirTest {};
 
 TEST_F(LargeRawDataTest, LargeInitializersAndConstantsLoadFromBytesAndFiles) {
@@ -227,6 +227,63 @@ TEST_F(LargeRawDataTest, LargeInitializersAndConstantsLoadFromBytesAndFiles) {
       if (n->op_type == "Constant") node = n.get();
     ASSERT_NE(node, nullptr);
     EXPECT_EQ(node->attributes.at("value").t.ToVector<int64_t>(), indices);
+  }
+}
+
+// Large raw_data is left out of the parse and copied into pages of its own (graph/raw_data_regions.h): every element
+// type, odd sizes (regions at any offset of the file), bools normalized, and a size that disagrees with the dims
+// named like any other; a file cut inside a large raw_data fails as the parser reports it.
+TEST_F(LargeRawDataTest, SeparatedRawDataOfEveryKindLoadsExactly) {
+  std::vector<uint16_t> halves(40001);
+  std::vector<int8_t> bytes(70001);
+  std::vector<double> doubles(9001);
+  std::string bools(70003, '\0');
+  for (size_t i = 0; i < halves.size(); ++i) halves[i] = static_cast<uint16_t>(i * 40503u);
+  for (size_t i = 0; i < bytes.size(); ++i) bytes[i] = static_cast<int8_t>(i * 131u);
+  for (size_t i = 0; i < doubles.size(); ++i) doubles[i] = static_cast<double>(i) / 7.0 - 300.0;
+  for (size_t i = 0; i < bools.size(); ++i) bools[i] = static_cast<char>(i % 3 == 0 ? 0 : (i % 5) + 1);
+  onnx::ModelProto proto = ReluModel();
+  AddInitializer(proto, "tiny", DataType::kInt8, {3})->set_raw_data(std::string("\x01\x02\x03", 3));
+  AddInitializer(proto, "halves", DataType::kFloat16, {40001})->set_raw_data(RawBytes(halves));
+  AddInitializer(proto, "bytes", DataType::kInt8, {70001})->set_raw_data(RawBytes(bytes));
+  AddInitializer(proto, "doubles", DataType::kDouble, {9001})->set_raw_data(RawBytes(doubles));
+  AddInitializer(proto, "bools", DataType::kBool, {70003})->set_raw_data(bools);
+  WriteFile(ModelDir() / "kinds.onnx", Bytes(proto));
+  for (const bool from_file : {false, true}) {
+    auto model = from_file ? LoadModel(ModelDir() / "kinds.onnx") : Load(proto);
+    const auto& init = model->graph->initializers;
+    const std::string where = from_file ? "file" : "bytes";
+    EXPECT_EQ(std::memcmp(init.at("halves").raw_data(), halves.data(), halves.size() * 2), 0) << where;
+    EXPECT_EQ(init.at("bytes").ToVector<int8_t>(), bytes) << where;
+    EXPECT_EQ(init.at("doubles").ToVector<double>(), doubles) << where;
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(init.at("doubles").raw_data()) % sizeof(double), 0u) << where;
+    EXPECT_EQ(init.at("tiny").ToVector<int8_t>(), (std::vector<int8_t>{1, 2, 3})) << where;
+    const auto* b = static_cast<const unsigned char*>(init.at("bools").raw_data());
+    size_t wrong = 0;
+    for (size_t i = 0; i < bools.size(); ++i) wrong += b[i] != (bools[i] != 0 ? 1 : 0);
+    EXPECT_EQ(wrong, 0u) << where;
+  }
+
+  onnx::ModelProto mismatched = ReluModel();
+  AddInitializer(mismatched, "w", DataType::kFloat, {300, 1000})->set_raw_data(RawBytes(std::vector<float>(299000)));
+  try {
+    Load(mismatched);
+    FAIL() << "expected an error";
+  } catch (const Error& error) {
+    EXPECT_EQ(error.code(), ErrorCode::kInvalidModel);
+    EXPECT_NE(std::string(error.what()).find("initializer 'w' needs 1200000 bytes for its dims but raw_data holds 1196000"),
+              std::string::npos)
+        << error.what();
+  }
+
+  const std::string whole = Bytes(proto);
+  WriteFile(ModelDir() / "cut.onnx", whole.substr(0, whole.size() - 50000));  // inside the bools' raw_data
+  try {
+    LoadModel(ModelDir() / "cut.onnx");
+    FAIL() << "expected an error";
+  } catch (const Error& error) {
+    EXPECT_EQ(error.code(), ErrorCode::kInvalidModel);
+    EXPECT_NE(std::string(error.what()).find("protobuf parsing failed"), std::string::npos) << error.what();
   }
 }
 
