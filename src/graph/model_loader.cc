@@ -631,12 +631,19 @@ std::unique_ptr<Model> LoadModelFromBytes(const void* data, size_t size, const s
   if (std::optional<ModelWithoutRawData> rest =
           SeparateLargeRawData({static_cast<const char*>(data), size}, kAdoptRawDataBytes)) {
     bool parsed = proto.ParseFromArray(rest->bytes.data(), static_cast<int>(rest->bytes.size()));
+    const onnx::GraphProto& graph = proto.graph();
     for (const RawDataRegion& region : rest->regions) {
-      if (!parsed || region.initializer >= static_cast<size_t>(proto.graph().initializer_size())) {
-        parsed = false;
-        break;
+      const onnx::TensorProto* tensor = nullptr;
+      if (!parsed) break;
+      if (region.holder == RawDataRegion::Holder::kInitializer) {
+        if (region.index < static_cast<size_t>(graph.initializer_size()))
+          tensor = &graph.initializer(static_cast<int>(region.index));
+      } else if (region.index < static_cast<size_t>(graph.node_size()) &&
+                 region.attribute < static_cast<size_t>(graph.node(static_cast<int>(region.index)).attribute_size())) {
+        tensor = &graph.node(static_cast<int>(region.index)).attribute(static_cast<int>(region.attribute)).t();
       }
-      separated[&proto.graph().initializer(static_cast<int>(region.initializer))] = region;
+      parsed = tensor != nullptr;
+      if (parsed) separated[tensor] = region;
     }
     if (parsed) {
       ctx.separated = &separated;

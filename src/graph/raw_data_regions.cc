@@ -7,7 +7,10 @@ namespace tessera {
 namespace {
 
 constexpr uint32_t kModelGraph = 7;         // ModelProto.graph
+constexpr uint32_t kGraphNode = 1;          // GraphProto.node
 constexpr uint32_t kGraphInitializer = 5;   // GraphProto.initializer
+constexpr uint32_t kNodeAttribute = 5;      // NodeProto.attribute
+constexpr uint32_t kAttributeTensor = 5;    // AttributeProto.t
 constexpr uint32_t kTensorRawData = 9;      // TensorProto.raw_data
 constexpr uint32_t kLengthDelimited = 2;
 
@@ -98,12 +101,12 @@ void PutLengthDelimited(std::string& out, const Reader::Field& field, const std:
 struct Walk {
   const char* base;
   size_t min_bytes;
-  size_t initializer = 0;
+  size_t initializer = 0, node = 0;
   std::vector<RawDataRegion> regions;
 };
 
-// A TensorProto without its large raw_data (recorded in `walk`); false when irregular.
-bool Tensor(Walk& walk, const char* begin, const char* end, std::string& out) {
+// A TensorProto without its large raw_data (recorded in `walk` as `holder` says); false when irregular.
+bool Tensor(Walk& walk, RawDataRegion holder, const char* begin, const char* end, std::string& out) {
   Reader reader(begin, end);
   int raw_data_fields = 0;
   Reader::Field field;
@@ -112,7 +115,9 @@ bool Tensor(Walk& walk, const char* begin, const char* end, std::string& out) {
     if (field.number == kTensorRawData && field.wire_type == kLengthDelimited) {
       if (++raw_data_fields > 1) return false;  // the last would win: not worth a special case
       if (field.length >= walk.min_bytes) {
-        walk.regions.push_back({walk.initializer, static_cast<size_t>(field.payload - walk.base), field.length});
+        holder.offset = static_cast<size_t>(field.payload - walk.base);
+        holder.size = field.length;
+        walk.regions.push_back(holder);
         PutLengthDelimited(out, field, std::string());
         continue;
       }
@@ -122,17 +127,63 @@ bool Tensor(Walk& walk, const char* begin, const char* end, std::string& out) {
   return true;
 }
 
+// An AttributeProto (the node's `attribute`-th) without its tensor's large raw_data.
+bool Attribute(Walk& walk, size_t attribute, const char* begin, const char* end, std::string& out) {
+  Reader reader(begin, end);
+  Reader::Field field;
+  int tensors = 0;
+  while (!reader.done()) {
+    if (!reader.Next(field)) return false;
+    if (field.number == kAttributeTensor && field.wire_type == kLengthDelimited) {
+      if (++tensors > 1) return false;  // two t fields would merge: not worth a special case
+      std::string tensor;
+      const RawDataRegion holder{RawDataRegion::Holder::kAttribute, walk.node, attribute, 0, 0};
+      if (!Tensor(walk, holder, field.payload, field.payload + field.length, tensor)) return false;
+      PutLengthDelimited(out, field, tensor);
+      continue;
+    }
+    out.append(field.start, field.end);
+  }
+  return true;
+}
+
+bool Node(Walk& walk, const char* begin, const char* end, std::string& out) {
+  Reader reader(begin, end);
+  Reader::Field field;
+  size_t attribute = 0;
+  std::string part;
+  while (!reader.done()) {
+    if (!reader.Next(field)) return false;
+    if (field.number == kNodeAttribute && field.wire_type == kLengthDelimited) {
+      part.clear();
+      if (!Attribute(walk, attribute++, field.payload, field.payload + field.length, part)) return false;
+      PutLengthDelimited(out, field, part);
+      continue;
+    }
+    out.append(field.start, field.end);
+  }
+  return true;
+}
+
 bool Graph(Walk& walk, const char* begin, const char* end, std::string& out) {
   Reader reader(begin, end);
   Reader::Field field;
-  std::string tensor;
+  std::string part;
   while (!reader.done()) {
     if (!reader.Next(field)) return false;
     if (field.number == kGraphInitializer && field.wire_type == kLengthDelimited) {
-      tensor.clear();
-      if (!Tensor(walk, field.payload, field.payload + field.length, tensor)) return false;
+      part.clear();
+      const RawDataRegion holder{RawDataRegion::Holder::kInitializer, walk.initializer, 0, 0, 0};
+      if (!Tensor(walk, holder, field.payload, field.payload + field.length, part)) return false;
       ++walk.initializer;
-      PutLengthDelimited(out, field, tensor);
+      PutLengthDelimited(out, field, part);
+      continue;
+    }
+    if (field.number == kGraphNode && field.wire_type == kLengthDelimited) {
+      part.clear();
+      if (!Node(walk, field.payload, field.payload + field.length, part)) return false;
+      ++walk.node;
+      PutLengthDelimited(out, field, part);
       continue;
     }
     out.append(field.start, field.end);
@@ -143,7 +194,7 @@ bool Graph(Walk& walk, const char* begin, const char* end, std::string& out) {
 }  // namespace
 
 std::optional<ModelWithoutRawData> SeparateLargeRawData(std::span<const char> model, size_t min_bytes) {
-  Walk walk{model.data(), min_bytes == 0 ? 1 : min_bytes, 0, {}};
+  Walk walk{model.data(), min_bytes == 0 ? 1 : min_bytes, 0, 0, {}};
   ModelWithoutRawData result;
   Reader reader(model.data(), model.data() + model.size());
   Reader::Field field;

@@ -193,8 +193,8 @@ TEST(ModelLoaderTest, InitializerFromRawData) {
   EXPECT_EQ(model->graph->TypeOf("w"), DataType::kFloat);
 }
 
-// Large raw_data (initializers: copied into pages of their own; Constant values: the parsed string becomes the
-// tensor's buffer) and small raw_data load the same values, from bytes and from a file.
+// Large raw_data (top-level initializers and Constant values: copied into pages of their own) and small raw_data
+// load the same values, from bytes and from a file.
 class LargeRawDataTest : public TempDirTest {};
 
 TEST_F(LargeRawDataTest, LargeInitializersAndConstantsLoadFromBytesAndFiles) {

@@ -28,27 +28,46 @@ onnx::ModelProto Model() {
   AddRaw(model, "large", 70000, 'b');
   model.mutable_graph()->add_node()->set_op_type("Identity");
   AddRaw(model, "larger", 200003, 'c');
+  onnx::NodeProto* constant = model.mutable_graph()->add_node();
+  constant->set_op_type("Constant");
+  constant->add_attribute()->set_name("unused");
+  onnx::AttributeProto* value = constant->add_attribute();
+  value->set_name("value");
+  value->set_type(onnx::AttributeProto::TENSOR);
+  value->mutable_t()->set_data_type(2);
+  value->mutable_t()->add_dims(80001);
+  value->mutable_t()->set_raw_data(std::string(80001, 'd'));
   model.add_opset_import()->set_version(17);
   return model;
 }
 
-// The regions hold exactly the large raw_data's bytes, and the rest parses to the same model with those emptied.
+// The regions hold exactly the large raw_data's bytes (initializers and a Constant's value), and the rest parses to
+// the same model with those emptied.
 TEST(RawDataRegionsTest, FindsLargeRawDataAndTheRestParsesToTheSameModel) {
   const onnx::ModelProto model = Model();
   const std::string bytes = model.SerializeAsString();
   const auto separated = SeparateLargeRawData(bytes, 65536);
   ASSERT_TRUE(separated.has_value());
-  ASSERT_EQ(separated->regions.size(), 2u);
-  EXPECT_EQ(separated->regions[0].initializer, 1u);
-  EXPECT_EQ(separated->regions[1].initializer, 2u);
-  for (const RawDataRegion& r : separated->regions)
-    EXPECT_EQ(bytes.substr(r.offset, r.size), model.graph().initializer(static_cast<int>(r.initializer)).raw_data());
+  // In the order of the serialized model: GraphProto's nodes (field 1) before its initializers (field 5).
+  ASSERT_EQ(separated->regions.size(), 3u);
+  const RawDataRegion& in_node = separated->regions[0];
+  EXPECT_EQ(in_node.holder, RawDataRegion::Holder::kAttribute);
+  EXPECT_EQ(in_node.index, 1u);
+  EXPECT_EQ(in_node.attribute, 1u);
+  EXPECT_TRUE(bytes.substr(in_node.offset, in_node.size) == model.graph().node(1).attribute(1).t().raw_data());
+  for (size_t k = 1; k < 3; ++k) {
+    const RawDataRegion& r = separated->regions[k];
+    EXPECT_EQ(r.holder, RawDataRegion::Holder::kInitializer);
+    EXPECT_EQ(r.index, k);
+    EXPECT_TRUE(bytes.substr(r.offset, r.size) == model.graph().initializer(static_cast<int>(r.index)).raw_data());
+  }
   onnx::ModelProto rest;
   ASSERT_TRUE(rest.ParseFromString(separated->bytes));
   EXPECT_LT(separated->bytes.size(), 1000u);
   onnx::ModelProto expected = model;
   expected.mutable_graph()->mutable_initializer(1)->set_raw_data("");
   expected.mutable_graph()->mutable_initializer(2)->set_raw_data("");
+  expected.mutable_graph()->mutable_node(1)->mutable_attribute(1)->mutable_t()->set_raw_data("");
   EXPECT_EQ(rest.SerializeAsString(), expected.SerializeAsString());
   EXPECT_TRUE(rest.graph().initializer(1).has_raw_data());
 }
@@ -74,6 +93,12 @@ TEST(RawDataRegionsTest, NothingLargeOrIrregularWireFormatGivesNothing) {
   onnx::ModelProto parsed;
   ASSERT_TRUE(parsed.ParseFromString(m)) << "the hand-made model is valid protobuf";
   EXPECT_FALSE(SeparateLargeRawData(m, 65536).has_value());
+  // An attribute with t twice (node(1) { attribute(5) { t(5) x2 } }).
+  const std::string t = field(5, raw);
+  onnx::ModelProto parsed_attribute;
+  ASSERT_TRUE(parsed_attribute.ParseFromString(field(7, field(1, field(5, t + t)))));
+  EXPECT_FALSE(SeparateLargeRawData(field(7, field(1, field(5, t + t))), 65536).has_value());
+  EXPECT_TRUE(SeparateLargeRawData(field(7, field(1, field(5, t))), 65536).has_value());
   EXPECT_TRUE(SeparateLargeRawData(field(7, field(5, raw)), 65536).has_value()) << "the same with raw_data once";
 }
 
