@@ -105,90 +105,90 @@ struct Walk {
   std::vector<RawDataRegion> regions;
 };
 
-// A TensorProto without its large raw_data (recorded in `walk` as `holder` says); false when irregular.
-bool Tensor(Walk& walk, RawDataRegion holder, const char* begin, const char* end, std::string& out) {
+// What a message's rewrite does with one of its fields.
+enum class Step { kCopy, kDone, kIrregular };
+
+// Writes the message in [begin, end) to `out` field by field: `rewrite(field, out)` sees each length-delimited field
+// first and either appends it itself (kDone), leaves it to be copied as it is (kCopy) or stops the walk (kIrregular).
+// False when the message is irregular.
+template <typename Rewrite>
+bool Message(const char* begin, const char* end, std::string& out, Rewrite&& rewrite) {
   Reader reader(begin, end);
-  int raw_data_fields = 0;
   Reader::Field field;
   while (!reader.done()) {
     if (!reader.Next(field)) return false;
-    if (field.number == kTensorRawData && field.wire_type == kLengthDelimited) {
-      if (++raw_data_fields > 1) return false;  // the last would win: not worth a special case
-      if (field.length >= walk.min_bytes) {
-        holder.offset = static_cast<size_t>(field.payload - walk.base);
-        holder.size = field.length;
-        walk.regions.push_back(holder);
-        PutLengthDelimited(out, field, std::string());
-        continue;
-      }
-    }
-    out.append(field.start, field.end);
+    const Step step = field.wire_type == kLengthDelimited ? rewrite(field, out) : Step::kCopy;
+    if (step == Step::kIrregular) return false;
+    if (step == Step::kCopy) out.append(field.start, field.end);
   }
   return true;
+}
+
+// Appends `field`, a message, rewritten by `inner(begin, end, out)`.
+template <typename Inner>
+Step Nested(const Reader::Field& field, std::string& out, Inner&& inner) {
+  std::string part;
+  if (!inner(field.payload, field.payload + field.length, part)) return Step::kIrregular;
+  PutLengthDelimited(out, field, part);
+  return Step::kDone;
+}
+
+// A TensorProto without its large raw_data (recorded in `walk` as `holder` says).
+bool Tensor(Walk& walk, RawDataRegion holder, const char* begin, const char* end, std::string& out) {
+  int raw_data_fields = 0;
+  return Message(begin, end, out, [&](const Reader::Field& field, std::string& to) {
+    if (field.number != kTensorRawData) return Step::kCopy;
+    if (++raw_data_fields > 1) return Step::kIrregular;  // the last would win: not worth a special case
+    if (field.length < walk.min_bytes) return Step::kCopy;
+    holder.offset = static_cast<size_t>(field.payload - walk.base);
+    holder.size = field.length;
+    walk.regions.push_back(holder);
+    PutLengthDelimited(to, field, std::string());
+    return Step::kDone;
+  });
 }
 
 // An AttributeProto (the node's `attribute`-th) without its tensor's large raw_data.
 bool Attribute(Walk& walk, size_t attribute, const char* begin, const char* end, std::string& out) {
-  Reader reader(begin, end);
-  Reader::Field field;
   int tensors = 0;
-  while (!reader.done()) {
-    if (!reader.Next(field)) return false;
-    if (field.number == kAttributeTensor && field.wire_type == kLengthDelimited) {
-      if (++tensors > 1) return false;  // two t fields would merge: not worth a special case
-      std::string tensor;
-      const RawDataRegion holder{RawDataRegion::Holder::kAttribute, walk.node, attribute, 0, 0};
-      if (!Tensor(walk, holder, field.payload, field.payload + field.length, tensor)) return false;
-      PutLengthDelimited(out, field, tensor);
-      continue;
-    }
-    out.append(field.start, field.end);
-  }
-  return true;
+  return Message(begin, end, out, [&](const Reader::Field& field, std::string& to) {
+    if (field.number != kAttributeTensor) return Step::kCopy;
+    if (++tensors > 1) return Step::kIrregular;  // two t fields would merge: not worth a special case
+    const RawDataRegion holder{RawDataRegion::Holder::kAttribute, walk.node, attribute, 0, 0};
+    return Nested(field, to, [&](const char* b, const char* e, std::string& o) {
+      return Tensor(walk, holder, b, e, o);
+    });
+  });
 }
 
 bool Node(Walk& walk, const char* begin, const char* end, std::string& out) {
-  Reader reader(begin, end);
-  Reader::Field field;
   size_t attribute = 0;
-  std::string part;
-  while (!reader.done()) {
-    if (!reader.Next(field)) return false;
-    if (field.number == kNodeAttribute && field.wire_type == kLengthDelimited) {
-      part.clear();
-      if (!Attribute(walk, attribute++, field.payload, field.payload + field.length, part)) return false;
-      PutLengthDelimited(out, field, part);
-      continue;
-    }
-    out.append(field.start, field.end);
-  }
-  return true;
+  return Message(begin, end, out, [&](const Reader::Field& field, std::string& to) {
+    if (field.number != kNodeAttribute) return Step::kCopy;
+    const size_t index = attribute++;
+    return Nested(field, to, [&](const char* b, const char* e, std::string& o) {
+      return Attribute(walk, index, b, e, o);
+    });
+  });
 }
 
 bool Graph(Walk& walk, const char* begin, const char* end, std::string& out) {
-  Reader reader(begin, end);
-  Reader::Field field;
-  std::string part;
-  while (!reader.done()) {
-    if (!reader.Next(field)) return false;
-    if (field.number == kGraphInitializer && field.wire_type == kLengthDelimited) {
-      part.clear();
-      const RawDataRegion holder{RawDataRegion::Holder::kInitializer, walk.initializer, 0, 0, 0};
-      if (!Tensor(walk, holder, field.payload, field.payload + field.length, part)) return false;
-      ++walk.initializer;
-      PutLengthDelimited(out, field, part);
-      continue;
+  return Message(begin, end, out, [&](const Reader::Field& field, std::string& to) {
+    if (field.number == kGraphInitializer) {
+      const RawDataRegion holder{RawDataRegion::Holder::kInitializer, walk.initializer++, 0, 0, 0};
+      return Nested(field, to, [&](const char* b, const char* e, std::string& o) {
+        return Tensor(walk, holder, b, e, o);
+      });
     }
-    if (field.number == kGraphNode && field.wire_type == kLengthDelimited) {
-      part.clear();
-      if (!Node(walk, field.payload, field.payload + field.length, part)) return false;
+    if (field.number == kGraphNode) {
+      const Step step = Nested(field, to, [&](const char* b, const char* e, std::string& o) {
+        return Node(walk, b, e, o);
+      });
       ++walk.node;
-      PutLengthDelimited(out, field, part);
-      continue;
+      return step;
     }
-    out.append(field.start, field.end);
-  }
-  return true;
+    return Step::kCopy;
+  });
 }
 
 }  // namespace
@@ -196,19 +196,14 @@ bool Graph(Walk& walk, const char* begin, const char* end, std::string& out) {
 std::optional<ModelWithoutRawData> SeparateLargeRawData(std::span<const char> model, size_t min_bytes) {
   Walk walk{model.data(), min_bytes == 0 ? 1 : min_bytes, 0, 0, {}};
   ModelWithoutRawData result;
-  Reader reader(model.data(), model.data() + model.size());
-  Reader::Field field;
-  std::string graph;
-  while (!reader.done()) {
-    if (!reader.Next(field)) return std::nullopt;
-    if (field.number == kModelGraph && field.wire_type == kLengthDelimited) {
-      graph.clear();
-      if (!Graph(walk, field.payload, field.payload + field.length, graph)) return std::nullopt;
-      PutLengthDelimited(result.bytes, field, graph);
-      continue;
-    }
-    result.bytes.append(field.start, field.end);
-  }
+  const bool regular = Message(model.data(), model.data() + model.size(), result.bytes,
+                               [&](const Reader::Field& field, std::string& to) {
+                                 if (field.number != kModelGraph) return Step::kCopy;
+                                 return Nested(field, to, [&](const char* b, const char* e, std::string& o) {
+                                   return Graph(walk, b, e, o);
+                                 });
+                               });
+  if (!regular) return std::nullopt;
   if (walk.regions.empty()) return std::nullopt;
   result.regions = std::move(walk.regions);
   return result;
