@@ -1,6 +1,8 @@
 #include "session/automatic_graphs.h"
 
 #include <algorithm>
+#include <map>
+#include <set>
 
 #include "core/logging.h"
 #include "exec/executor.h"
@@ -15,6 +17,7 @@ namespace {
 
 constexpr size_t kBlockAlignment = 256;
 constexpr int kMaxCaptureFailures = 2;
+constexpr int kMaxUploadPieces = 8;
 
 size_t RoundUp(size_t value) { return (value + kBlockAlignment - 1) / kBlockAlignment * kBlockAlignment; }
 
@@ -52,6 +55,81 @@ struct AutomaticGraphs::Instance {
   std::vector<std::pair<DataType, Shape>> output_types;
   std::unique_ptr<Event> replayed;  // recorded after each replay
   bool replay_recorded = false;
+};
+
+// The late upload pieces of the header: after the first piece has gone up on the compute stream, Start queues the
+// others on the upload stream, each followed by an event; the first step on a stream that reads an input of piece
+// k waits for piece k's event there (BeforeStep). Join makes the compute stream wait for every piece.
+class AutomaticGraphs::LateUploads : public RunObserver {
+ public:
+  // `piece_of_slot`: the plan's input slots whose bytes go up in a late piece, and that piece (1-based, indexing
+  // `ranges` from 1; ranges[0] is the first piece, already queued).
+  LateUploads(const RunStreams& remap, Stream& compute, Stream& upload, DataTransfer& transfer,
+              std::map<int, size_t> piece_of_slot)
+      : remap_(remap), compute_(compute), upload_(upload), transfer_(transfer),
+        piece_of_slot_(std::move(piece_of_slot)) {}
+
+  // Queues ranges[1..] of `staging` -> `block` on the upload stream, after the work queued on compute so far.
+  void Start(const Tensor& staging, const Tensor& block, const std::vector<std::pair<size_t, size_t>>& ranges) {
+    Record(compute_)->Wait(upload_);
+    arrived_.resize(ranges.size());
+    for (size_t k = 1; k < ranges.size(); ++k) {
+      const auto [begin, end] = ranges[k];
+      const Tensor from = BytesOf(staging, begin, end - begin);
+      Tensor to = BytesOf(block, begin, end - begin);
+      const CopyPair pair{&from, &to};
+      transfer_.Copy({&pair, 1}, &upload_);
+      arrived_[k] = Record(upload_);
+    }
+  }
+
+  void BeforeStep(const PlanStep& step) override {
+    for (int slot : step.inputs) {
+      auto it = piece_of_slot_.find(slot);
+      if (it == piece_of_slot_.end() || it->second >= arrived_.size()) continue;
+      Stream* s = remap_.Map(step.stream);
+      Stream& on = s != nullptr ? *s : compute_;
+      if (waited_.insert({&on, it->second}).second) arrived_[it->second]->Wait(on);
+    }
+  }
+  void AfterStep(const PlanStep& /*step*/, const std::vector<Value>& /*frame*/) override {}
+
+  // The compute stream waits for every piece (inputs that are also outputs are copied out from the input block).
+  void Join() { Record(upload_)->Wait(compute_); }
+
+ private:
+  Event* Record(Stream& on) {
+    events_.push_back(on.CreateEvent());
+    events_.back()->Record(on);
+    return events_.back().get();
+  }
+
+  const RunStreams& remap_;
+  Stream& compute_;
+  Stream& upload_;
+  DataTransfer& transfer_;
+  const std::map<int, size_t> piece_of_slot_;
+  std::vector<Event*> arrived_;                   // per piece (from 1): recorded after its copy
+  std::set<std::pair<Stream*, size_t>> waited_;   // (stream, piece) already waited for
+  std::vector<std::unique_ptr<Event>> events_;    // alive until the capture ends
+};
+
+// Two observers of one run, in order (either may be null).
+class AutomaticGraphs::BothObservers : public RunObserver {
+ public:
+  BothObservers(RunObserver* first, RunObserver* second) : first_(first), second_(second) {}
+  void BeforeStep(const PlanStep& step) override {
+    if (first_ != nullptr) first_->BeforeStep(step);
+    if (second_ != nullptr) second_->BeforeStep(step);
+  }
+  void AfterStep(const PlanStep& step, const std::vector<Value>& frame) override {
+    if (first_ != nullptr) first_->AfterStep(step, frame);
+    if (second_ != nullptr) second_->AfterStep(step, frame);
+  }
+
+ private:
+  RunObserver* first_;
+  RunObserver* second_;
 };
 
 // Watches the captured run (RunObserver) for the early downloads of the header: an output that its step wrote in
@@ -117,10 +195,18 @@ class AutomaticGraphs::EarlyDownloads : public RunObserver {
 };
 
 AutomaticGraphs::AutomaticGraphs(const ExecutionPlan& plan, ExecutionProvider& ep, const MemoryInfo& staging,
-                                 const ThreadPool& threads, size_t limit, bool early_downloads)
+                                 const ThreadPool& threads, size_t limit, bool early_downloads, int upload_pieces)
     : plan_(plan), ep_(ep), staging_(staging), threads_(threads), limit_(std::max<size_t>(limit, 1)),
-      early_downloads_(early_downloads) {
-  for (size_t i = 0; i < plan.input_slots.size(); ++i) read_.push_back(Reads(plan, i));
+      early_downloads_(early_downloads), upload_pieces_(std::clamp(upload_pieces, 1, kMaxUploadPieces)) {
+  for (size_t i = 0; i < plan.input_slots.size(); ++i) {
+    read_.push_back(Reads(plan, i));
+    size_t first = plan.steps.size();
+    for (size_t s = 0; s < plan.steps.size() && first == plan.steps.size(); ++s) {
+      const std::vector<int>& in = plan.steps[s].inputs;
+      if (std::find(in.begin(), in.end(), plan.input_slots[i]) != in.end()) first = s;
+    }
+    first_use_.push_back(first);
+  }
 }
 
 AutomaticGraphs::~AutomaticGraphs() {
@@ -254,18 +340,39 @@ std::unique_ptr<AutomaticGraphs::Instance> AutomaticGraphs::Capture(const Stream
   auto instance = std::make_unique<Instance>();
   instance->signature = signature;
 
-  // Inputs: host-fed ones first (the graph copies that prefix from the pinned block), then device-fed ones.
+  // Inputs: host-fed ones first, in the order of their first reading step (the graph copies that prefix from the
+  // pinned block, in pieces), then device-fed ones. Unused inputs are neither copied nor handed to the plan.
+  std::vector<size_t> host_fed, device_fed;
+  for (size_t i = 0; i < inputs.size(); ++i)
+    if (IsRead(i)) (inputs[i].tensor().memory_info().IsHostReadable() ? host_fed : device_fed).push_back(i);
+  const auto first_use = [&](size_t i) { return i < first_use_.size() ? first_use_[i] : plan_.steps.size(); };
+  std::stable_sort(host_fed.begin(), host_fed.end(), [&](size_t a, size_t b) { return first_use(a) < first_use(b); });
   instance->input_offsets.resize(inputs.size());
   size_t bytes = 0;
-  for (int pass = 0; pass < 2; ++pass) {
-    for (size_t i = 0; i < inputs.size(); ++i) {
-      const Tensor& t = inputs[i].tensor();
-      if (!IsRead(i)) continue;  // an unused input: not copied, not handed to the plan
-      if (t.memory_info().IsHostReadable() != (pass == 0)) continue;
-      instance->input_offsets[i] = bytes;
-      bytes += RoundUp(t.SizeInBytes());
-    }
-    if (pass == 0) instance->host_bytes = bytes;
+  // The upload pieces of the host-fed prefix, [begin, end) of the pinned block: piece k closes at the first input
+  // end at or past (2^(k+1) - 1) / (2^N - 1) of the prefix.
+  std::vector<std::pair<size_t, size_t>> pieces;
+  std::vector<size_t> piece_of(inputs.size(), 0);
+  size_t host_total = 0;
+  for (size_t i : host_fed) host_total += RoundUp(inputs[i].tensor().SizeInBytes());
+  const double whole = static_cast<double>((size_t{1} << upload_pieces_) - 1);
+  const auto open_begin = [&] { return pieces.empty() ? size_t{0} : pieces.back().second; };
+  for (size_t i : host_fed) {
+    const size_t size = inputs[i].tensor().SizeInBytes();
+    instance->input_offsets[i] = bytes;
+    bytes += RoundUp(size);
+    piece_of[i] = size == 0 ? 0 : pieces.size();  // an empty input waits for nothing
+    const size_t k = pieces.size();
+    const double share = static_cast<double>((size_t{2} << k) - 1) / whole;  // of the prefix, up to piece k's end
+    if (k + 1 < static_cast<size_t>(upload_pieces_) && bytes > open_begin() &&
+        static_cast<double>(bytes) >= static_cast<double>(host_total) * share)
+      pieces.push_back({open_begin(), bytes});
+  }
+  if (bytes > open_begin()) pieces.push_back({open_begin(), bytes});  // every piece holds bytes
+  instance->host_bytes = bytes;
+  for (size_t i : device_fed) {
+    instance->input_offsets[i] = bytes;
+    bytes += RoundUp(inputs[i].tensor().SizeInBytes());
   }
   instance->input_block = std::make_shared<Tensor>(
       Tensor::Allocate(DataType::kUInt8, Shape({static_cast<int64_t>(std::max<size_t>(bytes, 1))}), device_memory));
@@ -326,18 +433,39 @@ std::unique_ptr<AutomaticGraphs::Instance> AutomaticGraphs::Capture(const Stream
       early = std::make_unique<EarlyDownloads>(plan_, instance->remap, *instance, stream, *down,
                                                *set.services.find_transfer(device, staging_));
   }
+  std::unique_ptr<LateUploads> late;
+  if (pieces.size() > 1) {
+    Stream* up = set.services.copy_stream_for ? set.services.copy_stream_for(staging_, device) : nullptr;
+    if (up == nullptr || up == &stream) {
+      if (graphs.capture_upload == nullptr) graphs.capture_upload = ep_.CreateStream();
+      up = graphs.capture_upload.get();
+    }
+    if (up != nullptr && up->native_handle() != stream.native_handle()) {
+      std::map<int, size_t> piece_of_slot;
+      for (size_t i : host_fed)
+        if (piece_of[i] > 0 && i < plan_.input_slots.size()) piece_of_slot[plan_.input_slots[i]] = piece_of[i];
+      late = std::make_unique<LateUploads>(instance->remap, stream, *up, *set.services.find_transfer(staging_, device),
+                                           std::move(piece_of_slot));
+    } else {
+      pieces = {{0, instance->host_bytes}};  // one native stream: one upload before the first step
+    }
+  }
   set.Synchronize();  // the capture starts on idle streams: nothing queued earlier can be waited on inside it
   const int key = next_key_.fetch_add(1);
   ep_.BeginCapture(stream, key);
   try {
     if (instance->host_bytes > 0) {
-      Tensor prefix = ViewOf(instance->input_block, 0, DataType::kUInt8,
-                             Shape({static_cast<int64_t>(instance->host_bytes)}), instance->host_bytes);
-      const CopyPair pair{&instance->input_staging, &prefix};
+      const size_t first = late != nullptr ? pieces[0].second : instance->host_bytes;
+      const Tensor from = BytesOf(instance->input_staging, 0, first);
+      Tensor to = BytesOf(*instance->input_block, 0, first);
+      const CopyPair pair{&from, &to};
       set.services.find_transfer(staging_, device)->Copy({&pair, 1}, &stream);
+      if (late != nullptr) late->Start(instance->input_staging, *instance->input_block, pieces);
     }
-    capture.observer = early.get();
-    const std::vector<Value> produced = ExecutePlan(plan_, capture, set.services);
+    BothObservers observers(late.get(), early.get());
+    capture.observer = &observers;
+    std::vector<Value> produced = ExecutePlan(plan_, capture, set.services);
+    if (late != nullptr) late->Join();
     if (mode == Outputs::kDevice) {
       instance->outputs = produced;
     } else {

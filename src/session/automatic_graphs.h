@@ -27,8 +27,15 @@
 // that step has queued, so in the graph it is a branch beside the steps after it; the side stream joins the
 // compute stream before the capture ends, and the run still waits for the whole replay. A decoder's key/value
 // caches (GPT-2 with a past: 1.3 MB of its 1.5 MB of outputs) then cross the bus while the later layers compute.
-// Uploads stay one copy before the first step: per-input uploads waited for by their first readers measured
-// slower (docs/CUDA.md, "Host tensors through automatic graphs").
+//
+// Uploads in pieces (`upload_pieces`, session config "session.automatic_graph_upload_pieces", default 3): the pinned
+// block holds the host-fed inputs in the order of their first reading step, cut into up to that many pieces whose
+// sizes double (1/7, 2/7, 4/7 of the bytes for three; an input is never split). The first piece goes up on the
+// compute stream before the first step; the others follow one after another on a side stream (the set's host ->
+// device copy stream, else one the set keeps for its captures), and the first step that reads an input of piece k
+// waits for piece k alone. A decoder's past key/values (GPT-2: 1.2 MB, ~55 us on the bus) then cross while the
+// first layers compute. One wait per piece: per-input uploads, each waited for by its first reader, measured
+// slower (docs/CUDA.md, "Host tensors through automatic graphs"). "1" uploads everything before the first step.
 #pragma once
 
 #include <atomic>
@@ -58,7 +65,7 @@ class AutomaticGraphs {
   // `plan` passed GraphCaptureBlocker for `ep` and every input slot is in ep's memory; `staging` is ep's
   // host-accessible memory. `limit` >= 1.
   AutomaticGraphs(const ExecutionPlan& plan, ExecutionProvider& ep, const MemoryInfo& staging,
-                  const ThreadPool& threads, size_t limit, bool early_downloads = true);
+                  const ThreadPool& threads, size_t limit, bool early_downloads = true, int upload_pieces = 3);
   // Releases the graphs. The session's streams must be idle.
   ~AutomaticGraphs();
   AutomaticGraphs(const AutomaticGraphs&) = delete;
@@ -98,6 +105,8 @@ class AutomaticGraphs {
   using Signature = std::vector<int64_t>;
   struct Instance;
   class EarlyDownloads;
+  class LateUploads;
+  class BothObservers;
   struct Warmth {
     bool warm = false;
     int failures = 0;
@@ -108,6 +117,7 @@ class AutomaticGraphs {
     std::map<Signature, Warmth> seen;
     std::list<std::unique_ptr<Instance>> instances;  // most recently used first
     std::unique_ptr<Stream> capture_download;  // early downloads on a set without a device -> host copy stream
+    std::unique_ptr<Stream> capture_upload;    // late upload pieces on a set without a host -> device copy stream
   };
 
   Signature SignatureOf(const std::vector<Value>& inputs, Outputs mode) const;
@@ -128,6 +138,8 @@ class AutomaticGraphs {
   const ThreadPool& threads_;
   const size_t limit_;
   const bool early_downloads_;
+  const int upload_pieces_;  // >= 1
+  std::vector<size_t> first_use_;  // per plan input: the index of the first step that reads it (steps.size(): none)
   std::mutex sets_mutex_;
   std::map<const StreamPool::Set*, std::unique_ptr<SetGraphs>> sets_;
   std::atomic<int> next_key_{0};

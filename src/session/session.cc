@@ -619,6 +619,17 @@ bool HasStatefulOps(const Graph& graph) {
 }  // namespace
 
 void Session::Impl::SetUpAutomaticGraphs() {
+  // "session.automatic_graph_upload_pieces": 1-8 pieces the host feeds of a Run(feeds) replay go up in (default 3;
+  // "1": one copy before the first step).
+  int upload_pieces = 3;
+  if (auto it = options.config.find("session.automatic_graph_upload_pieces"); it != options.config.end()) {
+    char* end = nullptr;
+    const long pieces = std::strtol(it->second.c_str(), &end, 10);
+    if (it->second.empty() || *end != '\0' || pieces < 1 || pieces > 8)
+      Fail(ErrorCode::kInvalidArgument, "session config session.automatic_graph_upload_pieces: '", it->second,
+           "' is not an integer from 1 to 8");
+    upload_pieces = static_cast<int>(pieces);
+  }
   if (capture_ep != nullptr) {
     graph_status = "explicit: IoBinding runs are captured per gpu_graph_id on " + capture_ep->type();
     return;
@@ -669,8 +680,8 @@ void Session::Impl::SetUpAutomaticGraphs() {
   // comparisons); anything else or unset downloads outputs as soon as their steps have written them.
   auto early = options.config.find("session.automatic_graph_early_downloads");
   const bool early_downloads = early == options.config.end() || early->second != "0";
-  automatic_graphs =
-      std::make_unique<AutomaticGraphs>(plan, *ep, *staging, threads, ep->automatic_graph_limit(), early_downloads);
+  automatic_graphs = std::make_unique<AutomaticGraphs>(plan, *ep, *staging, threads, ep->automatic_graph_limit(),
+                                                       early_downloads, upload_pieces);
   automatic_graphs_ep = ep;
   graph_status = "automatic: Run(feeds) and IoBinding runs are captured and replayed on " + ep->type();
 }

@@ -362,9 +362,10 @@ void ExpectFloat32SessionsMatch(const std::string& model, const Session::NamedVa
   ExpectClose(expected, RunOnCuda(model, feeds, replayed)[0], 1e-5, "float32, automatic graphs, " + what);
 }
 
-// Tessera's depthwise kernel (sessions whose runs execute the kernels: automatic graphs off) against the CPU: odd
-// channel counts (one channel per thread), even ones (pairs), channel counts and maps large enough for 16-byte
-// accesses (4 floats, 8 halves) and for 2 and 4 output pixels per thread, strides, dilations, rectangular filters,
+// Tessera's depthwise kernels (sessions whose runs execute the kernels: automatic graphs off) against the CPU, both
+// the compile-time 3 x 3 / 5 x 5 windows and the general kernel: odd channel counts (one channel per thread), even
+// ones (pairs), channel counts and maps large enough for 16-byte accesses (4 floats, 8 halves) and for 2 and 4 output
+// pixels per thread, strides, dilations, rectangular filters,
 // no bias, a fused residual and activation; float32 and float16. Sessions whose runs are replayed (CUDA graphs,
 // explicit or automatic) time it against cuDNN (either may win) and must agree too.
 TEST_F(CudaNhwcTest, DepthwiseKernelMatchesTheCpuOverItsGeometries) {
@@ -375,13 +376,22 @@ TEST_F(CudaNhwcTest, DepthwiseKernelMatchesTheCpuOverItsGeometries) {
   cases.push_back({.channels = 9, .kernel_h = 3, .kernel_w = 5, .residual = true, .relu = true});
   cases.push_back({.channels = 16, .dilation = 2, .residual = true});
   cases.push_back({.channels = 32, .kernel_h = 5, .kernel_w = 5, .stride = 2, .pad = 0, .relu = true});
-  // 1.3 M outputs: 4 floats x 4 pixels / 8 halves x 2 pixels per thread.
+  // 1.3 M outputs: two pixels per thread (DepthwiseWindow); with a 3 x 5 window the general kernel's 4 floats x 4
+  // pixels / 8 halves x 2 pixels per thread.
   cases.push_back({.channels = 32, .residual = true, .relu = true, .batch = 1, .height = 200, .width = 203});
-  // 2.6 M outputs, 5x5 stride 2 (the right edge's last strip is partial): 8 halves x 4 pixels too.
+  cases.push_back({.channels = 32, .kernel_w = 5, .residual = true, .batch = 1, .height = 200, .width = 203});
+  // 2.6 M outputs, 5x5 stride 2 (the right edge's last strip is partial).
   cases.push_back({.channels = 64, .kernel_h = 5, .kernel_w = 5, .stride = 2, .pad = 2, .batch = 1, .height = 402,
                    .width = 405});
   // 12 channels: no 16-byte access (pairs and quads only where they divide).
   cases.push_back({.channels = 12, .stride = 2, .dilation = 2, .pad = 2, .batch = 1, .height = 300, .width = 301});
+  // MobileNetV2's geometries for the compile-time windows (depthwise_conv.cu's DepthwiseWindow): stride 2 with two
+  // pixels per thread and a last strip of one (57 outputs wide), a deep small map with its residual, a 5 x 5 window
+  // at stride 1 without padding, 12 channels (quads in float16, no 16-byte access).
+  cases.push_back({.channels = 96, .stride = 2, .batch = 1, .height = 113, .width = 113});
+  cases.push_back({.channels = 160, .residual = true, .relu = true, .batch = 1, .height = 7, .width = 7});
+  cases.push_back({.channels = 24, .kernel_h = 5, .kernel_w = 5, .pad = 0, .batch = 1, .height = 30, .width = 29});
+  cases.push_back({.channels = 12, .stride = 2, .batch = 1, .height = 64, .width = 63});
   for (const DepthwiseCase& c : cases) {
     const std::string model = DepthwiseCaseModel(c);
     const Session::NamedValues feeds = {{"x", Value(RandomTensor(DataType::kFloat, Shape(c.InputDims()), 33, -2, 2))}};
@@ -408,8 +418,11 @@ TEST_F(CudaNhwcTest, ActivationMovedIntoTheDepthwiseConvolutionMatches) {
   // A lower limit above zero: the padding taps stay zeros, not Clip(0) = 1.
   cases.push_back({.channels = 16, .kernel_h = 5, .kernel_w = 5, .pad = 2, .relu = true, .pre_activation = "Clip",
                    .clip_lo = 1.0f, .clip_hi = 4.0f});
-  // 1.3 M outputs: 4 floats x 4 pixels / 8 halves x 2 pixels per thread.
+  // 1.3 M outputs: two pixels per thread.
   cases.push_back({.channels = 32, .relu = true, .batch = 1, .height = 200, .width = 203, .pre_activation = "Clip"});
+  // MobileNetV2's stride-2 layer: two pixels per thread, the padding taps zeros after the Clip too.
+  cases.push_back({.channels = 96, .stride = 2, .batch = 1, .height = 113, .width = 113, .pre_activation = "Clip",
+                   .clip_lo = 0.5f, .clip_hi = 6.0f});
   for (const DepthwiseCase& c : cases) {
     const std::string model = DepthwiseCaseModel(c);
     const Session::NamedValues feeds = {{"x", Value(RandomTensor(DataType::kFloat, Shape(c.InputDims()), 34, -2, 2))}};

@@ -122,8 +122,10 @@ TEST_F(AutomaticGraphsTest, LargeHostFeedsAndOutputsReplayExactly) {
 
 // A decoder's shape: per layer an input read first there and an output written there and read by the next layer.
 // Run(feeds) captures download each such output right after its step, on a side stream the capture joins and
-// rejoins (session.automatic_graph_early_downloads, on by default): every replay returns this run's values, with
-// the early downloads on and off, with and without the set's copy streams, on a slower device.
+// rejoins (session.automatic_graph_early_downloads, on by default), and upload the layers' inputs in pieces that
+// the first step reading each waits for (session.automatic_graph_upload_pieces, default 3: x | past0 past1 | past2
+// past3 here; 8: one piece per input): every replay returns this run's values, with the early downloads on and off,
+// one, three and eight upload pieces, with and without the set's copy streams, on a slower device.
 TEST_F(AutomaticGraphsTest, EarlyDownloadsOfLayerOutputsReplayExactly) {
   constexpr int kLayers = 4;
   GraphBuilder builder;
@@ -140,12 +142,15 @@ TEST_F(AutomaticGraphsTest, EarlyDownloadsOfLayerOutputsReplayExactly) {
   }
   builder.Node("Mul", {h, h}, {"logits"}).Output("logits");
   const std::string model = builder.Serialize();
-  for (const char* early : {"1", "0"}) {
+  for (const auto& [early, pieces] : std::vector<std::pair<const char*, const char*>>{
+           {"1", "3"}, {"0", "3"}, {"1", "1"}, {"1", "8"}}) {
     for (const char* copy_streams : {"0", "1"}) {
       SessionOptions options = AutomaticOptions({{"copy_streams", copy_streams}, {"task_delay_us", "200"}});
       options.config["session.automatic_graph_early_downloads"] = early;
+      options.config["session.automatic_graph_upload_pieces"] = pieces;
       Session session = MakeSession(model, options, TestEnv());
-      const std::string where = std::string("early downloads ") + early + ", copy_streams " + copy_streams;
+      const std::string where = std::string("early downloads ") + early + ", upload pieces " + pieces +
+                                ", copy_streams " + copy_streams;
       for (int run = 0; run < 5; ++run) {
         const float r = static_cast<float>(run);
         Session::NamedValues feeds = {{"x", Value(HostTensor(Values(16, r - 1.0f)))}};
@@ -167,6 +172,41 @@ TEST_F(AutomaticGraphsTest, EarlyDownloadsOfLayerOutputsReplayExactly) {
       }
       EXPECT_EQ(session.AutomaticGraphCaptures(), 1u) << where;
       EXPECT_EQ(session.AutomaticGraphReplays(), 4u) << where;
+    }
+  }
+}
+
+// Host feeds with no elements, alone and beside one with elements: they go up in no upload piece (an empty input
+// waits for nothing), and every replay returns this run's values with one, three and eight pieces.
+TEST_F(AutomaticGraphsTest, EmptyHostFeedsReplayWithUploadPieces) {
+  const std::string model = GraphBuilder()
+                                .Input("a", {-1, 4})
+                                .Input("b", {-1, 4})
+                                .Input("c", {-1, 4})
+                                .Node("Relu", {"a"}, {"ra"})
+                                .Node("Relu", {"b"}, {"rb"})
+                                .Node("Relu", {"c"}, {"rc"})
+                                .Output("ra")
+                                .Output("rb")
+                                .Output("rc")
+                                .Serialize();
+  for (const char* pieces : {"1", "3", "8"}) {
+    for (const int b_rows : {0, 3}) {
+      SessionOptions options = AutomaticOptions({{"task_delay_us", "100"}});
+      options.config["session.automatic_graph_upload_pieces"] = pieces;
+      Session session = MakeSession(model, options, TestEnv());
+      const std::string where = std::string("upload pieces ") + pieces + ", b rows " + std::to_string(b_rows);
+      for (int run = 0; run < 4; ++run) {
+        const std::vector<float> b = Values(4 * b_rows, static_cast<float>(run) - 1.0f);
+        const std::vector<Value> y = session.Run(
+            {{"a", Value(HostTensor({}))}, {"b", Value(HostTensor(b))}, {"c", Value(HostTensor({}))}});
+        ASSERT_EQ(y.size(), 3u) << where;
+        EXPECT_EQ(y[0].tensor().NumElements(), 0) << where;
+        EXPECT_EQ(y[2].tensor().NumElements(), 0) << where;
+        std::vector<float> expected;
+        for (float v : b) expected.push_back(std::max(v, 0.0f));
+        EXPECT_EQ(y[1].tensor().ToVector<float>(), expected) << where << ", run " << run;
+      }
     }
   }
 }
@@ -436,6 +476,16 @@ TEST_F(AutomaticGraphsTest, ModelsAGraphCannotHoldRunEagerlyAndSayWhy) {
   off.AddProvider(kTestingEpName);
   EXPECT_EQ(MakeSession(DeviceOnlyModel(), off, TestEnv()).GraphStatus().rfind("eager:", 0), 0u);
   EXPECT_THROW(MakeSession(DeviceOnlyModel(), AutomaticOptions({{"automatic_graph_limit", "0"}}), TestEnv()), Error);
+  for (const char* pieces : {"0", "9", "two", ""}) {
+    SessionOptions bad = AutomaticOptions();
+    bad.config["session.automatic_graph_upload_pieces"] = pieces;
+    try {
+      MakeSession(DeviceOnlyModel(), bad, TestEnv());
+      ADD_FAILURE() << "upload pieces '" << pieces << "' accepted";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("session.automatic_graph_upload_pieces"), std::string::npos) << e.what();
+    }
+  }
 }
 
 // The EP learns at creation, before any run, whether the session replays its runs (ExecutionProvider::
