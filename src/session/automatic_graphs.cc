@@ -18,6 +18,9 @@ namespace {
 constexpr size_t kBlockAlignment = 256;
 constexpr int kMaxCaptureFailures = 2;
 constexpr int kMaxUploadPieces = 8;
+// Smaller pieces are not cut: a piece's copy and wait cost more than overlapping a few microseconds of transfer saves
+// (BERT's three token inputs of 1 KB go up as one copy).
+constexpr size_t kMinUploadPieceBytes = size_t{64} << 10;
 
 size_t RoundUp(size_t value) { return (value + kBlockAlignment - 1) / kBlockAlignment * kBlockAlignment; }
 
@@ -350,7 +353,7 @@ std::unique_ptr<AutomaticGraphs::Instance> AutomaticGraphs::Capture(const Stream
   instance->input_offsets.resize(inputs.size());
   size_t bytes = 0;
   // The upload pieces of the host-fed prefix, [begin, end) of the pinned block: piece k closes at the first input
-  // end at or past (2^(k+1) - 1) / (2^N - 1) of the prefix.
+  // end at or past (2^(k+1) - 1) / (2^N - 1) of the prefix where both it and what remains hold kMinUploadPieceBytes.
   std::vector<std::pair<size_t, size_t>> pieces;
   std::vector<size_t> piece_of(inputs.size(), 0);
   size_t host_total = 0;
@@ -364,8 +367,8 @@ std::unique_ptr<AutomaticGraphs::Instance> AutomaticGraphs::Capture(const Stream
     piece_of[i] = size == 0 ? 0 : pieces.size();  // an empty input waits for nothing
     const size_t k = pieces.size();
     const double share = static_cast<double>((size_t{2} << k) - 1) / whole;  // of the prefix, up to piece k's end
-    if (k + 1 < static_cast<size_t>(upload_pieces_) && bytes > open_begin() &&
-        static_cast<double>(bytes) >= static_cast<double>(host_total) * share)
+    if (k + 1 < static_cast<size_t>(upload_pieces_) && bytes - open_begin() >= kMinUploadPieceBytes &&
+        host_total - bytes >= kMinUploadPieceBytes && static_cast<double>(bytes) >= static_cast<double>(host_total) * share)
       pieces.push_back({open_begin(), bytes});
   }
   if (bytes > open_begin()) pieces.push_back({open_begin(), bytes});  // every piece holds bytes

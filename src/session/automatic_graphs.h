@@ -30,10 +30,10 @@
 //
 // Uploads in pieces (`upload_pieces`, session config "session.automatic_graph_upload_pieces", default 3): the pinned
 // block holds the host-fed inputs in the order of their first reading step, cut into up to that many pieces whose
-// sizes double (1/7, 2/7, 4/7 of the bytes for three; an input is never split). The first piece goes up on the
-// compute stream before the first step; the others follow one after another on a side stream (the set's host ->
-// device copy stream, else one the set keeps for its captures), and the first step that reads an input of piece k
-// waits for piece k alone. A decoder's past key/values (GPT-2: 1.2 MB, ~55 us on the bus) then cross while the
+// sizes double (1/7, 2/7, 4/7 of the bytes for three; an input is never split; no piece under 64 KiB). The first
+// piece goes up on the compute stream before the first step; the others follow one after another on a side stream
+// (the set's host -> device copy stream, else one the set keeps for its captures), and the first step that reads an
+// input of piece k waits for piece k alone. A decoder's past key/values (GPT-2: 1.2 MB, ~55 us on the bus) then cross while the
 // first layers compute. One wait per piece: per-input uploads, each waited for by its first reader, measured
 // slower (docs/CUDA.md, "Host tensors through automatic graphs"). "1" uploads everything before the first step.
 #pragma once

@@ -114,17 +114,18 @@ TestingStream& AsTestingStream(Stream& stream) {
   return *testing;
 }
 
-// Records inside a graph recording order work within the recording (its work is replayed in the order it was
-// queued), so they queue no marker: they remember where they were recorded, and a stream waiting for them joins
-// the recording (TestingStream::JoinCapture).
+// Records inside a graph recording order work within the recording, so they queue no marker: they remember where
+// they were recorded; a stream waiting for them joins the recording (TestingStream::JoinCapture), and the work of a
+// joined stream before the record enters the recording at the wait (TestingStream::PlaceFloating).
 class TestingEvent : public Event {
  public:
   void Record(Stream& stream) override {
     TestingStream& on = AsTestingStream(stream);
     if (TestingStream* origin = on.CaptureOrigin()) {
+      const size_t position = &on == origin ? 0 : on.FloatingMark();
       std::lock_guard<std::mutex> lock(mutex_);
       marker_ = nullptr;
-      captured_ = {origin, &on};
+      captured_ = {origin, &on, position};
       return;
     }
     auto marker = std::make_shared<Marker>();
@@ -144,7 +145,8 @@ class TestingEvent : public Event {
       } else if (origin != nullptr && origin != captured.origin) {
         Fail(ErrorCode::kRuntime, "testing stream: waiting for an event recorded in another graph recording");
       }
-      if (&waiting != captured.on) captured.on->MarkJoinedBack();
+      // The work the event follows enters the recording here, before what `waiting` queues next.
+      if (&waiting != captured.on && captured.on != captured.origin) captured.on->PlaceFloating(captured.position);
       return;
     }
     std::shared_ptr<Marker> marker = Current();
@@ -167,6 +169,7 @@ class TestingEvent : public Event {
   struct Captured {
     TestingStream* origin = nullptr;  // the recording's stream
     TestingStream* on = nullptr;      // the stream the event was recorded on
+    size_t position = 0;              // on a joined stream: its FloatingMark when recorded
   };
   std::shared_ptr<Marker> Current() {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -202,22 +205,41 @@ void TestingStream::Synchronize() { queue_->Synchronize(); }
 std::unique_ptr<Event> TestingStream::CreateEvent() { return std::make_unique<TestingEvent>(); }
 
 void TestingStream::Enqueue(std::function<void()> work) {
-  TestingStream* origin = nullptr;
   {
     std::lock_guard<std::mutex> lock(recording_mutex_);
     if (recording_) {
       recorded_.push_back(std::move(work));
       return;
     }
-    origin = joined_to_;
-    if (origin != nullptr) unjoined_work_ = true;
-  }
-  if (origin != nullptr) {  // a joined stream: into the recording, after what the host queued before
-    std::lock_guard<std::mutex> lock(origin->recording_mutex_);
-    origin->recorded_.push_back(std::move(work));
-    return;
+    if (joined_to_ != nullptr) {  // a joined stream: floats until another stream waits for it (PlaceFloating)
+      floating_.push_back(std::move(work));
+      ++floated_;
+      return;
+    }
   }
   queue_->Enqueue(std::move(work));
+}
+
+size_t TestingStream::FloatingMark() {
+  std::lock_guard<std::mutex> lock(recording_mutex_);
+  return floated_;
+}
+
+void TestingStream::PlaceFloating(size_t upto) {
+  std::vector<std::function<void()>> placed;
+  TestingStream* origin = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(recording_mutex_);
+    origin = joined_to_;
+    while (placed_ < upto && !floating_.empty()) {
+      placed.push_back(std::move(floating_.front()));
+      floating_.pop_front();
+      ++placed_;
+    }
+  }
+  if (origin == nullptr || placed.empty()) return;
+  std::lock_guard<std::mutex> lock(origin->recording_mutex_);
+  for (auto& work : placed) origin->recorded_.push_back(std::move(work));
 }
 
 void TestingStream::BeginRecording() {
@@ -240,9 +262,10 @@ std::vector<std::function<void()>> TestingStream::EndRecording() {
   bool unjoined = false;
   for (TestingStream* s : joined) {
     std::lock_guard<std::mutex> lock(s->recording_mutex_);
-    unjoined = unjoined || s->unjoined_work_;
+    unjoined = unjoined || !s->floating_.empty();
     s->joined_to_ = nullptr;
-    s->unjoined_work_ = false;
+    s->floating_.clear();
+    s->floated_ = s->placed_ = 0;
   }
   if (unjoined)
     Fail(ErrorCode::kRuntime, "testing stream: the recording ended with work on a joined stream that the recording's ",
@@ -264,15 +287,11 @@ void TestingStream::JoinCapture(TestingStream* origin) {
   {
     std::lock_guard<std::mutex> lock(recording_mutex_);
     joined_to_ = origin;
-    unjoined_work_ = false;
+    floating_.clear();
+    floated_ = placed_ = 0;
   }
   std::lock_guard<std::mutex> lock(origin->recording_mutex_);
   origin->joined_.push_back(this);
-}
-
-void TestingStream::MarkJoinedBack() {
-  std::lock_guard<std::mutex> lock(recording_mutex_);
-  unjoined_work_ = false;
 }
 
 void RunOn(Stream* stream, std::function<void()> work) {

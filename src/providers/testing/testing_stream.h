@@ -10,6 +10,7 @@
 #pragma once
 
 #include <chrono>
+#include <deque>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -43,18 +44,22 @@ class TestingStream : public Stream {
   // Graph capture: between BeginRecording and EndRecording, work given to Enqueue is recorded instead of
   // run; EndRecording returns it in order. The caller must not queue other work meanwhile.
   // Like a CUDA stream capture, a recording spreads to other streams through events: a stream that waits for an
-  // event recorded inside the recording joins it (its work is recorded too, in the order the host queues it, which
-  // respects every dependency), and every joined stream must be joined back -- its last work waited for by
-  // another stream of the recording -- before EndRecording, which otherwise throws (CUDA's "unjoined" capture).
+  // event recorded inside the recording joins it, and every joined stream must be joined back -- all its work
+  // waited for by another stream of the recording -- before EndRecording, which otherwise throws (CUDA's
+  // "unjoined" capture). A joined stream's work floats: it enters the recording only where another stream waits
+  // for an event recorded after it, so a replay runs side-stream work as late as its recorded dependencies allow,
+  // and a missing wait shows as stale data instead of being hidden by the order the host queued things in.
   void BeginRecording();
   std::vector<std::function<void()>> EndRecording();
   bool recording();
   // The stream whose recording this stream's work goes into (itself while recording); nullptr when none.
   TestingStream* CaptureOrigin();
-  // Joins `origin`'s recording (an event of it was waited for), or marks this joined stream's work so far as
-  // waited for by another stream of the recording.
+  // Joins `origin`'s recording (an event of it was waited for).
   void JoinCapture(TestingStream* origin);
-  void MarkJoinedBack();
+  // A joined stream: how much work it has queued in the recording so far (an event's position), and placing its
+  // floating work up to such a position into the recording (another stream waited for that event).
+  size_t FloatingMark();
+  void PlaceFloating(size_t upto);
 
  private:
   class Queue;
@@ -64,7 +69,8 @@ class TestingStream : public Stream {
   bool recording_ = false;
   std::vector<std::function<void()>> recorded_;
   TestingStream* joined_to_ = nullptr;   // the recording this stream joined
-  bool unjoined_work_ = false;           // joined: work queued since another stream last waited for it
+  std::deque<std::function<void()>> floating_;  // joined: work [placed_, floated_) not yet in the recording
+  size_t floated_ = 0, placed_ = 0;
   std::vector<TestingStream*> joined_;   // recording: the streams that joined it
 };
 

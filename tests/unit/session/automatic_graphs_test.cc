@@ -124,10 +124,20 @@ TEST_F(AutomaticGraphsTest, LargeHostFeedsAndOutputsReplayExactly) {
 // Run(feeds) captures download each such output right after its step, on a side stream the capture joins and
 // rejoins (session.automatic_graph_early_downloads, on by default), and upload the layers' inputs in pieces that
 // the first step reading each waits for (session.automatic_graph_upload_pieces, default 3: x | past0 past1 | past2
-// past3 here; 8: one piece per input): every replay returns this run's values, with the early downloads on and off,
+// past3 here, 64 KiB each; 8: one piece per input): every replay returns this run's values, with the early downloads on and off,
 // one, three and eight upload pieces, with and without the set's copy streams, on a slower device.
 TEST_F(AutomaticGraphsTest, EarlyDownloadsOfLayerOutputsReplayExactly) {
   constexpr int kLayers = 4;
+  constexpr size_t kElements = 4 * 4096;  // 64 KiB per input: the smallest upload piece
+  // Values(16, start) repeated: the same small magnitudes in every 64-element block.
+  const auto pattern = [](float start) {
+    std::vector<float> v;
+    while (v.size() < kElements) {
+      const std::vector<float> block = Values(16, start);
+      v.insert(v.end(), block.begin(), block.end());
+    }
+    return v;
+  };
   GraphBuilder builder;
   builder.Input("x", {-1, 4});
   std::string h = "x";
@@ -153,11 +163,11 @@ TEST_F(AutomaticGraphsTest, EarlyDownloadsOfLayerOutputsReplayExactly) {
                                 ", copy_streams " + copy_streams;
       for (int run = 0; run < 5; ++run) {
         const float r = static_cast<float>(run);
-        Session::NamedValues feeds = {{"x", Value(HostTensor(Values(16, r - 1.0f)))}};
-        std::vector<float> state = Values(16, r - 1.0f);
+        Session::NamedValues feeds = {{"x", Value(HostTensor(pattern(r - 1.0f)))}};
+        std::vector<float> state = pattern(r - 1.0f);
         std::vector<std::vector<float>> expected;
         for (int i = 0; i < kLayers; ++i) {
-          const std::vector<float> past = Values(16, 0.5f * r - static_cast<float>(i));
+          const std::vector<float> past = pattern(0.5f * r - static_cast<float>(i));
           feeds.push_back({"past" + std::to_string(i), Value(HostTensor(past))});
           for (size_t e = 0; e < state.size(); ++e) state[e] = std::max(state[e] * past[e] + past[e], 0.0f);
           expected.push_back(state);
@@ -176,36 +186,45 @@ TEST_F(AutomaticGraphsTest, EarlyDownloadsOfLayerOutputsReplayExactly) {
   }
 }
 
-// Host feeds with no elements, alone and beside one with elements: they go up in no upload piece (an empty input
-// waits for nothing), and every replay returns this run's values with one, three and eight pieces.
+// Host feeds with no elements beside ones of 128 KiB or none: an empty input sits in a piece but waits for nothing
+// (here: a b | c d with two pieces or more), and every replay returns this run's values with one, three and eight
+// pieces.
 TEST_F(AutomaticGraphsTest, EmptyHostFeedsReplayWithUploadPieces) {
   const std::string model = GraphBuilder()
                                 .Input("a", {-1, 4})
                                 .Input("b", {-1, 4})
                                 .Input("c", {-1, 4})
+                                .Input("d", {-1, 4})
                                 .Node("Relu", {"a"}, {"ra"})
                                 .Node("Relu", {"b"}, {"rb"})
                                 .Node("Relu", {"c"}, {"rc"})
+                                .Node("Relu", {"d"}, {"rd"})
                                 .Output("ra")
                                 .Output("rb")
                                 .Output("rc")
+                                .Output("rd")
                                 .Serialize();
   for (const char* pieces : {"1", "3", "8"}) {
-    for (const int b_rows : {0, 3}) {
+    for (const int rows : {0, 8192}) {
       SessionOptions options = AutomaticOptions({{"task_delay_us", "100"}});
       options.config["session.automatic_graph_upload_pieces"] = pieces;
       Session session = MakeSession(model, options, TestEnv());
-      const std::string where = std::string("upload pieces ") + pieces + ", b rows " + std::to_string(b_rows);
+      const std::string where = std::string("upload pieces ") + pieces + ", rows " + std::to_string(rows);
       for (int run = 0; run < 4; ++run) {
-        const std::vector<float> b = Values(4 * b_rows, static_cast<float>(run) - 1.0f);
-        const std::vector<Value> y = session.Run(
-            {{"a", Value(HostTensor({}))}, {"b", Value(HostTensor(b))}, {"c", Value(HostTensor({}))}});
-        ASSERT_EQ(y.size(), 3u) << where;
+        const std::vector<float> b = Values(4 * rows, static_cast<float>(run) - 1.0f);
+        const std::vector<float> d = Values(4 * rows, static_cast<float>(run) + 0.25f);
+        const std::vector<Value> y = session.Run({{"a", Value(HostTensor({}))},
+                                                  {"b", Value(HostTensor(b))},
+                                                  {"c", Value(HostTensor({}))},
+                                                  {"d", Value(HostTensor(d))}});
+        ASSERT_EQ(y.size(), 4u) << where;
         EXPECT_EQ(y[0].tensor().NumElements(), 0) << where;
         EXPECT_EQ(y[2].tensor().NumElements(), 0) << where;
-        std::vector<float> expected;
-        for (float v : b) expected.push_back(std::max(v, 0.0f));
-        EXPECT_EQ(y[1].tensor().ToVector<float>(), expected) << where << ", run " << run;
+        for (const auto& [k, in] : std::vector<std::pair<size_t, const std::vector<float>*>>{{1, &b}, {3, &d}}) {
+          std::vector<float> expected;
+          for (float v : *in) expected.push_back(std::max(v, 0.0f));
+          EXPECT_EQ(y[k].tensor().ToVector<float>(), expected) << where << ", run " << run << ", output " << k;
+        }
       }
     }
   }
