@@ -126,6 +126,10 @@ struct SessionOptions {
   //   "session.float16_in_float32" = "1" / "0": run connected float16/bfloat16 regions that an EP computes by
   //   widening per node (the CPU EP) in float32 end to end, with Casts only where values enter and leave them
   //   (default "1", optimization level all); "0" keeps 16-bit values between nodes. docs/ARCHITECTURE.md.
+  //   "session.automatic_graph_upload_pieces" = "1" to "8": how many pieces the host feeds of a replayed Run(feeds)
+  //   go up in, each waited for by the first step that reads it (default "3"; "1": one copy before the first step;
+  //   docs/ARCHITECTURE.md, "Automatic graphs"). "session.automatic_graph_early_downloads" = "0": every output goes
+  //   down after the last step (default: each as soon as its step has written it).
   // Unknown keys are kept and ignored.
   std::map<std::string, std::string> config;
   // Profiling (docs/PROFILING.md): a Chrome-trace JSON file "<profile_file_prefix>_<date-time>.json" with

@@ -162,6 +162,51 @@ TEST(TestingEpTest, EventsOrderWorkAcrossStreams) {
   a->Synchronize();
 }
 
+// A graph recording spreads to a stream that waits for one of its events (as a CUDA stream capture does). That
+// stream's work enters the recording only where another stream waits for an event recorded after it, as late as
+// the recorded dependencies allow: a reader that waits sees the side stream's copy, one that does not replays against
+// the stale value (what a missing wait risks on a real device), and side-stream work that no stream of the
+// recording waits for fails EndCapture (CUDA's unjoined capture).
+TEST(TestingEpTest, RecordingsPlaceSideStreamWorkWhereItIsWaitedFor) {
+  auto ep = Factory().CreateEp(TestingDevice(), {});
+  DataTransfer& transfer = *ep->data_transfer();
+  auto main = ep->CreateStream();
+  auto side = ep->CreateStream();
+  const Tensor values = Tensor::FromVector<float>({4}, {1.0f, 2.0f, 3.0f, 4.0f});
+  const Tensor zeros = Tensor::FromVector<float>({4}, {0.0f, 0.0f, 0.0f, 0.0f});
+  Tensor x = DeviceTensor({4}), y = DeviceTensor({4}), w = DeviceTensor({4});
+  CopySync(transfer, values, x);
+  int key = 0;
+  for (const bool reader_waits : {true, false}) {
+    ep->BeginCapture(*main, ++key);
+    auto fork = main->CreateEvent();
+    fork->Record(*main);
+    fork->Wait(*side);
+    CopySync(transfer, x, y, side.get());  // y = x on the side stream
+    auto copied = side->CreateEvent();
+    copied->Record(*side);
+    if (reader_waits) copied->Wait(*main);
+    CopySync(transfer, y, w, main.get());  // w = y on the main stream
+    if (!reader_waits) copied->Wait(*main);  // joined back only at the end
+    ep->EndCapture(*main, key);
+    CopySync(transfer, zeros, y);
+    CopySync(transfer, zeros, w);
+    ep->ReplayGraph(*main, key);
+    main->Synchronize();
+    Tensor seen = Tensor::Allocate(DataType::kFloat, {4});
+    CopySync(transfer, w, seen);
+    EXPECT_EQ(seen.ToVector<float>(), (reader_waits ? values : zeros).ToVector<float>())
+        << (reader_waits ? "the reader waited for the side stream's copy" : "the reader did not wait");
+    ep->ReleaseGraph(key);
+  }
+  ep->BeginCapture(*main, ++key);
+  auto fork = main->CreateEvent();
+  fork->Record(*main);
+  fork->Wait(*side);
+  CopySync(transfer, x, y, side.get());  // never waited for
+  EXPECT_THROW(ep->EndCapture(*main, key), Error);
+}
+
 TEST(TestingEpTest, EventSynchronizeBlocksTheHostUntilTheRecordedPoint) {
   auto stream = NewStream();
   auto event = stream->CreateEvent();
